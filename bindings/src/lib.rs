@@ -1,0 +1,1 @@
+//! WebAssembly bindings of `ccwire-core`, built into the npm package `ccwire`.

@@ -1,0 +1,1 @@
+//! ccwire-core (work in progress).

@@ -1,0 +1,2 @@
+//! The `ccwire` command line.
+fn main() {}
