@@ -1,1 +1,54 @@
-//! ccwire-core (work in progress).
+//! # ccwire-core
+//!
+//! A sans-IO engine for the Claude Code SDK wire protocol: the newline-delimited JSON the `claude`
+//! CLI speaks on stdin/stdout with `--input-format stream-json --output-format stream-json
+//! --verbose`, including its control channel (permissions, hooks, in-process MCP, interrupts).
+//!
+//! ## The contract
+//!
+//! - **No IO, no clock, no randomness.** Bytes and the current time come in as arguments; chunks,
+//!   bytes for the CLI's stdin and deadlines go out. Time is a [`Timestamp`] in milliseconds,
+//!   always the first argument (`now`). Request ids come from a counter and a host-given seed.
+//! - **Deterministic.** The same inputs give the same outputs, byte for byte, natively and in
+//!   WebAssembly.
+//! - **Incomplete input is normal.** Bytes may be split anywhere, even inside a UTF-8 character.
+//! - **Bad input is an output.** A malformed line, an over-long line or an unknown message becomes
+//!   an `error` or `unknown` chunk and the session goes on. `Err` means misuse by the embedder.
+//!
+//! ## The run loop
+//!
+//! 1. Call an input: [`Session::handle_stdout`] with what the CLI wrote, a command such as
+//!    [`Session::send_user_message`] or [`Session::respond_permission`], or
+//!    [`Session::handle_timeout`] when the deadline passed.
+//! 2. Drain [`Session::poll_output`] until it returns `None`: write every [`Output::Write`] to
+//!    the CLI's stdin in order, hand every [`Output::Chunk`] to the UI.
+//! 3. Ask [`Session::poll_timeout`] for the next deadline and sleep until then or until more
+//!    input arrives.
+//!
+//! The one invariant: after every input, drain the outputs before the next input.
+//!
+//! The chunk contract is CHUNKS.md; [`transcript`] replays recorded traffic through an observer
+//! session.
+
+mod chunk;
+pub mod framing;
+mod json;
+pub mod mcp;
+mod session;
+pub mod transcript;
+pub mod wire;
+
+/// Milliseconds on the host's clock (any epoch; only differences matter).
+pub type Timestamp = u64;
+
+pub use chunk::{
+    Behavior, BlockedKind, BlockedOn, Chunk, ErrorKind, Fields, ResolveReason, StatusReason,
+    ToolStatus, ToolWait,
+};
+pub use json::Json;
+pub use mcp::{McpCallResult, McpServer, McpTool};
+pub use session::{
+    CommandError, Delivery, HookMatcher, Mode, Output, PermissionDecision, Session, SessionConfig,
+    TimeoutReason, Timeouts, UserMessage,
+};
+pub use transcript::{replay, Replayer};

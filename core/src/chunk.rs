@@ -1,0 +1,582 @@
+//! The chunks a session emits: the output contract of CHUNKS.md.
+//!
+//! Every chunk serializes as a JSON object with a `type` tag and snake_case fields. Parts taken
+//! from the wire are [`Json`] values in canonical form, so native and wasm builds emit the same
+//! bytes for the same input.
+
+use serde::Serialize;
+
+use crate::json::{serialize_js_number, Json};
+
+/// One thing that happened on the wire, as a UI or an API encoder wants to see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Chunk {
+    /// A turn started (`system/init`, sent by the CLI at the start of every turn).
+    SessionInit {
+        /// The CLI's session id.
+        session_id: Option<String>,
+        /// The resolved model id.
+        model: Option<String>,
+        /// The CLI's working directory.
+        cwd: Option<String>,
+        /// Tool names the model may call.
+        tools: Json,
+        /// MCP servers and their connection status.
+        mcp_servers: Json,
+        /// The permission mode in force.
+        permission_mode: Option<String>,
+        /// The CLI version.
+        claude_code_version: Option<String>,
+    },
+    /// A prompt the host sent to the CLI.
+    UserPrompt {
+        /// The message content: a string or content blocks.
+        content: Json,
+        /// The client uuid of the message, when it had one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        uuid: Option<String>,
+        /// `now`, `next` or `later` when the message carried a priority.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        priority: Option<String>,
+    },
+    /// A model message started streaming.
+    MessageStart {
+        /// The API message id.
+        message_id: String,
+        /// The model answering.
+        model: Option<String>,
+        /// The Agent/Task tool call this message belongs to, for sub-agent output.
+        parent_tool_use_id: Option<String>,
+    },
+    /// A piece of assistant text.
+    TextDelta {
+        /// The API message id.
+        message_id: String,
+        /// The content block index within the message.
+        index: u32,
+        /// The text piece.
+        text: String,
+        /// The Agent/Task tool call this message belongs to, for sub-agent output.
+        parent_tool_use_id: Option<String>,
+    },
+    /// A piece of the model's thinking.
+    ThinkingDelta {
+        /// The API message id.
+        message_id: String,
+        /// The content block index within the message.
+        index: u32,
+        /// The thinking piece.
+        thinking: String,
+        /// The Agent/Task tool call this message belongs to, for sub-agent output.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_use_id: Option<String>,
+    },
+    /// A redacted thinking block (its content is encrypted).
+    ThinkingRedacted {
+        /// The API message id.
+        message_id: String,
+        /// The content block index within the message.
+        index: u32,
+        /// The Agent/Task tool call this message belongs to, for sub-agent output.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_use_id: Option<String>,
+    },
+    /// A citation attached to a text block.
+    Citation {
+        /// The API message id.
+        message_id: String,
+        /// The content block index within the message.
+        index: u32,
+        /// The citation object as the API sent it.
+        citation: Json,
+        /// The Agent/Task tool call this message belongs to, for sub-agent output.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_use_id: Option<String>,
+    },
+    /// A tool call: first with `complete:false` when it starts, then once with `complete:true`
+    /// and the whole input.
+    ToolUse {
+        /// The tool_use id.
+        id: String,
+        /// The tool name as the model called it.
+        name: String,
+        /// The API message id.
+        message_id: String,
+        /// The content block index within the message.
+        index: u32,
+        /// The Agent/Task tool call this call belongs to, for sub-agent output.
+        parent_tool_use_id: Option<String>,
+        /// Whether the input is complete.
+        complete: bool,
+        /// The input, when complete; `null` before.
+        input: Json,
+        /// `true` for a server-executed tool (`server_tool_use`).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        server: bool,
+    },
+    /// A piece of a tool call's input JSON as it streams.
+    ToolInputDelta {
+        /// The tool_use id.
+        id: String,
+        /// The piece of JSON text (may be empty).
+        partial_json: String,
+    },
+    /// The model message's stop reason and usage (`message_delta`).
+    MessageDelta {
+        /// The API message id.
+        message_id: String,
+        /// Why the model stopped (`end_turn`, `tool_use`, …); `null` passes through.
+        stop_reason: Option<String>,
+        /// Token usage.
+        usage: Json,
+    },
+    /// The model message ended (`message_stop`).
+    MessageStop {
+        /// The API message id.
+        message_id: String,
+        /// After an interrupt: the first content block index the CLI abandoned.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        abandoned_from_index: Option<u64>,
+    },
+    /// A tool's status changed.
+    ToolStatus {
+        /// The tool_use id.
+        id: String,
+        /// The new status.
+        status: ToolStatus,
+        /// Why, when the change has a reason.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<StatusReason>,
+    },
+    /// A tool started executing (its first `tool_progress`).
+    ToolStart {
+        /// The tool_use id.
+        id: String,
+        /// The tool name.
+        name: Option<String>,
+        /// Seconds since the tool started, as the CLI reports it.
+        #[serde(serialize_with = "serialize_js_number")]
+        elapsed_s: f64,
+        /// The Agent/Task tool call this call belongs to, for sub-agent output.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_use_id: Option<String>,
+    },
+    /// A running tool reported progress.
+    ToolProgress {
+        /// The tool_use id.
+        id: String,
+        /// Seconds since the tool started.
+        #[serde(serialize_with = "serialize_js_number")]
+        elapsed_s: f64,
+    },
+    /// The CLI's heartbeat for a held MCP call (every 30 s).
+    ToolHeartbeat {
+        /// The tool_use id of the held call.
+        id: String,
+        /// Seconds since the call started.
+        #[serde(serialize_with = "serialize_js_number")]
+        elapsed_s: f64,
+        /// The heartbeat's sequence number.
+        seq: u64,
+    },
+    /// A tool's result.
+    ToolResult {
+        /// The tool_use id.
+        id: String,
+        /// The result content: a string or content blocks.
+        content: Json,
+        /// Whether the result is an error.
+        is_error: bool,
+        /// `true` for the result of a server-executed tool.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        server: bool,
+        /// The Agent/Task tool call this result belongs to, for sub-agent output.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_use_id: Option<String>,
+    },
+    /// User-role text the CLI added (`[Request interrupted by user]`, a sub-agent's prompt, …).
+    UserText {
+        /// The text.
+        text: String,
+        /// The Agent/Task tool call this text belongs to, for sub-agent output.
+        parent_tool_use_id: Option<String>,
+    },
+    /// The CLI asks whether a tool may run (`can_use_tool`). Answer with
+    /// [`Session::respond_permission`](crate::Session::respond_permission).
+    PermissionRequest {
+        /// The control request id to answer.
+        request_id: String,
+        /// The tool_use id.
+        tool_use_id: Option<String>,
+        /// The tool name.
+        tool_name: String,
+        /// The tool input.
+        input: Json,
+        /// Permission updates the CLI suggests (`permission_suggestions`).
+        suggestions: Json,
+        /// The path that triggered the prompt, when there is one.
+        blocked_path: Option<String>,
+        /// When the request times out (ms), when a timeout policy is set.
+        deadline_ms: Option<u64>,
+    },
+    /// A permission request was settled, exactly once.
+    PermissionResolved {
+        /// The control request id.
+        request_id: String,
+        /// The tool_use id.
+        tool_use_id: Option<String>,
+        /// The outcome.
+        behavior: Behavior,
+        /// Who settled it.
+        reason: ResolveReason,
+    },
+    /// The CLI calls a hook registered in `initialize`. Answer with
+    /// [`Session::respond_hook`](crate::Session::respond_hook).
+    HookRequest {
+        /// The control request id to answer.
+        request_id: String,
+        /// The hook callback id (`hook_<n>`).
+        callback_id: String,
+        /// The hook event (`PreToolUse`, `PostToolUse`, …).
+        event: Option<String>,
+        /// The tool_use id the CLI attached (not always a tool's).
+        tool_use_id: Option<String>,
+        /// The hook input.
+        input: Json,
+        /// When the request times out (ms), when a timeout policy is set.
+        deadline_ms: Option<u64>,
+    },
+    /// The CLI calls a tool of an in-process MCP server. Answer with
+    /// [`Session::respond_mcp`](crate::Session::respond_mcp).
+    McpToolCall {
+        /// The control request id to answer.
+        request_id: String,
+        /// The MCP server name.
+        server: String,
+        /// The tool name as given in `params.name`.
+        tool: String,
+        /// The call arguments.
+        arguments: Json,
+        /// The tool_use id (`_meta["claudecode/toolUseId"]`).
+        tool_use_id: Option<String>,
+        /// When the call times out (ms), when a timeout policy is set.
+        deadline_ms: Option<u64>,
+    },
+    /// The CLI cancelled a held MCP tool call (`notifications/cancelled`).
+    McpToolCancelled {
+        /// The control request id of the cancelled `tools/call`.
+        request_id: String,
+        /// The control request id of the cancel notification.
+        cancel_request_id: String,
+        /// The tool_use id of the cancelled call.
+        tool_use_id: Option<String>,
+        /// The reason the CLI gave.
+        reason: Option<String>,
+    },
+    /// An MCP request the core did not answer itself (observer mode, or an unregistered server).
+    McpRequest {
+        /// The control request id.
+        request_id: String,
+        /// The MCP server name.
+        server: String,
+        /// The JSON-RPC method.
+        method: Option<String>,
+    },
+    /// The CLI withdrew a request other than a permission (`control_cancel_request`); an answer
+    /// to it is no longer wanted.
+    RequestCancelled {
+        /// The withdrawn control request id.
+        request_id: String,
+    },
+    /// A `system` frame other than `init`: every field of the frame.
+    Status {
+        /// The system subtype.
+        subtype: String,
+        /// The frame's other fields.
+        #[serde(flatten)]
+        fields: Fields,
+    },
+    /// A turn ended (`result`).
+    TurnComplete {
+        /// `success` or an `error_*` subtype.
+        subtype: Option<String>,
+        /// Whether the turn ended in error (not implied by the subtype).
+        is_error: bool,
+        /// The final text (the last text block), or the error text.
+        result: Option<String>,
+        /// The last API stop reason.
+        stop_reason: Option<String>,
+        /// Why the turn ended (`completed`, `aborted_tools`, …).
+        terminal_reason: Option<String>,
+        /// Model round trips in the turn.
+        num_turns: Option<u64>,
+        /// Wall time of the turn.
+        duration_ms: Option<u64>,
+        /// Token usage of the turn.
+        usage: Json,
+        /// Cumulative cost of the process.
+        total_cost_usd: Json,
+        /// The CLI's session id.
+        session_id: Option<String>,
+        /// Tools the user or a rule refused.
+        permission_denials: Json,
+        /// Error texts on error subtypes.
+        errors: Json,
+    },
+    /// The answer to a control request the host sent.
+    ControlResult {
+        /// The host's request id.
+        request_id: String,
+        /// The host request's subtype, `null` when the request was not seen.
+        subtype: Option<String>,
+        /// Whether the CLI answered with success.
+        ok: bool,
+        /// The success payload.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        response: Option<Json>,
+        /// The error message.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The error code, when the CLI gave one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error_code: Option<String>,
+    },
+    /// The CLI answered `initialize`.
+    Ready {
+        /// The CLI version.
+        claude_code_version: Option<String>,
+        /// The models the CLI offers.
+        models: Json,
+        /// The slash commands the CLI offers.
+        commands: Json,
+    },
+    /// The tool-wait state changed; see [`ToolWait`].
+    ToolWait(ToolWait),
+    /// Input the session could not use. The session goes on.
+    Error {
+        /// What went wrong.
+        kind: ErrorKind,
+        /// A human-readable explanation.
+        detail: String,
+        /// The start of the offending line (at most 200 bytes), when there is one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        excerpt: Option<String>,
+        /// The size of a skipped line.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        bytes: Option<u64>,
+    },
+    /// A well-formed message of a type or subtype the core does not model.
+    Unknown {
+        /// The whole message.
+        message: Json,
+    },
+    /// The host reported that the CLI process ended.
+    ProcessExit {
+        /// The exit code, when it exited normally.
+        code: Option<i32>,
+        /// The signal that ended it, when one did.
+        signal: Option<i32>,
+    },
+}
+
+/// A tool call's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// The call is known; it has not started.
+    Pending,
+    /// The CLI asks the host for permission.
+    AwaitingApproval,
+    /// The tool runs.
+    Running,
+    /// Final: the tool returned a result.
+    Success,
+    /// Final: the tool failed or was refused.
+    Error,
+    /// Final: the call ended without a result (turn ended, process exited).
+    Cancelled,
+}
+
+impl ToolStatus {
+    /// Whether no further change can happen.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            ToolStatus::Success | ToolStatus::Error | ToolStatus::Cancelled
+        )
+    }
+
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Pending => "pending",
+            ToolStatus::AwaitingApproval => "awaiting_approval",
+            ToolStatus::Running => "running",
+            ToolStatus::Success => "success",
+            ToolStatus::Error => "error",
+            ToolStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Why a tool's status changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusReason {
+    /// A permission was denied.
+    Denied,
+    /// The CLI cancelled the permission request.
+    Cancelled,
+    /// A permission request timed out.
+    Timeout,
+    /// The turn was interrupted.
+    Interrupted,
+    /// The turn ended before the tool had a result.
+    TurnEnded,
+    /// The CLI process ended before the tool had a result.
+    ProcessExit,
+}
+
+/// The outcome of a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Behavior {
+    /// The tool may run.
+    Allow,
+    /// The tool may not run.
+    Deny,
+}
+
+/// Who settled a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolveReason {
+    /// The host answered.
+    Host,
+    /// The deadline passed.
+    Timeout,
+    /// The CLI withdrew the request, or the tool got its result first.
+    Cancelled,
+}
+
+/// Kinds of [`Chunk::Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A line that is not JSON, or a JSON value without a usable `type`.
+    MalformedLine,
+    /// A message of a known type whose fields have the wrong shape.
+    InvalidMessage,
+    /// A line over the size limit; it was skipped.
+    LineTooLong,
+    /// A transcript line that is not in the transcript format.
+    MalformedTranscriptLine,
+    /// The process ended while a turn was running.
+    ProcessExit,
+    /// A streamed tool input that does not join into JSON.
+    MalformedToolInput,
+}
+
+/// Is the CLI waiting for the embedder to deliver something a tool needs?
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ToolWait {
+    /// Whether the CLI is waiting for a tool.
+    pub waiting: bool,
+    /// The outstanding tools of the current turn: complete, without a result.
+    pub tool_use_ids: Vec<String>,
+    /// The pending requests the embedder must answer for an outstanding tool.
+    pub blocked_on: Vec<BlockedOn>,
+}
+
+/// A pending request that holds up an outstanding tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockedOn {
+    /// The control request id to answer.
+    pub request_id: String,
+    /// What kind of request it is.
+    pub kind: BlockedKind,
+    /// The tool it holds up.
+    pub tool_use_id: String,
+}
+
+/// Kinds of [`BlockedOn`] requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockedKind {
+    /// A `can_use_tool` permission request.
+    Permission,
+    /// An in-process MCP `tools/call`.
+    McpToolCall,
+    /// A pre-execution hook callback.
+    Hook,
+}
+
+/// The fields of a frame, in wire order, each in canonical form.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fields(pub Vec<(String, Json)>);
+
+impl Fields {
+    /// The value of a field.
+    pub fn get(&self, key: &str) -> Option<&Json> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+impl Serialize for Fields {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl Chunk {
+    /// The chunk as one line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("chunks always serialize")
+    }
+
+    /// The `type` tag of the chunk.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Chunk::SessionInit { .. } => "session_init",
+            Chunk::UserPrompt { .. } => "user_prompt",
+            Chunk::MessageStart { .. } => "message_start",
+            Chunk::TextDelta { .. } => "text_delta",
+            Chunk::ThinkingDelta { .. } => "thinking_delta",
+            Chunk::ThinkingRedacted { .. } => "thinking_redacted",
+            Chunk::Citation { .. } => "citation",
+            Chunk::ToolUse { .. } => "tool_use",
+            Chunk::ToolInputDelta { .. } => "tool_input_delta",
+            Chunk::MessageDelta { .. } => "message_delta",
+            Chunk::MessageStop { .. } => "message_stop",
+            Chunk::ToolStatus { .. } => "tool_status",
+            Chunk::ToolStart { .. } => "tool_start",
+            Chunk::ToolProgress { .. } => "tool_progress",
+            Chunk::ToolHeartbeat { .. } => "tool_heartbeat",
+            Chunk::ToolResult { .. } => "tool_result",
+            Chunk::UserText { .. } => "user_text",
+            Chunk::PermissionRequest { .. } => "permission_request",
+            Chunk::PermissionResolved { .. } => "permission_resolved",
+            Chunk::HookRequest { .. } => "hook_request",
+            Chunk::McpToolCall { .. } => "mcp_tool_call",
+            Chunk::McpToolCancelled { .. } => "mcp_tool_cancelled",
+            Chunk::McpRequest { .. } => "mcp_request",
+            Chunk::RequestCancelled { .. } => "request_cancelled",
+            Chunk::Status { .. } => "status",
+            Chunk::TurnComplete { .. } => "turn_complete",
+            Chunk::ControlResult { .. } => "control_result",
+            Chunk::Ready { .. } => "ready",
+            Chunk::ToolWait(_) => "tool_wait",
+            Chunk::Error { .. } => "error",
+            Chunk::Unknown { .. } => "unknown",
+            Chunk::ProcessExit { .. } => "process_exit",
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! In-process ("SDK") MCP servers: the JSON-RPC the CLI sends over `mcp_message`.
+//!
+//! In driver mode the session answers the handshake (`initialize`, notifications, `tools/list`)
+//! of every registered server itself and surfaces each `tools/call` as an
+//! [`McpToolCall`](crate::Chunk::McpToolCall) chunk for the embedder to answer.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// An in-process MCP server: its name and the tools it offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServer {
+    /// The server name (`mcp__<name>__<tool>` to the model).
+    pub name: String,
+    /// The version reported in `serverInfo`.
+    #[serde(default = "default_version")]
+    pub version: String,
+    /// The tools listed by `tools/list`.
+    #[serde(default)]
+    pub tools: Vec<McpTool>,
+}
+
+fn default_version() -> String {
+    "1.0.0".to_owned()
+}
+
+/// One tool of an [`McpServer`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpTool {
+    /// The tool name, un-prefixed.
+    pub name: String,
+    /// What the tool does, for the model.
+    #[serde(default)]
+    pub description: String,
+    /// The JSON Schema of the input, verbatim.
+    #[serde(rename = "inputSchema", alias = "input_schema")]
+    pub input_schema: Value,
+    /// MCP annotations (`readOnlyHint`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// `_meta` (for example `anthropic/alwaysLoad`).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+impl McpServer {
+    /// Creates a server with no tools.
+    pub fn new(name: impl Into<String>) -> McpServer {
+        McpServer {
+            name: name.into(),
+            version: default_version(),
+            tools: Vec::new(),
+        }
+    }
+
+    /// Adds a tool.
+    pub fn with_tool(mut self, tool: McpTool) -> McpServer {
+        self.tools.push(tool);
+        self
+    }
+}
+
+impl McpTool {
+    /// Creates a tool from its name, description and input schema.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> McpTool {
+        McpTool {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            annotations: None,
+            meta: None,
+        }
+    }
+}
+
+/// The result of a `tools/call`, as the embedder gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpCallResult {
+    /// MCP content blocks (`{"type":"text","text":…}`, images, …).
+    pub content: Vec<Value>,
+    /// Whether the call failed; the model sees an error tool result.
+    #[serde(rename = "isError", alias = "is_error", default)]
+    pub is_error: bool,
+}
+
+impl McpCallResult {
+    /// A successful result holding one text block.
+    pub fn text(text: impl Into<String>) -> McpCallResult {
+        McpCallResult {
+            content: vec![json!({"type": "text", "text": text.into()})],
+            is_error: false,
+        }
+    }
+
+    /// An error result holding one text block.
+    pub fn error(text: impl Into<String>) -> McpCallResult {
+        McpCallResult {
+            content: vec![json!({"type": "text", "text": text.into()})],
+            is_error: true,
+        }
+    }
+}
+
+/// The session's answer to an MCP request it handles itself: the JSON-RPC message to put in
+/// `mcp_response`.
+pub(crate) fn answer_handshake(
+    servers: &[McpServer],
+    server_name: &str,
+    method: Option<&str>,
+    id: Option<&Value>,
+    params: Option<&Value>,
+) -> Value {
+    let Some(server) = servers.iter().find(|s| s.name == server_name) else {
+        return rpc_error(id, -32601, &format!("Server '{server_name}' not found"));
+    };
+    let Some(id) = id else {
+        // A notification: acknowledged with an empty result.
+        return json!({"jsonrpc": "2.0", "result": {}});
+    };
+    match method {
+        Some("initialize") => {
+            let version = params
+                .and_then(|p| p.get("protocolVersion"))
+                .cloned()
+                .unwrap_or_else(|| json!("2025-11-25"));
+            json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": version,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": server.name, "version": server.version},
+            }})
+        }
+        Some("tools/list") => {
+            json!({"jsonrpc": "2.0", "id": id, "result": {"tools": server.tools}})
+        }
+        Some("ping") => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+        Some(other) => rpc_error(Some(id), -32601, &format!("Method '{other}' not found")),
+        None => rpc_error(Some(id), -32600, "Invalid request"),
+    }
+}
+
+/// A JSON-RPC error message.
+pub(crate) fn rpc_error(id: Option<&Value>, code: i64, message: &str) -> Value {
+    let mut error = json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}});
+    if let Some(id) = id {
+        error["id"] = id.clone();
+    }
+    error
+}
+
+/// The `tools/call` answer for a result.
+pub(crate) fn call_result(id: &Value, result: &McpCallResult) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"content": result.content, "isError": result.is_error}})
+}

@@ -1,0 +1,145 @@
+//! Transcripts: recorded wire traffic, replayed through an observer session.
+//!
+//! One JSON object per line: `{"dir":"in"|"out","t_ms":<ms since spawn>,"msg":<message>}`.
+//! Lines with another `dir` (`note`, …) are recorder annotations and are skipped. A line without
+//! `dir` is a bare stream-json message, read as `out`, so raw CLI stdout replays as it is.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::chunk::{Chunk, ErrorKind, ToolStatus, ToolWait};
+use crate::framing::{Frame, LineFramer};
+use crate::session::{line_error, Dir, Output, Session, SessionConfig};
+use crate::Timestamp;
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(borrow, default)]
+    dir: Option<Cow<'a, str>>,
+    #[serde(default)]
+    t_ms: Option<f64>,
+    #[serde(borrow, default)]
+    msg: Option<&'a RawValue>,
+}
+
+/// Replays a transcript incrementally: push bytes, drain chunks.
+#[derive(Debug)]
+pub struct Replayer {
+    framer: LineFramer,
+    session: Session,
+    now: Timestamp,
+}
+
+impl Replayer {
+    /// A replayer with default settings.
+    pub fn new() -> Replayer {
+        Replayer::with_config(SessionConfig::default())
+    }
+
+    /// A replayer whose session uses `config` (the line limit applies to transcript lines).
+    pub fn with_config(config: SessionConfig) -> Replayer {
+        Replayer {
+            framer: LineFramer::new(config.line_limit),
+            session: Session::observer(config),
+            now: 0,
+        }
+    }
+
+    /// Feeds transcript bytes, split anywhere.
+    pub fn push(&mut self, data: &[u8]) {
+        let Replayer {
+            framer,
+            session,
+            now,
+        } = self;
+        framer.push(data, |frame| feed(session, now, frame));
+    }
+
+    /// Ends the transcript: a last line without newline is read, and the CLI's output ends.
+    pub fn finish(&mut self) {
+        let Replayer {
+            framer,
+            session,
+            now,
+        } = self;
+        framer.finish(|frame| feed(session, now, frame));
+        session.handle_stdout_eof(*now);
+    }
+
+    /// The next chunk, in order.
+    pub fn poll_chunk(&mut self) -> Option<Chunk> {
+        loop {
+            if let Output::Chunk(chunk) = self.session.poll_output()? {
+                return Some(chunk);
+            }
+        }
+    }
+
+    /// The session the transcript is replayed through, for its final state.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The tool-wait state at this point of the transcript.
+    pub fn tool_wait(&self) -> &ToolWait {
+        self.session.tool_wait()
+    }
+
+    /// Every tool call seen, with its status at this point.
+    pub fn tool_statuses(&self) -> Vec<(String, ToolStatus)> {
+        self.session
+            .tool_statuses()
+            .map(|(id, status)| (id.to_owned(), status))
+            .collect()
+    }
+
+    /// The time of the last line read (its `t_ms`).
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+}
+
+impl Default for Replayer {
+    fn default() -> Self {
+        Replayer::new()
+    }
+}
+
+fn feed(session: &mut Session, now: &mut Timestamp, frame: Frame<'_>) {
+    let Frame::Line(line) = frame else {
+        session.feed_frame(*now, Dir::Out, frame);
+        return;
+    };
+    let parsed = std::str::from_utf8(line)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Line<'_>>(text).ok());
+    let Some(parsed) = parsed else {
+        // Not a transcript object: the session reports what is wrong with it.
+        session.feed_frame(*now, Dir::Out, frame);
+        return;
+    };
+    if let Some(t) = parsed.t_ms.filter(|t| t.is_finite() && *t >= 0.0) {
+        *now = t as Timestamp;
+    }
+    match (parsed.dir.as_deref(), parsed.msg) {
+        (None, _) => session.feed_frame(*now, Dir::Out, frame),
+        (Some("out"), Some(msg)) => session.observe_out(*now, msg.get()),
+        (Some("in"), Some(msg)) => session.observe_in(*now, msg.get()),
+        (Some("in" | "out"), None) => session.push_chunk(line_error(
+            ErrorKind::MalformedTranscriptLine,
+            "a transcript line with `dir` needs a `msg` object".to_owned(),
+            line,
+        )),
+        (Some(_), _) => {}
+    }
+}
+
+/// Replays a whole transcript and returns its chunks.
+pub fn replay(transcript: &[u8]) -> Vec<Chunk> {
+    let mut replayer = Replayer::new();
+    replayer.push(transcript);
+    replayer.finish();
+    std::iter::from_fn(|| replayer.poll_chunk()).collect()
+}
