@@ -275,7 +275,8 @@ pub enum Chunk {
         /// The reason the CLI gave.
         reason: Option<String>,
     },
-    /// An MCP request the core did not answer itself (observer mode, or an unregistered server).
+    /// An MCP request other than `tools/call` (handshake, `tools/list`, notifications). In driver
+    /// mode the session has already answered it from the registered servers.
     McpRequest {
         /// The control request id.
         request_id: String,

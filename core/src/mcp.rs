@@ -41,6 +41,9 @@ pub struct McpTool {
     /// `_meta` (for example `anthropic/alwaysLoad`).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+    /// Further fields of the MCP tool definition (`title`, `outputSchema`, …), passed through.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
 }
 
 impl McpServer {
@@ -73,6 +76,7 @@ impl McpTool {
             input_schema,
             annotations: None,
             meta: None,
+            extra: serde_json::Map::new(),
         }
     }
 }

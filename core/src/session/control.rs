@@ -223,13 +223,13 @@ impl State {
                 self.answer_mcp_internally(now, request_id, &server, &rpc);
             }
             method => {
-                if self.mode == Mode::Observer {
-                    self.emit(Chunk::McpRequest {
-                        request_id: request_id.clone(),
-                        server: server.clone(),
-                        method: method.map(str::to_owned),
-                    });
-                }
+                // Driver mode answers these itself; the chunk keeps driver and observer output
+                // alike, so a recorded session replays to the chunks it produced live.
+                self.emit(Chunk::McpRequest {
+                    request_id: request_id.clone(),
+                    server: server.clone(),
+                    method: method.map(str::to_owned),
+                });
                 self.answer_mcp_internally(now, request_id, &server, &rpc);
             }
         }
