@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::state::{MessageState, State, StreamedBlock};
+use super::state::{State, StreamedBlock};
 use crate::chunk::{Chunk, ErrorKind, Fields, ToolStatus};
 use crate::json::Json;
 use crate::wire::{ApiMessage, Block, BlockKind, Content, RawFields, StreamEvent, WireMessage};
@@ -458,7 +458,7 @@ impl State {
     fn push_streamed(&mut self, message_id: &str, block: StreamedBlock) {
         self.messages
             .entry(message_id.to_owned())
-            .or_insert_with(MessageState::default)
+            .or_default()
             .streamed
             .push(block);
     }

@@ -231,7 +231,7 @@ impl State {
                 } else {
                     format!("the line is not a JSON object: {err}")
                 };
-                let kind = if err.is_data() && text.starts_with('{') {
+                let kind = if err.is_data() && has_string_type(text) {
                     ErrorKind::InvalidMessage
                 } else {
                     ErrorKind::MalformedLine
@@ -583,4 +583,14 @@ impl State {
             self.settle(req.request_id);
         }
     }
+}
+
+/// Whether a line is an object with a string `type` (its other fields may still be wrong).
+fn has_string_type(text: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct TypeOnly<'a> {
+        #[serde(rename = "type", borrow)]
+        ty: std::borrow::Cow<'a, str>,
+    }
+    serde_json::from_str::<TypeOnly<'_>>(text).is_ok_and(|t| !t.ty.is_empty())
 }
