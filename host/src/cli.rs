@@ -20,6 +20,11 @@ struct Cli {
 enum Command {
     /// Replay a transcript through the core and print one chunk per line as JSON.
     Replay(ReplayArgs),
+    /// Run one prompt through the Claude Code CLI and stream the answer.
+    Run(crate::run::RunArgs),
+    /// Run the CLI with the given arguments, pass stdin and stdout through, and write a
+    /// transcript of both directions.
+    Record(crate::run::RecordArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -42,6 +47,8 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Replay(args) => replay(&args),
+        Command::Run(args) => crate::run::run(args),
+        Command::Record(args) => crate::run::record(args),
     }
 }
 

@@ -1,0 +1,271 @@
+//! Finding the `claude` executable and building its command line (PROTOCOL.md §2).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+/// The environment variable naming the CLI executable.
+pub const CLAUDE_ENV: &str = "CCWIRE_CLAUDE";
+
+/// The CLI release ccwire is tested against.
+pub const TESTED_CLI_VERSION: &str = "2.1.330";
+
+/// The CLI could not be found.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the Claude Code CLI was not found ({searched}); install it with \
+     `npm install -g @anthropic-ai/claude-code@{TESTED_CLI_VERSION}`, or name it with \
+     --claude PATH or {CLAUDE_ENV}"
+)]
+pub struct CliNotFound {
+    searched: String,
+}
+
+/// Finds the CLI: an explicit path, then `CCWIRE_CLAUDE`, then `claude` on `PATH`.
+///
+/// # Errors
+/// [`CliNotFound`] naming the install command.
+pub fn find_cli(explicit: Option<&Path>) -> Result<PathBuf, CliNotFound> {
+    if let Some(path) = explicit {
+        return existing(path).ok_or_else(|| CliNotFound {
+            searched: format!("{} does not exist", path.display()),
+        });
+    }
+    if let Some(path) = std::env::var_os(CLAUDE_ENV).filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        return existing(&path).ok_or_else(|| CliNotFound {
+            searched: format!("{CLAUDE_ENV}={} does not exist", path.display()),
+        });
+    }
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path_var) {
+        // Only absolute PATH entries: a relative one would resolve against the cwd.
+        if !dir.is_absolute() {
+            continue;
+        }
+        if let Some(found) = existing(&dir.join("claude")) {
+            return Ok(found);
+        }
+    }
+    Err(CliNotFound {
+        searched: format!("no --claude PATH, no {CLAUDE_ENV}, no `claude` on PATH"),
+    })
+}
+
+fn existing(path: &Path) -> Option<PathBuf> {
+    path.is_file().then(|| path.to_path_buf())
+}
+
+/// The system prompt the CLI runs with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SystemPrompt {
+    /// Claude Code's own system prompt (no flag).
+    #[default]
+    Preset,
+    /// Replace it (`--system-prompt`); an empty string is an empty prompt.
+    Custom(String),
+    /// Keep Claude Code's and append to it (`--append-system-prompt`).
+    Append(String),
+}
+
+/// How to start the CLI.
+#[derive(Debug, Clone, Default)]
+pub struct ClaudeOptions {
+    /// The executable; found with [`find_cli`] when `None`.
+    pub claude: Option<PathBuf>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--max-turns` (0 = unset).
+    pub max_turns: u32,
+    /// The system prompt.
+    pub system_prompt: SystemPrompt,
+    /// `--allowedTools`: rules that approve without asking.
+    pub allowed_tools: Vec<String>,
+    /// `--disallowedTools`.
+    pub disallowed_tools: Vec<String>,
+    /// `--tools`: the built-in tools offered (`None` = the CLI's default set).
+    pub tools: Option<Vec<String>>,
+    /// `--permission-mode` (`default`, `acceptEdits`, `plan`, …).
+    pub permission_mode: Option<String>,
+    /// Route permission prompts over the control channel (`--permission-prompt-tool stdio`).
+    pub permission_prompts: bool,
+    /// In-process MCP servers, by name, with extra config fields per server
+    /// (`alwaysLoad`, `disableAutoBackground`, …).
+    pub sdk_mcp_servers: Vec<(String, Map<String, Value>)>,
+    /// `--include-partial-messages` (token streaming).
+    pub include_partial_messages: bool,
+    /// `--resume=<session id>`.
+    pub resume: Option<String>,
+    /// `--continue`: the most recent session in the working directory.
+    pub continue_conversation: bool,
+    /// `--fork-session` (with resume or continue).
+    pub fork_session: bool,
+    /// The working directory.
+    pub cwd: Option<PathBuf>,
+    /// Variables added to the CLI's environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Variables removed from the CLI's environment.
+    pub env_remove: Vec<OsString>,
+    /// Further arguments, appended as given.
+    pub extra_args: Vec<OsString>,
+}
+
+impl ClaudeOptions {
+    /// The arguments after the executable.
+    pub fn args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = [
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+        ]
+        .into_iter()
+        .map(OsString::from)
+        .collect();
+        let mut flag = |name: &str, value: Option<String>| {
+            args.push(OsString::from(name));
+            if let Some(v) = value {
+                args.push(OsString::from(v));
+            }
+        };
+        match &self.system_prompt {
+            SystemPrompt::Preset => {}
+            SystemPrompt::Custom(p) => flag("--system-prompt", Some(p.clone())),
+            SystemPrompt::Append(p) => flag("--append-system-prompt", Some(p.clone())),
+        }
+        if let Some(model) = &self.model {
+            flag("--model", Some(model.clone()));
+        }
+        if self.max_turns > 0 {
+            flag("--max-turns", Some(self.max_turns.to_string()));
+        }
+        if let Some(tools) = &self.tools {
+            flag("--tools", Some(tools.join(",")));
+        }
+        if !self.allowed_tools.is_empty() {
+            flag("--allowedTools", Some(self.allowed_tools.join(",")));
+        }
+        if !self.disallowed_tools.is_empty() {
+            flag("--disallowedTools", Some(self.disallowed_tools.join(",")));
+        }
+        if let Some(mode) = &self.permission_mode {
+            flag("--permission-mode", Some(mode.clone()));
+        }
+        if self.permission_prompts {
+            flag("--permission-prompt-tool", Some("stdio".into()));
+        }
+        if !self.sdk_mcp_servers.is_empty() {
+            let servers: Map<String, Value> = self
+                .sdk_mcp_servers
+                .iter()
+                .map(|(name, extra)| {
+                    let mut config = json!({"type": "sdk", "name": name});
+                    config
+                        .as_object_mut()
+                        .expect("an object")
+                        .extend(extra.clone());
+                    (name.clone(), config)
+                })
+                .collect();
+            flag(
+                "--mcp-config",
+                Some(json!({"mcpServers": servers}).to_string()),
+            );
+        }
+        if self.include_partial_messages {
+            flag("--include-partial-messages", None);
+        }
+        // Equals form: a value starting with `-` must not be read as a flag.
+        if let Some(id) = &self.resume {
+            flag(&format!("--resume={id}"), None);
+        }
+        if self.continue_conversation {
+            flag("--continue", None);
+        }
+        if self.fork_session {
+            flag("--fork-session", None);
+        }
+        args.extend(self.extra_args.iter().cloned());
+        args
+    }
+
+    /// Variables to set, and to remove, in the CLI's environment.
+    pub fn env_changes(&self) -> (Vec<(OsString, OsString)>, Vec<OsString>) {
+        // A parent Claude Code session would make the child think it is nested.
+        let mut remove = vec![OsString::from("CLAUDECODE")];
+        remove.extend(self.env_remove.iter().cloned());
+        let mut set = vec![(
+            OsString::from("CLAUDE_CODE_SDK_READS_SESSION_STATE"),
+            OsString::from("1"),
+        )];
+        set.extend(self.env.iter().cloned());
+        (set, remove)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: Vec<OsString>) -> Vec<String> {
+        args.into_iter().map(|a| a.into_string().unwrap()).collect()
+    }
+
+    #[test]
+    fn the_base_arguments_are_always_there() {
+        let args = strings(ClaudeOptions::default().args());
+        assert_eq!(
+            args,
+            [
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--input-format",
+                "stream-json"
+            ]
+        );
+    }
+
+    #[test]
+    fn options_become_flags() {
+        let options = ClaudeOptions {
+            model: Some("claude-sonnet-4-5".into()),
+            max_turns: 3,
+            system_prompt: SystemPrompt::Custom(String::new()),
+            allowed_tools: vec!["mcp__client".into(), "Read".into()],
+            permission_prompts: true,
+            sdk_mcp_servers: vec![(
+                "client".into(),
+                json!({"alwaysLoad": true}).as_object().unwrap().clone(),
+            )],
+            include_partial_messages: true,
+            resume: Some("-not-a-flag".into()),
+            ..ClaudeOptions::default()
+        };
+        let args = strings(options.args());
+        let joined = args.join(" ");
+        assert!(joined.contains("--system-prompt  --model claude-sonnet-4-5 --max-turns 3"));
+        assert!(joined.contains("--allowedTools mcp__client,Read"));
+        assert!(joined.contains("--permission-prompt-tool stdio"));
+        let config = &args[args.iter().position(|a| a == "--mcp-config").unwrap() + 1];
+        assert_eq!(
+            serde_json::from_str::<Value>(config).unwrap(),
+            json!({"mcpServers":{"client":{"type":"sdk","name":"client","alwaysLoad":true}}})
+        );
+        assert!(args.contains(&"--include-partial-messages".to_owned()));
+        assert!(args.contains(&"--resume=-not-a-flag".to_owned()));
+    }
+
+    #[test]
+    fn a_missing_explicit_path_names_the_install_command() {
+        let err = find_cli(Some(Path::new("/nonexistent/claude"))).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("/nonexistent/claude"), "{text}");
+        assert!(
+            text.contains("npm install -g @anthropic-ai/claude-code@2.1.330"),
+            "{text}"
+        );
+    }
+}

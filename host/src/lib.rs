@@ -1,0 +1,18 @@
+//! # ccwire-host
+//!
+//! Runs the Claude Code CLI over the [`ccwire_core`] engine: the process transport
+//! ([`process`]), the command line it is started with ([`claude`]), the async [`Client`] for Rust
+//! embedders, and transcript recording ([`record`]). Every protocol decision is made by the core;
+//! this crate does IO only.
+
+pub mod claude;
+pub mod client;
+pub mod process;
+pub mod record;
+
+pub use claude::{find_cli, ClaudeOptions, CliNotFound, SystemPrompt};
+pub use client::{
+    Client, ClientError, ClientOptions, ControlAnswer, Event, Hook, PermissionRequest, Tool,
+    ToolServer, Turn,
+};
+pub use process::{CliProcess, ExitInfo, SpawnError};
