@@ -30,7 +30,9 @@
 //! The chunk contract is CHUNKS.md; [`transcript`] replays recorded traffic through an observer
 //! session.
 
+pub mod api;
 mod chunk;
+pub mod conversation;
 pub mod framing;
 mod json;
 pub mod mcp;

@@ -1,0 +1,340 @@
+//! Anthropic Messages API requests (`POST /v1/messages`).
+
+use serde_json::{Map, Value};
+
+use super::{data_url_source, parse_object, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
+use crate::conversation::{push_block, strip_volatile, Block, Conversation, Role, ToolSpec};
+
+/// Request fields that are accepted and ignored (the CLI decides them).
+pub const IGNORED_FIELDS: &[&str] = &[
+    "temperature",
+    "top_p",
+    "top_k",
+    "stop_sequences",
+    "metadata",
+    "thinking",
+    "service_tier",
+    "container",
+    "mcp_servers",
+    "context_management",
+];
+
+/// Parses and validates a Messages API request body.
+///
+/// # Errors
+/// An [`ApiError`] (400) naming the field at fault.
+pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
+    let mut map = parse_object(body)?;
+    let model = match map.remove("model") {
+        Some(Value::String(m)) if !m.is_empty() => m,
+        _ => {
+            return Err(ApiError::invalid(
+                "model",
+                "model: a model name is required",
+            ))
+        }
+    };
+    let max_tokens = match map.remove("max_tokens") {
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n > 0) => n.as_u64(),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "max_tokens",
+                "max_tokens: must be a positive integer",
+            ))
+        }
+        None => {
+            return Err(ApiError::invalid(
+                "max_tokens",
+                "max_tokens: field required",
+            ))
+        }
+    };
+    let stream = match map.remove("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => return Err(ApiError::invalid("stream", "stream: must be a boolean")),
+    };
+    let mut conversation = Conversation {
+        system: system_text(map.remove("system"))?,
+        ..Conversation::default()
+    };
+    let Some(Value::Array(messages)) = map.remove("messages") else {
+        return Err(ApiError::invalid(
+            "messages",
+            "messages: an array of messages is required",
+        ));
+    };
+    if messages.is_empty() {
+        return Err(ApiError::invalid(
+            "messages",
+            "messages: at least one message is required",
+        ));
+    }
+    for (i, message) in messages.into_iter().enumerate() {
+        let (role, blocks) = message_blocks(i, message)?;
+        conversation.push(role, blocks);
+    }
+    if conversation.messages.last().map(|m| m.role) != Some(Role::User) {
+        return Err(ApiError::invalid(
+            "messages",
+            "messages: the last message must be a user message (assistant prefill is not supported)",
+        ));
+    }
+    conversation.tools = tools(map.remove("tools"))?;
+    let tool_choice = tool_choice(map.remove("tool_choice"))?;
+    let ignored = map
+        .keys()
+        .filter(|k| IGNORED_FIELDS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    if let Some(unknown) = map.keys().find(|k| !IGNORED_FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::invalid(
+            unknown.clone(),
+            format!("{unknown}: extra inputs are not permitted"),
+        ));
+    }
+    Ok(ApiRequest {
+        api: Api::Anthropic,
+        model,
+        stream,
+        max_tokens,
+        include_usage: true,
+        tool_choice,
+        conversation,
+        ignored,
+    })
+}
+
+fn system_text(system: Option<Value>) -> Result<Option<String>, ApiError> {
+    match system {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(Value::Array(blocks)) => {
+            let mut text = Vec::new();
+            for block in blocks {
+                match block.get("text").and_then(Value::as_str) {
+                    Some(t) if block["type"] == "text" => text.push(t.to_owned()),
+                    _ => {
+                        return Err(ApiError::invalid(
+                            "system",
+                            "system: only text blocks are supported",
+                        ))
+                    }
+                }
+            }
+            Ok(Some(text.join("\n\n")))
+        }
+        Some(_) => Err(ApiError::invalid(
+            "system",
+            "system: must be a string or text blocks",
+        )),
+    }
+}
+
+fn message_blocks(i: usize, message: Value) -> Result<(Role, Vec<Block>), ApiError> {
+    let at = format!("messages.{i}");
+    let Value::Object(mut message) = message else {
+        return Err(ApiError::invalid(&at, format!("{at}: must be an object")));
+    };
+    let role = match message.get("role").and_then(Value::as_str) {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        Some(other) => {
+            return Err(ApiError::invalid(
+                format!("{at}.role"),
+                format!("{at}.role: must be \"user\" or \"assistant\", not {other:?}"),
+            ))
+        }
+        None => {
+            return Err(ApiError::invalid(
+                format!("{at}.role"),
+                format!("{at}.role: field required"),
+            ))
+        }
+    };
+    let content = message.remove("content").unwrap_or(Value::Null);
+    Ok((role, content_blocks(&format!("{at}.content"), content)?))
+}
+
+/// Reads message content (a string or blocks) into canonical blocks.
+fn content_blocks(at: &str, content: Value) -> Result<Vec<Block>, ApiError> {
+    let mut blocks = Vec::new();
+    match content {
+        Value::String(text) => push_block(&mut blocks, Block::Text { text }),
+        Value::Array(items) => {
+            for (j, item) in items.into_iter().enumerate() {
+                if let Some(block) = block(&format!("{at}.{j}"), item)? {
+                    push_block(&mut blocks, block);
+                }
+            }
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                at,
+                format!("{at}: must be a string or an array of blocks"),
+            ))
+        }
+    }
+    Ok(blocks)
+}
+
+fn block(at: &str, item: Value) -> Result<Option<Block>, ApiError> {
+    let Value::Object(mut item) = item else {
+        return Err(ApiError::invalid(at, format!("{at}: must be an object")));
+    };
+    let ty = item
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let text_field = |item: &mut Map<String, Value>, field: &str| -> Result<String, ApiError> {
+        match item.remove(field) {
+            Some(Value::String(s)) => Ok(s),
+            _ => Err(ApiError::invalid(
+                at,
+                format!("{at}.{field}: a string is required"),
+            )),
+        }
+    };
+    Ok(Some(match ty.as_str() {
+        "text" => Block::Text {
+            text: text_field(&mut item, "text")?,
+        },
+        "image" => {
+            let source = match item.remove("source") {
+                Some(Value::Object(source)) => source,
+                _ => {
+                    return Err(ApiError::invalid(
+                        at,
+                        format!("{at}.source: an image source is required"),
+                    ))
+                }
+            };
+            let source = match source.get("type").and_then(Value::as_str) {
+                Some("base64") | Some("url") => Value::Object(source),
+                _ => {
+                    let url = source
+                        .get("url")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    if url.is_empty() {
+                        return Err(ApiError::invalid(
+                            at,
+                            format!("{at}.source: base64 or url required"),
+                        ));
+                    }
+                    data_url_source(url)
+                }
+            };
+            Block::Image { source }
+        }
+        "tool_use" => Block::ToolUse {
+            id: text_field(&mut item, "id")?,
+            name: text_field(&mut item, "name")?,
+            input: item
+                .remove("input")
+                .unwrap_or_else(|| Value::Object(Map::new())),
+        },
+        "tool_result" => {
+            let tool_use_id = text_field(&mut item, "tool_use_id")?;
+            let content = match item.remove("content") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(content) => content_blocks(&format!("{at}.content"), content)?,
+            };
+            let is_error = item
+                .get("is_error")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            }
+        }
+        // Thinking is the model's; clients drop or rewrite it, and the CLI keeps its own copy.
+        "thinking" | "redacted_thinking" => return Ok(None),
+        "" => return Err(ApiError::invalid(at, format!("{at}.type: field required"))),
+        _ => Block::Other {
+            block: strip_volatile(Value::Object(item)),
+        },
+    }))
+}
+
+fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
+    let items = match tools {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(ApiError::invalid("tools", "tools: must be an array")),
+    };
+    let mut specs: Vec<ToolSpec> = Vec::new();
+    for (i, tool) in items.into_iter().enumerate() {
+        let at = format!("tools.{i}");
+        if tool
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t != "custom")
+        {
+            return Err(ApiError::new(
+                ApiErrorKind::InvalidRequest,
+                format!(
+                    "{at}: server tools ({}) are not supported by this gateway",
+                    tool["type"]
+                ),
+            ));
+        }
+        let Some(name) = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        else {
+            return Err(ApiError::invalid(&at, format!("{at}.name: field required")));
+        };
+        if specs.iter().any(|s| s.name == name) {
+            return Err(ApiError::invalid(
+                &at,
+                format!("{at}.name: tool names must be unique ({name})"),
+            ));
+        }
+        let input_schema = match tool.get("input_schema") {
+            Some(schema @ Value::Object(_)) => schema.clone(),
+            _ => {
+                return Err(ApiError::invalid(
+                    &at,
+                    format!("{at}.input_schema: a JSON Schema object is required"),
+                ))
+            }
+        };
+        specs.push(ToolSpec {
+            name: name.to_owned(),
+            description: tool
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            input_schema,
+        });
+    }
+    Ok(specs)
+}
+
+fn tool_choice(choice: Option<Value>) -> Result<ToolChoice, ApiError> {
+    let Some(choice) = choice.filter(|c| !c.is_null()) else {
+        return Ok(ToolChoice::Auto);
+    };
+    match choice.get("type").and_then(Value::as_str) {
+        Some("auto") => Ok(ToolChoice::Auto),
+        Some("any") => Ok(ToolChoice::Any),
+        Some("none") => Ok(ToolChoice::None),
+        Some("tool") => match choice.get("name").and_then(Value::as_str) {
+            Some(name) => Ok(ToolChoice::Tool(name.to_owned())),
+            None => Err(ApiError::invalid(
+                "tool_choice",
+                "tool_choice.name: field required",
+            )),
+        },
+        _ => Err(ApiError::invalid(
+            "tool_choice",
+            "tool_choice.type: must be auto, any, tool or none",
+        )),
+    }
+}

@@ -1,0 +1,191 @@
+//! The two HTTP APIs the gateway speaks: request parsing and validation into a canonical
+//! [`Conversation`](crate::conversation::Conversation), and errors in each API's own shape.
+
+pub mod anthropic;
+pub mod openai;
+
+use serde_json::{json, Value};
+
+use crate::conversation::Conversation;
+
+/// Which API a request came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `POST /v1/messages`.
+    Anthropic,
+    /// `POST /v1/chat/completions`.
+    OpenAi,
+}
+
+/// How the model may use tools.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must call some tool.
+    Any,
+    /// The model must not call tools.
+    None,
+    /// The model must call this tool.
+    Tool(String),
+}
+
+/// A validated request of either API.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiRequest {
+    /// The API it came in.
+    pub api: Api,
+    /// The requested model.
+    pub model: String,
+    /// Whether to answer with server-sent events.
+    pub stream: bool,
+    /// The output token limit the client gave.
+    pub max_tokens: Option<u64>,
+    /// OpenAI `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// How the model may use tools.
+    pub tool_choice: ToolChoice,
+    /// The conversation, canonical.
+    pub conversation: Conversation,
+    /// Fields that were accepted and ignored, for logs.
+    pub ignored: Vec<String>,
+}
+
+/// Kinds of API errors, with the HTTP status each maps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiErrorKind {
+    /// 400: the request is malformed or asks for something that cannot be done.
+    InvalidRequest,
+    /// 401: wrong or missing API key.
+    Authentication,
+    /// 404: no such endpoint or model.
+    NotFound,
+    /// 413: the body is too large.
+    RequestTooLarge,
+    /// 429: over a limit.
+    RateLimit,
+    /// 500: the gateway or the CLI failed.
+    Api,
+    /// 529: the model is overloaded.
+    Overloaded,
+}
+
+impl ApiErrorKind {
+    /// The HTTP status.
+    pub fn status(self) -> u16 {
+        match self {
+            ApiErrorKind::InvalidRequest => 400,
+            ApiErrorKind::Authentication => 401,
+            ApiErrorKind::NotFound => 404,
+            ApiErrorKind::RequestTooLarge => 413,
+            ApiErrorKind::RateLimit => 429,
+            ApiErrorKind::Api => 500,
+            ApiErrorKind::Overloaded => 529,
+        }
+    }
+
+    fn anthropic_type(self) -> &'static str {
+        match self {
+            ApiErrorKind::InvalidRequest => "invalid_request_error",
+            ApiErrorKind::Authentication => "authentication_error",
+            ApiErrorKind::NotFound => "not_found_error",
+            ApiErrorKind::RequestTooLarge => "request_too_large",
+            ApiErrorKind::RateLimit => "rate_limit_error",
+            ApiErrorKind::Api => "api_error",
+            ApiErrorKind::Overloaded => "overloaded_error",
+        }
+    }
+
+    fn openai_type(self) -> &'static str {
+        match self {
+            ApiErrorKind::InvalidRequest | ApiErrorKind::RequestTooLarge => "invalid_request_error",
+            ApiErrorKind::Authentication => "authentication_error",
+            ApiErrorKind::NotFound => "not_found_error",
+            ApiErrorKind::RateLimit => "rate_limit_exceeded",
+            ApiErrorKind::Api | ApiErrorKind::Overloaded => "server_error",
+        }
+    }
+}
+
+/// An error to send to the client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ApiError {
+    /// What kind.
+    pub kind: ApiErrorKind,
+    /// What went wrong, for the client.
+    pub message: String,
+    /// The request field at fault (OpenAI `param`).
+    pub param: Option<String>,
+}
+
+impl ApiError {
+    /// A 400 about a field.
+    pub fn invalid(param: impl Into<String>, message: impl Into<String>) -> ApiError {
+        ApiError {
+            kind: ApiErrorKind::InvalidRequest,
+            message: message.into(),
+            param: Some(param.into()),
+        }
+    }
+
+    /// An error of a kind.
+    pub fn new(kind: ApiErrorKind, message: impl Into<String>) -> ApiError {
+        ApiError {
+            kind,
+            message: message.into(),
+            param: None,
+        }
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> u16 {
+        self.kind.status()
+    }
+
+    /// The response body in the API's own error shape.
+    pub fn body(&self, api: Api) -> Value {
+        match api {
+            Api::Anthropic => json!({
+                "type": "error",
+                "error": {"type": self.kind.anthropic_type(), "message": self.message},
+            }),
+            Api::OpenAi => json!({
+                "error": {
+                    "message": self.message,
+                    "type": self.kind.openai_type(),
+                    "param": self.param,
+                    "code": null,
+                },
+            }),
+        }
+    }
+}
+
+/// Parses a request body as JSON object, or a 400.
+pub(crate) fn parse_object(body: &[u8]) -> Result<serde_json::Map<String, Value>, ApiError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(ApiError::new(
+            ApiErrorKind::InvalidRequest,
+            "the request body must be a JSON object",
+        )),
+        Err(err) => Err(ApiError::new(
+            ApiErrorKind::InvalidRequest,
+            format!("the request body is not valid JSON: {err}"),
+        )),
+    }
+}
+
+/// Reads an image source: base64 or URL, from either API's shape.
+pub(crate) fn data_url_source(url: &str) -> Value {
+    if let Some(rest) = url.strip_prefix("data:") {
+        if let Some((meta, data)) = rest.split_once(',') {
+            if let Some(media_type) = meta.strip_suffix(";base64") {
+                return json!({"type": "base64", "media_type": media_type, "data": data});
+            }
+        }
+    }
+    json!({"type": "url", "url": url})
+}

@@ -1,0 +1,365 @@
+//! OpenAI Chat Completions requests (`POST /v1/chat/completions`).
+
+use serde_json::{json, Value};
+
+use super::{data_url_source, parse_object, Api, ApiError, ApiRequest, ToolChoice};
+use crate::conversation::{push_block, Block, Conversation, Role, ToolSpec};
+
+/// Request fields that are accepted and ignored (the CLI decides them).
+pub const IGNORED_FIELDS: &[&str] = &[
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "user",
+    "seed",
+    "stop",
+    "parallel_tool_calls",
+    "metadata",
+    "store",
+    "service_tier",
+    "reasoning_effort",
+    "prompt_cache_key",
+    "safety_identifier",
+];
+
+/// Parses and validates a Chat Completions request body.
+///
+/// # Errors
+/// An [`ApiError`] (400) naming the field at fault.
+pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
+    let mut map = parse_object(body)?;
+    let model = match map.remove("model") {
+        Some(Value::String(m)) if !m.is_empty() => m,
+        _ => {
+            return Err(ApiError::invalid(
+                "model",
+                "you must provide a model parameter",
+            ))
+        }
+    };
+    if let Some(n) = map.remove("n").filter(|n| !n.is_null()) {
+        if n.as_u64() != Some(1) {
+            return Err(ApiError::invalid("n", "n: only n=1 is supported"));
+        }
+    }
+    for unsupported in [
+        "functions",
+        "function_call",
+        "audio",
+        "modalities",
+        "prediction",
+        "web_search_options",
+    ] {
+        if map.get(unsupported).is_some_and(|v| !v.is_null()) {
+            return Err(ApiError::invalid(
+                unsupported,
+                format!("{unsupported}: not supported by this gateway"),
+            ));
+        }
+        map.remove(unsupported);
+    }
+    if let Some(format) = map.remove("response_format").filter(|f| !f.is_null()) {
+        if format.get("type").and_then(Value::as_str) != Some("text") {
+            return Err(ApiError::invalid(
+                "response_format",
+                "response_format: only {\"type\":\"text\"} is supported",
+            ));
+        }
+    }
+    let stream = match map.remove("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => return Err(ApiError::invalid("stream", "stream: must be a boolean")),
+    };
+    let include_usage = match map.remove("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(options) => options
+            .get("include_usage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    };
+    let max_tokens = ["max_completion_tokens", "max_tokens"]
+        .iter()
+        .filter_map(|k| map.remove(*k))
+        .find_map(|v| v.as_u64());
+    let Some(Value::Array(messages)) = map.remove("messages") else {
+        return Err(ApiError::invalid(
+            "messages",
+            "messages: an array of messages is required",
+        ));
+    };
+    if messages.is_empty() {
+        return Err(ApiError::invalid(
+            "messages",
+            "messages: at least one message is required",
+        ));
+    }
+    let mut conversation = Conversation::default();
+    let mut system: Vec<String> = Vec::new();
+    for (i, message) in messages.into_iter().enumerate() {
+        let at = format!("messages[{i}]");
+        let role = message
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        match role.as_str() {
+            "system" | "developer" => system.push(text_of(&at, message.get("content"))?),
+            "user" => conversation.push(Role::User, user_blocks(&at, message.get("content"))?),
+            "assistant" => conversation.push(Role::Assistant, assistant_blocks(&at, &message)?),
+            "tool" => {
+                let Some(id) = message.get("tool_call_id").and_then(Value::as_str) else {
+                    return Err(ApiError::invalid(format!("{at}.tool_call_id"), format!("{at}.tool_call_id: field required")));
+                };
+                let mut content = Vec::new();
+                push_block(&mut content, Block::Text { text: text_of(&at, message.get("content"))? });
+                conversation.push(
+                    Role::User,
+                    vec![Block::ToolResult {
+                        tool_use_id: id.to_owned(),
+                        content,
+                        is_error: false,
+                    }],
+                );
+            }
+            "" => return Err(ApiError::invalid(format!("{at}.role"), format!("{at}.role: field required"))),
+            other => {
+                return Err(ApiError::invalid(
+                    format!("{at}.role"),
+                    format!("{at}.role: {other:?} is not supported (use system, developer, user, assistant or tool)"),
+                ))
+            }
+        }
+    }
+    if conversation.messages.last().map(|m| m.role) != Some(Role::User) {
+        return Err(ApiError::invalid(
+            "messages",
+            "messages: the last message must be a user or tool message",
+        ));
+    }
+    if !system.is_empty() {
+        conversation.system = Some(system.join("\n\n"));
+    }
+    conversation.tools = tools(map.remove("tools"))?;
+    let tool_choice = tool_choice(map.remove("tool_choice"))?;
+    let ignored = map
+        .keys()
+        .filter(|k| IGNORED_FIELDS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    if let Some(unknown) = map.keys().find(|k| !IGNORED_FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::invalid(
+            unknown.clone(),
+            format!("Unrecognized request argument supplied: {unknown}"),
+        ));
+    }
+    Ok(ApiRequest {
+        api: Api::OpenAi,
+        model,
+        stream,
+        max_tokens,
+        include_usage,
+        tool_choice,
+        conversation,
+        ignored,
+    })
+}
+
+/// The text of a content field: a string or text parts.
+fn text_of(at: &str, content: Option<&Value>) -> Result<String, ApiError> {
+    match content {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            for part in parts {
+                match part.get("text").and_then(Value::as_str) {
+                    Some(t) if part["type"] == "text" => text.push_str(t),
+                    _ => {
+                        return Err(ApiError::invalid(
+                            format!("{at}.content"),
+                            format!("{at}.content: only text parts are allowed here"),
+                        ))
+                    }
+                }
+            }
+            Ok(text)
+        }
+        Some(_) => Err(ApiError::invalid(
+            format!("{at}.content"),
+            format!("{at}.content: must be a string or an array of parts"),
+        )),
+    }
+}
+
+fn user_blocks(at: &str, content: Option<&Value>) -> Result<Vec<Block>, ApiError> {
+    let mut blocks = Vec::new();
+    match content {
+        Some(Value::Array(parts)) => {
+            for (j, part) in parts.iter().enumerate() {
+                match part.get("type").and_then(Value::as_str) {
+                    Some("text") => push_block(
+                        &mut blocks,
+                        Block::Text {
+                            text: part
+                                .get("text")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned(),
+                        },
+                    ),
+                    Some("image_url") => {
+                        let url = part
+                            .get("image_url")
+                            .and_then(|i| i.get("url").or(Some(i)))
+                            .and_then(Value::as_str)
+                            .ok_or_else(|| {
+                                ApiError::invalid(
+                                    format!("{at}.content[{j}]"),
+                                    format!("{at}.content[{j}].image_url.url: field required"),
+                                )
+                            })?;
+                        blocks.push(Block::Image {
+                            source: data_url_source(url),
+                        });
+                    }
+                    other => return Err(ApiError::invalid(
+                        format!("{at}.content[{j}]"),
+                        format!(
+                            "{at}.content[{j}].type: {other:?} is not supported (text, image_url)"
+                        ),
+                    )),
+                }
+            }
+        }
+        other => push_block(
+            &mut blocks,
+            Block::Text {
+                text: text_of(at, other)?,
+            },
+        ),
+    }
+    Ok(blocks)
+}
+
+fn assistant_blocks(at: &str, message: &Value) -> Result<Vec<Block>, ApiError> {
+    let mut blocks = Vec::new();
+    push_block(
+        &mut blocks,
+        Block::Text {
+            text: text_of(at, message.get("content"))?,
+        },
+    );
+    for (j, call) in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let at = format!("{at}.tool_calls[{j}]");
+        let id = call.get("id").and_then(Value::as_str);
+        let name = call.pointer("/function/name").and_then(Value::as_str);
+        let (Some(id), Some(name)) = (id, name) else {
+            return Err(ApiError::invalid(
+                &at,
+                format!("{at}: id and function.name are required"),
+            ));
+        };
+        // `arguments` is a JSON string; an object sent as-is means the same.
+        let input = match call.pointer("/function/arguments") {
+            Some(Value::String(s)) if s.trim().is_empty() => json!({}),
+            Some(Value::String(s)) => {
+                serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+            }
+            Some(v @ Value::Object(_)) => v.clone(),
+            _ => json!({}),
+        };
+        blocks.push(Block::ToolUse {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            input,
+        });
+    }
+    Ok(blocks)
+}
+
+fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
+    let items = match tools {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(ApiError::invalid("tools", "tools: must be an array")),
+    };
+    let mut specs: Vec<ToolSpec> = Vec::new();
+    for (i, tool) in items.iter().enumerate() {
+        let at = format!("tools[{i}]");
+        if tool.get("type").and_then(Value::as_str) != Some("function") {
+            return Err(ApiError::invalid(
+                &at,
+                format!("{at}.type: only \"function\" tools are supported"),
+            ));
+        }
+        let Some(name) = tool
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        else {
+            return Err(ApiError::invalid(
+                &at,
+                format!("{at}.function.name: field required"),
+            ));
+        };
+        if specs.iter().any(|s| s.name == name) {
+            return Err(ApiError::invalid(
+                &at,
+                format!("{at}.function.name: tool names must be unique ({name})"),
+            ));
+        }
+        let input_schema = match tool.pointer("/function/parameters") {
+            Some(schema @ Value::Object(_)) => schema.clone(),
+            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    &at,
+                    format!("{at}.function.parameters: must be a JSON Schema object"),
+                ))
+            }
+        };
+        specs.push(ToolSpec {
+            name: name.to_owned(),
+            description: tool
+                .pointer("/function/description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            input_schema,
+        });
+    }
+    Ok(specs)
+}
+
+fn tool_choice(choice: Option<Value>) -> Result<ToolChoice, ApiError> {
+    match choice {
+        None | Some(Value::Null) => Ok(ToolChoice::Auto),
+        Some(Value::String(s)) => match s.as_str() {
+            "auto" => Ok(ToolChoice::Auto),
+            "required" => Ok(ToolChoice::Any),
+            "none" => Ok(ToolChoice::None),
+            _ => Err(ApiError::invalid(
+                "tool_choice",
+                "tool_choice: must be auto, required, none or a function",
+            )),
+        },
+        Some(choice) => match choice.pointer("/function/name").and_then(Value::as_str) {
+            Some(name) => Ok(ToolChoice::Tool(name.to_owned())),
+            None => Err(ApiError::invalid(
+                "tool_choice",
+                "tool_choice.function.name: field required",
+            )),
+        },
+    }
+}

@@ -1,0 +1,224 @@
+//! Test vectors of the canonical conversation form: the same conversation in both API shapes and
+//! with the rewrites clients make hashes alike; any real difference hashes apart.
+
+use ccwire_core::api::{anthropic, openai, ApiErrorKind, ToolChoice};
+use ccwire_core::conversation::{Block, Role};
+use serde_json::{json, Value};
+
+fn anthropic_hash(body: Value) -> String {
+    let req = anthropic::parse_request(body.to_string().as_bytes()).unwrap();
+    req.conversation.history_hash("tenant").unwrap()
+}
+
+fn openai_hash(body: Value) -> String {
+    let req = openai::parse_request(body.to_string().as_bytes()).unwrap();
+    req.conversation.history_hash("tenant").unwrap()
+}
+
+/// A tool round trip in the Anthropic shape, as an SDK sends it back.
+fn anthropic_conversation() -> Value {
+    json!({
+        "model": "claude-sonnet-4-5", "max_tokens": 1024,
+        "system": "Be brief.",
+        "messages": [
+            {"role": "user", "content": "What's the weather in Paris and Rome?"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Let me check."},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris", "unit": "c"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Rome", "unit": "c"}}
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": [{"type": "text", "text": "21C"}]}
+            ]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Paris 18C, Rome 21C."}]},
+            {"role": "user", "content": "Thanks!"}
+        ],
+        "tools": [{"name": "get_weather", "description": "Weather", "input_schema": {"type": "object"}}]
+    })
+}
+
+/// The same conversation in the OpenAI shape.
+fn openai_conversation() -> Value {
+    json!({
+        "model": "claude-sonnet-4-5",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "What's the weather in Paris and Rome?"},
+            {"role": "assistant", "content": "Let me check.", "tool_calls": [
+                {"id": "toolu_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\",\"unit\":\"c\"}"}},
+                {"id": "toolu_2", "type": "function", "function": {"name": "get_weather", "arguments": "{\"unit\": \"c\", \"city\": \"Rome\"}"}}
+            ]},
+            {"role": "tool", "tool_call_id": "toolu_1", "content": "18C"},
+            {"role": "tool", "tool_call_id": "toolu_2", "content": "21C"},
+            {"role": "assistant", "content": "Paris 18C, Rome 21C."},
+            {"role": "user", "content": "Thanks!"}
+        ],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {"type": "object"}}}]
+    })
+}
+
+#[test]
+fn both_api_shapes_of_one_conversation_hash_alike() {
+    assert_eq!(
+        anthropic_hash(anthropic_conversation()),
+        openai_hash(openai_conversation())
+    );
+}
+
+#[test]
+fn client_rewrites_do_not_change_the_hash() {
+    let base = anthropic_hash(anthropic_conversation());
+    let mut rewritten = anthropic_conversation();
+    let messages = rewritten["messages"].as_array_mut().unwrap();
+    // String content as a text block, with cache_control.
+    messages[0]["content"] = json!([{"type": "text", "text": "What's the weather in Paris and Rome?", "cache_control": {"type": "ephemeral"}}]);
+    // Thinking with a signature, split and empty text, citations, reordered keys.
+    messages[1]["content"] = json!([
+        {"type": "thinking", "thinking": "hmm", "signature": "c2ln"},
+        {"text": "Let ", "type": "text", "citations": []},
+        {"type": "text", "text": ""},
+        {"type": "text", "text": "me check."},
+        {"input": {"unit": "c", "city": "Paris"}, "name": "get_weather", "id": "toolu_1", "type": "tool_use"},
+        {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Rome", "unit": "c"}}
+    ]);
+    messages[3]["content"] = json!("Paris 18C, Rome 21C.");
+    assert_eq!(anthropic_hash(rewritten), base);
+
+    // The user turn split in two messages is the same turn.
+    let mut split = anthropic_conversation();
+    let messages = split["messages"].as_array_mut().unwrap();
+    let results = messages[2]["content"].as_array().unwrap().clone();
+    messages[2]["content"] = json!([results[0]]);
+    messages.insert(3, json!({"role": "user", "content": [results[1]]}));
+    assert_eq!(anthropic_hash(split), base);
+
+    // OpenAI: arguments as an object, content as parts.
+    let mut openai = openai_conversation();
+    openai["messages"][2]["tool_calls"][0]["function"]["arguments"] =
+        json!({"city": "Paris", "unit": "c"});
+    openai["messages"][5]["content"] =
+        json!([{"type": "text", "text": "Paris 18C, "}, {"type": "text", "text": "Rome 21C."}]);
+    assert_eq!(openai_hash(openai), base);
+}
+
+#[test]
+fn real_differences_hash_apart() {
+    let base = anthropic_hash(anthropic_conversation());
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: Vec<Edit> = vec![
+        Box::new(|c| c["messages"][0]["content"] = json!("What's the weather in Paris?")),
+        Box::new(|c| c["messages"][1]["content"][1]["input"]["city"] = json!("Lyon")),
+        Box::new(|c| c["messages"][1]["content"][1]["id"] = json!("toolu_9")),
+        Box::new(|c| c["messages"][2]["content"][0]["content"] = json!("19C")),
+        Box::new(|c| c["messages"][2]["content"][0]["is_error"] = json!(true)),
+        Box::new(|c| c["messages"][3]["content"][0]["text"] = json!("Paris 18C, Rome 22C.")),
+        Box::new(|c| c["messages"][1]["content"][0]["text"] = json!("Let me check")),
+    ];
+    for (i, edit) in edits.iter().enumerate() {
+        let mut changed = anthropic_conversation();
+        edit(&mut changed);
+        assert_ne!(anthropic_hash(changed), base, "edit {i}");
+    }
+}
+
+#[test]
+fn the_history_is_everything_up_to_the_last_assistant_message() {
+    let req = anthropic::parse_request(anthropic_conversation().to_string().as_bytes()).unwrap();
+    let conv = &req.conversation;
+    assert_eq!(conv.history_len(), 4);
+    assert_eq!(conv.new_messages().len(), 1);
+    assert_eq!(conv.new_messages()[0].role, Role::User);
+    assert_eq!(
+        conv.new_messages()[0].content,
+        vec![Block::Text {
+            text: "Thanks!".into()
+        }]
+    );
+    assert_eq!(conv.system.as_deref(), Some("Be brief."));
+}
+
+#[test]
+fn tool_signatures_ignore_order_and_see_changes() {
+    let parse = |tools: Value| {
+        let mut body = anthropic_conversation();
+        body["tools"] = tools;
+        anthropic::parse_request(body.to_string().as_bytes())
+            .unwrap()
+            .conversation
+            .tool_signature()
+    };
+    let a = json!({"name": "a", "input_schema": {"type": "object"}});
+    let b = json!({"name": "b", "input_schema": {"type": "object"}});
+    assert_eq!(parse(json!([a, b])), parse(json!([b, a])));
+    let b2 = json!({"name": "b", "input_schema": {"type": "object", "required": ["x"]}});
+    assert_ne!(parse(json!([a, b])), parse(json!([a, b2])));
+}
+
+#[test]
+fn openai_images_become_image_blocks() {
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+    ]}]});
+    let req = openai::parse_request(body.to_string().as_bytes()).unwrap();
+    let content = &req.conversation.messages[0].content;
+    assert_eq!(
+        content[1],
+        Block::Image {
+            source: json!({"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="})
+        }
+    );
+    assert_eq!(
+        content[2],
+        Block::Image {
+            source: json!({"type": "url", "url": "https://example.com/a.png"})
+        }
+    );
+}
+
+#[test]
+fn requests_carry_stream_tools_and_choice() {
+    let mut body = openai_conversation();
+    body["stream"] = json!(true);
+    body["stream_options"] = json!({"include_usage": true});
+    body["tool_choice"] = json!("required");
+    body["temperature"] = json!(0.2);
+    let req = openai::parse_request(body.to_string().as_bytes()).unwrap();
+    assert!(req.stream && req.include_usage);
+    assert_eq!(req.tool_choice, ToolChoice::Any);
+    assert_eq!(req.conversation.tools[0].name, "get_weather");
+    assert_eq!(req.ignored, ["temperature"]);
+}
+
+#[test]
+fn bad_requests_get_errors_in_each_api_shape() {
+    let cases = [
+        (anthropic::parse_request(b"not json"), "invalid_request_error"),
+        (anthropic::parse_request(br#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#), "invalid_request_error"),
+        (anthropic::parse_request(br#"{"model":"m","max_tokens":5,"messages":[]}"#), "invalid_request_error"),
+        (anthropic::parse_request(br#"{"model":"m","max_tokens":5,"messages":[{"role":"robot","content":"x"}]}"#), "invalid_request_error"),
+        (anthropic::parse_request(br#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"pre"}]}"#), "invalid_request_error"),
+    ];
+    for (result, kind) in cases {
+        let err = result.unwrap_err();
+        assert_eq!(err.status(), 400);
+        let body = err.body(ccwire_core::api::Api::Anthropic);
+        assert_eq!(body["type"], "error");
+        assert_eq!(body["error"]["type"], kind);
+        assert!(!body["error"]["message"].as_str().unwrap().is_empty());
+    }
+    let err =
+        openai::parse_request(br#"{"model":"m","n":2,"messages":[{"role":"user","content":"x"}]}"#)
+            .unwrap_err();
+    assert_eq!(err.kind, ApiErrorKind::InvalidRequest);
+    let body = err.body(ccwire_core::api::Api::OpenAi);
+    assert_eq!(body["error"]["param"], "n");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    let err = openai::parse_request(
+        br#"{"model":"m","messages":[{"role":"user","content":"x"}],"bogus":1}"#,
+    )
+    .unwrap_err();
+    assert!(err.message.contains("bogus"));
+}
