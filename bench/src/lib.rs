@@ -1,0 +1,48 @@
+//! Shared pieces of the benchmark programs.
+
+use std::path::Path;
+
+/// Builds a large transcript by repeating the recorded corpus until it holds at least
+/// `min_bytes`. Every copy gets its own tool, message and request ids, so the engine sees new
+/// tool calls all the way through (as in a long live session) rather than repeats it skips.
+pub fn large_transcript(min_bytes: usize) -> Vec<u8> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the corpus folder exists")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    let corpus: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).expect("readable")).collect();
+    let mut out = Vec::with_capacity(min_bytes + (1 << 20));
+    let mut copy = 0;
+    while out.len() < min_bytes {
+        copy += 1;
+        for file in &corpus {
+            let text = std::str::from_utf8(file).expect("the corpus is UTF-8");
+            let text = text
+                .replace("toolu_", &format!("toolu_c{copy}_"))
+                .replace("msg_", &format!("msg_c{copy}_"))
+                .replace("\"request_id\": \"", &format!("\"request_id\": \"c{copy}-"));
+            out.extend_from_slice(text.as_bytes());
+            if !text.ends_with('\n') {
+                out.push(b'\n');
+            }
+        }
+    }
+    out
+}
+
+/// The peak resident set size of this process in KiB (`VmHWM`), where the OS reports it.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The current resident set size of this process in KiB (`VmRSS`).
+pub fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
