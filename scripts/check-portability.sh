@@ -18,4 +18,15 @@ if grep -nE '^(tokio|wasm-bindgen|getrandom|rand)\b' core/Cargo.toml; then
   echo "check-portability: core/ must not depend on tokio, wasm-bindgen or randomness" >&2
   exit 1
 fi
-echo "check-portability: ccwire-core builds for wasm32 and stays sans-IO"
+# A module built from the core must import nothing at all (no `env`, no WASI).
+cargo build --quiet -p ccwire-wasm-entry --target wasm32-unknown-unknown --profile wasm-release
+module=target/wasm32-unknown-unknown/wasm-release/ccwire_wasm_entry.wasm
+node -e '
+  const bytes = require("fs").readFileSync(process.argv[1]);
+  const imports = WebAssembly.Module.imports(new WebAssembly.Module(bytes));
+  if (imports.length) {
+    console.error("check-portability: the core wasm module imports", JSON.stringify(imports));
+    process.exit(1);
+  }
+' "$module"
+echo "check-portability: ccwire-core builds for wasm32, imports nothing, and stays sans-IO"

@@ -15,3 +15,5 @@ echo "== portability gate"
 scripts/check-portability.sh
 echo "== cargo test"
 cargo test --workspace
+echo "== fuzz targets build"
+scripts/fuzz-build.sh

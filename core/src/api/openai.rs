@@ -227,12 +227,14 @@ fn user_blocks(at: &str, content: Option<&Value>) -> Result<Vec<Block>, ApiError
                             source: data_url_source(url),
                         });
                     }
-                    other => return Err(ApiError::invalid(
-                        format!("{at}.content[{j}]"),
-                        format!(
+                    other => {
+                        return Err(ApiError::invalid(
+                            format!("{at}.content[{j}]"),
+                            format!(
                             "{at}.content[{j}].type: {other:?} is not supported (text, image_url)"
                         ),
-                    )),
+                        ))
+                    }
                 }
             }
         }
