@@ -13,7 +13,10 @@ pub fn large_transcript(min_bytes: usize) -> Vec<u8> {
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     files.sort();
-    let corpus: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).expect("readable")).collect();
+    let corpus: Vec<Vec<u8>> = files
+        .iter()
+        .map(|p| std::fs::read(p).expect("readable"))
+        .collect();
     let mut out = Vec::with_capacity(min_bytes + (1 << 20));
     let mut copy = 0;
     while out.len() < min_bytes {

@@ -58,13 +58,22 @@ fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
         }
         result = Some(r);
     }
-    (best.expect("at least one run"), result.expect("at least one run"))
+    (
+        best.expect("at least one run"),
+        result.expect("at least one run"),
+    )
 }
 
 fn main() {
-    let mb: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
+    let mb: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(50);
     let data = large_transcript(mb << 20);
-    let lines = data.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
+    let lines = data
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count();
     let size_mb = data.len() as f64 / (1 << 20) as f64;
     println!("transcript: {size_mb:.1} MiB, {lines} lines (the corpus repeated)");
 
@@ -86,7 +95,10 @@ fn main() {
         per_s(engine_t),
         chunk_bytes as f64 / (1 << 20) as f64
     );
-    println!("ratio engine/baseline: {:.2}", base_t.as_secs_f64() / engine_t.as_secs_f64());
+    println!(
+        "ratio engine/baseline: {:.2}",
+        base_t.as_secs_f64() / engine_t.as_secs_f64()
+    );
     println!(
         "resident memory: {} KiB before the engine runs, {} KiB after (the transcript itself: {} KiB)",
         rss_before,
