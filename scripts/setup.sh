@@ -9,3 +9,5 @@ for component in rustfmt clippy; do
 done
 rustup target list --installed | grep -qx wasm32-unknown-unknown \
   || rustup target add wasm32-unknown-unknown
+# The Claude Code CLI the end-to-end tests run (into tests/.cli/, gitignored).
+scripts/install-cli.sh >/dev/null

@@ -326,6 +326,7 @@ impl Client {
             handlers: FuturesUnordered::new(),
             last_error_result: None,
             recorder,
+            framer: ccwire_core::framing::LineFramer::new(ccwire_core::framing::DEFAULT_LINE_LIMIT),
         };
         let task = tokio::spawn(driver.run(command_rx, init_id, ready_tx));
         let mut client = Client {
@@ -437,6 +438,12 @@ impl Client {
             self.exit = Some(event.clone());
         }
         Some(event)
+    }
+
+    /// Closes the CLI's stdin: it finishes its work and exits. Remaining events are still read
+    /// with [`next_event`](Client::next_event), ending with [`Event::Exited`].
+    pub fn end_input(&self) {
+        let _ = self.commands.send(Command::Close);
     }
 
     /// Closes stdin and waits for the CLI to exit (5 s grace, then SIGTERM, then SIGKILL).
@@ -587,11 +594,11 @@ struct Driver {
     handlers: FuturesUnordered<Pin<Box<dyn std::future::Future<Output = HandlerDone> + Send>>>,
     last_error_result: Option<String>,
     recorder: Option<Recorder>,
+    framer: ccwire_core::framing::LineFramer,
 }
 
-/// Records the wire lines of a client session.
+/// Records the wire lines of a client session, in the order the session handles them.
 struct Recorder {
-    framer: ccwire_core::framing::LineFramer,
     writer: TranscriptWriter<std::io::BufWriter<std::fs::File>>,
 }
 
@@ -599,36 +606,21 @@ impl Recorder {
     fn create(path: &std::path::Path) -> std::io::Result<Recorder> {
         let file = std::fs::File::create(path)?;
         Ok(Recorder {
-            framer: ccwire_core::framing::LineFramer::new(usize::MAX),
             writer: TranscriptWriter::new(std::io::BufWriter::new(file)),
         })
     }
 
-    fn stdout(&mut self, now: u64, data: &[u8]) {
-        let Recorder { framer, writer } = self;
-        framer.push(data, |frame| {
-            if let ccwire_core::framing::Frame::Line(line) = frame {
-                if let Err(err) = writer.line(Direction::Out, now, line) {
-                    tracing::warn!(%err, "cannot write the transcript");
-                }
-            }
-        });
-    }
-
-    fn finish(&mut self, now: u64) {
-        let Recorder { framer, writer } = self;
-        framer.finish(|frame| {
-            if let ccwire_core::framing::Frame::Line(line) = frame {
-                let _ = writer.line(Direction::Out, now, line);
-            }
-        });
-    }
-
-    fn stdin(&mut self, now: u64, line: &[u8]) {
-        if let Err(err) = self.writer.line(Direction::In, now, line) {
+    fn line(&mut self, dir: Direction, now: u64, line: &[u8]) {
+        if let Err(err) = self.writer.line(dir, now, line) {
             tracing::warn!(%err, "cannot write the transcript");
         }
     }
+}
+
+/// A stdout frame, owned, so each can be handled and answered before the next.
+enum OwnedFrame {
+    Line(Vec<u8>),
+    TooLong(u64),
 }
 
 impl Driver {
@@ -660,11 +652,9 @@ impl Driver {
                 read = stdout.read(&mut buf) => match read {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
-                        let now = self.now();
-                        if let Some(recorder) = self.recorder.as_mut() {
-                            recorder.stdout(now, &buf[..n]);
-                        }
-                        self.session.handle_stdout(now, &buf[..n]);
+                        let mut frames = Vec::new();
+                        self.framer.push(&buf[..n], |frame| frames.push(owned(frame)));
+                        self.handle_frames(frames).await;
                     }
                 },
                 command = commands.recv(), if commands_open => match command {
@@ -696,10 +686,10 @@ impl Driver {
             self.flush().await;
         }
         // stdout ended: the process is ending or gone.
+        let mut frames = Vec::new();
+        self.framer.finish(|frame| frames.push(owned(frame)));
+        self.handle_frames(frames).await;
         let now = self.now();
-        if let Some(recorder) = self.recorder.as_mut() {
-            recorder.finish(now);
-        }
         self.session.handle_stdout_eof(now);
         self.flush().await;
         let exit = self
@@ -764,6 +754,28 @@ impl Driver {
         }
     }
 
+    /// Hands stdout frames to the session one at a time, each followed by what it answered, so
+    /// a recording replays to exactly the chunks seen live.
+    async fn handle_frames(&mut self, frames: Vec<OwnedFrame>) {
+        use ccwire_core::framing::Frame;
+        for frame in frames {
+            let now = self.now();
+            match &frame {
+                OwnedFrame::Line(line) => {
+                    if let Some(recorder) = self.recorder.as_mut() {
+                        recorder.line(Direction::Out, now, line);
+                    }
+                    self.session.handle_stdout_frame(now, Frame::Line(line));
+                }
+                OwnedFrame::TooLong(bytes) => {
+                    self.session
+                        .handle_stdout_frame(now, Frame::TooLong { bytes: *bytes });
+                }
+            }
+            self.flush().await;
+        }
+    }
+
     /// Writes what the session asks for and hands chunks on.
     async fn flush(&mut self) {
         while let Some(output) = self.session.poll_output() {
@@ -771,7 +783,7 @@ impl Driver {
                 Output::Write(bytes) => {
                     let now = self.now();
                     if let Some(recorder) = self.recorder.as_mut() {
-                        recorder.stdin(now, &bytes);
+                        recorder.line(Direction::In, now, &bytes);
                     }
                     let Some(stdin) = self.stdin.as_mut() else {
                         continue;
@@ -905,6 +917,13 @@ fn error_text(result: Option<&str>, errors: &ccwire_core::Json, subtype: Option<
         return result.to_owned();
     }
     subtype.unwrap_or("error").to_owned()
+}
+
+fn owned(frame: ccwire_core::framing::Frame<'_>) -> OwnedFrame {
+    match frame {
+        ccwire_core::framing::Frame::Line(line) => OwnedFrame::Line(line.to_vec()),
+        ccwire_core::framing::Frame::TooLong { bytes } => OwnedFrame::TooLong(bytes),
+    }
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

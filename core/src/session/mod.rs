@@ -369,6 +369,17 @@ impl Session {
         self.state.refresh_tool_wait();
     }
 
+    /// Feeds one frame of the CLI's stdout framed by the embedder (which may keep its own
+    /// [`LineFramer`], e.g. to record each line next to what the session wrote in answer).
+    pub fn handle_stdout_frame(&mut self, now: Timestamp, frame: Frame<'_>) {
+        self.feed_frame(now, Dir::Out, frame);
+    }
+
+    /// The longest line the session accepts, in bytes.
+    pub fn line_limit(&self) -> usize {
+        self.out_framer.limit()
+    }
+
     /// Feeds one framed line (or an over-long line report) in the given direction.
     pub(crate) fn feed_frame(&mut self, now: Timestamp, dir: Dir, frame: Frame<'_>) {
         self.state.handle_frame(now, dir, frame);
