@@ -182,6 +182,9 @@ pub enum ClientError {
     /// The client was closed.
     #[error("the client is closed")]
     Closed,
+    /// ccwire itself was stopped (a signal); the CLI was ended with it.
+    #[error("{0}")]
+    Stopped(&'static str),
     /// The session refused a command.
     #[error(transparent)]
     Command(#[from] ccwire_core::CommandError),

@@ -65,9 +65,26 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a tokio runtime starts")
 }
 
+/// Resolves on SIGINT or SIGTERM, so the CLI can be torn down before ccwire exits.
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "interrupted",
+        _ = term.recv() => "terminated",
+    }
+}
+
 /// Runs `ccwire run`.
 pub fn run(args: RunArgs) -> ExitCode {
-    match runtime().block_on(run_prompt(args)) {
+    let outcome = runtime().block_on(async {
+        tokio::select! {
+            outcome = run_prompt(args) => outcome,
+            why = shutdown_signal() => Err(ClientError::Stopped(why)),
+        }
+    });
+    // Leaving the runtime drops the client, which kills the CLI's process group.
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(err) => {
@@ -264,7 +281,13 @@ impl TextView {
 
 /// Runs `ccwire record`.
 pub fn record(args: RecordArgs) -> ExitCode {
-    match runtime().block_on(record_session(args)) {
+    let outcome = runtime().block_on(async {
+        tokio::select! {
+            outcome = record_session(args) => outcome,
+            why = shutdown_signal() => Err(why.into()),
+        }
+    });
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("ccwire record: {err}");
@@ -282,6 +305,7 @@ async fn record_session(args: RecordArgs) -> Result<u8, Box<dyn std::error::Erro
     )));
     let mut child = tokio::process::Command::new(&path)
         .args(&args.args)
+        .process_group(0)
         .env_remove("CLAUDECODE")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -1,0 +1,287 @@
+//! `ccwire run` and `ccwire record` against the real CLI, run offline.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
+use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
+use serde_json::{json, Value};
+
+const MODEL: &str = "claude-sonnet-4-5-20250929";
+
+fn ccwire(home: &OfflineHome, server: &FakeAnthropic, args: &[&str], stdin: &[u8]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ccwire"));
+    for key in inherited_to_remove() {
+        command.env_remove(key);
+    }
+    let mut child = command
+        .args(args)
+        .envs(home.env(&server.base_url()))
+        .env("CCWIRE_CLAUDE", claude_path())
+        .current_dir(home.workdir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn script() -> Script {
+    Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_tool_result(Reply::text("The file is written."))
+        .on_prompt(
+            "PLEASE-WRITE",
+            Reply::tool(
+                "Bash",
+                json!({"command": "echo hi > out.txt", "description": "write"}),
+            ),
+        )
+        .on_prompt(
+            "PLEASE-FAIL",
+            Reply::error(500, "api_error", "fake failure"),
+        )
+        .on_prompt("PLEASE-GREET", Reply::text("Hello from the fake model."))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_streams_the_answer_and_exits_0() {
+    let server = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let out = ccwire(
+        &home,
+        &server,
+        &["run", "--model", MODEL, "PLEASE-GREET me"],
+        b"",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "Hello from the fake model."
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_shows_tool_calls_with_their_status_and_records_a_transcript() {
+    let server = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let transcript = home.path().join("run.jsonl");
+    let args = [
+        "run",
+        "--model",
+        MODEL,
+        "--permission",
+        "allow",
+        "--record",
+        transcript.to_str().unwrap(),
+        "PLEASE-WRITE the file",
+    ];
+    let out = ccwire(&home, &server, &args, b"");
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("⏺ Bash"), "{stdout}");
+    assert!(
+        stdout.contains("Bash: running") && stdout.contains("Bash: success"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("The file is written."), "{stdout}");
+    assert!(home.workdir().join("out.txt").exists());
+    let chunks = ccwire_core::replay(&std::fs::read(&transcript).unwrap());
+    assert!(chunks.iter().any(|c| matches!(
+        c,
+        ccwire_core::Chunk::TurnComplete {
+            is_error: false,
+            ..
+        }
+    )));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_denies_and_prints_json_chunks() {
+    let server = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let out = ccwire(
+        &home,
+        &server,
+        &[
+            "run",
+            "--json",
+            "--model",
+            MODEL,
+            "--permission",
+            "deny",
+            "PLEASE-WRITE the file",
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let chunks: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let resolved = chunks
+        .iter()
+        .find(|c| c["type"] == "permission_resolved")
+        .unwrap();
+    assert_eq!(resolved["behavior"], "deny");
+    assert_eq!(chunks.last().unwrap()["type"], "turn_complete");
+    assert!(!home.workdir().join("out.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_exits_1_when_the_turn_fails() {
+    let server = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let out = ccwire(
+        &home,
+        &server,
+        &["run", "--model", MODEL, "PLEASE-FAIL now"],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("error:"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_without_a_cli_names_the_install_command() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ccwire"))
+        .args(["run", "--claude", "/nonexistent/claude", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("npm install -g @anthropic-ai/claude-code@2.1.330"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_passes_the_session_through_and_writes_the_transcript() {
+    let server = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let transcript = home.path().join("rec.jsonl");
+    let user = "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"PLEASE-GREET me\"},\"parent_tool_use_id\":null,\"session_id\":\"\"}\n";
+    let args = [
+        "record",
+        "--out",
+        transcript.to_str().unwrap(),
+        "--",
+        "--output-format",
+        "stream-json",
+        "--input-format",
+        "stream-json",
+        "--verbose",
+        "--model",
+        MODEL,
+    ];
+    let out = ccwire(&home, &server, &args, user.as_bytes());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.lines().any(|l| l.contains("\"type\":\"result\"")),
+        "the CLI's output passes through"
+    );
+    let recorded = std::fs::read_to_string(&transcript).unwrap();
+    let lines: Vec<Value> = recorded
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["dir"], "in");
+    assert_eq!(lines[0]["msg"]["type"], "user");
+    assert!(lines
+        .iter()
+        .any(|l| l["dir"] == "out" && l["msg"]["type"] == "result"));
+    let chunks = ccwire_core::replay(recorded.as_bytes());
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| match c {
+            ccwire_core::Chunk::TextDelta { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Hello from the fake model.");
+}
+
+/// The child processes of `pid`.
+fn children(pid: u32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .map(|p| p.parse().unwrap())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_run_takes_the_cli_down_with_it() {
+    let script = Script::new().when_slow(
+        Match::LastUserContains {
+            text: "PLEASE-DAWDLE".into(),
+        },
+        Reply::text("this answer takes a very long time to stream"),
+        std::time::Duration::from_secs(2),
+    );
+    let server = FakeAnthropic::start(script).await;
+    let home = OfflineHome::new();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ccwire"));
+    for key in inherited_to_remove() {
+        command.env_remove(key);
+    }
+    let mut child = command
+        .args(["run", "--model", MODEL, "PLEASE-DAWDLE"])
+        .envs(home.env(&server.base_url()))
+        .env("CCWIRE_CLAUDE", claude_path())
+        .current_dir(home.workdir())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.model_calls().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the CLI never called the model"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let cli = children(child.id());
+    assert_eq!(cli.len(), 1, "ccwire runs one CLI process");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!running(cli[0]), "the CLI is not running any more");
+}
+
+/// Whether a process exists and is not a zombie (an orphaned zombie waits for its reaper).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(") ")
+                .map(|(_, rest)| !rest.starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
