@@ -54,8 +54,3 @@ pub use session::{
     TimeoutReason, Timeouts, UserMessage,
 };
 pub use transcript::{replay, Replayer};
-
-/// The README's Rust examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;

@@ -16,3 +16,8 @@ pub use client::{
     ToolServer, Turn,
 };
 pub use process::{CliProcess, ExitInfo, SpawnError};
+
+/// The README's Rust examples, compiled (and run, where they can) as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
