@@ -311,6 +311,9 @@ pub enum Chunk {
         stop_reason: Option<String>,
         /// Why the turn ended (`completed`, `aborted_tools`, …).
         terminal_reason: Option<String>,
+        /// The HTTP status of the API error that ended the turn, when one did.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        api_error_status: Option<u16>,
         /// Model round trips in the turn.
         num_turns: Option<u64>,
         /// Wall time of the turn.

@@ -253,6 +253,9 @@ pub struct WireMessage<'a> {
     /// `terminal_reason` (result).
     #[serde(borrow, default)]
     pub terminal_reason: Option<Cow<'a, str>>,
+    /// `api_error_status` (result): the HTTP status of the API error that ended the turn.
+    #[serde(default)]
+    pub api_error_status: Option<u16>,
     /// `num_turns` (result).
     #[serde(default)]
     pub num_turns: Option<u64>,

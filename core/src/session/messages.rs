@@ -568,6 +568,7 @@ impl State {
             result: owned(&msg.result),
             stop_reason: owned(&msg.stop_reason),
             terminal_reason: owned(&msg.terminal_reason),
+            api_error_status: msg.api_error_status,
             num_turns: msg.num_turns,
             duration_ms: msg.duration_ms,
             usage: canon(msg.usage),

@@ -1,0 +1,777 @@
+//! Responses of both APIs built from chunks: the Anthropic `Message` and its SSE event sequence,
+//! the OpenAI `chat.completion` and its `chat.completion.chunk` sequence.
+//!
+//! A [`ResponseEncoder`] takes the chunks of a running CLI turn, one at a time, and says when the
+//! response is complete: when a model message that calls a client tool has ended (the client
+//! must run the tools), or when the turn ended. Several model messages of one turn (the CLI
+//! running its own tools in between) make one response; the CLI's own tool calls and their
+//! results, thinking, and sub-agent output are not part of it.
+//!
+//! Streaming responses come out as SSE frames (`event: …\ndata: …\n\n`, or `data: …\n\n` for
+//! OpenAI) as the chunks arrive; the JSON body is built from the same state at the end.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use super::{Api, ApiError, ApiErrorKind};
+use crate::conversation::{self, Block, Message, Role};
+use crate::Chunk;
+
+/// What the encoder needs to know about the request.
+#[derive(Debug, Clone)]
+pub struct EncoderOptions {
+    /// The API to answer in.
+    pub api: Api,
+    /// Whether to produce SSE frames.
+    pub stream: bool,
+    /// The model name to report (the one the client asked for).
+    pub model: String,
+    /// The response id; `None` derives one from the first model message id.
+    pub id: Option<String>,
+    /// Unix seconds for OpenAI's `created`.
+    pub created: u64,
+    /// OpenAI `stream_options.include_usage`: a final usage chunk.
+    pub include_usage: bool,
+    /// Client tools: the name the model calls them by (`mcp__client__lookup`) → the client's
+    /// own name (`lookup`). Calls of other tools run inside the CLI and are not shown.
+    pub client_tools: HashMap<String, String>,
+    /// Also treat any tool whose name starts with this prefix as a client tool, named by the
+    /// rest (for transcripts, where the client's tool list is not known).
+    pub client_tool_prefix: Option<String>,
+}
+
+/// A client tool call in the response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientToolCall {
+    /// The tool_use id (the id the CLI's `tools/call` carries).
+    pub id: String,
+    /// The client's name of the tool.
+    pub name: String,
+    /// The input, once complete.
+    pub input: Value,
+}
+
+/// How a response ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The model finished: `stop_reason` in the Anthropic spelling (`end_turn`, `max_tokens`, …).
+    Finished(String),
+    /// The model called client tools; the response carries them and the turn waits.
+    ToolCalls,
+    /// The turn failed.
+    Failed(ApiError),
+}
+
+#[derive(Debug)]
+enum OutBlock {
+    Text(String),
+    Tool {
+        call: ClientToolCall,
+        /// The input JSON text as it streamed.
+        partial: String,
+        complete: bool,
+        /// OpenAI `tool_calls` index.
+        call_index: usize,
+    },
+}
+
+/// Builds one response from the chunks of a turn. See the [module docs](self).
+#[derive(Debug)]
+pub struct ResponseEncoder {
+    options: EncoderOptions,
+    id: Option<String>,
+    started: bool,
+    blocks: Vec<OutBlock>,
+    /// The output block open for streaming, if any.
+    open: Option<usize>,
+    /// (message id, CLI block index) → output block.
+    index_map: HashMap<(String, u32), usize>,
+    /// Tool_use id → output block.
+    tool_map: HashMap<String, usize>,
+    /// The current top-level model message.
+    message: Option<String>,
+    message_has_client_tool: bool,
+    stop_reason: Option<String>,
+    input_tokens: u64,
+    output_tokens: u64,
+    outcome: Option<Outcome>,
+    /// Content of messages not announced by a `message_start`, held back.
+    pending: Vec<Chunk>,
+}
+
+impl ResponseEncoder {
+    /// A new encoder for one response.
+    pub fn new(options: EncoderOptions) -> ResponseEncoder {
+        ResponseEncoder {
+            id: options.id.clone(),
+            options,
+            started: false,
+            blocks: Vec::new(),
+            open: None,
+            index_map: HashMap::new(),
+            tool_map: HashMap::new(),
+            message: None,
+            message_has_client_tool: false,
+            stop_reason: None,
+            input_tokens: 0,
+            output_tokens: 0,
+            outcome: None,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Takes the next chunk of the turn; returns the SSE frames it produces (none when not
+    /// streaming). Chunks after the response is complete are ignored.
+    pub fn push(&mut self, chunk: &Chunk) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.outcome.is_some() {
+            return out;
+        }
+        // Content of a message that was not announced by a `message_start` (no partial
+        // messages, or the CLI's own API-error message) waits until it is known to be real.
+        let unannounced = match chunk {
+            Chunk::TextDelta {
+                message_id,
+                parent_tool_use_id: None,
+                ..
+            }
+            | Chunk::ToolUse {
+                message_id,
+                parent_tool_use_id: None,
+                ..
+            } => self.message.as_deref() != Some(message_id.as_str()),
+            _ => false,
+        };
+        if unannounced {
+            self.pending.push(chunk.clone());
+            return out;
+        }
+        match chunk {
+            Chunk::TurnComplete { is_error: true, .. } => self.pending.clear(),
+            Chunk::MessageStart { .. }
+            | Chunk::TurnComplete { .. }
+            | Chunk::ToolResult { .. }
+            | Chunk::UserText { .. }
+            | Chunk::ProcessExit { .. } => self.flush_pending(&mut out),
+            _ => {}
+        }
+        if self.outcome.is_none() {
+            self.handle(chunk, &mut out);
+        }
+        out
+    }
+
+    /// Plays the held content of unannounced messages as if each had been announced.
+    fn flush_pending(&mut self, out: &mut Vec<String>) {
+        let pending = std::mem::take(&mut self.pending);
+        let mut iter = pending.into_iter().peekable();
+        while let Some(chunk) = iter.next() {
+            let id = match &chunk {
+                Chunk::TextDelta { message_id, .. } | Chunk::ToolUse { message_id, .. } => {
+                    message_id.clone()
+                }
+                _ => continue,
+            };
+            if self.message.as_deref() != Some(id.as_str()) {
+                self.message = Some(id.clone());
+                self.message_has_client_tool = false;
+            }
+            self.handle(&chunk, out);
+            let last_of_message = match iter.peek() {
+                Some(Chunk::TextDelta { message_id, .. } | Chunk::ToolUse { message_id, .. }) => {
+                    *message_id != id
+                }
+                _ => true,
+            };
+            if last_of_message {
+                self.handle(
+                    &Chunk::MessageStop {
+                        message_id: id,
+                        abandoned_from_index: None,
+                    },
+                    out,
+                );
+            }
+            if self.outcome.is_some() {
+                return;
+            }
+        }
+    }
+
+    fn handle(&mut self, chunk: &Chunk, out: &mut Vec<String>) {
+        match chunk {
+            Chunk::MessageStart {
+                message_id,
+                parent_tool_use_id: None,
+                ..
+            } => {
+                self.message = Some(message_id.clone());
+                self.message_has_client_tool = false;
+                self.start(out);
+            }
+            Chunk::TextDelta {
+                message_id,
+                index,
+                text,
+                parent_tool_use_id: None,
+            } => {
+                if text.is_empty() {
+                    return;
+                }
+                self.start(out);
+                let block =
+                    self.block_for(message_id, *index, out, |_| OutBlock::Text(String::new()));
+                if let OutBlock::Text(t) = &mut self.blocks[block] {
+                    t.push_str(text);
+                }
+                self.delta_text(block, text, out);
+            }
+            Chunk::ToolUse {
+                id,
+                name,
+                message_id,
+                index,
+                parent_tool_use_id: None,
+                complete,
+                input,
+                server: false,
+            } => {
+                let Some(client_name) = self.client_name(name) else {
+                    return;
+                };
+                self.start(out);
+                self.message_has_client_tool = true;
+                let call_index = self.tool_map.len();
+                let block = self.block_for(message_id, *index, out, |_| OutBlock::Tool {
+                    call: ClientToolCall {
+                        id: id.clone(),
+                        name: client_name.clone(),
+                        input: Value::Object(Map::new()),
+                    },
+                    partial: String::new(),
+                    complete: false,
+                    call_index,
+                });
+                self.tool_map.insert(id.clone(), block);
+                if *complete {
+                    let value = input.to_value();
+                    if let OutBlock::Tool {
+                        call,
+                        partial,
+                        complete,
+                        ..
+                    } = &mut self.blocks[block]
+                    {
+                        // Without streamed deltas, the whole input goes out as one delta.
+                        let missing = if partial.is_empty() {
+                            let text = value.to_string();
+                            (text != "{}").then_some(text)
+                        } else {
+                            None
+                        };
+                        call.input = value;
+                        *complete = true;
+                        if let Some(text) = missing {
+                            partial.push_str(&text);
+                            self.delta_json(block, &text, out);
+                        }
+                    }
+                    self.close_open(out);
+                }
+            }
+            Chunk::ToolInputDelta { id, partial_json } => {
+                let Some(&block) = self.tool_map.get(id) else {
+                    return;
+                };
+                if partial_json.is_empty() {
+                    return;
+                }
+                if let OutBlock::Tool {
+                    partial, complete, ..
+                } = &mut self.blocks[block]
+                {
+                    if *complete {
+                        return;
+                    }
+                    partial.push_str(partial_json);
+                }
+                self.delta_json(block, partial_json, out);
+            }
+            Chunk::MessageDelta {
+                message_id,
+                stop_reason,
+                usage,
+            } if self.message.as_deref() == Some(message_id) => {
+                if let Some(reason) = stop_reason {
+                    self.stop_reason = Some(reason.clone());
+                }
+                self.add_usage(&usage.to_value());
+            }
+            Chunk::MessageStop { message_id, .. }
+                if self.message.as_deref() == Some(message_id) =>
+            {
+                self.message = None;
+                if self.message_has_client_tool {
+                    self.finish(Outcome::ToolCalls, out);
+                }
+            }
+            Chunk::TurnComplete {
+                is_error,
+                result,
+                stop_reason,
+                subtype,
+                api_error_status,
+                errors,
+                ..
+            } => {
+                if self.message_has_client_tool {
+                    // The message ended without a message_stop (no partial messages).
+                    self.finish(Outcome::ToolCalls, out);
+                } else if *is_error {
+                    let error = turn_error(
+                        result.as_deref(),
+                        subtype.as_deref(),
+                        *api_error_status,
+                        errors,
+                    );
+                    self.finish(Outcome::Failed(error), out);
+                } else {
+                    let reason = self
+                        .stop_reason
+                        .clone()
+                        .or_else(|| stop_reason.clone())
+                        .filter(|r| r != "tool_use")
+                        .unwrap_or_else(|| "end_turn".to_owned());
+                    self.finish(Outcome::Finished(reason), out);
+                }
+            }
+            Chunk::ProcessExit { code, signal } => {
+                let error = ApiError::new(
+                    ApiErrorKind::Api,
+                    format!(
+                        "the Claude Code process ended during the turn (exit code {}, signal {})",
+                        code.map_or("none".to_owned(), |c| c.to_string()),
+                        signal.map_or("none".to_owned(), |s| s.to_string()),
+                    ),
+                );
+                self.finish(Outcome::Failed(error), out);
+            }
+            _ => {}
+        }
+    }
+
+    /// Ends the response with an error from outside the turn (a held call that can no longer be
+    /// answered, the gateway shutting down, …). Returns the SSE `error` frames when streaming.
+    pub fn fail(&mut self, error: ApiError) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.outcome.is_none() {
+            self.finish(Outcome::Failed(error), &mut out);
+        }
+        out
+    }
+
+    /// A keep-alive frame: Anthropic's `ping` event, or an SSE comment for OpenAI.
+    pub fn ping(&self) -> String {
+        match self.options.api {
+            Api::Anthropic => sse_event("ping", &json!({"type": "ping"})),
+            Api::OpenAi => ": ping\n\n".to_owned(),
+        }
+    }
+
+    /// Whether any SSE frame has been produced: after that, errors go into the stream instead
+    /// of an HTTP status.
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// How the response ended, once it has.
+    pub fn outcome(&self) -> Option<&Outcome> {
+        self.outcome.as_ref()
+    }
+
+    /// The client tool calls in the response, in order.
+    pub fn tool_calls(&self) -> Vec<&ClientToolCall> {
+        self.blocks
+            .iter()
+            .filter_map(|b| match b {
+                OutBlock::Tool { call, .. } => Some(call),
+                OutBlock::Text(_) => None,
+            })
+            .collect()
+    }
+
+    /// The response as an assistant message in canonical form, for the history hash.
+    pub fn message(&self) -> Message {
+        let mut content = Vec::new();
+        for block in &self.blocks {
+            let block = match block {
+                OutBlock::Text(text) => Block::Text { text: text.clone() },
+                OutBlock::Tool { call, .. } => Block::ToolUse {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: call.input.clone(),
+                },
+            };
+            conversation::push_block(&mut content, block);
+        }
+        Message {
+            role: Role::Assistant,
+            content,
+        }
+    }
+
+    /// The non-streaming response body, once the response is complete and did not fail.
+    pub fn body(&self) -> Option<Value> {
+        let stop = match self.outcome.as_ref()? {
+            Outcome::Failed(_) => return None,
+            Outcome::ToolCalls => "tool_use".to_owned(),
+            Outcome::Finished(reason) => reason.clone(),
+        };
+        Some(match self.options.api {
+            Api::Anthropic => {
+                let content: Vec<Value> = self
+                    .blocks
+                    .iter()
+                    .map(|b| match b {
+                        OutBlock::Text(text) => json!({"type": "text", "text": text}),
+                        OutBlock::Tool { call, .. } => json!({
+                            "type": "tool_use", "id": call.id, "name": call.name, "input": call.input,
+                        }),
+                    })
+                    .collect();
+                json!({
+                    "id": self.response_id(),
+                    "type": "message",
+                    "role": "assistant",
+                    "model": self.options.model,
+                    "content": content,
+                    "stop_reason": stop,
+                    "stop_sequence": null,
+                    "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
+                })
+            }
+            Api::OpenAi => {
+                let text: String = self
+                    .blocks
+                    .iter()
+                    .filter_map(|b| match b {
+                        OutBlock::Text(t) => Some(t.as_str()),
+                        OutBlock::Tool { .. } => None,
+                    })
+                    .collect();
+                let calls: Vec<Value> = self
+                    .tool_calls()
+                    .into_iter()
+                    .map(|call| {
+                        json!({
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.input.to_string()},
+                        })
+                    })
+                    .collect();
+                let mut message = json!({
+                    "role": "assistant",
+                    "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::String(text) },
+                    "refusal": null,
+                });
+                if !calls.is_empty() {
+                    message["tool_calls"] = Value::Array(calls);
+                }
+                json!({
+                    "id": self.response_id(),
+                    "object": "chat.completion",
+                    "created": self.options.created,
+                    "model": self.options.model,
+                    "choices": [{
+                        "index": 0,
+                        "message": message,
+                        "logprobs": null,
+                        "finish_reason": finish_reason(&stop),
+                    }],
+                    "usage": self.openai_usage(),
+                })
+            }
+        })
+    }
+
+    // ---- internals ----------------------------------------------------------------------
+
+    fn client_name(&self, name: &str) -> Option<String> {
+        if let Some(client) = self.options.client_tools.get(name) {
+            return Some(client.clone());
+        }
+        let prefix = self.options.client_tool_prefix.as_deref()?;
+        name.strip_prefix(prefix)
+            .filter(|rest| !rest.is_empty())
+            .map(str::to_owned)
+    }
+
+    fn response_id(&self) -> String {
+        let base = self.id.clone().unwrap_or_else(|| "msg_ccwire".to_owned());
+        match self.options.api {
+            Api::Anthropic => base,
+            Api::OpenAi if base.starts_with("chatcmpl-") => base,
+            Api::OpenAi => format!("chatcmpl-{base}"),
+        }
+    }
+
+    /// Opens the response (message_start / the role chunk) once.
+    fn start(&mut self, out: &mut Vec<String>) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        if self.id.is_none() {
+            self.id = self.message.clone();
+        }
+        if !self.options.stream {
+            return;
+        }
+        match self.options.api {
+            Api::Anthropic => out.push(sse_event(
+                "message_start",
+                &json!({
+                    "type": "message_start",
+                    "message": {
+                        "id": self.response_id(),
+                        "type": "message",
+                        "role": "assistant",
+                        "model": self.options.model,
+                        "content": [],
+                        "stop_reason": null,
+                        "stop_sequence": null,
+                        "usage": {"input_tokens": 0, "output_tokens": 0},
+                    },
+                }),
+            )),
+            Api::OpenAi => {
+                let chunk = self.openai_chunk(json!({"role": "assistant", "content": ""}), None);
+                out.push(sse_data(&chunk));
+            }
+        }
+    }
+
+    /// The output block for a CLI block, opened (and the previous one closed) on first sight.
+    fn block_for(
+        &mut self,
+        message_id: &str,
+        index: u32,
+        out: &mut Vec<String>,
+        make: impl FnOnce(usize) -> OutBlock,
+    ) -> usize {
+        let key = (message_id.to_owned(), index);
+        if let Some(&block) = self.index_map.get(&key) {
+            return block;
+        }
+        self.close_open(out);
+        let block = self.blocks.len();
+        self.blocks.push(make(block));
+        self.index_map.insert(key, block);
+        self.open = Some(block);
+        if self.options.stream {
+            match (&self.blocks[block], self.options.api) {
+                (OutBlock::Text(_), Api::Anthropic) => out.push(sse_event(
+                    "content_block_start",
+                    &json!({"type": "content_block_start", "index": block, "content_block": {"type": "text", "text": ""}}),
+                )),
+                (OutBlock::Tool { call, .. }, Api::Anthropic) => out.push(sse_event(
+                    "content_block_start",
+                    &json!({"type": "content_block_start", "index": block, "content_block": {
+                        "type": "tool_use", "id": call.id, "name": call.name, "input": {},
+                    }}),
+                )),
+                (OutBlock::Text(_), Api::OpenAi) => {}
+                (OutBlock::Tool { call, call_index, .. }, Api::OpenAi) => {
+                    let delta = json!({"tool_calls": [{
+                        "index": call_index, "id": call.id, "type": "function",
+                        "function": {"name": call.name, "arguments": ""},
+                    }]});
+                    let chunk = self.openai_chunk(delta, None);
+                    out.push(sse_data(&chunk));
+                }
+            }
+        }
+        block
+    }
+
+    fn close_open(&mut self, out: &mut Vec<String>) {
+        let Some(block) = self.open.take() else {
+            return;
+        };
+        if self.options.stream && self.options.api == Api::Anthropic {
+            out.push(sse_event(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": block}),
+            ));
+        }
+    }
+
+    fn delta_text(&self, block: usize, text: &str, out: &mut Vec<String>) {
+        if !self.options.stream {
+            return;
+        }
+        match self.options.api {
+            Api::Anthropic => out.push(sse_event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": block, "delta": {"type": "text_delta", "text": text}}),
+            )),
+            Api::OpenAi => {
+                let chunk = self.openai_chunk(json!({"content": text}), None);
+                out.push(sse_data(&chunk));
+            }
+        }
+    }
+
+    fn delta_json(&self, block: usize, partial: &str, out: &mut Vec<String>) {
+        if !self.options.stream {
+            return;
+        }
+        match self.options.api {
+            Api::Anthropic => out.push(sse_event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": block, "delta": {"type": "input_json_delta", "partial_json": partial}}),
+            )),
+            Api::OpenAi => {
+                let OutBlock::Tool { call_index, .. } = &self.blocks[block] else {
+                    return;
+                };
+                let delta =
+                    json!({"tool_calls": [{"index": call_index, "function": {"arguments": partial}}]});
+                let chunk = self.openai_chunk(delta, None);
+                out.push(sse_data(&chunk));
+            }
+        }
+    }
+
+    fn add_usage(&mut self, usage: &Value) {
+        let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+        let input = field("input_tokens")
+            + field("cache_creation_input_tokens")
+            + field("cache_read_input_tokens");
+        self.input_tokens += input;
+        self.output_tokens += field("output_tokens");
+    }
+
+    fn openai_usage(&self) -> Value {
+        json!({
+            "prompt_tokens": self.input_tokens,
+            "completion_tokens": self.output_tokens,
+            "total_tokens": self.input_tokens + self.output_tokens,
+        })
+    }
+
+    fn openai_chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+        let mut chunk = json!({
+            "id": self.response_id(),
+            "object": "chat.completion.chunk",
+            "created": self.options.created,
+            "model": self.options.model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+        });
+        if self.options.include_usage {
+            chunk["usage"] = Value::Null;
+        }
+        chunk
+    }
+
+    fn finish(&mut self, outcome: Outcome, out: &mut Vec<String>) {
+        let stream = self.options.stream;
+        match &outcome {
+            Outcome::Failed(error) => {
+                if stream && self.started {
+                    self.close_open(out);
+                    match self.options.api {
+                        Api::Anthropic => {
+                            out.push(sse_event("error", &error.body(Api::Anthropic)));
+                        }
+                        Api::OpenAi => {
+                            out.push(sse_data(&error.body(Api::OpenAi)));
+                            out.push("data: [DONE]\n\n".to_owned());
+                        }
+                    }
+                }
+            }
+            Outcome::ToolCalls | Outcome::Finished(_) => {
+                let stop = match &outcome {
+                    Outcome::Finished(reason) => reason.clone(),
+                    _ => "tool_use".to_owned(),
+                };
+                // A response with no content at all still has a start.
+                self.start(out);
+                if stream {
+                    self.close_open(out);
+                    match self.options.api {
+                        Api::Anthropic => {
+                            out.push(sse_event(
+                                "message_delta",
+                                &json!({
+                                    "type": "message_delta",
+                                    "delta": {"stop_reason": stop, "stop_sequence": null},
+                                    "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
+                                }),
+                            ));
+                            out.push(sse_event("message_stop", &json!({"type": "message_stop"})));
+                        }
+                        Api::OpenAi => {
+                            let chunk = self.openai_chunk(json!({}), Some(finish_reason(&stop)));
+                            out.push(sse_data(&chunk));
+                            if self.options.include_usage {
+                                let mut usage = self.openai_chunk(json!({}), None);
+                                usage["choices"] = json!([]);
+                                usage["usage"] = self.openai_usage();
+                                out.push(sse_data(&usage));
+                            }
+                            out.push("data: [DONE]\n\n".to_owned());
+                        }
+                    }
+                }
+            }
+        }
+        self.open = None;
+        self.outcome = Some(outcome);
+    }
+}
+
+/// The error of a failed turn in API terms: the upstream status when the CLI reported one.
+fn turn_error(
+    result: Option<&str>,
+    subtype: Option<&str>,
+    status: Option<u16>,
+    errors: &crate::Json,
+) -> ApiError {
+    let errors: Vec<String> = serde_json::from_str(errors.get()).unwrap_or_default();
+    let message = result
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned)
+        .or_else(|| (!errors.is_empty()).then(|| errors.join("; ")))
+        .unwrap_or_else(|| format!("the turn ended in error ({})", subtype.unwrap_or("error")));
+    let kind = match status {
+        Some(400) => ApiErrorKind::InvalidRequest,
+        Some(401 | 403) => ApiErrorKind::Api,
+        Some(413) => ApiErrorKind::RequestTooLarge,
+        Some(429) => ApiErrorKind::RateLimit,
+        Some(529) => ApiErrorKind::Overloaded,
+        _ => ApiErrorKind::Api,
+    };
+    ApiError::new(kind, message)
+}
+
+/// OpenAI's `finish_reason` for an Anthropic stop reason.
+pub fn finish_reason(stop_reason: &str) -> &'static str {
+    match stop_reason {
+        "tool_use" => "tool_calls",
+        "max_tokens" | "model_context_window_exceeded" => "length",
+        "refusal" => "content_filter",
+        _ => "stop",
+    }
+}
+
+fn sse_event(event: &str, data: &Value) -> String {
+    format!("event: {event}\ndata: {data}\n\n")
+}
+
+fn sse_data(data: &Value) -> String {
+    format!("data: {data}\n\n")
+}

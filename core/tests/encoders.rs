@@ -1,0 +1,396 @@
+//! The API response encoders over every corpus transcript: the SSE sequences follow each API's
+//! grammar, and what a client accumulates from the stream equals the non-streaming body.
+
+mod common;
+
+use ccwire_core::api::response::{EncoderOptions, Outcome, ResponseEncoder};
+use ccwire_core::api::{Api, ApiErrorKind};
+use ccwire_core::Chunk;
+use serde_json::{json, Value};
+
+fn options(api: Api, stream: bool) -> EncoderOptions {
+    EncoderOptions {
+        api,
+        stream,
+        model: "test-model".into(),
+        id: None,
+        created: 1_700_000_000,
+        include_usage: true,
+        client_tools: Default::default(),
+        client_tool_prefix: Some("mcp__client__".into()),
+    }
+}
+
+/// One response as both encoders saw it.
+#[derive(Debug)]
+struct Response {
+    frames: Vec<String>,
+    body: Option<Value>,
+    outcome: Outcome,
+    started: bool,
+}
+
+/// Replays a transcript and cuts its chunks into responses, like `ccwire replay --format`.
+fn responses(chunks: &[Chunk], api: Api) -> Vec<Response> {
+    let mut out = Vec::new();
+    let mut stream = ResponseEncoder::new(options(api, true));
+    let mut plain = ResponseEncoder::new(options(api, false));
+    let mut frames = Vec::new();
+    for chunk in chunks {
+        frames.extend(stream.push(chunk));
+        assert!(
+            plain.push(chunk).is_empty(),
+            "a non-streaming encoder wrote frames"
+        );
+        assert_eq!(
+            stream.outcome().is_some(),
+            plain.outcome().is_some(),
+            "streaming and non-streaming encoders end at different chunks"
+        );
+        if let Some(outcome) = stream.outcome() {
+            assert_eq!(Some(outcome), plain.outcome());
+            out.push(Response {
+                frames: std::mem::take(&mut frames),
+                body: plain.body(),
+                outcome: outcome.clone(),
+                started: stream.started(),
+            });
+            stream = ResponseEncoder::new(options(api, true));
+            plain = ResponseEncoder::new(options(api, false));
+        }
+    }
+    out
+}
+
+fn parse_sse(frames: &[String]) -> Vec<(Option<String>, String)> {
+    frames
+        .iter()
+        .map(|frame| {
+            assert!(
+                frame.ends_with("\n\n"),
+                "an SSE frame ends with a blank line: {frame:?}"
+            );
+            let mut event = None;
+            let mut data = None;
+            for line in frame.trim_end().lines() {
+                if let Some(e) = line.strip_prefix("event: ") {
+                    event = Some(e.to_owned());
+                } else if let Some(d) = line.strip_prefix("data: ") {
+                    assert!(data.is_none(), "one data line per frame");
+                    data = Some(d.to_owned());
+                } else {
+                    panic!("unexpected SSE line {line:?}");
+                }
+            }
+            (event, data.expect("every frame has data"))
+        })
+        .collect()
+}
+
+/// Accumulates an Anthropic stream as the SDK does, checking the event grammar.
+fn accumulate_anthropic(frames: &[String]) -> Result<Value, Value> {
+    let mut message: Option<Value> = None;
+    let mut open: Option<usize> = None;
+    let mut partial = String::new();
+    let mut stopped = false;
+    for (event, data) in parse_sse(frames) {
+        let data: Value = serde_json::from_str(&data).expect("data is JSON");
+        let event = event.expect("anthropic frames name their event");
+        assert_eq!(data["type"], event.as_str(), "event name equals data.type");
+        assert!(!stopped, "nothing follows message_stop");
+        match event.as_str() {
+            "message_start" => {
+                assert!(message.is_none(), "one message_start");
+                message = Some(data["message"].clone());
+            }
+            "content_block_start" => {
+                assert!(open.is_none(), "a block starts while another is open");
+                let m = message.as_mut().expect("message_start first");
+                let content = m["content"].as_array_mut().unwrap();
+                assert_eq!(
+                    data["index"],
+                    content.len(),
+                    "block indices count up from 0"
+                );
+                content.push(data["content_block"].clone());
+                open = Some(content.len() - 1);
+                partial.clear();
+            }
+            "content_block_delta" => {
+                let i = open.expect("a delta inside an open block");
+                assert_eq!(data["index"], i);
+                let block = &mut message.as_mut().unwrap()["content"][i];
+                match data["delta"]["type"].as_str().unwrap() {
+                    "text_delta" => {
+                        let text = block["text"].as_str().unwrap().to_owned()
+                            + data["delta"]["text"].as_str().unwrap();
+                        block["text"] = json!(text);
+                    }
+                    "input_json_delta" => {
+                        partial.push_str(data["delta"]["partial_json"].as_str().unwrap())
+                    }
+                    other => panic!("unexpected delta {other}"),
+                }
+            }
+            "content_block_stop" => {
+                let i = open.take().expect("a stop closes an open block");
+                assert_eq!(data["index"], i);
+                let block = &mut message.as_mut().unwrap()["content"][i];
+                if block["type"] == "tool_use" && !partial.is_empty() {
+                    block["input"] = serde_json::from_str(&partial).expect("input JSON joins");
+                }
+            }
+            "message_delta" => {
+                assert!(open.is_none(), "blocks are closed before message_delta");
+                let m = message.as_mut().expect("message_start first");
+                m["stop_reason"] = data["delta"]["stop_reason"].clone();
+                m["usage"] = data["usage"].clone();
+            }
+            "message_stop" => stopped = true,
+            "error" => return Err(data),
+            other => panic!("unexpected event {other}"),
+        }
+    }
+    assert!(stopped, "the stream ends with message_stop");
+    Ok(message.expect("a message"))
+}
+
+/// Accumulates an OpenAI stream, checking the chunk grammar.
+fn accumulate_openai(frames: &[String]) -> Result<Value, Value> {
+    let frames = parse_sse(frames);
+    let (last, frames) = frames.split_last().expect("frames");
+    assert_eq!(last.1, "[DONE]", "the stream ends with [DONE]");
+    let mut role = None;
+    let mut content = String::new();
+    let mut calls: Vec<Value> = Vec::new();
+    let mut finish = None;
+    let mut usage = None;
+    let mut id = None;
+    for (event, data) in frames {
+        assert!(event.is_none(), "openai frames are data-only");
+        let chunk: Value = serde_json::from_str(data).expect("data is JSON");
+        if chunk.get("error").is_some() {
+            return Err(chunk);
+        }
+        assert_eq!(chunk["object"], "chat.completion.chunk");
+        let this_id = chunk["id"].as_str().unwrap().to_owned();
+        assert_eq!(id.get_or_insert(this_id.clone()), &this_id, "one id");
+        assert!(
+            finish.is_none() || chunk["choices"] == json!([]),
+            "only usage after finish"
+        );
+        if chunk["choices"] == json!([]) {
+            usage = Some(chunk["usage"].clone());
+            continue;
+        }
+        let choice = &chunk["choices"][0];
+        let delta = &choice["delta"];
+        if let Some(r) = delta.get("role") {
+            assert!(role.is_none(), "the role comes once");
+            role = Some(r.clone());
+        }
+        assert!(role.is_some(), "the first chunk carries the role");
+        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            content.push_str(text);
+        }
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let index = call["index"].as_u64().unwrap() as usize;
+            if index == calls.len() {
+                assert!(call["id"].is_string(), "a new tool call carries its id");
+                calls.push(json!({"id": call["id"], "type": "function", "function": {
+                    "name": call["function"]["name"], "arguments": ""}}));
+            }
+            let args = calls[index]["function"]["arguments"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+                + call["function"]["arguments"].as_str().unwrap_or("");
+            calls[index]["function"]["arguments"] = json!(args);
+        }
+        if !choice["finish_reason"].is_null() {
+            finish = Some(choice["finish_reason"].clone());
+        }
+    }
+    let mut message = json!({
+        "role": role.expect("a role"),
+        "content": if content.is_empty() && !calls.is_empty() { Value::Null } else { json!(content) },
+        "refusal": null,
+    });
+    if !calls.is_empty() {
+        message["tool_calls"] = json!(calls);
+    }
+    Ok(
+        json!({"message": message, "finish_reason": finish.expect("a finish reason"), "usage": usage.expect("a usage chunk")}),
+    )
+}
+
+/// Tool arguments as objects, so key order inside the JSON text does not matter.
+fn normalize_openai(mut message: Value) -> Value {
+    if let Some(calls) = message["tool_calls"].as_array_mut() {
+        for call in calls {
+            let args: Value =
+                serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+            call["function"]["arguments"] = args;
+        }
+    }
+    message
+}
+
+#[test]
+fn streams_follow_the_grammar_and_accumulate_to_the_body() {
+    for (name, bytes) in common::corpus() {
+        let chunks = ccwire_core::replay(&bytes);
+        for api in [Api::Anthropic, Api::OpenAi] {
+            for (i, response) in responses(&chunks, api).into_iter().enumerate() {
+                let ctx = format!("{name} {api:?} response {i}");
+                match (&response.outcome, api) {
+                    (Outcome::Failed(_), _) if !response.started => {
+                        assert!(response.frames.is_empty(), "{ctx}: frames before an error");
+                        assert!(response.body.is_none(), "{ctx}");
+                    }
+                    (Outcome::Failed(_), Api::Anthropic) => {
+                        let err = accumulate_anthropic(&response.frames).expect_err(&ctx);
+                        assert_eq!(err["type"], "error", "{ctx}");
+                    }
+                    (Outcome::Failed(_), Api::OpenAi) => {
+                        accumulate_openai(&response.frames).expect_err(&ctx);
+                    }
+                    (_, Api::Anthropic) => {
+                        let streamed = accumulate_anthropic(&response.frames)
+                            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                        let body = response.body.clone().expect("a body");
+                        assert_eq!(streamed["content"], body["content"], "{ctx}");
+                        assert_eq!(streamed["stop_reason"], body["stop_reason"], "{ctx}");
+                        assert_eq!(streamed["id"], body["id"], "{ctx}");
+                        assert_eq!(
+                            streamed["usage"]["output_tokens"], body["usage"]["output_tokens"],
+                            "{ctx}"
+                        );
+                        let tool_uses = body["content"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .filter(|b| b["type"] == "tool_use")
+                            .count();
+                        assert_eq!(
+                            body["stop_reason"] == "tool_use",
+                            tool_uses > 0,
+                            "{ctx}: stop_reason tool_use exactly when tools are called"
+                        );
+                    }
+                    (_, Api::OpenAi) => {
+                        let streamed = accumulate_openai(&response.frames)
+                            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                        let body = response.body.clone().expect("a body");
+                        let choice = &body["choices"][0];
+                        assert_eq!(
+                            normalize_openai(streamed["message"].clone()),
+                            normalize_openai(choice["message"].clone()),
+                            "{ctx}"
+                        );
+                        assert_eq!(streamed["finish_reason"], choice["finish_reason"], "{ctx}");
+                        assert_eq!(streamed["usage"], body["usage"], "{ctx}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn parallel_client_calls_come_back_together_then_the_answer() {
+    let chunks = ccwire_core::replay(&common::transcript("w_parallel_readonly"));
+    let responses = responses(&chunks, Api::Anthropic);
+    assert_eq!(responses.len(), 2, "{responses:#?}");
+    let first = responses[0].body.as_ref().unwrap();
+    assert_eq!(first["stop_reason"], "tool_use");
+    let calls: Vec<(&str, &Value)> = first["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["name"].as_str().unwrap(), &b["input"]))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("lookup", &json!({"query": "alpha"})),
+            ("lookup", &json!({"query": "beta"}))
+        ]
+    );
+    let second = responses[1].body.as_ref().unwrap();
+    assert_eq!(second["stop_reason"], "end_turn");
+    assert!(second["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("lookup(alpha) = result-alpha"));
+
+    let openai = self::responses(&chunks, Api::OpenAi);
+    let choice = &openai[0].body.as_ref().unwrap()["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls");
+    assert_eq!(choice["message"]["content"], Value::Null);
+    assert_eq!(
+        choice["message"]["tool_calls"][1]["function"]["arguments"],
+        r#"{"query":"beta"}"#
+    );
+}
+
+#[test]
+fn the_cli_s_own_api_error_message_becomes_an_error_with_the_upstream_status() {
+    for (name, status) in [("f_api_error_400", 400), ("f_api_error_500_retries", 500)] {
+        let chunks = ccwire_core::replay(&common::transcript(name));
+        let responses = responses(&chunks, Api::Anthropic);
+        assert_eq!(responses.len(), 1, "{name}");
+        let Outcome::Failed(error) = &responses[0].outcome else {
+            panic!("{name}: {:?}", responses[0].outcome);
+        };
+        assert!(
+            !responses[0].started,
+            "{name}: the synthetic error text was streamed"
+        );
+        assert_eq!(error.status(), status, "{name}");
+        assert!(
+            error.message.contains("API Error"),
+            "{name}: {}",
+            error.message
+        );
+        if status == 400 {
+            assert_eq!(error.kind, ApiErrorKind::InvalidRequest);
+        }
+    }
+}
+
+#[test]
+fn the_cli_s_own_tools_stay_inside_one_response() {
+    // A Read tool call between two model messages: one response with both texts.
+    let chunks = ccwire_core::replay(&common::transcript("e_partial_messages"));
+    let responses = responses(&chunks, Api::Anthropic);
+    assert_eq!(responses.len(), 1);
+    let body = responses[0].body.as_ref().unwrap();
+    assert_eq!(body["stop_reason"], "end_turn");
+    let types: Vec<&str> = body["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["text", "text"]);
+}
+
+#[test]
+fn sse_snapshots() {
+    for name in ["w_parallel_readonly", "e_partial_messages"] {
+        let chunks = ccwire_core::replay(&common::transcript(name));
+        for (api, label) in [(Api::Anthropic, "anthropic"), (Api::OpenAi, "openai")] {
+            let text: String = responses(&chunks, api)
+                .into_iter()
+                .flat_map(|r| r.frames)
+                .collect();
+            insta::assert_snapshot!(format!("{name}-{label}-sse"), text);
+        }
+    }
+}
