@@ -34,6 +34,7 @@ pub mod api;
 mod chunk;
 pub mod conversation;
 pub mod framing;
+pub mod gateway;
 mod json;
 pub mod mcp;
 mod session;

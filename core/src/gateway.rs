@@ -1,0 +1,782 @@
+//! The gateway's bookkeeping (GATEWAY.md), sans-IO: which live CLI session a request continues,
+//! the client tool calls held open across requests, and the deadlines of held calls and idle
+//! sessions. The host owns the processes and sockets and tells this state machine what happened,
+//! with `now`; it answers with what to do.
+//!
+//! A request's history (the messages up to its last assistant message) is hashed in a *scope*:
+//! the caller's API key and everything a live session cannot change (tool set, system prompt,
+//! model). After each response the host stores the hash of the history extended by the
+//! assistant message it returned, so the client's next request finds the session again.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::{json, Value};
+
+use crate::api::{ApiError, ApiErrorKind};
+use crate::conversation::{history_hash, Block, Conversation, Message, Role};
+use crate::mcp::McpCallResult;
+use crate::Timestamp;
+
+/// A live session's id, given by the gateway.
+pub type SessionId = u64;
+
+/// Time limits.
+#[derive(Debug, Clone, Copy)]
+pub struct GatewayConfig {
+    /// How long a held client tool call waits for the client's result (ms).
+    pub held_call_timeout_ms: u64,
+    /// How long a session may sit without a request before it is closed (ms).
+    pub idle_ttl_ms: u64,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            held_call_timeout_ms: 10 * 60 * 1000,
+            idle_ttl_ms: 30 * 60 * 1000,
+        }
+    }
+}
+
+/// How a request's session was found; the `x-ccwire-session` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionKind {
+    /// The history matched a live session.
+    Continued,
+    /// The history has assistant turns but no live session: a new one carries them.
+    Rebuilt,
+    /// No history: a new session.
+    New,
+}
+
+impl SessionKind {
+    /// The header value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionKind::Continued => "continued",
+            SessionKind::Rebuilt => "rebuilt",
+            SessionKind::New => "new",
+        }
+    }
+}
+
+/// What the host must do for a request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Route {
+    /// Continue a live session: answer these held calls, then send the prompt, if any.
+    Continue {
+        /// The session.
+        session: SessionId,
+        /// Held `tools/call` requests to answer now: (control request id, result).
+        answers: Vec<(String, McpCallResult)>,
+        /// Content to send as a user message (after the answers), when the request adds any.
+        prompt: Option<Vec<Block>>,
+    },
+    /// Start a new CLI session and send it `prompt`.
+    Start {
+        /// The new session's id.
+        session: SessionId,
+        /// `New`, or `Rebuilt` when the prompt carries the earlier turns.
+        kind: SessionKind,
+        /// The first user message.
+        prompt: Vec<Block>,
+        /// A live session this one replaces, to close.
+        replaces: Option<SessionId>,
+    },
+}
+
+/// What the host must do after a timeout or a tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Answer a held `tools/call` of a session.
+    Answer {
+        /// The session.
+        session: SessionId,
+        /// The control request id of the call.
+        request_id: String,
+        /// The result.
+        result: McpCallResult,
+    },
+    /// Close a session (idle too long).
+    Close {
+        /// The session.
+        session: SessionId,
+    },
+}
+
+/// What the host should do with a `tools/call` the CLI just made.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallAction {
+    /// Answer it now with this result.
+    Answer(McpCallResult),
+    /// Hold it: the client's result is not in yet.
+    Hold,
+}
+
+/// Why [`Gateway::poll_timeout`] wants to be woken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GatewayTimeout {
+    /// A held call's deadline.
+    HeldCall,
+    /// A session's idle deadline.
+    Idle,
+}
+
+#[derive(Debug)]
+struct Held {
+    request_id: String,
+    since: Timestamp,
+}
+
+#[derive(Debug, Default)]
+struct Entry {
+    scope: String,
+    hashes: Vec<String>,
+    busy: bool,
+    last_active: Timestamp,
+    /// Client tool calls returned in the last response, awaiting the client's results.
+    expected: Vec<String>,
+    /// Held `tools/call`s by tool_use id.
+    held: HashMap<String, Held>,
+    /// Client results that came before the CLI asked.
+    results: HashMap<String, McpCallResult>,
+    /// Calls the gateway or the CLI ended without the client's result; a result for them is
+    /// accepted and dropped.
+    settled: HashSet<String>,
+}
+
+/// The text a held call gets when the client does not answer in time.
+pub const HELD_CALL_TIMEOUT_TEXT: &str =
+    "The client did not return a result for this tool call in time; the call was abandoned.";
+
+/// The gateway state machine. See the [module docs](self).
+#[derive(Debug, Default)]
+pub struct Gateway {
+    config: GatewayConfig,
+    sessions: BTreeMap<SessionId, Entry>,
+    by_hash: HashMap<String, SessionId>,
+    next_id: SessionId,
+}
+
+impl Gateway {
+    /// A gateway with these limits.
+    pub fn new(config: GatewayConfig) -> Gateway {
+        Gateway {
+            config,
+            ..Gateway::default()
+        }
+    }
+
+    /// The scope a history hash lives in: the tenant and what a live session cannot change.
+    pub fn scope(tenant: &str, conversation: &Conversation, model: &str) -> String {
+        let system = conversation.system.as_deref().unwrap_or("");
+        format!(
+            "{tenant}\n{}\n{model}\n{}",
+            conversation.tool_signature(),
+            history_hash("system", &[Message {
+                role: Role::User,
+                content: vec![Block::Text {
+                    text: system.to_owned()
+                }],
+            }])
+        )
+    }
+
+    /// Finds what a request continues, or starts. The session is busy until
+    /// [`response_done`](Self::response_done) or [`response_failed`](Self::response_failed).
+    ///
+    /// # Errors
+    /// 400 when the request's tool results do not match the calls the session waits for
+    /// (naming the ids), 429 when the conversation is busy with another request.
+    pub fn route(
+        &mut self,
+        scope: &str,
+        conversation: &Conversation,
+        now: Timestamp,
+    ) -> Result<Route, ApiError> {
+        let n = conversation.history_len();
+        let new = &conversation.messages[n..];
+        let given = tool_results(new);
+        if n == 0 {
+            if let Some((id, _)) = given.first() {
+                return Err(ApiError::invalid(
+                    "messages",
+                    format!("messages: tool result for unknown tool_use id {id}"),
+                ));
+            }
+            let session = self.insert(scope, now);
+            return Ok(Route::Start {
+                session,
+                kind: SessionKind::New,
+                prompt: prompt_blocks(new),
+                replaces: None,
+            });
+        }
+        let hash = history_hash(scope, &conversation.messages[..n]);
+        let Some(&session) = self.by_hash.get(&hash) else {
+            return Ok(self.rebuild(scope, conversation, None, now));
+        };
+        let entry = self.sessions.get_mut(&session).expect("hashes point at sessions");
+        if entry.busy {
+            return Err(ApiError::new(
+                ApiErrorKind::RateLimit,
+                "this conversation is busy with another request; retry when it has finished",
+            ));
+        }
+        let expected: HashSet<&str> = entry.expected.iter().map(String::as_str).collect();
+        let given_ids: HashSet<&str> = given.iter().map(|(id, _)| id.as_str()).collect();
+        let mut missing: Vec<&str> = entry
+            .expected
+            .iter()
+            .map(String::as_str)
+            .filter(|id| !given_ids.contains(id))
+            .collect();
+        missing.dedup();
+        let unknown: Vec<&str> = given
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .filter(|id| !expected.contains(id))
+            .collect();
+        if !missing.is_empty() {
+            return Err(ApiError::invalid(
+                "messages",
+                format!(
+                    "messages: the tool calls {} have no tool result; every tool_use of the \
+                     previous response needs its result in this request",
+                    missing.join(", ")
+                ),
+            ));
+        }
+        if !unknown.is_empty() {
+            return Err(ApiError::invalid(
+                "messages",
+                format!(
+                    "messages: tool result for unknown tool_use id {}",
+                    unknown.join(", ")
+                ),
+            ));
+        }
+        if !given.is_empty() && given.iter().all(|(id, _)| entry.settled.contains(id)) {
+            // Every call was given up on (deadline) and the turn went on without the client:
+            // the live session no longer matches; a new one carries the whole history.
+            return Ok(self.rebuild(scope, conversation, Some(session), now));
+        }
+        let mut answers = Vec::new();
+        for (id, result) in given {
+            if entry.settled.remove(&id) {
+                continue;
+            }
+            match entry.held.remove(&id) {
+                Some(held) => answers.push((held.request_id, result)),
+                None => {
+                    entry.results.insert(id, result);
+                }
+            }
+        }
+        entry.expected.clear();
+        entry.busy = true;
+        entry.last_active = now;
+        let prompt = prompt_blocks(new);
+        Ok(Route::Continue {
+            session,
+            answers,
+            prompt: (!prompt.is_empty()).then_some(prompt),
+        })
+    }
+
+    fn rebuild(
+        &mut self,
+        scope: &str,
+        conversation: &Conversation,
+        replaces: Option<SessionId>,
+        now: Timestamp,
+    ) -> Route {
+        if let Some(old) = replaces {
+            self.close(old);
+        }
+        let session = self.insert(scope, now);
+        Route::Start {
+            session,
+            kind: SessionKind::Rebuilt,
+            prompt: rebuild_prompt(&conversation.messages),
+            replaces,
+        }
+    }
+
+    fn insert(&mut self, scope: &str, now: Timestamp) -> SessionId {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.sessions.insert(
+            id,
+            Entry {
+                scope: scope.to_owned(),
+                busy: true,
+                last_active: now,
+                ..Entry::default()
+            },
+        );
+        id
+    }
+
+    /// A response ended normally: `history` is the request's messages plus the assistant
+    /// message returned; `tool_calls` the client tool calls in it.
+    pub fn response_done(
+        &mut self,
+        session: SessionId,
+        history: &[Message],
+        tool_calls: Vec<String>,
+        now: Timestamp,
+    ) {
+        let Some(entry) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        let hash = history_hash(&entry.scope, history);
+        // One live entry per session: older hashes cannot be continued any more.
+        for old in entry.hashes.drain(..) {
+            self.by_hash.remove(&old);
+        }
+        entry.hashes.push(hash.clone());
+        entry.expected = tool_calls;
+        entry.busy = false;
+        entry.last_active = now;
+        if let Some(previous) = self.by_hash.insert(hash, session) {
+            if previous != session {
+                if let Some(other) = self.sessions.get_mut(&previous) {
+                    other.hashes.clear();
+                }
+            }
+        }
+    }
+
+    /// A response ended without completing (error, client gone); the session stays.
+    pub fn response_failed(&mut self, session: SessionId, now: Timestamp) {
+        if let Some(entry) = self.sessions.get_mut(&session) {
+            entry.busy = false;
+            entry.last_active = now;
+        }
+    }
+
+    /// The CLI calls a client tool.
+    pub fn tool_call(
+        &mut self,
+        session: SessionId,
+        request_id: &str,
+        tool_use_id: Option<&str>,
+        now: Timestamp,
+    ) -> CallAction {
+        let Some(entry) = self.sessions.get_mut(&session) else {
+            return CallAction::Answer(McpCallResult::error("The session is closed."));
+        };
+        let Some(id) = tool_use_id else {
+            return CallAction::Answer(McpCallResult::error(
+                "The tool call carries no tool_use id; the gateway cannot route it.",
+            ));
+        };
+        if let Some(result) = entry.results.remove(id) {
+            return CallAction::Answer(result);
+        }
+        entry.held.insert(
+            id.to_owned(),
+            Held {
+                request_id: request_id.to_owned(),
+                since: now,
+            },
+        );
+        CallAction::Hold
+    }
+
+    /// The CLI cancelled a held call (`notifications/cancelled`); a later result is dropped.
+    pub fn tool_cancelled(&mut self, session: SessionId, tool_use_id: &str) {
+        if let Some(entry) = self.sessions.get_mut(&session) {
+            if entry.held.remove(tool_use_id).is_some() {
+                entry.settled.insert(tool_use_id.to_owned());
+            }
+        }
+    }
+
+    /// Forgets a session (closed, or its process ended).
+    pub fn close(&mut self, session: SessionId) {
+        if let Some(entry) = self.sessions.remove(&session) {
+            for hash in entry.hashes {
+                self.by_hash.remove(&hash);
+            }
+        }
+    }
+
+    /// The next deadline.
+    pub fn poll_timeout(&self) -> Option<(Timestamp, GatewayTimeout)> {
+        let mut next: Option<(Timestamp, GatewayTimeout)> = None;
+        let mut consider = |at: Timestamp, why: GatewayTimeout| {
+            if next.is_none_or(|(t, _)| at < t) {
+                next = Some((at, why));
+            }
+        };
+        for entry in self.sessions.values() {
+            for held in entry.held.values() {
+                consider(
+                    held.since.saturating_add(self.config.held_call_timeout_ms),
+                    GatewayTimeout::HeldCall,
+                );
+            }
+            if !entry.busy {
+                consider(
+                    entry.last_active.saturating_add(self.config.idle_ttl_ms),
+                    GatewayTimeout::Idle,
+                );
+            }
+        }
+        next
+    }
+
+    /// Applies the deadlines that passed by `now`.
+    pub fn handle_timeout(&mut self, now: Timestamp) -> Vec<Action> {
+        let mut actions = Vec::new();
+        let held_limit = self.config.held_call_timeout_ms;
+        for (&session, entry) in &mut self.sessions {
+            let expired: Vec<String> = entry
+                .held
+                .iter()
+                .filter(|(_, h)| h.since.saturating_add(held_limit) <= now)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in expired {
+                let held = entry.held.remove(&id).expect("listed above");
+                entry.settled.insert(id);
+                actions.push(Action::Answer {
+                    session,
+                    request_id: held.request_id,
+                    result: McpCallResult::error(HELD_CALL_TIMEOUT_TEXT),
+                });
+            }
+            if !entry.busy && entry.last_active.saturating_add(self.config.idle_ttl_ms) <= now {
+                actions.push(Action::Close { session });
+            }
+        }
+        for action in &actions {
+            if let Action::Close { session } = action {
+                self.close(*session);
+            }
+        }
+        actions
+    }
+
+    /// Live sessions.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Held client tool calls, over all sessions.
+    pub fn held_count(&self) -> usize {
+        self.sessions.values().map(|e| e.held.len()).sum()
+    }
+
+    /// The ids of live sessions.
+    pub fn sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.sessions.keys().copied()
+    }
+}
+
+/// The tool results in messages, in order, as MCP results.
+fn tool_results(messages: &[Message]) -> Vec<(String, McpCallResult)> {
+    messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => Some((tool_use_id.clone(), mcp_result(content, *is_error))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A client's tool result as an MCP `tools/call` result.
+pub fn mcp_result(content: &[Block], is_error: bool) -> McpCallResult {
+    let blocks: Vec<Value> = content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(json!({"type": "text", "text": text})),
+            Block::Image { source } => match source.get("type").and_then(Value::as_str) {
+                Some("base64") => Some(json!({
+                    "type": "image",
+                    "data": source.get("data").cloned().unwrap_or(Value::Null),
+                    "mimeType": source.get("media_type").cloned().unwrap_or(Value::Null),
+                })),
+                _ => Some(json!({"type": "text", "text": format!("[image: {}]", source.get("url").and_then(Value::as_str).unwrap_or("?"))})),
+            },
+            _ => None,
+        })
+        .collect();
+    McpCallResult {
+        content: blocks,
+        is_error,
+    }
+}
+
+/// The content a request adds besides tool results, as user content blocks.
+fn prompt_blocks(new: &[Message]) -> Vec<Block> {
+    new.iter()
+        .flat_map(|m| &m.content)
+        .filter(|b| !matches!(b, Block::ToolResult { .. }))
+        .cloned()
+        .collect()
+}
+
+/// The first message of a rebuilt session: the earlier turns as a transcript, then what the
+/// request adds.
+pub fn rebuild_prompt(messages: &[Message]) -> Vec<Block> {
+    let mut text = String::from(
+        "This conversation continues from earlier turns that are reproduced below. Treat them \
+         as what was said so far and answer the last user message.\n\n<conversation_history>\n",
+    );
+    let mut images = Vec::new();
+    for message in messages {
+        let role = match message.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        text.push_str(&format!("<{role}>\n"));
+        for block in &message.content {
+            match block {
+                Block::Text { text: t } => {
+                    text.push_str(t);
+                    text.push('\n');
+                }
+                Block::Image { source } => {
+                    images.push(Block::Image {
+                        source: source.clone(),
+                    });
+                    text.push_str(&format!("[image {}]\n", images.len()));
+                }
+                Block::ToolUse { id, name, input } => {
+                    text.push_str(&format!(
+                        "<tool_use id=\"{id}\" name=\"{name}\">{input}</tool_use>\n"
+                    ));
+                }
+                Block::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } => {
+                    let body: String = content
+                        .iter()
+                        .filter_map(|b| match b {
+                            Block::Text { text } => Some(text.as_str()),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    text.push_str(&format!(
+                        "<tool_result tool_use_id=\"{tool_use_id}\" is_error=\"{is_error}\">{body}</tool_result>\n"
+                    ));
+                }
+                Block::Other { block } => {
+                    text.push_str(&format!("{block}\n"));
+                }
+            }
+        }
+        text.push_str(&format!("</{role}>\n"));
+    }
+    text.push_str("</conversation_history>");
+    let mut blocks = vec![Block::Text { text }];
+    blocks.extend(images);
+    blocks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(t: &str) -> Block {
+        Block::Text { text: t.into() }
+    }
+
+    fn conversation(messages: Vec<(Role, Vec<Block>)>) -> Conversation {
+        let mut c = Conversation::default();
+        for (role, blocks) in messages {
+            c.push(role, blocks);
+        }
+        c
+    }
+
+    fn tool_use(id: &str) -> Block {
+        Block::ToolUse {
+            id: id.into(),
+            name: "lookup".into(),
+            input: json!({"q": id}),
+        }
+    }
+
+    fn result(id: &str, t: &str) -> Block {
+        Block::ToolResult {
+            tool_use_id: id.into(),
+            content: vec![text(t)],
+            is_error: false,
+        }
+    }
+
+    /// A session that answered `hi` with two tool calls, a and b.
+    fn waiting_for_tools(gw: &mut Gateway) -> (SessionId, Vec<Message>) {
+        let c = conversation(vec![(Role::User, vec![text("hi")])]);
+        let Route::Start { session, kind, .. } = gw.route("k", &c, 0).unwrap() else {
+            panic!()
+        };
+        assert_eq!(kind, SessionKind::New);
+        let mut history = c.messages.clone();
+        history.push(Message {
+            role: Role::Assistant,
+            content: vec![tool_use("a"), tool_use("b")],
+        });
+        gw.response_done(session, &history, vec!["a".into(), "b".into()], 10);
+        (session, history)
+    }
+
+    fn with_results(history: &[Message], results: Vec<Block>) -> Conversation {
+        let mut c = Conversation {
+            messages: history.to_vec(),
+            ..Conversation::default()
+        };
+        c.push(Role::User, results);
+        c
+    }
+
+    #[test]
+    fn results_answer_held_calls_and_wait_for_calls_not_yet_made() {
+        let mut gw = Gateway::new(GatewayConfig::default());
+        let (session, history) = waiting_for_tools(&mut gw);
+        assert_eq!(gw.tool_call(session, "req-a", Some("a"), 20), CallAction::Hold);
+        let c = with_results(&history, vec![result("b", "B"), result("a", "A")]);
+        let Route::Continue {
+            session: s,
+            answers,
+            prompt,
+        } = gw.route("k", &c, 30).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(s, session);
+        assert_eq!(prompt, None);
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0].0, "req-a");
+        assert_eq!(answers[0].1.content, vec![json!({"type":"text","text":"A"})]);
+        // The CLI asks for b after a was answered (serial calls): answered from what was kept.
+        let CallAction::Answer(b) = gw.tool_call(session, "req-b", Some("b"), 40) else {
+            panic!()
+        };
+        assert_eq!(b.content, vec![json!({"type":"text","text":"B"})]);
+    }
+
+    #[test]
+    fn missing_and_unknown_results_are_named_and_nothing_is_lost() {
+        let mut gw = Gateway::new(GatewayConfig::default());
+        let (session, history) = waiting_for_tools(&mut gw);
+        let err = gw
+            .route("k", &with_results(&history, vec![result("a", "A")]), 30)
+            .unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert!(err.message.contains('b'), "{}", err.message);
+        let err = gw
+            .route(
+                "k",
+                &with_results(
+                    &history,
+                    vec![result("a", "A"), result("b", "B"), result("zz", "?")],
+                ),
+                30,
+            )
+            .unwrap_err();
+        assert!(err.message.contains("zz"), "{}", err.message);
+        // A corrected request still continues the session.
+        let route = gw
+            .route(
+                "k",
+                &with_results(&history, vec![result("a", "A"), result("b", "B")]),
+                30,
+            )
+            .unwrap();
+        assert!(matches!(route, Route::Continue { session: s, .. } if s == session));
+    }
+
+    #[test]
+    fn tenants_never_share_a_session() {
+        let mut gw = Gateway::new(GatewayConfig::default());
+        let (_, history) = waiting_for_tools(&mut gw);
+        let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
+        let route = gw.route("other-key", &c, 30).unwrap();
+        assert!(
+            matches!(route, Route::Start { kind: SessionKind::Rebuilt, .. }),
+            "{route:?}"
+        );
+    }
+
+    #[test]
+    fn a_held_call_past_its_deadline_is_answered_with_an_error() {
+        let mut gw = Gateway::new(GatewayConfig {
+            held_call_timeout_ms: 1000,
+            idle_ttl_ms: 60_000,
+        });
+        let (session, history) = waiting_for_tools(&mut gw);
+        assert_eq!(gw.tool_call(session, "req-a", Some("a"), 100), CallAction::Hold);
+        assert_eq!(gw.tool_call(session, "req-b", Some("b"), 100), CallAction::Hold);
+        assert_eq!(gw.poll_timeout(), Some((1100, GatewayTimeout::HeldCall)));
+        assert!(gw.handle_timeout(1099).is_empty());
+        let actions = gw.handle_timeout(1100);
+        assert_eq!(actions.len(), 2);
+        assert!(actions.iter().all(|a| matches!(a,
+            Action::Answer { result, .. } if result.is_error)));
+        assert_eq!(gw.held_count(), 0);
+        // The client's late results: the turn went on without them, so the history is rebuilt.
+        let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
+        let route = gw.route("k", &c, 2000).unwrap();
+        let Route::Start {
+            kind,
+            replaces,
+            prompt,
+            ..
+        } = route
+        else {
+            panic!("{route:?}")
+        };
+        assert_eq!(kind, SessionKind::Rebuilt);
+        assert_eq!(replaces, Some(session));
+        let Block::Text { text } = &prompt[0] else {
+            panic!()
+        };
+        assert!(text.contains("<tool_result tool_use_id=\"a\" is_error=\"false\">A</tool_result>"));
+    }
+
+    #[test]
+    fn idle_sessions_close_and_busy_ones_do_not() {
+        let mut gw = Gateway::new(GatewayConfig {
+            held_call_timeout_ms: 1000,
+            idle_ttl_ms: 5000,
+        });
+        let (session, history) = waiting_for_tools(&mut gw);
+        assert_eq!(gw.poll_timeout(), Some((5010, GatewayTimeout::Idle)));
+        let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
+        gw.route("k", &c, 4000).unwrap();
+        assert_eq!(gw.poll_timeout(), None, "a busy session has no idle deadline");
+        let err = gw.route("k", &c, 4001).unwrap_err();
+        assert_eq!(err.status(), 429);
+        gw.response_failed(session, 4500);
+        assert_eq!(gw.handle_timeout(9500), vec![Action::Close { session }]);
+        assert_eq!(gw.session_count(), 0);
+    }
+
+    #[test]
+    fn a_cancelled_call_drops_its_late_result() {
+        let mut gw = Gateway::new(GatewayConfig::default());
+        let (session, history) = waiting_for_tools(&mut gw);
+        assert_eq!(gw.tool_call(session, "req-a", Some("a"), 20), CallAction::Hold);
+        assert_eq!(gw.tool_call(session, "req-b", Some("b"), 20), CallAction::Hold);
+        gw.tool_cancelled(session, "a");
+        let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
+        let Route::Continue { answers, .. } = gw.route("k", &c, 30).unwrap() else {
+            panic!()
+        };
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0].0, "req-b");
+    }
+}
