@@ -173,12 +173,15 @@ impl Gateway {
         format!(
             "{tenant}\n{}\n{model}\n{}",
             conversation.tool_signature(),
-            history_hash("system", &[Message {
-                role: Role::User,
-                content: vec![Block::Text {
-                    text: system.to_owned()
-                }],
-            }])
+            history_hash(
+                "system",
+                &[Message {
+                    role: Role::User,
+                    content: vec![Block::Text {
+                        text: system.to_owned()
+                    }],
+                }]
+            )
         )
     }
 
@@ -216,7 +219,10 @@ impl Gateway {
         let Some(&session) = self.by_hash.get(&hash) else {
             return Ok(self.rebuild(scope, conversation, None, now));
         };
-        let entry = self.sessions.get_mut(&session).expect("hashes point at sessions");
+        let entry = self
+            .sessions
+            .get_mut(&session)
+            .expect("hashes point at sessions");
         if entry.busy {
             return Err(ApiError::new(
                 ApiErrorKind::RateLimit,
@@ -646,7 +652,10 @@ mod tests {
     fn results_answer_held_calls_and_wait_for_calls_not_yet_made() {
         let mut gw = Gateway::new(GatewayConfig::default());
         let (session, history) = waiting_for_tools(&mut gw);
-        assert_eq!(gw.tool_call(session, "req-a", Some("a"), 20), CallAction::Hold);
+        assert_eq!(
+            gw.tool_call(session, "req-a", Some("a"), 20),
+            CallAction::Hold
+        );
         let c = with_results(&history, vec![result("b", "B"), result("a", "A")]);
         let Route::Continue {
             session: s,
@@ -660,7 +669,10 @@ mod tests {
         assert_eq!(prompt, None);
         assert_eq!(answers.len(), 1);
         assert_eq!(answers[0].0, "req-a");
-        assert_eq!(answers[0].1.content, vec![json!({"type":"text","text":"A"})]);
+        assert_eq!(
+            answers[0].1.content,
+            vec![json!({"type":"text","text":"A"})]
+        );
         // The CLI asks for b after a was answered (serial calls): answered from what was kept.
         let CallAction::Answer(b) = gw.tool_call(session, "req-b", Some("b"), 40) else {
             panic!()
@@ -706,7 +718,13 @@ mod tests {
         let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
         let route = gw.route("other-key", &c, 30).unwrap();
         assert!(
-            matches!(route, Route::Start { kind: SessionKind::Rebuilt, .. }),
+            matches!(
+                route,
+                Route::Start {
+                    kind: SessionKind::Rebuilt,
+                    ..
+                }
+            ),
             "{route:?}"
         );
     }
@@ -718,8 +736,14 @@ mod tests {
             idle_ttl_ms: 60_000,
         });
         let (session, history) = waiting_for_tools(&mut gw);
-        assert_eq!(gw.tool_call(session, "req-a", Some("a"), 100), CallAction::Hold);
-        assert_eq!(gw.tool_call(session, "req-b", Some("b"), 100), CallAction::Hold);
+        assert_eq!(
+            gw.tool_call(session, "req-a", Some("a"), 100),
+            CallAction::Hold
+        );
+        assert_eq!(
+            gw.tool_call(session, "req-b", Some("b"), 100),
+            CallAction::Hold
+        );
         assert_eq!(gw.poll_timeout(), Some((1100, GatewayTimeout::HeldCall)));
         assert!(gw.handle_timeout(1099).is_empty());
         let actions = gw.handle_timeout(1100);
@@ -757,7 +781,11 @@ mod tests {
         assert_eq!(gw.poll_timeout(), Some((5010, GatewayTimeout::Idle)));
         let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
         gw.route("k", &c, 4000).unwrap();
-        assert_eq!(gw.poll_timeout(), None, "a busy session has no idle deadline");
+        assert_eq!(
+            gw.poll_timeout(),
+            None,
+            "a busy session has no idle deadline"
+        );
         let err = gw.route("k", &c, 4001).unwrap_err();
         assert_eq!(err.status(), 429);
         gw.response_failed(session, 4500);
@@ -769,8 +797,14 @@ mod tests {
     fn a_cancelled_call_drops_its_late_result() {
         let mut gw = Gateway::new(GatewayConfig::default());
         let (session, history) = waiting_for_tools(&mut gw);
-        assert_eq!(gw.tool_call(session, "req-a", Some("a"), 20), CallAction::Hold);
-        assert_eq!(gw.tool_call(session, "req-b", Some("b"), 20), CallAction::Hold);
+        assert_eq!(
+            gw.tool_call(session, "req-a", Some("a"), 20),
+            CallAction::Hold
+        );
+        assert_eq!(
+            gw.tool_call(session, "req-b", Some("b"), 20),
+            CallAction::Hold
+        );
         gw.tool_cancelled(session, "a");
         let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
         let Route::Continue { answers, .. } = gw.route("k", &c, 30).unwrap() else {

@@ -104,6 +104,10 @@ pub struct ClientOptions {
     pub hooks: Vec<Hook>,
     /// In-process MCP servers.
     pub tool_servers: Vec<ToolServer>,
+    /// In-process MCP servers whose calls the embedder answers itself: each `tools/call`
+    /// surfaces as a [`Chunk::McpToolCall`] and is answered with
+    /// [`ClientHandle::respond_tool`], as late as needed.
+    pub held_tool_servers: Vec<McpServer>,
     /// Extra `initialize` fields (`agents`, `forwardSubagentText`, …).
     pub initialize: Map<String, Value>,
     /// How long to wait for the CLI to answer `initialize` (default 60 s).
@@ -215,6 +219,7 @@ enum Command {
         Map<String, Value>,
         oneshot::Sender<Result<ControlAnswer, ClientError>>,
     ),
+    RespondTool(String, McpCallResult),
     Close,
 }
 
@@ -232,6 +237,52 @@ pub enum Event {
         /// The end of stderr.
         stderr: String,
     },
+}
+
+/// Commands for a [`Client`] from anywhere: cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ClientHandle {
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl ClientHandle {
+    /// Answers a `tools/call` of a held tool server
+    /// ([`ClientOptions::held_tool_servers`]); an answer to a call the CLI has cancelled is
+    /// dropped.
+    pub fn respond_tool(&self, request_id: &str, result: McpCallResult) {
+        let _ = self
+            .commands
+            .send(Command::RespondTool(request_id.to_owned(), result));
+    }
+
+    /// Sends a prompt; its chunks arrive through [`Client::next_event`].
+    ///
+    /// # Errors
+    /// When the process has ended or the client is closed.
+    pub async fn send(&self, message: UserMessage) -> Result<(), ClientError> {
+        let (tx, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Send(message, tx))
+            .map_err(|_| ClientError::Closed)?;
+        rx.await.map_err(|_| ClientError::Closed)?
+    }
+
+    /// Interrupts the running turn.
+    ///
+    /// # Errors
+    /// When the CLI refuses or the process has ended.
+    pub async fn interrupt(&self) -> Result<ControlAnswer, ClientError> {
+        let (tx, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Control("interrupt".to_owned(), Map::new(), tx))
+            .map_err(|_| ClientError::Closed)?;
+        rx.await.map_err(|_| ClientError::Closed)?
+    }
+
+    /// Closes the CLI's stdin: it finishes and exits.
+    pub fn end_input(&self) {
+        let _ = self.commands.send(Command::Close);
+    }
 }
 
 /// A live CLI session.
@@ -272,6 +323,20 @@ impl Client {
                 );
             }
             servers.push(definition);
+            if !claude
+                .sdk_mcp_servers
+                .iter()
+                .any(|(n, _)| n == &server.name)
+            {
+                claude
+                    .sdk_mcp_servers
+                    .push((server.name.clone(), Map::new()));
+            }
+        }
+        let mut held = std::collections::HashSet::new();
+        for server in &options.held_tool_servers {
+            held.insert(server.name.clone());
+            servers.push(server.clone());
             if !claude
                 .sdk_mcp_servers
                 .iter()
@@ -326,6 +391,7 @@ impl Client {
             permission: options.permission.clone(),
             hooks,
             tools,
+            held,
             handlers: FuturesUnordered::new(),
             last_error_result: None,
             recorder,
@@ -350,6 +416,14 @@ impl Client {
             Err(_) => return Err(ClientError::InitializeTimeout(limit)),
         }
         Ok(client)
+    }
+
+    /// A handle for commands that does not borrow the client, so one task can read events
+    /// while others answer tools, send prompts or interrupt.
+    pub fn handle(&self) -> ClientHandle {
+        ClientHandle {
+            commands: self.commands.clone(),
+        }
     }
 
     /// The CLI's process id.
@@ -594,6 +668,7 @@ struct Driver {
     permission: Option<PermissionHandler>,
     hooks: HashMap<String, HookHandler>,
     tools: HashMap<(String, String), ToolHandler>,
+    held: std::collections::HashSet<String>,
     handlers: FuturesUnordered<Pin<Box<dyn std::future::Future<Output = HandlerDone> + Send>>>,
     last_error_result: Option<String>,
     recorder: Option<Recorder>,
@@ -739,6 +814,11 @@ impl Driver {
                     }
                 }
             }
+            Command::RespondTool(id, result) => {
+                if let Err(err) = self.session.respond_mcp(now, &id, result) {
+                    tracing::debug!(%err, "a tool answer was refused");
+                }
+            }
             Command::Close => drop(self.stdin.take()),
         }
     }
@@ -848,6 +928,7 @@ impl Driver {
                     HandlerDone::Hook(id, output)
                 }));
             }
+            Chunk::McpToolCall { server, .. } if self.held.contains(server) => {}
             Chunk::McpToolCall {
                 request_id,
                 server,

@@ -7,13 +7,14 @@
 
 pub mod claude;
 pub mod client;
+pub mod gateway;
 pub mod process;
 pub mod record;
 
 pub use claude::{find_cli, ClaudeOptions, CliNotFound, SystemPrompt};
 pub use client::{
-    Client, ClientError, ClientOptions, ControlAnswer, Event, Hook, PermissionRequest, Tool,
-    ToolServer, Turn,
+    Client, ClientError, ClientHandle, ClientOptions, ControlAnswer, Event, Hook,
+    PermissionRequest, Tool, ToolServer, Turn,
 };
 pub use process::{CliProcess, ExitInfo, SpawnError};
 

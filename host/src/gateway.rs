@@ -1,0 +1,1021 @@
+//! `ccwire serve`: the Claude Code CLI behind the Anthropic Messages and OpenAI Chat Completions
+//! APIs (GATEWAY.md). One live CLI process per conversation; client-defined tools go through an
+//! in-process MCP server whose calls are held open until the client's next request brings the
+//! results. Every decision (which session, which calls to answer, deadlines, response framing)
+//! is made by [`ccwire_core::gateway`] and [`ccwire_core::api`]; this module does the sockets
+//! and the processes.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use ccwire_core::api::response::{EncoderOptions, Outcome, ResponseEncoder};
+use ccwire_core::api::{self, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
+use ccwire_core::conversation::{mcp_tool_name, Block, Message};
+use ccwire_core::gateway::{
+    Action, CallAction, Gateway, GatewayConfig, Route, SessionId, SessionKind,
+};
+use ccwire_core::{Chunk, McpCallResult, McpServer, McpTool, UserMessage};
+use serde_json::{json, Map, Value};
+use tokio::sync::{mpsc, Notify};
+
+use crate::claude::{find_cli, ClaudeOptions, SystemPrompt};
+use crate::client::{Client, ClientHandle, ClientOptions, Event};
+
+/// The name of the in-process MCP server that carries the client's tools.
+pub const CLIENT_SERVER: &str = "client";
+
+/// Variables that would let the CLI time out, defer or background a held call (HOLD.md §9).
+const STRIPPED_ENV: &[&str] = &[
+    "MCP_TOOL_TIMEOUT",
+    "CLAUDE_CODE_SDK_MCP_TOOL_IDLE_TIMEOUT",
+    "CLAUDE_AUTO_BACKGROUND_TASKS",
+];
+
+/// How long an interrupted turn may take to settle before its session is closed.
+const SETTLE_GRACE: Duration = Duration::from_secs(10);
+
+/// Anthropic `ping` events on a quiet stream.
+const PING_EVERY: Duration = Duration::from_secs(15);
+
+/// How the gateway runs.
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// API keys; empty = no authentication (loopback only).
+    pub api_keys: Vec<String>,
+    /// The `claude` executable (found with [`find_cli`] when `None`).
+    pub claude: Option<PathBuf>,
+    /// Built-in CLI tools offered to the model, by name (`Read`, `Bash`, …); none by default.
+    pub enabled_tools: Vec<String>,
+    /// Deadlines of held calls and idle sessions.
+    pub limits: GatewayConfig,
+    /// The largest request body accepted, in bytes.
+    pub max_body: usize,
+    /// The most live sessions; a new conversation over the cap gets 429.
+    pub max_sessions: usize,
+    /// The CLI's working directory.
+    pub cwd: Option<PathBuf>,
+    /// The model used when a request names one the CLI cannot use (not a Claude model).
+    pub default_model: Option<String>,
+    /// Further CLI environment (tests point the CLI at a fake model with it).
+    pub env: Vec<(String, String)>,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            api_keys: Vec::new(),
+            claude: None,
+            enabled_tools: Vec::new(),
+            limits: GatewayConfig::default(),
+            max_body: 32 * 1024 * 1024,
+            max_sessions: 64,
+            cwd: None,
+            default_model: None,
+            env: Vec::new(),
+        }
+    }
+}
+
+/// Why the gateway cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A non-loopback address without an API key.
+    #[error(
+        "refusing to listen on {0} without an API key: give --api-key or CCWIRE_API_KEYS, \
+         or listen on 127.0.0.1"
+    )]
+    NoKeyOnPublicAddress(SocketAddr),
+    /// The socket could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The server failed.
+    #[error("the server failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Commands to a session task.
+enum SessionCmd {
+    /// A request: answer these held calls, send this prompt, forward chunks to `sink`.
+    Turn {
+        answers: Vec<(String, McpCallResult)>,
+        prompt: Option<UserMessage>,
+        sink: mpsc::UnboundedSender<Chunk>,
+    },
+    /// Answer one held call (deadline).
+    Answer(String, McpCallResult),
+    /// The client went away mid-turn: interrupt, and close if the turn does not settle.
+    Interrupt,
+    /// The response is over: stop forwarding chunks.
+    Detach,
+    /// Close the session.
+    Close,
+}
+
+struct LiveSession {
+    commands: mpsc::UnboundedSender<SessionCmd>,
+    pid: u32,
+}
+
+struct App {
+    options: GatewayOptions,
+    claude: Result<PathBuf, String>,
+    claude_version: Option<String>,
+    gateway: Mutex<Gateway>,
+    sessions: Mutex<HashMap<SessionId, LiveSession>>,
+    /// Session tasks still running, to wait for at shutdown.
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    models: Mutex<Option<Value>>,
+    start: Instant,
+    wake: Notify,
+}
+
+impl App {
+    fn now(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    fn gateway(&self) -> std::sync::MutexGuard<'_, Gateway> {
+        self.gateway.lock().expect("gateway lock")
+    }
+}
+
+/// A running gateway.
+pub struct Server {
+    addr: SocketAddr,
+    app: Arc<App>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    /// Binds and starts serving.
+    ///
+    /// # Errors
+    /// A public address without keys, or a socket that cannot be bound.
+    pub async fn start(addr: SocketAddr, options: GatewayOptions) -> Result<Server, ServeError> {
+        if !addr.ip().is_loopback() && options.api_keys.is_empty() {
+            return Err(ServeError::NoKeyOnPublicAddress(addr));
+        }
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let addr = listener.local_addr()?;
+        let claude = find_cli(options.claude.as_deref()).map_err(|e| e.to_string());
+        let claude_version = match &claude {
+            Ok(path) => cli_version(path).await,
+            Err(_) => None,
+        };
+        let app = Arc::new(App {
+            gateway: Mutex::new(Gateway::new(options.limits)),
+            options,
+            claude,
+            claude_version,
+            sessions: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(Vec::new()),
+            models: Mutex::new(None),
+            start: Instant::now(),
+            wake: Notify::new(),
+        });
+        tokio::spawn(deadlines(app.clone()));
+        let router = Router::new()
+            .route("/v1/messages", post(anthropic_messages))
+            .route("/v1/chat/completions", post(openai_completions))
+            .route("/v1/models", get(models))
+            .route("/health", get(health))
+            .fallback(not_found)
+            .layer(DefaultBodyLimit::max(app.options.max_body))
+            .with_state(app.clone());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.await;
+                })
+                .await
+        });
+        tracing::info!(%addr, "ccwire serve listening");
+        Ok(Server {
+            addr,
+            app,
+            shutdown: Some(tx),
+            task,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The process ids of the live CLI sessions.
+    pub fn session_pids(&self) -> Vec<u32> {
+        let sessions = self.app.sessions.lock().expect("sessions lock");
+        sessions.values().map(|s| s.pid).collect()
+    }
+
+    /// Stops accepting requests, closes every session (stdin closed, grace, then killed) and
+    /// waits for the CLI processes to end.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        close_all(&self.app).await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), &mut self.task).await;
+        self.task.abort();
+    }
+}
+
+async fn close_all(app: &Arc<App>) {
+    {
+        let sessions = app.sessions.lock().expect("sessions lock");
+        for session in sessions.values() {
+            let _ = session.commands.send(SessionCmd::Close);
+        }
+    }
+    let tasks: Vec<_> = std::mem::take(&mut *app.tasks.lock().expect("tasks lock"));
+    for task in tasks {
+        // The client escalates to SIGTERM and SIGKILL by itself; this bounds the wait.
+        let _ = tokio::time::timeout(Duration::from_secs(20), task).await;
+    }
+}
+
+/// Runs `ccwire serve` until SIGINT or SIGTERM.
+///
+/// # Errors
+/// When the server cannot start.
+pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), ServeError> {
+    let server = Server::start(addr, options).await?;
+    eprintln!("ccwire serve: listening on http://{}", server.addr());
+    if let Err(err) = &server.app.claude {
+        eprintln!("ccwire serve: warning: {err}");
+    }
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    eprintln!("ccwire serve: shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+async fn cli_version(path: &std::path::Path) -> Option<String> {
+    let output = tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::process::Command::new(path)
+            .arg("--version")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.split_whitespace().next().map(str::to_owned)
+}
+
+/// Applies the gateway's deadlines as they come.
+async fn deadlines(app: Arc<App>) {
+    loop {
+        let next = app.gateway().poll_timeout();
+        let sleep = match next {
+            Some((at, _)) => Duration::from_millis(at.saturating_sub(app.now())),
+            None => Duration::from_secs(3600),
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(sleep) => {}
+            _ = app.wake.notified() => continue,
+        }
+        let actions = app.gateway().handle_timeout(app.now());
+        let sessions = app.sessions.lock().expect("sessions lock");
+        for action in actions {
+            match action {
+                Action::Answer {
+                    session,
+                    request_id,
+                    result,
+                } => {
+                    tracing::info!(session, request_id, "a held tool call passed its deadline");
+                    if let Some(live) = sessions.get(&session) {
+                        let _ = live.commands.send(SessionCmd::Answer(request_id, result));
+                    }
+                }
+                Action::Close { session } => {
+                    tracing::info!(session, "closing an idle session");
+                    if let Some(live) = sessions.get(&session) {
+                        let _ = live.commands.send(SessionCmd::Close);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---- requests ---------------------------------------------------------------------------
+
+async fn anthropic_messages(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    handle(app, Api::Anthropic, headers, body).await
+}
+
+async fn openai_completions(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    handle(app, Api::OpenAi, headers, body).await
+}
+
+fn error_response(api: Api, error: &ApiError) -> Response {
+    let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, axum::Json(error.body(api))).into_response();
+    if error.kind == ApiErrorKind::RateLimit {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
+}
+
+/// The caller's tenant (its key), or a 401.
+fn authenticate(app: &App, headers: &HeaderMap) -> Result<String, ApiError> {
+    if app.options.api_keys.is_empty() {
+        return Ok(String::new());
+    }
+    let given = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| {
+            headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+        })
+        .map(str::trim);
+    match given {
+        Some(key) if app.options.api_keys.iter().any(|k| k == key) => Ok(key.to_owned()),
+        Some(_) => Err(ApiError::new(
+            ApiErrorKind::Authentication,
+            "invalid API key",
+        )),
+        None => Err(ApiError::new(
+            ApiErrorKind::Authentication,
+            "an API key is required (x-api-key or Authorization: Bearer)",
+        )),
+    }
+}
+
+async fn handle(
+    app: Arc<App>,
+    api: Api,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let tenant = match authenticate(&app, &headers) {
+        Ok(t) => t,
+        Err(e) => return error_response(api, &e),
+    };
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let error = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    ApiErrorKind::RequestTooLarge,
+                    format!(
+                        "the request body is larger than {} bytes",
+                        app.options.max_body
+                    ),
+                )
+            } else {
+                ApiError::new(ApiErrorKind::InvalidRequest, rejection.body_text())
+            };
+            return error_response(api, &error);
+        }
+    };
+    let parsed = match api {
+        Api::Anthropic => api::anthropic::parse_request(&body),
+        Api::OpenAi => api::openai::parse_request(&body),
+    };
+    let request = match parsed.and_then(check_honourable) {
+        Ok(r) => r,
+        Err(e) => return error_response(api, &e),
+    };
+    tracing::debug!(?api, model = %request.model, stream = request.stream, "request");
+    match turn(app, api, tenant, request).await {
+        Ok(response) => response,
+        Err(e) => error_response(api, &e),
+    }
+}
+
+/// Refuses what the CLI cannot do.
+fn check_honourable(request: ApiRequest) -> Result<ApiRequest, ApiError> {
+    match &request.tool_choice {
+        ToolChoice::Auto => Ok(request),
+        ToolChoice::None if request.conversation.tools.is_empty() => Ok(request),
+        _ => Err(ApiError::invalid(
+            "tool_choice",
+            "tool_choice: only \"auto\" is supported (the model decides whether to call tools)",
+        )),
+    }
+}
+
+/// The model to start the CLI with: Claude models and aliases pass; others use the default.
+fn cli_model(app: &App, requested: &str) -> Option<String> {
+    let lower = requested.to_ascii_lowercase();
+    let claude = lower.starts_with("claude")
+        || ["default", "sonnet", "opus", "haiku", "opusplan"]
+            .iter()
+            .any(|a| lower == *a || lower.starts_with(&format!("{a}[")));
+    if claude {
+        Some(requested.to_owned())
+    } else {
+        app.options.default_model.clone()
+    }
+}
+
+fn user_message(blocks: &[Block]) -> UserMessage {
+    let values: Vec<Value> = blocks
+        .iter()
+        .map(|b| match b {
+            Block::Text { text } => json!({"type": "text", "text": text}),
+            Block::Image { source } => json!({"type": "image", "source": source}),
+            Block::Other { block } => block.clone(),
+            Block::ToolUse { .. } | Block::ToolResult { .. } => {
+                json!({"type": "text", "text": serde_json::to_string(b).unwrap_or_default()})
+            }
+        })
+        .collect();
+    UserMessage::blocks(values)
+}
+
+async fn turn(
+    app: Arc<App>,
+    api: Api,
+    tenant: String,
+    request: ApiRequest,
+) -> Result<Response, ApiError> {
+    let scope = Gateway::scope(&tenant, &request.conversation, &request.model);
+    let mut attempts = 0;
+    let (session, kind, commands, answers, prompt) = loop {
+        attempts += 1;
+        let route = app
+            .gateway()
+            .route(&scope, &request.conversation, app.now())?;
+        match route {
+            Route::Continue {
+                session,
+                answers,
+                prompt,
+            } => {
+                let live = app
+                    .sessions
+                    .lock()
+                    .expect("sessions lock")
+                    .get(&session)
+                    .map(|s| s.commands.clone());
+                match live {
+                    Some(commands) => {
+                        break (session, SessionKind::Continued, commands, answers, prompt)
+                    }
+                    None if attempts < 2 => {
+                        // The process ended since: forget it and rebuild from the history.
+                        app.gateway().close(session);
+                        continue;
+                    }
+                    None => {
+                        app.gateway().close(session);
+                        return Err(ApiError::new(
+                            ApiErrorKind::Api,
+                            "the conversation's Claude Code session ended",
+                        ));
+                    }
+                }
+            }
+            Route::Start {
+                session,
+                kind,
+                prompt,
+                replaces,
+            } => {
+                if let Some(old) = replaces {
+                    if let Some(live) = app.sessions.lock().expect("sessions lock").get(&old) {
+                        let _ = live.commands.send(SessionCmd::Close);
+                    }
+                }
+                let live_count = app.sessions.lock().expect("sessions lock").len();
+                if live_count >= app.options.max_sessions {
+                    app.gateway().close(session);
+                    return Err(ApiError::new(
+                        ApiErrorKind::RateLimit,
+                        format!(
+                            "the gateway runs its maximum of {} sessions; retry later",
+                            app.options.max_sessions
+                        ),
+                    ));
+                }
+                match start_session(&app, session, &request).await {
+                    Ok(commands) => break (session, kind, commands, Vec::new(), Some(prompt)),
+                    Err(e) => {
+                        app.gateway().close(session);
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    };
+    let (sink, chunks) = mpsc::unbounded_channel();
+    let _ = commands.send(SessionCmd::Turn {
+        answers,
+        prompt: prompt.as_deref().map(user_message),
+        sink,
+    });
+    let client_tools: HashMap<String, String> = request
+        .conversation
+        .tools
+        .iter()
+        .map(|t| (mcp_tool_name(CLIENT_SERVER, &t.name), t.name.clone()))
+        .collect();
+    let encoder = ResponseEncoder::new(EncoderOptions {
+        api,
+        stream: request.stream,
+        model: request.model.clone(),
+        id: None,
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        include_usage: request.include_usage,
+        client_tools,
+        client_tool_prefix: None,
+    });
+    let mut pending = PendingResponse {
+        app: app.clone(),
+        session,
+        commands,
+        chunks,
+        encoder,
+        messages: request.conversation.messages.clone(),
+        settled: false,
+    };
+    let header_value = HeaderValue::from_static(kind.as_str());
+    if !request.stream {
+        while pending.encoder.outcome().is_none() {
+            match pending.chunks.recv().await {
+                Some(chunk) => {
+                    pending.encoder.push(&chunk);
+                }
+                None => {
+                    pending.encoder.fail(ended_error());
+                }
+            }
+        }
+        pending.settle();
+        let body = pending.encoder.body();
+        return match (body, pending.encoder.outcome()) {
+            (Some(body), _) => {
+                let mut response = axum::Json(body).into_response();
+                response
+                    .headers_mut()
+                    .insert("x-ccwire-session", header_value);
+                Ok(response)
+            }
+            (None, Some(Outcome::Failed(e))) => Err(e.clone()),
+            (None, _) => Err(ended_error()),
+        };
+    }
+    // Streaming: wait for the first frames, so a turn that fails at once gets an HTTP status.
+    let mut first = Vec::new();
+    while first.is_empty() && pending.encoder.outcome().is_none() {
+        match pending.chunks.recv().await {
+            Some(chunk) => first = pending.encoder.push(&chunk),
+            None => first = pending.encoder.fail(ended_error()),
+        }
+    }
+    if first.is_empty() {
+        pending.settle();
+        if let Some(Outcome::Failed(e)) = pending.encoder.outcome() {
+            return Err(e.clone());
+        }
+    }
+    if pending.encoder.outcome().is_some() {
+        pending.settle();
+    }
+    let stream = futures::stream::unfold(
+        (
+            pending,
+            Some(first),
+            tokio::time::interval_at(tokio::time::Instant::now() + PING_EVERY, PING_EVERY),
+        ),
+        |(mut pending, first, mut ping)| async move {
+            if let Some(first) = first {
+                return Some((
+                    Ok::<_, Infallible>(Bytes::from(first.concat())),
+                    (pending, None, ping),
+                ));
+            }
+            if pending.encoder.outcome().is_some() {
+                pending.settle();
+                return None;
+            }
+            loop {
+                tokio::select! {
+                    chunk = pending.chunks.recv() => {
+                        let frames = match chunk {
+                            Some(chunk) => pending.encoder.push(&chunk),
+                            None => pending.encoder.fail(ended_error()),
+                        };
+                        if pending.encoder.outcome().is_some() {
+                            pending.settle();
+                        }
+                        if !frames.is_empty() {
+                            return Some((Ok(Bytes::from(frames.concat())), (pending, None, ping)));
+                        }
+                        if pending.encoder.outcome().is_some() {
+                            return None;
+                        }
+                    }
+                    _ = ping.tick() => {
+                        let frame = pending.encoder.ping();
+                        return Some((Ok(Bytes::from(frame)), (pending, None, ping)));
+                    }
+                }
+            }
+        },
+    );
+    let mut response = Response::new(Body::from_stream(stream));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-ccwire-session", header_value);
+    Ok(response)
+}
+
+fn ended_error() -> ApiError {
+    ApiError::new(
+        ApiErrorKind::Api,
+        "the Claude Code session ended before the response was complete",
+    )
+}
+
+/// A response in flight. Dropped before it settles (the client went away), it interrupts the
+/// turn.
+struct PendingResponse {
+    app: Arc<App>,
+    session: SessionId,
+    commands: mpsc::UnboundedSender<SessionCmd>,
+    chunks: mpsc::UnboundedReceiver<Chunk>,
+    encoder: ResponseEncoder,
+    messages: Vec<Message>,
+    settled: bool,
+}
+
+impl PendingResponse {
+    /// Records the outcome with the gateway once.
+    fn settle(&mut self) {
+        if self.settled {
+            return;
+        }
+        self.settled = true;
+        let _ = self.commands.send(SessionCmd::Detach);
+        let now = self.app.now();
+        match self.encoder.outcome() {
+            Some(Outcome::ToolCalls | Outcome::Finished(_)) => {
+                let mut history = std::mem::take(&mut self.messages);
+                history.push(self.encoder.message());
+                let calls = self
+                    .encoder
+                    .tool_calls()
+                    .into_iter()
+                    .map(|c| c.id.clone())
+                    .collect();
+                self.app
+                    .gateway()
+                    .response_done(self.session, &history, calls, now);
+            }
+            _ => self.app.gateway().response_failed(self.session, now),
+        }
+        self.app.wake.notify_one();
+    }
+}
+
+impl Drop for PendingResponse {
+    fn drop(&mut self) {
+        if !self.settled {
+            tracing::info!(
+                session = self.session,
+                "the client went away mid-turn; interrupting"
+            );
+            let _ = self.commands.send(SessionCmd::Interrupt);
+            self.settle();
+        }
+    }
+}
+
+// ---- sessions ---------------------------------------------------------------------------
+
+async fn start_session(
+    app: &Arc<App>,
+    session: SessionId,
+    request: &ApiRequest,
+) -> Result<mpsc::UnboundedSender<SessionCmd>, ApiError> {
+    let path = app
+        .claude
+        .clone()
+        .map_err(|e| ApiError::new(ApiErrorKind::Api, e))?;
+    let enabled = &app.options.enabled_tools;
+    let external: Vec<McpTool> = request
+        .conversation
+        .tools
+        .iter()
+        .filter(|t| !enabled.contains(&t.name))
+        .map(|t| {
+            let mut tool = McpTool::new(&t.name, &t.description, t.input_schema.clone());
+            // Lets the CLI ask for every call of one message at once (HOLD.md §4).
+            tool.annotations = Some(json!({"readOnlyHint": true}));
+            tool
+        })
+        .collect();
+    let mut allowed = enabled.clone();
+    let mut servers = Vec::new();
+    let mut sdk_servers = Vec::new();
+    if !external.is_empty() {
+        allowed.push(format!("mcp__{CLIENT_SERVER}"));
+        let mut server = McpServer::new(CLIENT_SERVER);
+        server.tools = external;
+        servers.push(server);
+        let config: Map<String, Value> = json!({"alwaysLoad": true, "disableAutoBackground": true})
+            .as_object()
+            .expect("an object")
+            .clone();
+        sdk_servers.push((CLIENT_SERVER.to_owned(), config));
+    }
+    let claude = ClaudeOptions {
+        claude: Some(path),
+        model: cli_model(app, &request.model),
+        system_prompt: match &request.conversation.system {
+            Some(system) => SystemPrompt::Custom(system.clone()),
+            None => SystemPrompt::Preset,
+        },
+        tools: Some(enabled.clone()),
+        allowed_tools: allowed,
+        sdk_mcp_servers: sdk_servers,
+        include_partial_messages: true,
+        cwd: app.options.cwd.clone(),
+        env: app
+            .options
+            .env
+            .iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect(),
+        env_remove: STRIPPED_ENV.iter().map(Into::into).collect(),
+        ..ClaudeOptions::default()
+    };
+    let options = ClientOptions {
+        claude,
+        held_tool_servers: servers,
+        ..ClientOptions::default()
+    };
+    let client = Client::connect(options).await.map_err(|e| {
+        ApiError::new(
+            ApiErrorKind::Api,
+            format!("cannot start a Claude Code session: {e}"),
+        )
+    })?;
+    {
+        let mut models = app.models.lock().expect("models lock");
+        if models.is_none() {
+            *models = client.server_info().get("models").cloned();
+        }
+    }
+    let pid = client.pid();
+    let (commands, receiver) = mpsc::unbounded_channel();
+    app.sessions.lock().expect("sessions lock").insert(
+        session,
+        LiveSession {
+            commands: commands.clone(),
+            pid,
+        },
+    );
+    tracing::info!(session, pid, "started a Claude Code session");
+    let task = tokio::spawn(run_session(app.clone(), session, client, receiver));
+    let mut tasks = app.tasks.lock().expect("tasks lock");
+    tasks.retain(|t| !t.is_finished());
+    tasks.push(task);
+    Ok(commands)
+}
+
+/// Owns one CLI process: hands its chunks to the response in flight and its client tool
+/// calls to the gateway.
+async fn run_session(
+    app: Arc<App>,
+    session: SessionId,
+    mut client: Client,
+    mut commands: mpsc::UnboundedReceiver<SessionCmd>,
+) {
+    let handle: ClientHandle = client.handle();
+    let mut sink: Option<mpsc::UnboundedSender<Chunk>> = None;
+    let mut settle_by: Option<tokio::time::Instant> = None;
+    let mut commands_open = true;
+    loop {
+        tokio::select! {
+            event = client.next_event() => match event {
+                Some(Event::Chunk(chunk)) => {
+                    on_chunk(&app, session, &handle, &chunk);
+                    if matches!(chunk, Chunk::TurnComplete { .. }) {
+                        settle_by = None;
+                    }
+                    if let Some(s) = &sink {
+                        if s.send(chunk).is_err() {
+                            sink = None;
+                        }
+                    }
+                }
+                Some(Event::Exited { exit, stderr, .. }) => {
+                    tracing::info!(session, ?exit, stderr = %stderr.trim_end(), "a Claude Code session ended");
+                    if let Some(s) = &sink {
+                        let _ = s.send(Chunk::ProcessExit { code: exit.code, signal: exit.signal });
+                    }
+                    break;
+                }
+                None => break,
+            },
+            command = commands.recv(), if commands_open => match command {
+                Some(SessionCmd::Turn { answers, prompt, sink: s }) => {
+                    sink = Some(s);
+                    for (request_id, result) in answers {
+                        handle.respond_tool(&request_id, result);
+                    }
+                    if let Some(prompt) = prompt {
+                        let handle = handle.clone();
+                        tokio::spawn(async move {
+                            if let Err(err) = handle.send(prompt).await {
+                                tracing::warn!(%err, "cannot send a prompt");
+                            }
+                        });
+                    }
+                }
+                Some(SessionCmd::Answer(request_id, result)) => handle.respond_tool(&request_id, result),
+                Some(SessionCmd::Interrupt) => {
+                    sink = None;
+                    settle_by = Some(tokio::time::Instant::now() + SETTLE_GRACE);
+                    let handle = handle.clone();
+                    tokio::spawn(async move {
+                        let _ = handle.interrupt().await;
+                    });
+                }
+                Some(SessionCmd::Detach) => sink = None,
+                Some(SessionCmd::Close) | None => {
+                    commands_open = false;
+                    handle.end_input();
+                }
+            },
+            _ = sleep_until(settle_by), if settle_by.is_some() => {
+                tracing::warn!(session, "an interrupted turn did not settle; closing the session");
+                settle_by = None;
+                commands_open = false;
+                handle.end_input();
+            }
+        }
+    }
+    app.gateway().close(session);
+    app.sessions.lock().expect("sessions lock").remove(&session);
+    app.wake.notify_one();
+}
+
+fn on_chunk(app: &App, session: SessionId, handle: &ClientHandle, chunk: &Chunk) {
+    match chunk {
+        Chunk::McpToolCall {
+            request_id,
+            server,
+            tool_use_id,
+            ..
+        } if server == CLIENT_SERVER => {
+            let action =
+                app.gateway()
+                    .tool_call(session, request_id, tool_use_id.as_deref(), app.now());
+            match action {
+                CallAction::Answer(result) => handle.respond_tool(request_id, result),
+                CallAction::Hold => app.wake.notify_one(),
+            }
+        }
+        Chunk::McpToolCancelled {
+            tool_use_id: Some(id),
+            ..
+        } => app.gateway().tool_cancelled(session, id),
+        _ => {}
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+// ---- other endpoints --------------------------------------------------------------------
+
+async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(e) = authenticate(&app, &headers) {
+        let api = if headers.contains_key("anthropic-version") {
+            Api::Anthropic
+        } else {
+            Api::OpenAi
+        };
+        return error_response(api, &e);
+    }
+    let mut ids: Vec<(String, String)> = Vec::new();
+    if let Some(Value::Array(list)) = app.models.lock().expect("models lock").clone() {
+        for model in list {
+            if let Some(id) = model.get("value").and_then(Value::as_str) {
+                let name = model
+                    .get("displayName")
+                    .and_then(Value::as_str)
+                    .unwrap_or(id);
+                ids.push((id.to_owned(), name.to_owned()));
+            }
+        }
+    }
+    for alias in ["default", "sonnet", "opus", "haiku"] {
+        if !ids.iter().any(|(id, _)| id == alias) {
+            ids.push((alias.to_owned(), alias.to_owned()));
+        }
+    }
+    if let Some(default) = &app.options.default_model {
+        if !ids.iter().any(|(id, _)| id == default) {
+            ids.push((default.clone(), default.clone()));
+        }
+    }
+    // One list that reads as both APIs' shapes.
+    let data: Vec<Value> = ids
+        .iter()
+        .map(|(id, name)| {
+            json!({
+                "id": id, "type": "model", "object": "model", "display_name": name,
+                "created_at": "1970-01-01T00:00:00Z", "created": 0, "owned_by": "anthropic",
+            })
+        })
+        .collect();
+    axum::Json(json!({
+        "object": "list",
+        "data": data,
+        "has_more": false,
+        "first_id": ids.first().map(|(id, _)| id),
+        "last_id": ids.last().map(|(id, _)| id),
+    }))
+    .into_response()
+}
+
+async fn health(State(app): State<Arc<App>>) -> Response {
+    let (sessions, held) = {
+        let gateway = app.gateway();
+        (gateway.session_count(), gateway.held_count())
+    };
+    let cli = match &app.claude {
+        Ok(path) => json!({"found": true, "path": path, "version": app.claude_version}),
+        Err(error) => json!({"found": false, "error": error}),
+    };
+    axum::Json(json!({
+        "status": "ok",
+        "cli": cli,
+        "sessions": sessions,
+        "held_tool_calls": held,
+    }))
+    .into_response()
+}
+
+async fn not_found(uri: axum::http::Uri) -> Response {
+    let api = if uri.path().contains("chat") {
+        Api::OpenAi
+    } else {
+        Api::Anthropic
+    };
+    error_response(
+        api,
+        &ApiError::new(
+            ApiErrorKind::NotFound,
+            format!("no endpoint {}", uri.path()),
+        ),
+    )
+}
