@@ -8,7 +8,14 @@ import { markReady } from "./api.js";
 initSync({ module: readFileSync(new URL("../pkg/ccwire_wasm_bg.wasm", import.meta.url)) });
 markReady();
 
-export * from "./api.js";
+export {
+  ApiRequestError,
+  Replayer,
+  Session,
+  canonicalRequest,
+  historyHash,
+  replayTranscript,
+} from "./api.js";
 
 /** Already done in Node; kept so code written for browsers runs unchanged. */
 export async function init() {}

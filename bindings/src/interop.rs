@@ -8,7 +8,7 @@
 use ccwire_core::api::{ApiError, ApiRequest, ToolChoice};
 use ccwire_core::{
     Chunk, Delivery, HookMatcher, Json, McpCallResult, McpServer, Output, PermissionDecision,
-    SessionConfig, TimeoutReason, Timestamp, Timeouts, UserMessage,
+    SessionConfig, TimeoutReason, Timeouts, Timestamp, UserMessage,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};

@@ -445,9 +445,7 @@ impl WasmSession {
     }
 
     fn request(&mut self, id: &str) -> String {
-        self.step()
-            .with("requestId", &interop::string(id))
-            .finish()
+        self.step().with("requestId", &interop::string(id)).finish()
     }
 }
 
