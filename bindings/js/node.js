@@ -8,14 +8,7 @@ import { markReady } from "./api.js";
 initSync({ module: readFileSync(new URL("../pkg/ccwire_wasm_bg.wasm", import.meta.url)) });
 markReady();
 
-export {
-  ApiRequestError,
-  Replayer,
-  Session,
-  canonicalRequest,
-  historyHash,
-  replayTranscript,
-} from "./api.js";
+export { Replayer, Session, replayTranscript } from "./api.js";
 
 /** Already done in Node; kept so code written for browsers runs unchanged. */
 export async function init() {}

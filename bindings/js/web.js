@@ -3,14 +3,7 @@
 import initWasm from "../pkg/ccwire_wasm.js";
 import { markReady } from "./api.js";
 
-export {
-  ApiRequestError,
-  Replayer,
-  Session,
-  canonicalRequest,
-  historyHash,
-  replayTranscript,
-} from "./api.js";
+export { Replayer, Session, replayTranscript } from "./api.js";
 
 /**
  * Loads the WebAssembly module. By default it is fetched from beside this file; pass a URL,

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ApiRequestError, canonicalRequest, historyHash } from "ccwire";
+import { ApiRequestError, canonicalRequest, historyHash } from "ccwire/conversation";
 
 const anthropic = {
   model: "claude-x",

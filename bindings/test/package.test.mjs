@@ -25,10 +25,16 @@ test("the packed tarball installs and replays a transcript", () => {
     assert.deepEqual(files, [
       "README.md",
       "js/api.js",
+      "js/conversation-node.js",
+      "js/conversation-web.js",
+      "js/conversation.d.ts",
+      "js/conversation.js",
       "js/index.d.ts",
       "js/node.js",
       "js/web.js",
       "package.json",
+      "pkg/ccwire_conversation.js",
+      "pkg/ccwire_conversation_bg.wasm",
       "pkg/ccwire_wasm.js",
       "pkg/ccwire_wasm_bg.wasm",
     ]);
@@ -45,6 +51,9 @@ test("the packed tarball installs and replays a transcript", () => {
       join(project, "main.mjs"),
       `import { readFileSync } from "node:fs";
 import { replayTranscript } from "ccwire";
+import { historyHash } from "ccwire/conversation";
+const body = { model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "yo" }, { role: "user", content: "and?" }] };
+if (!/^[0-9a-f]{64}$/.test(historyHash(body, { api: "anthropic" }))) throw new Error("no hash");
 for (const chunk of replayTranscript(readFileSync(${JSON.stringify(transcript)}))) {
   console.log(JSON.stringify(chunk));
 }

@@ -1,11 +1,9 @@
 // Type-checked by `tsc --noEmit` in `npm test`: the package's types describe its API.
 
+import { ApiRequestError, canonicalRequest, historyHash } from "ccwire/conversation";
 import {
-  ApiRequestError,
   Replayer,
   Session,
-  canonicalRequest,
-  historyHash,
   init,
   replayTranscript,
   type Chunk,
