@@ -88,25 +88,41 @@ test("an allowed Bash call shows as a green success card with its input, result 
   await page.screenshot({ path: join(artifacts, "inspector-bash-allow.png"), fullPage: true });
 });
 
-test("scrubbing back to the permission prompt shows the card awaiting approval and the wait", async () => {
+test("scrubbing the timeline walks the card through pending, approval, running and success", async () => {
   await open("b_bash_allow.jsonl");
-  const steps = await page.locator("#timeline").getAttribute("max");
-  let found = false;
-  for (let i = 0; i <= Number(steps); i++) {
+  const steps = Number(await page.locator("#timeline").getAttribute("max"));
+  const colors = {};
+  let approvalStep = -1;
+  for (let i = 0; i <= steps; i++) {
     await page.locator("#timeline").fill(String(i));
-    const status = await page.locator(".tool-card").first().getAttribute("data-status").catch(() => null);
-    if (status === "awaiting_approval") {
-      found = true;
-      break;
-    }
+    const cards = page.locator(".tool-card");
+    if ((await cards.count()) === 0) continue;
+    const status = await cards.first().getAttribute("data-status");
+    colors[status] ??= await cards.first().evaluate((e) => getComputedStyle(e).borderLeftColor);
+    if (status === "awaiting_approval" && approvalStep < 0) approvalStep = i;
   }
-  assert.ok(found, "some step shows the tool awaiting approval");
+  assert.deepEqual(colors, {
+    pending: "rgb(224, 176, 0)",
+    awaiting_approval: "rgb(217, 72, 15)",
+    running: "rgb(28, 126, 214)",
+    success: "rgb(43, 138, 62)",
+  });
+
+  await page.locator("#timeline").fill(String(approvalStep));
   const bash = page.locator(".tool-card").first();
   assert.match(await bash.locator(".badge").innerText(), /awaiting approval/i);
   assert.match(await bash.locator(".permission").innerText(), /awaiting approval/);
   assert.equal(await page.locator("#tool-wait").getAttribute("data-waiting"), "true");
   assert.match(await page.locator("#tool-wait").innerText(), /permission/);
   await page.screenshot({ path: join(artifacts, "inspector-awaiting-approval.png"), fullPage: true });
+});
+
+test("a sub-agent's calls are nested under the Agent call", async () => {
+  await open("x_subagent.jsonl");
+  assert.ok((await page.locator(".tool-card.sub").count()) > 0, "nested tool cards");
+  const statuses = await page.locator(".tool-card").evaluateAll((cs) => cs.map((c) => c.dataset.status));
+  assert.ok(statuses.every((s) => ["success", "error", "cancelled"].includes(s)), `statuses: ${statuses}`);
+  await page.screenshot({ path: join(artifacts, "inspector-subagent.png"), fullPage: true });
 });
 
 test("a denied call is a red error card", async () => {
