@@ -11,3 +11,20 @@ rustup target list --installed | grep -qx wasm32-unknown-unknown \
   || rustup target add wasm32-unknown-unknown
 # The Claude Code CLI the end-to-end tests run (into tests/.cli/, gitignored).
 scripts/install-cli.sh >/dev/null
+# The wasm-bindgen CLI matching the pinned library (the npm package build).
+scripts/install-wasm-bindgen.sh
+# Chromium for the inspector's browser test (www/), from the system's packages.
+if ! command -v chromium >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+fi
+# The JavaScript dependencies, exactly as locked (skipped when installed from this lock).
+for dir in bindings www; do
+  stamp="$dir/node_modules/.ccwire-installed-lock"
+  if ! cmp -s "$dir/package-lock.json" "$stamp" 2>/dev/null; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    cp "$dir/package-lock.json" "$stamp"
+  fi
+done

@@ -13,7 +13,13 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== portability gate"
 scripts/check-portability.sh
+echo "== npm package: build and test"
+(cd bindings && npm run --silent build && npm test)
 echo "== cargo test"
-cargo test --workspace
+# The differential test runs the module the portability gate just built, and the npm package.
+CCWIRE_WASM_ENTRY="$PWD/target/wasm32-unknown-unknown/wasm-release/ccwire_wasm_entry.wasm" \
+  cargo test --workspace
+echo "== www: the inspector in Chromium"
+(cd www && npm test)
 echo "== fuzz targets build"
 scripts/fuzz-build.sh

@@ -1,1 +1,31 @@
-//! WebAssembly bindings of `ccwire-core`, built into the npm package `ccwire`.
+//! # ccwire-wasm
+//!
+//! The WebAssembly side of the npm package `ccwire`: thin wasm-bindgen classes over the
+//! `ccwire-core` engines. Nothing here holds protocol logic.
+//!
+//! Every method takes and returns JSON text; the package's JS wrapper (`js/`) turns it into
+//! plain objects and back, so what JavaScript sees re-serializes to the native `serde_json`
+//! bytes exactly. Conversions live in [`interop`]. Misuse surfaces as a JS `Error`; a panic is
+//! reported on the console by the panic hook installed at start.
+//!
+//! Two modules are built from this crate, so that each page loads only what it uses: with the
+//! `session` feature the engines (`Session`, `Replayer`, `replayTranscript`; the package's main
+//! entry), with the `conversation` feature the request canonicalization and history hash
+//! (`ccwire/conversation`). Both are on by default.
+
+#[cfg(feature = "conversation")]
+pub mod conversation;
+pub mod interop;
+#[cfg(feature = "session")]
+mod session;
+
+#[cfg(feature = "session")]
+pub use session::*;
+
+use wasm_bindgen::prelude::*;
+
+/// Installs the panic hook (runs once when the module is instantiated).
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+}

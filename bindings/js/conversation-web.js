@@ -1,0 +1,12 @@
+// `ccwire/conversation` for browsers: `await init()` once before use.
+
+import initWasm from "../pkg/ccwire_conversation.js";
+import { markReady } from "./conversation.js";
+
+export { ApiRequestError, canonicalRequest, historyHash } from "./conversation.js";
+
+/** Loads the module (by default fetched from beside this file). */
+export async function init(moduleOrPath) {
+  await initWasm(moduleOrPath === undefined ? undefined : { module_or_path: moduleOrPath });
+  markReady();
+}

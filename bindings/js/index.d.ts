@@ -1,0 +1,425 @@
+// Types of the `ccwire` package. Chunks are the objects of CHUNKS.md: a `type` tag and
+// snake_case fields; parts taken from the wire are plain JSON values.
+
+/** Any JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export type ToolStatusName =
+  | "pending"
+  | "awaiting_approval"
+  | "running"
+  | "success"
+  | "error"
+  | "cancelled";
+export type StatusReason =
+  | "denied"
+  | "cancelled"
+  | "timeout"
+  | "interrupted"
+  | "turn_ended"
+  | "process_exit";
+export type ErrorKind =
+  | "malformed_line"
+  | "invalid_message"
+  | "line_too_long"
+  | "malformed_transcript_line"
+  | "process_exit"
+  | "malformed_tool_input";
+
+export interface BlockedOn {
+  request_id: string;
+  kind: "permission" | "mcp_tool_call" | "hook";
+  tool_use_id: string;
+}
+/** Is the CLI waiting for the embedder to deliver something a tool needs? */
+export interface ToolWait {
+  waiting: boolean;
+  tool_use_ids: string[];
+  blocked_on: BlockedOn[];
+}
+
+export interface SessionInitChunk {
+  type: "session_init";
+  session_id: string | null;
+  model: string | null;
+  cwd: string | null;
+  tools: Json;
+  mcp_servers: Json;
+  permission_mode: string | null;
+  claude_code_version: string | null;
+}
+export interface UserPromptChunk {
+  type: "user_prompt";
+  content: Json;
+  uuid?: string;
+  priority?: string;
+}
+export interface MessageStartChunk {
+  type: "message_start";
+  message_id: string;
+  model: string | null;
+  parent_tool_use_id: string | null;
+}
+export interface TextDeltaChunk {
+  type: "text_delta";
+  message_id: string;
+  index: number;
+  text: string;
+  parent_tool_use_id: string | null;
+}
+export interface ThinkingDeltaChunk {
+  type: "thinking_delta";
+  message_id: string;
+  index: number;
+  thinking: string;
+  parent_tool_use_id?: string;
+}
+export interface ThinkingRedactedChunk {
+  type: "thinking_redacted";
+  message_id: string;
+  index: number;
+  parent_tool_use_id?: string;
+}
+export interface CitationChunk {
+  type: "citation";
+  message_id: string;
+  index: number;
+  citation: Json;
+  parent_tool_use_id?: string;
+}
+export interface ToolUseChunk {
+  type: "tool_use";
+  id: string;
+  name: string;
+  message_id: string;
+  index: number;
+  parent_tool_use_id: string | null;
+  complete: boolean;
+  /** `null` until `complete`. */
+  input: Json;
+  server?: true;
+}
+export interface ToolInputDeltaChunk {
+  type: "tool_input_delta";
+  id: string;
+  partial_json: string;
+}
+export interface MessageDeltaChunk {
+  type: "message_delta";
+  message_id: string;
+  stop_reason: string | null;
+  usage: Json;
+}
+export interface MessageStopChunk {
+  type: "message_stop";
+  message_id: string;
+  abandoned_from_index?: number;
+}
+export interface ToolStatusChunk {
+  type: "tool_status";
+  id: string;
+  status: ToolStatusName;
+  reason?: StatusReason;
+}
+export interface ToolStartChunk {
+  type: "tool_start";
+  id: string;
+  name: string | null;
+  elapsed_s: number;
+  parent_tool_use_id?: string;
+}
+export interface ToolProgressChunk {
+  type: "tool_progress";
+  id: string;
+  elapsed_s: number;
+}
+export interface ToolHeartbeatChunk {
+  type: "tool_heartbeat";
+  id: string;
+  elapsed_s: number;
+  seq: number;
+}
+export interface ToolResultChunk {
+  type: "tool_result";
+  id: string;
+  content: Json;
+  is_error: boolean;
+  server?: true;
+  parent_tool_use_id?: string;
+}
+export interface UserTextChunk {
+  type: "user_text";
+  text: string;
+  parent_tool_use_id: string | null;
+}
+export interface PermissionRequestChunk {
+  type: "permission_request";
+  request_id: string;
+  tool_use_id: string | null;
+  tool_name: string;
+  input: Json;
+  suggestions: Json;
+  blocked_path: string | null;
+  deadline_ms: number | null;
+}
+export interface PermissionResolvedChunk {
+  type: "permission_resolved";
+  request_id: string;
+  tool_use_id: string | null;
+  behavior: "allow" | "deny";
+  reason: "host" | "timeout" | "cancelled";
+}
+export interface HookRequestChunk {
+  type: "hook_request";
+  request_id: string;
+  callback_id: string;
+  event: string | null;
+  tool_use_id: string | null;
+  input: Json;
+  deadline_ms: number | null;
+}
+export interface McpToolCallChunk {
+  type: "mcp_tool_call";
+  request_id: string;
+  server: string;
+  tool: string;
+  arguments: Json;
+  tool_use_id: string | null;
+  deadline_ms: number | null;
+}
+export interface McpToolCancelledChunk {
+  type: "mcp_tool_cancelled";
+  request_id: string;
+  cancel_request_id: string;
+  tool_use_id: string | null;
+  reason: string | null;
+}
+export interface McpRequestChunk {
+  type: "mcp_request";
+  request_id: string;
+  server: string;
+  method: string | null;
+}
+export interface RequestCancelledChunk {
+  type: "request_cancelled";
+  request_id: string;
+}
+/** A `system` frame other than `init`, with every field of the frame. */
+export interface StatusChunk {
+  type: "status";
+  subtype: string;
+  [field: string]: Json | undefined;
+}
+export interface TurnCompleteChunk {
+  type: "turn_complete";
+  subtype: string | null;
+  is_error: boolean;
+  result: string | null;
+  stop_reason: string | null;
+  terminal_reason: string | null;
+  num_turns: number | null;
+  duration_ms: number | null;
+  usage: Json;
+  total_cost_usd: Json;
+  session_id: string | null;
+  permission_denials: Json;
+  errors: Json;
+}
+export interface ControlResultChunk {
+  type: "control_result";
+  request_id: string;
+  subtype: string | null;
+  ok: boolean;
+  response?: Json;
+  error?: string;
+  error_code?: string;
+}
+export interface ReadyChunk {
+  type: "ready";
+  claude_code_version: string | null;
+  models: Json;
+  commands: Json;
+}
+export interface ToolWaitChunk extends ToolWait {
+  type: "tool_wait";
+}
+export interface ErrorChunk {
+  type: "error";
+  kind: ErrorKind;
+  detail: string;
+  excerpt?: string;
+  bytes?: number;
+}
+export interface UnknownChunk {
+  type: "unknown";
+  message: Json;
+}
+export interface ProcessExitChunk {
+  type: "process_exit";
+  code: number | null;
+  signal: number | null;
+}
+
+/** One thing that happened on the wire; discriminate on `type`. */
+export type Chunk =
+  | SessionInitChunk
+  | UserPromptChunk
+  | MessageStartChunk
+  | TextDeltaChunk
+  | ThinkingDeltaChunk
+  | ThinkingRedactedChunk
+  | CitationChunk
+  | ToolUseChunk
+  | ToolInputDeltaChunk
+  | MessageDeltaChunk
+  | MessageStopChunk
+  | ToolStatusChunk
+  | ToolStartChunk
+  | ToolProgressChunk
+  | ToolHeartbeatChunk
+  | ToolResultChunk
+  | UserTextChunk
+  | PermissionRequestChunk
+  | PermissionResolvedChunk
+  | HookRequestChunk
+  | McpToolCallChunk
+  | McpToolCancelledChunk
+  | McpRequestChunk
+  | RequestCancelledChunk
+  | StatusChunk
+  | TurnCompleteChunk
+  | ControlResultChunk
+  | ReadyChunk
+  | ToolWaitChunk
+  | ErrorChunk
+  | UnknownChunk
+  | ProcessExitChunk;
+
+export type ChunkType = Chunk["type"];
+
+/** What one call produced: chunks for the UI and, in driver mode, lines for the CLI's stdin. */
+export interface Step {
+  chunks: Chunk[];
+  /** Whole lines (each ending in "\n") to write to the CLI's stdin, in order. */
+  stdin: string[];
+}
+/** A command that sent a control request; its answer arrives as a `control_result` chunk. */
+export interface RequestStep extends Step {
+  requestId: string;
+}
+export interface InitializeStep extends RequestStep {
+  /** The callback id given to each hook matcher, in order. */
+  callbackIds: string[];
+}
+/** An answer to a request of the CLI: `dropped` when it was already settled. */
+export interface ResponseStep extends Step {
+  delivery: "sent" | "dropped";
+}
+
+export interface Deadline {
+  atMs: number;
+  reason:
+    | { kind: "permission" | "hook" | "mcp_call"; requestId: string }
+    | { kind: "request"; requestId: string; subtype: string }
+    | { kind: "other" };
+  description: string;
+}
+
+export interface McpToolDefinition {
+  name: string;
+  description?: string;
+  inputSchema: Json;
+  annotations?: Json;
+  _meta?: Json;
+  [field: string]: Json | undefined;
+}
+export interface McpServerDefinition {
+  name: string;
+  version?: string;
+  tools?: McpToolDefinition[];
+}
+export interface SessionOptions {
+  /** The longest line accepted, in bytes (default 32 MiB). */
+  lineLimit?: number;
+  /** Seed for request ids. */
+  seed?: number;
+  timeouts?: {
+    permissionMs?: number;
+    hookMs?: number;
+    mcpCallMs?: number;
+    requestMs?: number;
+  };
+  /** In-process MCP servers whose handshake a driver session answers itself. */
+  mcpServers?: McpServerDefinition[];
+}
+export interface InitializeOptions {
+  hooks?: { event: string; matcher?: string | null; timeoutS?: number }[];
+  /** More fields of the `initialize` request (`agents`, `systemPrompt`, …). */
+  extra?: { [field: string]: Json };
+}
+export interface UserMessage {
+  content: string | Json[];
+  uuid?: string;
+  priority?: "now" | "next" | "later";
+  extra?: { [field: string]: Json };
+}
+export type PermissionDecision =
+  | { behavior: "allow"; updatedInput?: Json; updatedPermissions?: Json[] }
+  | { behavior: "deny"; message: string; interrupt?: boolean };
+export interface McpCallResult {
+  content: Json[];
+  isError?: boolean;
+}
+
+/** Bytes or text; bytes may be split anywhere, even inside a UTF-8 character. */
+export type Input = string | Uint8Array | ArrayBuffer | ArrayBufferView;
+
+/** One CLI process's protocol engine. Every `nowMs` is milliseconds on the caller's clock. */
+export class Session {
+  constructor(mode: "driver" | "observer", options?: SessionOptions);
+  static driver(options?: SessionOptions): Session;
+  static observer(options?: SessionOptions): Session;
+  readonly mode: "driver" | "observer";
+  readonly turnRunning: boolean;
+  readonly sessionId: string | null;
+
+  push(data: Input, nowMs: number): Step;
+  pushStdin(data: Input, nowMs: number): Step;
+  endStdout(nowMs: number): Step;
+  observeOut(message: string | object, nowMs: number): Step;
+  observeIn(message: string | object, nowMs: number): Step;
+  processExit(exit: { code?: number | null; signal?: number | null }, nowMs: number): Step;
+  handleTimeout(nowMs: number): Step;
+  nextDeadline(): Deadline | null;
+  toolWait(): ToolWait;
+  toolStatuses(): Record<string, ToolStatusName>;
+
+  initialize(options: InitializeOptions | undefined, nowMs: number): InitializeStep;
+  sendUserMessage(message: string | UserMessage, nowMs: number): Step;
+  respondPermission(requestId: string, decision: PermissionDecision, nowMs: number): ResponseStep;
+  respondHook(requestId: string, output: Json, nowMs: number): ResponseStep;
+  respondMcp(requestId: string, result: McpCallResult, nowMs: number): ResponseStep;
+  respondError(requestId: string, message: string, nowMs: number): ResponseStep;
+  interrupt(nowMs: number): RequestStep;
+  setModel(model: string | null, nowMs: number): RequestStep;
+  setPermissionMode(mode: string, nowMs: number): RequestStep;
+  sendControl(subtype: string, fields: { [field: string]: Json } | undefined, nowMs: number): RequestStep;
+  free(): void;
+}
+
+/** A transcript replayed piece by piece. */
+export class Replayer {
+  constructor();
+  push(data: Input): Chunk[];
+  finish(): Chunk[];
+  /** The `t_ms` of the last transcript line read. */
+  readonly nowMs: number;
+  toolWait(): ToolWait;
+  free(): void;
+}
+
+/** Replays a whole transcript (JSONL: `{"dir","t_ms","msg"}` lines, or bare stream-json). */
+export function replayTranscript(transcript: Input): Chunk[];
+
+/** Loads the WebAssembly module (browsers); a no-op in Node, where it loads on import. */
+export function init(moduleOrPath?: string | URL | Request | Response | BufferSource | WebAssembly.Module): Promise<void>;

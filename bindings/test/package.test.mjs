@@ -1,0 +1,89 @@
+// The package as users get it: `npm pack`, install the tarball into a new project, import it
+// from there and replay a transcript.
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { test } from "node:test";
+import { corpusDir, golden, root } from "./helpers.mjs";
+
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+
+test("the packed tarball installs and replays a transcript", () => {
+  const work = mkdtempSync(join(tmpdir(), "ccwire-pack-"));
+  try {
+    const packed = JSON.parse(
+      execFileSync(npm, ["pack", "--json", "--pack-destination", work], {
+        cwd: join(root, "bindings"),
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "ignore"],
+      }),
+    );
+    const files = packed[0].files.map((f) => f.path).sort();
+    assert.deepEqual(files, [
+      "README.md",
+      "js/api.js",
+      "js/conversation-node.js",
+      "js/conversation-web.js",
+      "js/conversation.d.ts",
+      "js/conversation.js",
+      "js/index.d.ts",
+      "js/node.js",
+      "js/web.js",
+      "package.json",
+      "pkg/ccwire_conversation.js",
+      "pkg/ccwire_conversation_bg.wasm",
+      "pkg/ccwire_wasm.js",
+      "pkg/ccwire_wasm_bg.wasm",
+    ]);
+
+    const project = join(work, "app");
+    execFileSync("mkdir", ["-p", project]);
+    writeFileSync(join(project, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+    execFileSync(npm, ["install", "--no-audit", "--no-fund", "--offline", resolve(work, packed[0].filename)], {
+      cwd: project,
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    const transcript = join(corpusDir, "b_bash_allow.jsonl");
+    writeFileSync(
+      join(project, "main.mjs"),
+      `import { readFileSync } from "node:fs";
+import { replayTranscript } from "ccwire";
+import { historyHash } from "ccwire/conversation";
+const body = { model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "yo" }, { role: "user", content: "and?" }] };
+if (!/^[0-9a-f]{64}$/.test(historyHash(body, { api: "anthropic" }))) throw new Error("no hash");
+for (const chunk of replayTranscript(readFileSync(${JSON.stringify(transcript)}))) {
+  console.log(JSON.stringify(chunk));
+}
+`,
+    );
+    const out = execFileSync(process.execPath, ["main.mjs"], { cwd: project, encoding: "utf8" });
+    assert.deepEqual(out.trim().split("\n"), golden("b_bash_allow.jsonl"));
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+test("the README's JavaScript example runs and prints what it says", () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const section = readme.split("## Using ccwire from JavaScript")[1];
+  assert.ok(section, "README.md has a section `Using ccwire from JavaScript`");
+  const snippet = /```js\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(snippet, "the section has a ```js example");
+  const work = mkdtempSync(join(root, "bindings", ".readme-"));
+  try {
+    const file = join(work, "example.mjs");
+    writeFileSync(file, snippet);
+    const out = execFileSync(process.execPath, [file], {
+      cwd: join(root, "bindings"),
+      encoding: "utf8",
+    });
+    const expected = /```text\n([\s\S]*?)```/.exec(section)?.[1];
+    assert.ok(expected, "the section shows the example's output in a ```text block");
+    assert.equal(out, expected);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,93 @@
+// Type-checked by `tsc --noEmit` in `npm test`: the package's types describe its API.
+
+import { ApiRequestError, canonicalRequest, historyHash } from "ccwire/conversation";
+import {
+  Replayer,
+  Session,
+  init,
+  replayTranscript,
+  type Chunk,
+  type Deadline,
+  type Step,
+  type ToolWait,
+} from "ccwire";
+
+await init();
+
+function describe(chunk: Chunk): string {
+  switch (chunk.type) {
+    case "text_delta":
+      return chunk.text;
+    case "thinking_delta":
+      return chunk.thinking;
+    case "tool_use":
+      return `${chunk.name} ${chunk.complete ? JSON.stringify(chunk.input) : "…"}`;
+    case "tool_status":
+      return `${chunk.id}: ${chunk.status}${chunk.reason ? ` (${chunk.reason})` : ""}`;
+    case "tool_result":
+      return `${chunk.id} ${chunk.is_error ? "failed" : "ok"}`;
+    case "permission_request":
+      return `${chunk.tool_name} needs approval until ${chunk.deadline_ms ?? "forever"}`;
+    case "tool_wait":
+      return chunk.blocked_on.map((b) => `${b.kind}:${b.request_id}`).join(",");
+    case "turn_complete":
+      return chunk.result ?? "";
+    case "error":
+      return `${chunk.kind}: ${chunk.detail}`;
+    case "status":
+      return chunk.subtype;
+    default:
+      return chunk.type;
+  }
+}
+
+const chunks: Chunk[] = replayTranscript('{"type":"system","subtype":"status"}\n');
+chunks.map(describe);
+replayTranscript(new Uint8Array([10]));
+
+const replayer = new Replayer();
+const more: Chunk[] = [...replayer.push("{}\n"), ...replayer.finish()];
+const at: number = replayer.nowMs;
+replayer.free();
+
+const session = Session.driver({ timeouts: { permissionMs: 60_000 }, seed: 1 });
+const init1 = session.initialize({ hooks: [{ event: "PreToolUse", matcher: "Bash" }] }, 0);
+const ids: string[] = init1.callbackIds;
+const sent: Step = session.sendUserMessage({ content: "hi", priority: "now" }, 1);
+const lines: string[] = sent.stdin;
+const pushed: Step = session.push(new Uint8Array(0), 2);
+const answer = session.respondPermission("req", { behavior: "deny", message: "no", interrupt: true }, 3);
+const delivered: "sent" | "dropped" = answer.delivery;
+session.respondMcp("req", { content: [{ type: "text", text: "ok" }], isError: false }, 4);
+session.respondHook("req", {}, 5);
+session.respondError("req", "failed", 6);
+const interrupted: string = session.interrupt(7).requestId;
+session.setModel(null, 8);
+session.setPermissionMode("plan", 9);
+session.sendControl("mcp_status", undefined, 10);
+const deadline: Deadline | null = session.nextDeadline();
+if (deadline) session.handleTimeout(deadline.atMs);
+const wait: ToolWait = session.toolWait();
+const statuses: Record<string, string> = session.toolStatuses();
+const running: boolean = session.turnRunning;
+session.processExit({ code: 0 }, 11);
+session.free();
+
+const observer = Session.observer();
+observer.observeIn({ type: "user" }, 0);
+observer.observeOut('{"type":"result"}', 1);
+observer.pushStdin("{}\n", 2);
+observer.endStdout(3);
+
+const request = canonicalRequest({ model: "m", messages: [] }, { api: "openai", tenant: "t" });
+const hash: string | null = request.history_hash ?? historyHash("{}", { api: "anthropic" });
+try {
+  canonicalRequest("{", { api: "anthropic" });
+} catch (err) {
+  if (err instanceof ApiRequestError) console.log(err.status, err.body);
+}
+
+// @ts-expect-error: a chunk type that does not exist
+const wrong: Chunk["type"] = "text";
+
+export { more, at, ids, lines, pushed, delivered, interrupted, wait, statuses, running, hash, wrong };
