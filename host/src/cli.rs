@@ -27,6 +27,45 @@ enum Command {
     /// Run the CLI with the given arguments, pass stdin and stdout through, and write a
     /// transcript of both directions.
     Record(crate::run::RecordArgs),
+    /// Serve the Anthropic Messages and OpenAI Chat Completions APIs over the CLI.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// The address to listen on; any address but loopback needs an API key.
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    listen: std::net::SocketAddr,
+    /// An accepted API key (repeatable; also CCWIRE_API_KEYS, comma-separated). Without any,
+    /// requests need no key.
+    #[arg(long = "api-key")]
+    api_keys: Vec<String>,
+    /// The `claude` executable (default: $CCWIRE_CLAUDE, then `claude` on PATH).
+    #[arg(long)]
+    claude: Option<PathBuf>,
+    /// Offer a built-in CLI tool (Read, Bash, …) to the model; it runs on this machine
+    /// (repeatable). None are offered by default.
+    #[arg(long = "enable-tool")]
+    enable_tools: Vec<String>,
+    /// Seconds a client tool call is held for the client's result.
+    #[arg(long, default_value_t = 600.0)]
+    held_call_timeout: f64,
+    /// Seconds a conversation's CLI session may sit idle before it is closed.
+    #[arg(long, default_value_t = 1800.0)]
+    idle_ttl: f64,
+    /// The largest request body, in bytes.
+    #[arg(long, default_value_t = 32 * 1024 * 1024)]
+    max_body: usize,
+    /// The most live CLI sessions.
+    #[arg(long, default_value_t = 64)]
+    max_sessions: usize,
+    /// The CLI's working directory.
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// The model for requests that name a non-Claude model (e.g. `gpt-4o` from an OpenAI
+    /// client); without it the CLI's default.
+    #[arg(long)]
+    default_model: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -134,6 +173,51 @@ pub fn main() -> ExitCode {
         Command::Replay(args) => replay(&args),
         Command::Run(args) => crate::run::run(args),
         Command::Record(args) => crate::run::record(args),
+        Command::Serve(args) => serve(args),
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    use ccwire_host::gateway::{serve, GatewayOptions};
+    crate::run::init_tracing();
+    let mut api_keys = args.api_keys;
+    if let Ok(keys) = std::env::var("CCWIRE_API_KEYS") {
+        api_keys.extend(
+            keys.split(',')
+                .map(str::trim)
+                .filter(|k| !k.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    let seconds = |s: f64| (s.max(0.0) * 1000.0) as u64;
+    let options = GatewayOptions {
+        api_keys,
+        claude: args.claude,
+        enabled_tools: args.enable_tools,
+        limits: ccwire_core::gateway::GatewayConfig {
+            held_call_timeout_ms: seconds(args.held_call_timeout),
+            idle_ttl_ms: seconds(args.idle_ttl),
+        },
+        max_body: args.max_body,
+        max_sessions: args.max_sessions,
+        cwd: args.cwd,
+        default_model: args.default_model,
+        env: Vec::new(),
+        env_remove: Vec::new(),
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("ccwire serve: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(serve(args.listen, options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("ccwire serve: {err}");
+            ExitCode::from(2)
+        }
     }
 }
 

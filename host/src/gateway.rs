@@ -68,6 +68,9 @@ pub struct GatewayOptions {
     pub default_model: Option<String>,
     /// Further CLI environment (tests point the CLI at a fake model with it).
     pub env: Vec<(String, String)>,
+    /// Variables removed from the CLI's environment, besides those that would let it time out
+    /// or background a held call.
+    pub env_remove: Vec<String>,
 }
 
 impl Default for GatewayOptions {
@@ -82,6 +85,7 @@ impl Default for GatewayOptions {
             cwd: None,
             default_model: None,
             env: Vec::new(),
+            env_remove: Vec::new(),
         }
     }
 }
@@ -726,8 +730,10 @@ impl Drop for PendingResponse {
                 session = self.session,
                 "the client went away mid-turn; interrupting"
             );
+            // The conversation stays busy until the interrupted turn has ended (the session
+            // task reports it), so the next request does not meet the old turn's end.
+            self.settled = true;
             let _ = self.commands.send(SessionCmd::Interrupt);
-            self.settle();
         }
     }
 }
@@ -788,7 +794,12 @@ async fn start_session(
             .iter()
             .map(|(k, v)| (k.into(), v.into()))
             .collect(),
-        env_remove: STRIPPED_ENV.iter().map(Into::into).collect(),
+        env_remove: STRIPPED_ENV
+            .iter()
+            .map(|v| (*v).to_owned())
+            .chain(app.options.env_remove.iter().cloned())
+            .map(Into::into)
+            .collect(),
         ..ClaudeOptions::default()
     };
     let options = ClientOptions {
@@ -841,9 +852,11 @@ async fn run_session(
         tokio::select! {
             event = client.next_event() => match event {
                 Some(Event::Chunk(chunk)) => {
+                    tracing::trace!(session, chunk = %chunk.to_json(), "chunk");
                     on_chunk(&app, session, &handle, &chunk);
-                    if matches!(chunk, Chunk::TurnComplete { .. }) {
-                        settle_by = None;
+                    if matches!(chunk, Chunk::TurnComplete { .. }) && settle_by.take().is_some() {
+                        app.gateway().response_failed(session, app.now());
+                        app.wake.notify_one();
                     }
                     if let Some(s) = &sink {
                         if s.send(chunk).is_err() {

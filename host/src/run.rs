@@ -378,3 +378,13 @@ fn record_frame<W: Write>(
         }
     }
 }
+
+/// Logs to stderr; `RUST_LOG` picks the level (default: info for ccwire, warn otherwise).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,ccwire_host=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -248,7 +248,16 @@ fn user_text(message: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Array(blocks) => blocks
             .iter()
-            .filter_map(|b| b["text"].as_str())
+            .flat_map(|b| match (&b["text"], &b["content"]) {
+                (Value::String(text), _) => vec![text.clone()],
+                // A tool result's content: a string or text blocks.
+                (_, Value::String(text)) => vec![text.clone()],
+                (_, Value::Array(parts)) => parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str().map(str::to_owned))
+                    .collect(),
+                _ => Vec::new(),
+            })
             .collect::<Vec<_>>()
             .join("\n"),
         _ => String::new(),

@@ -1,0 +1,636 @@
+//! End-to-end: `ccwire serve` in front of the real Claude Code CLI (offline, against the scripted
+//! fake Messages API), spoken to over HTTP as an API client would.
+
+use std::time::Duration;
+
+use ccwire_core::gateway::{GatewayConfig, HELD_CALL_TIMEOUT_TEXT};
+use ccwire_host::gateway::{GatewayOptions, Server};
+use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
+use ccwire_tests::{FakeAnthropic, Match, Reply, Script, ToolCall};
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+const MODEL: &str = "claude-sonnet-4-5-20250929";
+
+struct Gw {
+    fake: FakeAnthropic,
+    home: OfflineHome,
+    server: Option<Server>,
+    http: reqwest::Client,
+}
+
+fn lookup_tool() -> Value {
+    json!({
+        "name": "lookup",
+        "description": "Looks a record up.",
+        "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    })
+}
+
+fn two_lookups() -> Reply {
+    Reply::ToolUse {
+        text: Some("Looking both up.".into()),
+        calls: vec![
+            ToolCall {
+                name: "mcp__client__lookup".into(),
+                input: json!({"query": "alpha"}),
+            },
+            ToolCall {
+                name: "mcp__client__lookup".into(),
+                input: json!({"query": "beta"}),
+            },
+        ],
+    }
+}
+
+fn script() -> Script {
+    Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_tool_result(Reply::Echo)
+        .on_prompt("PLEASE-LOOKUP", two_lookups())
+        .on_prompt("PLEASE-SLOW", Reply::text("slow ".repeat(200)))
+        .when(Match::Any, Reply::Echo)
+}
+
+impl Gw {
+    async fn start(configure: impl FnOnce(&mut GatewayOptions)) -> Gw {
+        let fake = FakeAnthropic::start(script()).await;
+        let home = OfflineHome::new();
+        let mut gw = Gw {
+            fake,
+            home,
+            server: None,
+            http: reqwest::Client::new(),
+        };
+        gw.restart(configure).await;
+        gw
+    }
+
+    async fn restart(&mut self, configure: impl FnOnce(&mut GatewayOptions)) {
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
+        let mut options = GatewayOptions {
+            claude: Some(claude_path()),
+            cwd: Some(self.home.workdir()),
+            env: self.home.env(&self.fake.base_url()),
+            env_remove: inherited_to_remove(),
+            ..GatewayOptions::default()
+        };
+        configure(&mut options);
+        let server = Server::start("127.0.0.1:0".parse().unwrap(), options)
+            .await
+            .expect("the gateway starts");
+        self.server = Some(server);
+    }
+
+    fn server(&self) -> &Server {
+        self.server.as_ref().unwrap()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.server().addr())
+    }
+
+    async fn post(&self, path: &str, body: &Value, key: Option<&str>) -> reqwest::Response {
+        let mut request = self.http.post(self.url(path)).json(body);
+        if let Some(key) = key {
+            request = request.header("x-api-key", key);
+        }
+        tokio::time::timeout(Duration::from_secs(60), request.send())
+            .await
+            .expect("an answer in time")
+            .expect("the gateway answers")
+    }
+
+    /// A non-streaming request: status, `x-ccwire-session`, body.
+    async fn call(&self, path: &str, body: &Value, key: Option<&str>) -> (u16, String, Value) {
+        let response = self.post(path, body, key).await;
+        let status = response.status().as_u16();
+        let kind = session_header(&response);
+        let body = response.json().await.expect("a JSON body");
+        (status, kind, body)
+    }
+
+    /// A streaming request: status, `x-ccwire-session`, the SSE data payloads.
+    async fn stream(&self, path: &str, body: &Value) -> (u16, String, Vec<String>) {
+        let response = self.post(path, body, None).await;
+        let status = response.status().as_u16();
+        let kind = session_header(&response);
+        let text = tokio::time::timeout(Duration::from_secs(60), response.text())
+            .await
+            .expect("the stream ends in time")
+            .expect("a body");
+        let data = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(str::to_owned)
+            .collect();
+        (status, kind, data)
+    }
+
+    async fn stop(mut self) -> Vec<u32> {
+        let server = self.server.take().unwrap();
+        let pids = server.session_pids();
+        server.shutdown().await;
+        pids
+    }
+}
+
+fn session_header(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("x-ccwire-session")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Whether a process runs (a zombie does not count: the test process may not reap it).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z')
+        }
+        Err(_) => false,
+    }
+}
+
+fn text_of(body: &Value) -> String {
+    body["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect()
+}
+
+fn anthropic(messages: Value) -> Value {
+    json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages})
+}
+
+/// The tool_result blocks for the calls in an Anthropic response.
+fn results_for(body: &Value) -> Vec<Value> {
+    body["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| {
+            let q = b["input"]["query"].as_str().unwrap();
+            json!({"type": "tool_result", "tool_use_id": b["id"], "content": format!("record-{q}")})
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_tool_round_trip_and_a_third_turn_on_one_process() {
+    let gw = Gw::start(|_| {}).await;
+    let first_user = json!({"role": "user", "content": "PLEASE-LOOKUP alpha and beta"});
+    let (status, kind, body) = gw
+        .call("/v1/messages", &anthropic(json!([first_user])), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(kind, "new");
+    assert_eq!(body["stop_reason"], "tool_use");
+    let calls: Vec<(&str, &Value)> = body["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| (b["name"].as_str().unwrap(), &b["input"]))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("lookup", &json!({"query": "alpha"})),
+            ("lookup", &json!({"query": "beta"}))
+        ],
+        "both calls of the model message, under the client's tool name"
+    );
+    let pids = gw.server().session_pids();
+    assert_eq!(pids.len(), 1);
+
+    // The results, streamed answer: the same CLI turn goes on.
+    let mut messages = vec![
+        first_user.clone(),
+        json!({"role": "assistant", "content": body["content"]}),
+        json!({"role": "user", "content": results_for(&body)}),
+    ];
+    let mut request = anthropic(json!(messages));
+    request["stream"] = json!(true);
+    let (status, kind, data) = gw.stream("/v1/messages", &request).await;
+    assert_eq!(status, 200);
+    assert_eq!(kind, "continued");
+    let events: Vec<Value> = data
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(events.first().unwrap()["type"], "message_start");
+    assert_eq!(events.last().unwrap()["type"], "message_stop");
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| e["delta"]["text"].as_str())
+        .collect();
+    assert!(streamed.contains("record-alpha"), "{streamed}");
+    assert!(streamed.contains("record-beta"), "{streamed}");
+    // What the model got: both results in one user message, on the same conversation.
+    let last = gw.fake.model_calls().last().unwrap().body.clone();
+    let results: Vec<&Value> = last["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 2, "{last}");
+    assert_eq!(
+        gw.server().session_pids(),
+        pids,
+        "no respawn for the results"
+    );
+
+    // A third turn continues the same process.
+    messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": streamed}]}));
+    messages.push(json!({"role": "user", "content": "PLEASE-THIRD turn"}));
+    let (status, kind, body) = gw
+        .call("/v1/messages", &anthropic(json!(messages)), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(kind, "continued");
+    assert!(text_of(&body).contains("PLEASE-THIRD"), "{body}");
+    assert_eq!(gw.server().session_pids(), pids);
+    let model_messages = gw.fake.model_calls().last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(model_messages >= 5, "the model saw the whole conversation");
+
+    let pids = gw.stop().await;
+    assert!(
+        pids.iter().all(|p| !alive(*p)),
+        "no claude process outlives the gateway"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_streamed_tool_calls_and_a_json_answer() {
+    let gw = Gw::start(|_| {}).await;
+    let tools = json!([{"type": "function", "function": {
+        "name": "lookup", "description": "Looks a record up.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+    }}]);
+    let user = json!({"role": "user", "content": "PLEASE-LOOKUP both"});
+    let request = json!({
+        "model": "gpt-4o", "stream": true, "stream_options": {"include_usage": true},
+        "tools": tools, "messages": [{"role": "system", "content": "Be brief."}, user],
+    });
+    let (status, kind, data) = gw.stream("/v1/chat/completions", &request).await;
+    assert_eq!(status, 200, "{data:?}");
+    assert_eq!(kind, "new");
+    assert_eq!(data.last().unwrap(), "[DONE]");
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    let mut finish = None;
+    let mut content = String::new();
+    for chunk in &chunks {
+        if let Some(choice) = chunk["choices"].get(0) {
+            content += choice["delta"]["content"].as_str().unwrap_or("");
+            for call in choice["delta"]["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let i = call["index"].as_u64().unwrap() as usize;
+                if i == calls.len() {
+                    calls.push((
+                        call["id"].as_str().unwrap().into(),
+                        call["function"]["name"].as_str().unwrap().into(),
+                        String::new(),
+                    ));
+                }
+                calls[i].2 += call["function"]["arguments"].as_str().unwrap_or("");
+            }
+            if !choice["finish_reason"].is_null() {
+                finish = Some(choice["finish_reason"].clone());
+            }
+        }
+    }
+    assert_eq!(finish, Some(json!("tool_calls")));
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].1, "lookup");
+    assert_eq!(
+        serde_json::from_str::<Value>(&calls[1].2).unwrap(),
+        json!({"query": "beta"})
+    );
+    assert!(
+        chunks.last().unwrap()["usage"]["total_tokens"].is_u64(),
+        "a usage chunk"
+    );
+    // The system prompt reached the model.
+    let first_call = gw.fake.model_calls().last().unwrap().body.clone();
+    assert!(
+        first_call["system"].to_string().contains("Be brief."),
+        "{}",
+        first_call["system"]
+    );
+
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
+        .collect();
+    let mut messages = vec![
+        json!({"role": "system", "content": "Be brief."}),
+        user,
+        json!({"role": "assistant", "content": content, "tool_calls": tool_calls}),
+    ];
+    for (id, _, args) in &calls {
+        let q: Value = serde_json::from_str(args).unwrap();
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("record-{}", q["query"].as_str().unwrap())}));
+    }
+    let request = json!({"model": "gpt-4o", "tools": tools, "messages": messages});
+    let (status, kind, body) = gw.call("/v1/chat/completions", &request, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(kind, "continued");
+    assert_eq!(body["object"], "chat.completion");
+    assert_eq!(body["choices"][0]["finish_reason"], "stop");
+    let content = body["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(
+        content.contains("record-alpha") && content.contains("record-beta"),
+        "{content}"
+    );
+    assert_eq!(gw.server().session_pids().len(), 1);
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_gateway_rebuilds_the_conversation() {
+    let mut gw = Gw::start(|_| {}).await;
+    let user = json!({"role": "user", "content": "My codename is PLEASE-REMEMBER-ORCHID."});
+    let (status, _, body) = gw
+        .call("/v1/messages", &anthropic(json!([user])), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let old = gw.server().session_pids();
+    gw.restart(|_| {}).await;
+    assert!(old.iter().all(|p| !alive(*p)));
+    let messages = json!([
+        user,
+        {"role": "assistant", "content": body["content"]},
+        {"role": "user", "content": "What is my codename?"},
+    ]);
+    let (status, kind, body) = gw.call("/v1/messages", &anthropic(messages), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(kind, "rebuilt");
+    let seen = gw.fake.model_calls().last().unwrap().last_user_text();
+    assert!(
+        seen.contains("PLEASE-REMEMBER-ORCHID"),
+        "the model saw the earlier turn: {seen}"
+    );
+    assert!(seen.contains("What is my codename?"), "{seen}");
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_past_its_deadline_gets_an_error_and_late_results_rebuild() {
+    let gw = Gw::start(|o| {
+        o.limits = GatewayConfig {
+            held_call_timeout_ms: 1500,
+            ..GatewayConfig::default()
+        }
+    })
+    .await;
+    let user = json!({"role": "user", "content": "PLEASE-LOOKUP things"});
+    let (status, _, body) = gw
+        .call("/v1/messages", &anthropic(json!([user])), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["stop_reason"], "tool_use");
+    // No result in time: the gateway answers the held calls with an error, the model sees it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let seen = gw.fake.model_calls().iter().any(|c| {
+            c.body["messages"]
+                .to_string()
+                .contains(HELD_CALL_TIMEOUT_TEXT)
+        });
+        if seen {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the model never saw the timeout"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let messages = json!([
+        user,
+        {"role": "assistant", "content": body["content"]},
+        {"role": "user", "content": results_for(&body)},
+    ]);
+    let (status, kind, body) = gw.call("/v1/messages", &anthropic(messages), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        kind, "rebuilt",
+        "the turn went on without the client: a new session"
+    );
+    assert!(gw
+        .fake
+        .model_calls()
+        .last()
+        .unwrap()
+        .last_user_text()
+        .contains("record-alpha"));
+    let pids = gw.stop().await;
+    assert!(pids.iter().all(|p| !alive(*p)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_mid_stream_interrupts_the_turn() {
+    let gw = Gw::start(|_| {}).await;
+    gw.fake.set_script(
+        Script::new()
+            .when(Match::Probe, Reply::text("ok"))
+            // The CLI sends the interrupted prompt and the next one as one user message.
+            .when(
+                Match::LastUserContains {
+                    text: "PLEASE-AFTER".into(),
+                },
+                Reply::Echo,
+            )
+            .when_slow(
+                Match::LastUserContains {
+                    text: "PLEASE-SLOW".into(),
+                },
+                Reply::text("slow ".repeat(100)),
+                Duration::from_millis(100),
+            )
+            .when(Match::Any, Reply::Echo),
+    );
+    let user = json!({"role": "user", "content": "hello"});
+    let (status, _, body) = gw
+        .call("/v1/messages", &anthropic(json!([user])), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let pid = gw.server().session_pids()[0];
+    let mut messages = vec![
+        user,
+        json!({"role": "assistant", "content": body["content"]}),
+        json!({"role": "user", "content": "PLEASE-SLOW please"}),
+    ];
+    let mut request = anthropic(json!(messages));
+    request["stream"] = json!(true);
+    let response = gw.post("/v1/messages", &request, None).await;
+    let mut bytes = response.bytes_stream();
+    let first = bytes.next().await.expect("a first frame").unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("message_start"));
+    drop(bytes);
+    // The interrupted turn settles and the conversation goes on, on the same process.
+    messages[2] = json!({"role": "user", "content": "PLEASE-AFTER the interrupt"});
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let body = loop {
+        let (status, kind, body) = gw
+            .call("/v1/messages", &anthropic(json!(messages)), None)
+            .await;
+        if status == 200 {
+            assert_eq!(kind, "continued");
+            break body;
+        }
+        assert_eq!(status, 429, "busy while the interrupt settles: {body}");
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(text_of(&body).contains("PLEASE-AFTER"), "{body}");
+    assert_eq!(gw.server().session_pids(), [pid]);
+    // The slow answer was cut short, and the model heard of the interrupt with the next prompt.
+    let calls = gw.fake.model_calls();
+    let slow_calls = calls
+        .iter()
+        .filter(|c| c.last_user_text().contains("PLEASE-SLOW"))
+        .filter(|c| !c.last_user_text().contains("PLEASE-AFTER"))
+        .count();
+    assert_eq!(slow_calls, 1);
+    let last = calls.last().expect("a model call").last_user_text();
+    assert!(last.contains("[Request interrupted by user]"), "{last}");
+    assert!(!text_of(&body).contains("slow slow"), "{body}");
+    let pids = gw.stop().await;
+    assert!(pids.iter().all(|p| !alive(*p)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_are_checked_and_tenants_never_share_a_session() {
+    let gw = Gw::start(|o| o.api_keys = vec!["key-a".into(), "key-b".into()]).await;
+    let user = json!({"role": "user", "content": "hi there"});
+    let request = anthropic(json!([user]));
+    let (status, _, body) = gw.call("/v1/messages", &request, None).await;
+    assert_eq!(status, 401);
+    assert_eq!(body["error"]["type"], "authentication_error");
+    let (status, _, body) = gw.call("/v1/messages", &request, Some("wrong")).await;
+    assert_eq!(status, 401, "{body}");
+    let response = gw
+        .http
+        .post(gw.url("/v1/chat/completions"))
+        .header("authorization", "Bearer wrong")
+        .json(&json!({"model": "gpt-4o", "messages": [user]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 401);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["error"]["type"], "authentication_error",
+        "OpenAI's error shape"
+    );
+
+    let (status, _, body) = gw.call("/v1/messages", &request, Some("key-a")).await;
+    assert_eq!(status, 200, "{body}");
+    let next = anthropic(json!([
+        user,
+        {"role": "assistant", "content": body["content"]},
+        {"role": "user", "content": "and again"},
+    ]));
+    let (_, kind_a, _) = gw.call("/v1/messages", &next, Some("key-a")).await;
+    assert_eq!(kind_a, "continued");
+    let (status, kind_b, _) = gw.call("/v1/messages", &next, Some("key-b")).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        kind_b, "rebuilt",
+        "the same history under another key is another session"
+    );
+    assert_eq!(gw.server().session_pids().len(), 2);
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_errors_in_each_api_s_shape() {
+    let gw = Gw::start(|o| o.max_body = 4096).await;
+    let big = json!({"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": "x".repeat(10_000)}]});
+    let (status, _, body) = gw.call("/v1/messages", &big, None).await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["error"]["type"], "request_too_large");
+    let (status, _, body) = gw
+        .call(
+            "/v1/messages",
+            &json!({"model": MODEL, "messages": []}),
+            None,
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["type"], "error");
+    let (status, _, body) = gw
+        .call(
+            "/v1/chat/completions",
+            &json!({"model": "gpt-4o", "n": 2, "messages": [{"role": "user", "content": "hi"}]}),
+            None,
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "n");
+    // Results for calls nobody made.
+    let (status, _, body) = gw
+        .call(
+            "/v1/messages",
+            &anthropic(json!([
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_nope", "content": "x"}]},
+            ])),
+            None,
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("toolu_nope"));
+    let health: Value = gw
+        .http
+        .get(gw.url("/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["cli"]["found"], true);
+    assert_eq!(health["cli"]["version"], "2.1.330");
+    let models: Value = gw
+        .http
+        .get(gw.url("/v1/models"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["id"] == "sonnet"));
+    gw.stop().await;
+
+    let refused = Server::start("0.0.0.0:0".parse().unwrap(), GatewayOptions::default()).await;
+    assert!(refused.is_err(), "a public address needs a key");
+}
