@@ -406,6 +406,9 @@ async fn handle(
     body: axum::body::Bytes,
 ) -> Response {
     let body_json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if uri.path().starts_with("/_fake/") {
+        return control(&shared, &method, uri.path(), body_json);
+    }
     let path = uri
         .path_and_query()
         .map(|p| p.as_str().to_owned())
@@ -447,6 +450,37 @@ async fn handle(
         *counter
     };
     respond(reply, delay, n, &body_json)
+}
+
+/// The control API for tests in other languages: `PUT /_fake/script` replaces the script (a
+/// [`Script`] as JSON); `GET /_fake/calls` lists the model calls so far as
+/// `[{"body", "last_user_text"}]`.
+fn control(shared: &Shared, method: &Method, route: &str, body: Value) -> Response {
+    match (method.as_str(), route) {
+        ("PUT" | "POST", "/_fake/script") => match serde_json::from_value::<Script>(body) {
+            Ok(script) => {
+                *shared.script.lock().expect("not poisoned") = script;
+                StatusCode::NO_CONTENT.into_response()
+            }
+            Err(e) => (StatusCode::BAD_REQUEST, format!("not a script: {e}")).into_response(),
+        },
+        ("GET", "/_fake/calls") => {
+            let calls: Vec<Value> = shared
+                .requests
+                .lock()
+                .expect("not poisoned")
+                .iter()
+                .filter(|r| r.is_model_call() && r.body["stream"] == true)
+                .map(|r| json!({"body": r.body, "last_user_text": r.last_user_text()}))
+                .collect();
+            axum::Json(calls).into_response()
+        }
+        _ => (
+            StatusCode::NOT_FOUND,
+            format!("no control route {method} {route}"),
+        )
+            .into_response(),
+    }
 }
 
 fn respond(reply: Reply, delay_ms: u64, n: u64, request: &Value) -> Response {

@@ -191,3 +191,42 @@ async fn rules_match_on_the_conversation_not_the_call_order() {
     .unwrap();
     assert_eq!(from_json.rules.len(), 1);
 }
+
+#[tokio::test]
+async fn the_control_api_sets_the_script_and_lists_model_calls() {
+    let server = FakeAnthropic::start(Script::new()).await;
+    let http = reqwest::Client::new();
+    let script = Script::new().on_prompt("ping", Reply::text("pong"));
+    let set = http
+        .put(format!("{}/_fake/script", server.base_url()))
+        .json(&script)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(set.status(), 204);
+    let bad = http
+        .put(format!("{}/_fake/script", server.base_url()))
+        .json(&json!({"rules": [{"when": {"kind": "nope"}}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let response = post(&server, "/v1/messages", request("ping", true)).await;
+    let events = sse_data(&response.text().await.unwrap());
+    let text: String = events
+        .iter()
+        .filter_map(|e| e["delta"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "pong");
+    let calls: Value = http
+        .get(format!("{}/_fake/calls", server.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(calls.as_array().unwrap().len(), 1, "{calls}");
+    assert_eq!(calls[0]["last_user_text"], "ping");
+    assert_eq!(calls[0]["body"]["messages"][0]["content"], "ping");
+}
