@@ -115,3 +115,98 @@ fn malformed_lines_become_error_chunks_and_strict_fails() {
     assert_eq!(strict.status.code(), Some(1));
     assert_eq!(strict.stdout, out.stdout);
 }
+
+/// The `data:` payloads of an SSE stream.
+fn sse_data(out: &[u8]) -> Vec<String> {
+    std::str::from_utf8(out)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn format_prints_the_responses_a_gateway_client_would_get() {
+    // Two model messages: the client's two parallel tool calls, then the answer.
+    let file = corpus("w_parallel_readonly");
+    let out = ccwire(&["replay", "--format", "anthropic-json", &file], None);
+    assert!(out.status.success());
+    let bodies = json_lines(&out.stdout);
+    assert_eq!(bodies.len(), 2, "one response per model message");
+    assert_eq!(bodies[0]["stop_reason"], "tool_use");
+    let names: Vec<&str> = bodies[0]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["lookup", "lookup"],
+        "client tools under their own name"
+    );
+    assert_eq!(bodies[1]["stop_reason"], "end_turn");
+
+    let out = ccwire(&["replay", "--format", "openai-sse", &file], None);
+    assert!(out.status.success());
+    let data = sse_data(&out.stdout);
+    assert_eq!(data.iter().filter(|d| *d == "[DONE]").count(), 2);
+    let chunks: Vec<Value> = data
+        .iter()
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(chunks
+        .iter()
+        .all(|c| c["object"] == "chat.completion.chunk"));
+    let finishes: Vec<&str> = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["finish_reason"].as_str())
+        .collect();
+    assert_eq!(finishes, ["tool_calls", "stop"]);
+    let call_ids: std::collections::BTreeSet<&str> = chunks
+        .iter()
+        .flat_map(|c| c["choices"][0]["delta"]["tool_calls"].as_array())
+        .flatten()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(call_ids.len(), 2);
+
+    let out = ccwire(&["replay", "--format", "anthropic-sse", &file], None);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let events: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(events.first(), Some(&"message_start"));
+    assert_eq!(events.iter().filter(|e| **e == "message_stop").count(), 2);
+
+    let out = ccwire(&["replay", "--format", "openai-json", &file], None);
+    let bodies = json_lines(&out.stdout);
+    assert_eq!(bodies[0]["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(
+        bodies[0]["choices"][0]["message"]["tool_calls"][1]["function"]["name"],
+        "lookup"
+    );
+}
+
+#[test]
+fn format_reports_a_failed_turn_in_the_api_s_error_shape() {
+    let out = ccwire(
+        &[
+            "replay",
+            "--format",
+            "openai-json",
+            &corpus("f_api_error_400"),
+        ],
+        None,
+    );
+    assert!(out.status.success());
+    let bodies = json_lines(&out.stdout);
+    let error = bodies.last().unwrap();
+    assert!(error["error"]["message"].is_string(), "{error}");
+    let out = ccwire(&["replay", "--format", "bogus", &corpus("a_text")], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("anthropic-sse"));
+}
