@@ -732,6 +732,11 @@ impl Driver {
                     Ok(n) => {
                         let mut frames = Vec::new();
                         self.framer.push(&buf[..n], |frame| frames.push(owned(frame)));
+                        for frame in &frames {
+                            if let OwnedFrame::Line(line) = frame {
+                                tracing::trace!(target: "ccwire::wire", "< {}", String::from_utf8_lossy(line));
+                            }
+                        }
                         self.handle_frames(frames).await;
                     }
                 },

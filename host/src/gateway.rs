@@ -17,6 +17,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::Router;
 use ccwire_core::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use ccwire_core::api::{self, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
@@ -205,6 +206,13 @@ impl Server {
             .layer(DefaultBodyLimit::max(app.options.max_body))
             .with_state(app.clone());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        // Without TCP_NODELAY a response's last small write can wait for the client's
+        // delayed acknowledgement (tens of milliseconds).
+        let listener = listener.tap_io(|tcp| {
+            if let Err(err) = tcp.set_nodelay(true) {
+                tracing::debug!(%err, "cannot set TCP_NODELAY");
+            }
+        });
         let task = tokio::spawn(async move {
             axum::serve(listener, router)
                 .with_graceful_shutdown(async move {

@@ -1,0 +1,285 @@
+//! What `ccwire serve` adds to a turn, and what a live session saves over a fresh process.
+//!
+//! `cargo run --release -p ccwire-bench --bin gateway-latency [TURNS]`
+//!
+//! The gateway runs in this process in front of the real Claude Code CLI, which talks to a
+//! zero-delay fake model (also in this process). Every line the CLI writes and every line
+//! written to it is timestamped where the gateway reads or writes the pipe (the `ccwire::wire`
+//! trace events), so each turn splits into:
+//!
+//! - the CLI's own time: from the prompt written to its stdin to its first `message_start`
+//!   stream event (first byte) and to its `result` line (last byte);
+//! - the client's time: from sending the HTTP request to the first and the last byte of the
+//!   response body;
+//! - added = client's time − CLI's time: parsing, routing, hashing, encoding and HTTP, both
+//!   ways.
+//!
+//! Then the time to first byte of a turn on a live session against a new conversation, which
+//! spawns and initializes a CLI process first.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ccwire_host::gateway::{GatewayOptions, Server};
+use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
+use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tracing::field::{Field, Visit};
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
+
+/// The wire lines seen so far: when, and the line (`<` from the CLI, `>` to it).
+#[derive(Clone, Default)]
+struct WireLog(Arc<Mutex<Vec<(Instant, String)>>>);
+
+impl WireLog {
+    fn take(&self) -> Vec<(Instant, String)> {
+        std::mem::take(&mut *self.0.lock().expect("not poisoned"))
+    }
+}
+
+struct MessageText(String);
+
+impl Visit for MessageText {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for WireLog {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let at = Instant::now();
+        let mut text = MessageText(String::new());
+        event.record(&mut text);
+        self.0.lock().expect("not poisoned").push((at, text.0));
+    }
+}
+
+/// One turn as the client and as the CLI saw it, in microseconds.
+#[derive(Debug, Clone, Copy)]
+struct Turn {
+    client_first: f64,
+    client_last: f64,
+    cli_first: f64,
+    cli_last: f64,
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn line_type(line: &str) -> (String, String) {
+    let value: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+    let kind = value["type"].as_str().unwrap_or_default().to_owned();
+    let event = value["event"]["type"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (kind, event)
+}
+
+/// Sends one request and times it, then reads the CLI's times for the same turn off the log.
+async fn turn(http: &reqwest::Client, url: &str, body: &Value, log: &WireLog) -> (Turn, String) {
+    log.take();
+    let sent = Instant::now();
+    let response = http.post(url).json(body).send().await.expect("a response");
+    assert_eq!(response.status(), 200, "the gateway answered");
+    let mut stream = response.bytes_stream();
+    let mut first = None;
+    let mut bytes = Vec::new();
+    while let Some(piece) = stream.next().await {
+        let piece = piece.expect("a body");
+        first.get_or_insert_with(Instant::now);
+        bytes.extend_from_slice(&piece);
+    }
+    let last = Instant::now();
+    let first = first.expect("a body");
+    // The lines before the last byte; later ones (the CLI going idle) are not this turn's.
+    let lines: Vec<(Instant, String)> =
+        log.take().into_iter().filter(|(t, _)| *t <= last).collect();
+    let prompt = lines
+        .iter()
+        .find(|(_, l)| l.starts_with("> ") && line_type(&l[2..]).0 == "user")
+        .map(|(t, _)| *t)
+        .expect("the prompt was written to the CLI");
+    let cli_first = lines
+        .iter()
+        .find(|(_, l)| {
+            l.starts_with("< ")
+                && line_type(&l[2..]) == ("stream_event".into(), "message_start".into())
+        })
+        .map(|(t, _)| *t)
+        .expect("the CLI streamed a message");
+    let cli_last = lines
+        .iter()
+        .find(|(_, l)| l.starts_with("< ") && line_type(&l[2..]).0 == "result")
+        .map(|(t, _)| *t)
+        .expect("the CLI ended the turn");
+    let turn = Turn {
+        client_first: micros(first - sent),
+        client_last: micros(last - sent),
+        cli_first: micros(cli_first - prompt),
+        cli_last: micros(cli_last - prompt),
+    };
+    (turn, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let rank = ((values.len() as f64 - 1.0) * p).round() as usize;
+    values[rank]
+}
+
+fn report(name: &str, turns: &[Turn]) -> (f64, f64) {
+    let mut add_first: Vec<f64> = turns.iter().map(|t| t.client_first - t.cli_first).collect();
+    let mut add_last: Vec<f64> = turns.iter().map(|t| t.client_last - t.cli_last).collect();
+    let mut cli_first: Vec<f64> = turns.iter().map(|t| t.cli_first).collect();
+    let mut cli_last: Vec<f64> = turns.iter().map(|t| t.cli_last).collect();
+    let ms = |us: f64| us / 1000.0;
+    let p50_first = percentile(&mut add_first, 0.5);
+    let p50_last = percentile(&mut add_last, 0.5);
+    println!(
+        "| {name} | {} | {:.1} ms / {:.1} ms | {:.2} ms / {:.2} ms / {:.2} ms | {:.2} ms / {:.2} ms / {:.2} ms |",
+        turns.len(),
+        ms(percentile(&mut cli_first, 0.5)),
+        ms(percentile(&mut cli_last, 0.5)),
+        ms(p50_first),
+        ms(percentile(&mut add_first, 0.9)),
+        ms(percentile(&mut add_first, 1.0)),
+        ms(p50_last),
+        ms(percentile(&mut add_last, 0.9)),
+        ms(percentile(&mut add_last, 1.0)),
+    );
+    (p50_first, p50_last)
+}
+
+fn request(api: &str, messages: &[Value]) -> Value {
+    match api {
+        "anthropic" => json!({
+            "model": "claude-sonnet-4-5-20250929", "max_tokens": 1024, "stream": true,
+            "messages": messages,
+        }),
+        _ => json!({
+            "model": "claude-sonnet-4-5-20250929", "stream": true,
+            "stream_options": {"include_usage": true}, "messages": messages,
+        }),
+    }
+}
+
+/// The answer's text out of an SSE body of either API.
+fn streamed_text(body: &str) -> String {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|e| {
+            e["delta"]["text"]
+                .as_str()
+                .or(e["choices"][0]["delta"]["content"].as_str())
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+#[tokio::main]
+async fn main() {
+    let turns: usize = std::env::args()
+        .nth(1)
+        .map(|a| a.parse().expect("TURNS is a number"))
+        .unwrap_or(40);
+    let log = WireLog::default();
+    tracing_subscriber::registry()
+        .with(
+            log.clone()
+                .with_filter(Targets::new().with_target("ccwire::wire", tracing::Level::TRACE)),
+        )
+        .init();
+    let answer = "A short answer from a model that wastes no time. ".repeat(4);
+    let fake = FakeAnthropic::start(
+        Script::new()
+            .when(Match::Probe, Reply::text("ok"))
+            .when(Match::Any, Reply::text(answer.trim_end())),
+    )
+    .await;
+    let home = OfflineHome::new();
+    let server = Server::start(
+        "127.0.0.1:0".parse().expect("an address"),
+        GatewayOptions {
+            claude: Some(claude_path()),
+            cwd: Some(home.workdir()),
+            env: home.env(&fake.base_url()),
+            env_remove: inherited_to_remove(),
+            ..GatewayOptions::default()
+        },
+    )
+    .await
+    .expect("the gateway starts");
+    let http = reqwest::Client::new();
+    println!(
+        "gateway-latency: {turns} warm turns per API, zero-delay fake model, CLI {}",
+        claude_path().display()
+    );
+    println!();
+    println!("| API (streamed) | turns | CLI's own first / last byte (p50) | added to first byte p50 / p90 / max | added to last byte p50 / p90 / max |");
+    println!("|---|---|---|---|---|");
+
+    let mut warm_first = Vec::new();
+    let mut added = Vec::new();
+    for (api, path) in [
+        ("anthropic", "/v1/messages"),
+        ("openai", "/v1/chat/completions"),
+    ] {
+        let url = format!("http://{}{path}", server.addr());
+        let mut messages =
+            vec![json!({"role": "user", "content": format!("Hello over {api}, turn 0.")})];
+        // The first turn spawns the process; it is not a warm turn.
+        let (_, mut body) = turn(&http, &url, &request(api, &messages), &log).await;
+        let mut measured = Vec::new();
+        for i in 1..=turns {
+            messages.push(json!({"role": "assistant", "content": streamed_text(&body)}));
+            messages.push(json!({"role": "user", "content": format!("And turn {i}.")}));
+            let (t, next) = turn(&http, &url, &request(api, &messages), &log).await;
+            warm_first.push(t.client_first);
+            measured.push(t);
+            body = next;
+        }
+        added.push(report(api, &measured));
+    }
+    println!();
+
+    // Cold: every request a new conversation, so a new CLI process.
+    let url = format!("http://{}/v1/messages", server.addr());
+    let mut cold_first = Vec::new();
+    for i in 0..8 {
+        let messages =
+            [json!({"role": "user", "content": format!("A new conversation, number {i}.")})];
+        let (t, _) = turn(&http, &url, &request("anthropic", &messages), &log).await;
+        cold_first.push(t.client_first);
+    }
+    let warm = percentile(&mut warm_first, 0.5);
+    let cold = percentile(&mut cold_first, 0.5);
+    println!("| time to first byte (p50) | live session | fresh process | fresh / live |");
+    println!("|---|---|---|---|");
+    println!(
+        "| {} warm turns, {} new conversations | {:.1} ms | {:.1} ms | **{:.1}×** |",
+        warm_first.len(),
+        cold_first.len(),
+        warm / 1000.0,
+        cold / 1000.0,
+        cold / warm
+    );
+    println!();
+    let worst = added.iter().flat_map(|(a, b)| [*a, *b]).fold(0.0, f64::max);
+    println!(
+        "targets: added p50 ≤ 1 ms: {} (worst p50 {:.2} ms); second turn ≥ 10× faster to first byte: {} ({:.1}×)",
+        if worst <= 1000.0 { "met" } else { "NOT met" },
+        worst / 1000.0,
+        if cold / warm >= 10.0 { "met" } else { "NOT met" },
+        cold / warm
+    );
+    server.shutdown().await;
+}
