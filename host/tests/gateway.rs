@@ -395,6 +395,55 @@ async fn a_restarted_gateway_rebuilds_the_conversation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_is_closed_and_its_conversation_rebuilt() {
+    let gw = Gw::start(|o| {
+        o.limits = GatewayConfig {
+            idle_ttl_ms: 1500,
+            ..GatewayConfig::default()
+        }
+    })
+    .await;
+    let user = json!({"role": "user", "content": "My codename is PLEASE-IDLE-HERON."});
+    let (status, kind, body) = gw
+        .call("/v1/messages", &anthropic(json!([user])), None)
+        .await;
+    assert_eq!((status, kind.as_str()), (200, "new"), "{body}");
+    let pids = gw.server().session_pids();
+    assert_eq!(pids.len(), 1);
+    // Past the TTL the process is ended and the health endpoint counts no session.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while alive(pids[0]) || !gw.server().session_pids().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle session was not closed"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let health: Value = gw
+        .http
+        .get(gw.url("/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["sessions"], 0, "{health}");
+    // The conversation goes on in a new process that knows the earlier turn.
+    let messages = json!([
+        user,
+        {"role": "assistant", "content": body["content"]},
+        {"role": "user", "content": "What is my codename?"},
+    ]);
+    let (status, kind, body) = gw.call("/v1/messages", &anthropic(messages), None).await;
+    assert_eq!((status, kind.as_str()), (200, "rebuilt"), "{body}");
+    let seen = gw.fake.model_calls().last().unwrap().last_user_text();
+    assert!(seen.contains("PLEASE-IDLE-HERON"), "{seen}");
+    assert_ne!(gw.server().session_pids(), pids);
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_call_past_its_deadline_gets_an_error_and_late_results_rebuild() {
     let gw = Gw::start(|o| {
         o.limits = GatewayConfig {
