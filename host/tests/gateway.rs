@@ -570,6 +570,44 @@ async fn a_client_that_disconnects_mid_stream_interrupts_the_turn() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_s_errors_keep_their_status_in_each_api_s_shape() {
+    let gw = Gw::start(|_| {}).await;
+    gw.fake.set_script(
+        Script::new()
+            .when(Match::Probe, Reply::text("ok"))
+            .on_prompt(
+                "PLEASE-OVERLOAD",
+                Reply::error(529, "overloaded_error", "Overloaded"),
+            )
+            .on_prompt(
+                "PLEASE-REJECT",
+                Reply::error(
+                    400,
+                    "invalid_request_error",
+                    "fake: this request is refused",
+                ),
+            )
+            .when(Match::Any, Reply::Echo),
+    );
+    let overloaded = json!([{"role": "user", "content": "PLEASE-OVERLOAD now"}]);
+    let (status, _, body) = gw.call("/v1/messages", &anthropic(overloaded), None).await;
+    assert_eq!(status, 529, "{body}");
+    assert_eq!(body["type"], "error");
+    assert_eq!(body["error"]["type"], "overloaded_error", "{body}");
+    let request =
+        json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "PLEASE-REJECT this"}]});
+    let (status, _, body) = gw.call("/v1/chat/completions", &request, None).await;
+    assert_eq!(status, 400, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("this request is refused"), "{body}");
+    // The conversation that failed is not lost: it can be sent again.
+    let request = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hello after the error"}]});
+    let (status, _, body) = gw.call("/v1/chat/completions", &request, None).await;
+    assert_eq!(status, 200, "{body}");
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_are_checked_and_tenants_never_share_a_session() {
     let gw = Gw::start(|o| o.api_keys = vec!["key-a".into(), "key-b".into()]).await;
     let user = json!({"role": "user", "content": "hi there"});
