@@ -243,23 +243,24 @@ impl Gateway {
             .map(|(id, _)| id.as_str())
             .filter(|id| !expected.contains(id))
             .collect();
+        let mut problems = Vec::new();
         if !missing.is_empty() {
-            return Err(ApiError::invalid(
-                "messages",
-                format!(
-                    "messages: the tool calls {} have no tool result; every tool_use of the \
-                     previous response needs its result in this request",
-                    missing.join(", ")
-                ),
+            problems.push(format!(
+                "the tool calls {} have no tool result; every tool_use of the previous response \
+                 needs its result in this request",
+                missing.join(", ")
             ));
         }
         if !unknown.is_empty() {
+            problems.push(format!(
+                "tool result for unknown tool_use id {}",
+                unknown.join(", ")
+            ));
+        }
+        if !problems.is_empty() {
             return Err(ApiError::invalid(
                 "messages",
-                format!(
-                    "messages: tool result for unknown tool_use id {}",
-                    unknown.join(", ")
-                ),
+                format!("messages: {}", problems.join("; ")),
             ));
         }
         if !given.is_empty() && given.iter().all(|(id, _)| entry.settled.contains(id)) {

@@ -608,6 +608,47 @@ async fn the_model_s_errors_keep_their_status_in_each_api_s_shape() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partial_or_unknown_tool_results_get_a_400_and_lose_nothing() {
+    let gw = Gw::start(|_| {}).await;
+    let user = json!({"role": "user", "content": "PLEASE-LOOKUP both"});
+    let (status, _, body) = gw
+        .call("/v1/messages", &anthropic(json!([user])), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let results = results_for(&body);
+    assert_eq!(results.len(), 2);
+    let assistant = json!({"role": "assistant", "content": body["content"]});
+    // One result of two: refused, naming the missing call.
+    let partial = json!([user, assistant, {"role": "user", "content": [results[0]]}]);
+    let (status, _, error) = gw.call("/v1/messages", &anthropic(partial), None).await;
+    assert_eq!(status, 400, "{error}");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(results[1]["tool_use_id"].as_str().unwrap()),
+        "{message}"
+    );
+    // A result for a call that does not exist: refused, naming it.
+    let mut wrong = results.clone();
+    wrong[1]["tool_use_id"] = json!("toolu_nope");
+    let unknown = json!([user, assistant, {"role": "user", "content": wrong}]);
+    let (status, _, error) = gw.call("/v1/messages", &anthropic(unknown), None).await;
+    assert_eq!(status, 400, "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("toolu_nope"),
+        "{error}"
+    );
+    // The corrected request continues the same turn.
+    let fixed = json!([user, assistant, {"role": "user", "content": results}]);
+    let (status, kind, body) = gw.call("/v1/messages", &anthropic(fixed), None).await;
+    assert_eq!((status, kind.as_str()), (200, "continued"), "{body}");
+    assert!(text_of(&body).contains("record-beta"), "{body}");
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_are_checked_and_tenants_never_share_a_session() {
     let gw = Gw::start(|o| o.api_keys = vec!["key-a".into(), "key-b".into()]).await;
     let user = json!({"role": "user", "content": "hi there"});
