@@ -51,9 +51,11 @@ test("the packed tarball installs and replays a transcript", () => {
       join(project, "main.mjs"),
       `import { readFileSync } from "node:fs";
 import { replayTranscript } from "ccwire";
-import { historyHash } from "ccwire/conversation";
+import { encodeTranscript, historyHash } from "ccwire/conversation";
 const body = { model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "yo" }, { role: "user", content: "and?" }] };
 if (!/^[0-9a-f]{64}$/.test(historyHash(body, { api: "anthropic" }))) throw new Error("no hash");
+const responses = encodeTranscript(readFileSync(${JSON.stringify(transcript)}), "anthropic-json");
+if (JSON.parse(responses.split("\\n")[0]).type !== "message") throw new Error("no response");
 for (const chunk of replayTranscript(readFileSync(${JSON.stringify(transcript)}))) {
   console.log(JSON.stringify(chunk));
 }
