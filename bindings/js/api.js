@@ -13,6 +13,11 @@ export function markReady() {
   ready = true;
 }
 
+/** Whether the module is instantiated. */
+export function isReady() {
+  return ready;
+}
+
 function check() {
   if (!ready) {
     throw new Error("ccwire: the WebAssembly module is not loaded yet; `await init()` first");
@@ -47,12 +52,15 @@ function time(nowMs) {
  * @param {string | Uint8Array} transcript
  */
 export function replayTranscript(transcript) {
+  return JSON.parse(replayTranscriptJson(transcript));
+}
+
+/** The chunks of a whole transcript as the JSON text of an array (`encodeTranscript` reads it). */
+export function replayTranscriptJson(transcript) {
   check();
-  const text =
-    typeof transcript === "string"
-      ? wasm.replayTranscriptText(transcript)
-      : wasm.replayTranscript(bytes(transcript, "transcript"));
-  return JSON.parse(text);
+  return typeof transcript === "string"
+    ? wasm.replayTranscriptText(transcript)
+    : wasm.replayTranscript(bytes(transcript, "transcript"));
 }
 
 /** A transcript replayed piece by piece: push bytes, get the chunks they produced. */

@@ -3,9 +3,18 @@
 import initWasm from "../pkg/ccwire_conversation.js";
 import { markReady } from "./conversation.js";
 
-export { ApiRequestError, canonicalRequest, historyHash } from "./conversation.js";
+export {
+  ApiRequestError,
+  ResponseEncoder,
+  canonicalRequest,
+  encodeTranscript,
+  historyHash,
+} from "./conversation.js";
 
-/** Loads the module (by default fetched from beside this file). */
+/**
+ * Loads the module (by default fetched from beside this file). `encodeTranscript` also needs
+ * the main module: `init()` from `ccwire` as well.
+ */
 export async function init(moduleOrPath) {
   await initWasm(moduleOrPath === undefined ? undefined : { module_or_path: moduleOrPath });
   markReady();

@@ -1,16 +1,23 @@
 //! Every conversion between JavaScript and the core, in one place.
 //!
-//! Values cross the boundary as JSON text: the JS wrapper (`js/session.js`) `JSON.stringify`s
-//! arguments and `JSON.parse`s results. Chunks are serialized by the core's own serializer, whose
-//! canonical JSON is what `JSON.stringify` writes, so what JavaScript gets re-serializes to the
-//! native bytes exactly.
+//! Values cross the boundary as JSON text: the JS wrappers (`js/api.js`, `js/conversation.js`)
+//! `JSON.stringify` arguments and `JSON.parse` results. Chunks are serialized by the core's own
+//! serializer, whose canonical JSON is what `JSON.stringify` writes, so what JavaScript gets
+//! re-serializes to the native bytes exactly. Chunks handed back (to a response encoder) are
+//! read by [`ChunkIn`], which reads only the chunk types the encoder looks at.
 
-use ccwire_core::api::{ApiError, ApiRequest, ToolChoice};
+use std::collections::HashMap;
+
+use ccwire_core::api::response::{ClientToolCall, EncoderOptions, Outcome};
+use ccwire_core::api::{Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
+use ccwire_core::conversation::Message;
 use ccwire_core::{
     Chunk, Delivery, HookMatcher, Json, McpCallResult, McpServer, Output, PermissionDecision,
     SessionConfig, TimeoutReason, Timeouts, Timestamp, UserMessage,
 };
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use wasm_bindgen::JsError;
 
@@ -294,18 +301,310 @@ pub fn canonical_request(request: &ApiRequest, tenant: &str) -> String {
 }
 
 /// The name of an API as the JS functions take it.
-pub fn api_name(api: ccwire_core::api::Api) -> &'static str {
+pub fn api_name(api: Api) -> &'static str {
     match api {
-        ccwire_core::api::Api::Anthropic => "anthropic",
-        ccwire_core::api::Api::OpenAi => "openai",
+        Api::Anthropic => "anthropic",
+        Api::OpenAi => "openai",
     }
 }
 
 /// An API error as a JS `Error` whose message carries the status and the API's error body.
-pub fn api_error(err: &ApiError, api: ccwire_core::api::Api) -> JsError {
+pub fn api_error(err: &ApiError, api: Api) -> JsError {
     JsError::new(&format!(
         "ccwire-api-error {} {}",
         err.status(),
         err.body(api)
     ))
+}
+
+/// Response encoder options as the JS constructor takes them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EncoderOptionsIn {
+    api: ApiIn,
+    stream: bool,
+    model: String,
+    id: Option<String>,
+    #[serde(default)]
+    created: u64,
+    #[serde(default)]
+    include_usage: bool,
+    #[serde(default)]
+    client_tools: HashMap<String, String>,
+    client_tool_prefix: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ApiIn {
+    Anthropic,
+    OpenAi,
+}
+
+/// Reads response encoder options (`{api, stream, model, id, created, includeUsage,
+/// clientTools, clientToolPrefix}`).
+pub fn encoder_options(text: &str) -> Result<EncoderOptions, JsError> {
+    let options: EncoderOptionsIn = parse("ResponseEncoder options", text)?;
+    Ok(EncoderOptions {
+        api: match options.api {
+            ApiIn::Anthropic => Api::Anthropic,
+            ApiIn::OpenAi => Api::OpenAi,
+        },
+        stream: options.stream,
+        model: options.model,
+        id: options.id,
+        created: options.created,
+        include_usage: options.include_usage,
+        client_tools: options.client_tools,
+        client_tool_prefix: options.client_tool_prefix,
+    })
+}
+
+/// The API and streaming of a `ccwire replay --format` name.
+pub fn replay_format(format: &str) -> Result<(Api, bool), JsError> {
+    match format {
+        "anthropic-sse" => Ok((Api::Anthropic, true)),
+        "openai-sse" => Ok((Api::OpenAi, true)),
+        "anthropic-json" => Ok((Api::Anthropic, false)),
+        "openai-json" => Ok((Api::OpenAi, false)),
+        other => Err(JsError::new(&format!(
+            "format must be \"anthropic-sse\", \"openai-sse\", \"anthropic-json\" or \
+             \"openai-json\", got {other:?}"
+        ))),
+    }
+}
+
+/// An error to end a response with, from the JS `fail(message, status)`.
+pub fn api_error_of(message: &str, status: f64) -> Result<ApiError, JsError> {
+    let kind = match status {
+        400.0 => ApiErrorKind::InvalidRequest,
+        401.0 => ApiErrorKind::Authentication,
+        404.0 => ApiErrorKind::NotFound,
+        413.0 => ApiErrorKind::RequestTooLarge,
+        429.0 => ApiErrorKind::RateLimit,
+        500.0 => ApiErrorKind::Api,
+        529.0 => ApiErrorKind::Overloaded,
+        other => {
+            return Err(JsError::new(&format!(
+                "status must be one of 400, 401, 404, 413, 429, 500, 529, got {other}"
+            )))
+        }
+    };
+    Ok(ApiError::new(kind, message))
+}
+
+/// A chunk as JavaScript hands it back: its `type` and its fields as raw JSON, typed only when
+/// read (the encoder reads a few fields of a few chunk types).
+pub struct ChunkIn<'a> {
+    kind: String,
+    fields: Vec<(String, &'a RawValue)>,
+}
+
+impl<'de> Deserialize<'de> for ChunkIn<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ChunkIn<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a chunk object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut kind = None;
+                let mut fields = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "type" {
+                        kind = Some(map.next_value::<String>()?);
+                    } else {
+                        fields.push((key, map.next_value::<&RawValue>()?));
+                    }
+                }
+                let kind = kind.ok_or_else(|| serde::de::Error::missing_field("type"))?;
+                Ok(ChunkIn { kind, fields })
+            }
+        }
+
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// Reads a chunk (its JSON) for a response encoder.
+///
+/// # Errors
+/// Text that is not a chunk object, or a chunk of a type the encoder reads without a field it
+/// needs or with a field of the wrong type.
+pub fn encoder_chunk(text: &str) -> Result<Option<Chunk>, JsError> {
+    let chunk: ChunkIn<'_> = parse("chunk", text)?;
+    chunk.to_chunk()
+}
+
+/// The chunk types a response encoder reads; chunks of other types leave it unchanged, so the
+/// JS wrapper does not hand them over at all.
+pub const ENCODER_CHUNK_TYPES: [&str; 10] = [
+    "message_start",
+    "text_delta",
+    "tool_use",
+    "tool_input_delta",
+    "message_delta",
+    "message_stop",
+    "tool_result",
+    "user_text",
+    "turn_complete",
+    "process_exit",
+];
+
+impl ChunkIn<'_> {
+    /// The core chunk, for the [types a response encoder reads](ENCODER_CHUNK_TYPES); `None`
+    /// for the others.
+    ///
+    /// # Errors
+    /// A missing or mistyped field.
+    pub fn to_chunk(&self) -> Result<Option<Chunk>, JsError> {
+        if !ENCODER_CHUNK_TYPES.contains(&self.kind.as_str()) {
+            return Ok(None);
+        }
+        Ok(Some(match self.kind.as_str() {
+            "message_start" => Chunk::MessageStart {
+                message_id: self.req("message_id")?,
+                model: self.opt("model")?,
+                parent_tool_use_id: self.opt("parent_tool_use_id")?,
+            },
+            "text_delta" => Chunk::TextDelta {
+                message_id: self.req("message_id")?,
+                index: self.req("index")?,
+                text: self.req("text")?,
+                parent_tool_use_id: self.opt("parent_tool_use_id")?,
+            },
+            "tool_use" => Chunk::ToolUse {
+                id: self.req("id")?,
+                name: self.req("name")?,
+                message_id: self.req("message_id")?,
+                index: self.req("index")?,
+                parent_tool_use_id: self.opt("parent_tool_use_id")?,
+                complete: self.req("complete")?,
+                input: self.json("input"),
+                server: self.flag("server")?,
+            },
+            "tool_input_delta" => Chunk::ToolInputDelta {
+                id: self.req("id")?,
+                partial_json: self.req("partial_json")?,
+            },
+            "message_delta" => Chunk::MessageDelta {
+                message_id: self.req("message_id")?,
+                stop_reason: self.opt("stop_reason")?,
+                usage: self.json("usage"),
+            },
+            "message_stop" => Chunk::MessageStop {
+                message_id: self.req("message_id")?,
+                abandoned_from_index: self.opt("abandoned_from_index")?,
+            },
+            "tool_result" => Chunk::ToolResult {
+                id: self.req("id")?,
+                content: self.json("content"),
+                is_error: self.flag("is_error")?,
+                server: self.flag("server")?,
+                parent_tool_use_id: self.opt("parent_tool_use_id")?,
+            },
+            "user_text" => Chunk::UserText {
+                text: self.req("text")?,
+                parent_tool_use_id: self.opt("parent_tool_use_id")?,
+            },
+            "turn_complete" => Chunk::TurnComplete {
+                subtype: self.opt("subtype")?,
+                is_error: self.req("is_error")?,
+                result: self.opt("result")?,
+                stop_reason: self.opt("stop_reason")?,
+                terminal_reason: self.opt("terminal_reason")?,
+                api_error_status: self.opt("api_error_status")?,
+                num_turns: self.opt("num_turns")?,
+                duration_ms: self.opt("duration_ms")?,
+                usage: self.json("usage"),
+                total_cost_usd: self.json("total_cost_usd"),
+                session_id: self.opt("session_id")?,
+                permission_denials: self.json("permission_denials"),
+                errors: self.json("errors"),
+            },
+            "process_exit" => Chunk::ProcessExit {
+                code: self.opt("code")?,
+                signal: self.opt("signal")?,
+            },
+            _ => return Ok(None),
+        }))
+    }
+
+    // Typed reads of the raw fields, with errors that name the chunk type and the field.
+
+    fn raw(&self, name: &str) -> Option<&RawValue> {
+        let field = self.fields.iter().find(|(key, _)| key == name);
+        field.map(|(_, raw)| *raw)
+    }
+
+    /// A field that must be there (and not `null`).
+    fn req<T: DeserializeOwned>(&self, name: &str) -> Result<T, JsError> {
+        self.opt(name)?
+            .ok_or_else(|| JsError::new(&format!("chunk: a {} chunk needs `{name}`", self.kind)))
+    }
+
+    /// A field that may be missing or `null`.
+    fn opt<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, JsError> {
+        let Some(raw) = self.raw(name) else {
+            return Ok(None);
+        };
+        serde_json::from_str(raw.get())
+            .map_err(|err| JsError::new(&format!("chunk: {} `{name}`: {err}", self.kind)))
+    }
+
+    /// A boolean the core leaves out when `false`.
+    fn flag(&self, name: &str) -> Result<bool, JsError> {
+        Ok(self.opt(name)?.unwrap_or(false))
+    }
+
+    /// A JSON member in canonical form (`null` when missing).
+    fn json(&self, name: &str) -> Json {
+        self.raw(name).map_or_else(Json::null, Json::canonical)
+    }
+}
+
+/// Frames as a JSON array of strings.
+pub fn frames(frames: &[String]) -> String {
+    serde_json::to_string(frames).expect("strings serialize")
+}
+
+/// An encoder's outcome as `null`, `{"kind":"finished","stopReason":…}`,
+/// `{"kind":"tool_calls"}` or `{"kind":"failed","error":{status,message,param,body}}`.
+pub fn outcome(outcome: Option<&Outcome>, api: Api) -> String {
+    let Some(outcome) = outcome else {
+        return "null".to_owned();
+    };
+    let value = match outcome {
+        Outcome::Finished(reason) => serde_json::json!({"kind": "finished", "stopReason": reason}),
+        Outcome::ToolCalls => serde_json::json!({"kind": "tool_calls"}),
+        Outcome::Failed(error) => serde_json::json!({"kind": "failed", "error": {
+            "status": error.status(),
+            "message": error.message,
+            "param": error.param,
+            "body": error.body(api),
+        }}),
+    };
+    value.to_string()
+}
+
+/// Client tool calls as `[{"id","name","input"}]`.
+pub fn tool_calls(calls: &[&ClientToolCall]) -> String {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|c| serde_json::json!({"id": c.id, "name": c.name, "input": c.input}))
+        .collect();
+    Json::from_value(&Value::Array(calls)).get().to_owned()
+}
+
+/// A message in canonical form.
+pub fn message(message: &Message) -> String {
+    let value = serde_json::to_value(message).expect("messages serialize");
+    Json::from_value(&value).get().to_owned()
 }

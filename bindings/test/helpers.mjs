@@ -1,6 +1,7 @@
-// Shared pieces of the package tests: the corpus and its golden chunk files.
+// Shared pieces of the package tests: the corpus, its golden chunk files and the native CLI.
 
-import { readdirSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -46,4 +47,26 @@ export function firstDifference(a, b) {
   const n = Math.max(a.length, b.length);
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
   return -1;
+}
+
+let native;
+
+/**
+ * The native `ccwire` executable, to compare the package with: `$CCWIRE_BIN` when set, otherwise
+ * built here (`cargo build -p ccwire-host`, into `$CARGO_TARGET_DIR` or `target/`).
+ */
+export function nativeCcwire() {
+  if (native) return native;
+  if (process.env.CCWIRE_BIN) {
+    native = resolve(process.env.CCWIRE_BIN);
+    if (!existsSync(native)) throw new Error(`CCWIRE_BIN names ${native}, which does not exist`);
+    return native;
+  }
+  execFileSync("cargo", ["build", "--quiet", "-p", "ccwire-host", "--bin", "ccwire"], {
+    cwd: root,
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  const target = process.env.CARGO_TARGET_DIR ? resolve(root, process.env.CARGO_TARGET_DIR) : join(root, "target");
+  native = join(target, "debug", process.platform === "win32" ? "ccwire.exe" : "ccwire");
+  return native;
 }

@@ -51,9 +51,11 @@ test("the packed tarball installs and replays a transcript", () => {
       join(project, "main.mjs"),
       `import { readFileSync } from "node:fs";
 import { replayTranscript } from "ccwire";
-import { historyHash } from "ccwire/conversation";
+import { encodeTranscript, historyHash } from "ccwire/conversation";
 const body = { model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "yo" }, { role: "user", content: "and?" }] };
 if (!/^[0-9a-f]{64}$/.test(historyHash(body, { api: "anthropic" }))) throw new Error("no hash");
+const responses = encodeTranscript(readFileSync(${JSON.stringify(transcript)}), "anthropic-json");
+if (JSON.parse(responses.split("\\n")[0]).type !== "message") throw new Error("no response");
 for (const chunk of replayTranscript(readFileSync(${JSON.stringify(transcript)}))) {
   console.log(JSON.stringify(chunk));
 }
@@ -66,10 +68,11 @@ for (const chunk of replayTranscript(readFileSync(${JSON.stringify(transcript)})
   }
 });
 
-test("the README's JavaScript example runs and prints what it says", () => {
-  const readme = readFileSync(join(root, "README.md"), "utf8");
-  const section = readme.split("## Using ccwire from JavaScript")[1];
-  assert.ok(section, "README.md has a section `Using ccwire from JavaScript`");
+/** Runs the first ```js example after `heading` in a README; checks it prints the ```text block after it. */
+function runExample(readmePath, heading) {
+  const readme = readFileSync(readmePath, "utf8");
+  const section = readme.split(heading)[1];
+  assert.ok(section, `${readmePath} has a section \`${heading}\``);
   const snippet = /```js\n([\s\S]*?)```/.exec(section)?.[1];
   assert.ok(snippet, "the section has a ```js example");
   const work = mkdtempSync(join(root, "bindings", ".readme-"));
@@ -86,4 +89,12 @@ test("the README's JavaScript example runs and prints what it says", () => {
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+test("the README's JavaScript example runs and prints what it says", () => {
+  runExample(join(root, "README.md"), "## Using ccwire from JavaScript");
+});
+
+test("the package README's response encoder example runs and prints what it says", () => {
+  runExample(join(root, "bindings", "README.md"), "## Responses of the Anthropic and OpenAI APIs");
 });

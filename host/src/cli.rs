@@ -4,7 +4,7 @@ use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use ccwire_core::api::response::{EncoderOptions, Outcome, ResponseEncoder};
+use ccwire_core::api::replay::ReplayResponses;
 use ccwire_core::api::Api;
 use ccwire_core::{Chunk, ErrorKind, Replayer, SessionConfig};
 use clap::{Parser, Subcommand};
@@ -102,67 +102,17 @@ enum Format {
     OpenaiJson,
 }
 
-/// Turns the chunks of a replay into API responses, one after another.
-struct Responses {
-    api: Api,
-    stream: bool,
-    encoder: ResponseEncoder,
-}
-
-impl Responses {
-    fn new(format: Format) -> Option<Responses> {
-        let (api, stream) = match format {
+impl Format {
+    /// The responses to print, for the formats that are not chunks.
+    fn responses(self) -> Option<ReplayResponses> {
+        let (api, stream) = match self {
             Format::Chunks => return None,
             Format::AnthropicSse => (Api::Anthropic, true),
             Format::OpenaiSse => (Api::OpenAi, true),
             Format::AnthropicJson => (Api::Anthropic, false),
             Format::OpenaiJson => (Api::OpenAi, false),
         };
-        Some(Responses {
-            api,
-            stream,
-            encoder: Self::encoder(api, stream),
-        })
-    }
-
-    fn encoder(api: Api, stream: bool) -> ResponseEncoder {
-        ResponseEncoder::new(EncoderOptions {
-            api,
-            stream,
-            model: "claude-code".to_owned(),
-            id: None,
-            created: 0,
-            include_usage: true,
-            client_tools: Default::default(),
-            client_tool_prefix: Some("mcp__client__".to_owned()),
-        })
-    }
-
-    fn push(&mut self, chunk: &Chunk, out: &mut impl Write) -> io::Result<()> {
-        for frame in self.encoder.push(chunk) {
-            out.write_all(frame.as_bytes())?;
-        }
-        let Some(outcome) = self.encoder.outcome() else {
-            return Ok(());
-        };
-        match (outcome, self.stream) {
-            (Outcome::Failed(error), _) if !self.encoder.started() || !self.stream => {
-                let body = error.body(self.api);
-                match (self.api, self.stream) {
-                    (Api::Anthropic, true) => writeln!(out, "event: error\ndata: {body}\n")?,
-                    (Api::OpenAi, true) => writeln!(out, "data: {body}\n")?,
-                    (_, false) => writeln!(out, "{body}")?,
-                }
-            }
-            (_, false) => {
-                if let Some(body) = self.encoder.body() {
-                    writeln!(out, "{body}")?;
-                }
-            }
-            (_, true) => {}
-        }
-        self.encoder = Self::encoder(self.api, self.stream);
-        Ok(())
+        Some(ReplayResponses::new(api, stream))
     }
 }
 
@@ -242,14 +192,17 @@ fn replay(args: &ReplayArgs) -> ExitCode {
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut buf = vec![0u8; 1 << 16];
     let mut bad_lines = 0usize;
-    let mut responses = Responses::new(args.format).filter(|_| !args.final_state);
+    let mut responses = args.format.responses().filter(|_| !args.final_state);
+    let mut text = String::new();
     let mut emit = |replayer: &mut Replayer, out: &mut BufWriter<_>| -> io::Result<()> {
         while let Some(chunk) = replayer.poll_chunk() {
             if is_bad_input(&chunk) {
                 bad_lines += 1;
             }
             if let Some(responses) = responses.as_mut() {
-                responses.push(&chunk, out)?;
+                text.clear();
+                responses.push(&chunk, &mut text);
+                out.write_all(text.as_bytes())?;
             } else if !args.final_state {
                 serde_json::to_writer(&mut *out, &chunk)?;
                 out.write_all(b"\n")?;

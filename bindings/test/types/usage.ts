@@ -1,6 +1,18 @@
 // Type-checked by `tsc --noEmit` in `npm test`: the package's types describe its API.
 
-import { ApiRequestError, canonicalRequest, historyHash } from "ccwire/conversation";
+import {
+  ApiRequestError,
+  ResponseEncoder,
+  canonicalRequest,
+  encodeTranscript,
+  historyHash,
+  type AnthropicMessage,
+  type CanonicalMessage,
+  type ChatCompletion,
+  type ClientToolCall,
+  type ResponseFormat,
+  type ResponseOutcome,
+} from "ccwire/conversation";
 import {
   Replayer,
   Session,
@@ -87,7 +99,42 @@ try {
   if (err instanceof ApiRequestError) console.log(err.status, err.body);
 }
 
+const encoder = new ResponseEncoder({
+  api: "anthropic",
+  stream: true,
+  model: "claude-x",
+  clientTools: { mcp__client__lookup: "lookup" },
+});
+const frames: string[] = [...chunks.flatMap((c) => encoder.push(c)), ...encoder.fail("gone", 529)];
+const keepAlive: string = encoder.ping();
+const started: boolean = encoder.started;
+const outcome: ResponseOutcome | null = encoder.outcome;
+switch (outcome?.kind) {
+  case "finished":
+    console.log(outcome.stopReason);
+    break;
+  case "failed":
+    console.log(outcome.error.status, outcome.error.body);
+    break;
+}
+const calls: ClientToolCall[] = encoder.toolCalls();
+const message: CanonicalMessage = encoder.message();
+const anthropicBody: AnthropicMessage | null = encoder.body();
+encoder.free();
+const openai = new ResponseEncoder({ api: "openai", stream: false, model: "gpt", created: 0, includeUsage: true, clientToolPrefix: "mcp__client__" });
+const completion: ChatCompletion | null = openai.body();
+const finish = completion?.choices[0].finish_reason;
+// @ts-expect-error: a status no API error has
+openai.fail("teapot", 418);
+// @ts-expect-error: the API is "anthropic" or "openai"
+new ResponseEncoder({ api: "gemini", stream: false, model: "m" });
+const format: ResponseFormat = "openai-sse";
+const sse: string = encodeTranscript(new Uint8Array(0), format);
+// @ts-expect-error: not a replay format
+encodeTranscript("", "chunks");
+
 // @ts-expect-error: a chunk type that does not exist
 const wrong: Chunk["type"] = "text";
 
 export { more, at, ids, lines, pushed, delivered, interrupted, wait, statuses, running, hash, wrong };
+export { frames, keepAlive, started, calls, message, anthropicBody, finish, sse };

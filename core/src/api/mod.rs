@@ -3,6 +3,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod replay;
 pub mod response;
 
 use serde_json::{json, Value};
