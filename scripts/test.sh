@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of ccwire: formatting, lints, the portability gate, the Rust test suites
-# (end-to-end tests with the real CLI included) and the JavaScript package's tests.
+# (end-to-end tests with the real CLI included), the JavaScript package's tests and the official
+# SDK clients' end-to-end tests.
 # `.ci/run` calls exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,10 @@ echo "== cargo test"
 # The differential test runs the module the portability gate just built, and the npm package.
 CCWIRE_WASM_ENTRY="$PWD/target/wasm32-unknown-unknown/wasm-release/ccwire_wasm_entry.wasm" \
   cargo test --workspace
+echo "== SDK end-to-end tests: the official Python and TypeScript clients against ccwire serve"
+cargo build --quiet -p ccwire-host -p ccwire-tests --bins
+tests/sdk/python/run.sh
+tests/sdk/ts/run.sh
 echo "== www: the inspector in Chromium"
 (cd www && npm test)
 echo "== fuzz targets build"
