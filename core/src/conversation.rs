@@ -159,13 +159,33 @@ pub fn history_hash(tenant: &str, messages: &[Message]) -> String {
     hasher.update(b"ccwire-history-v1\0");
     hasher.update(tenant.as_bytes());
     hasher.update(b"\0");
-    // serde_json maps are ordered by key, so equal values serialize to equal bytes.
-    hasher.update(serde_json::to_vec(messages).expect("messages serialize"));
+    // serde_json maps are ordered by key, so equal values serialize to equal bytes. They go
+    // straight into the hash, with no copy of the whole history.
+    serde_json::to_writer(HashWriter(&mut hasher), messages).expect("messages serialize");
     hex(&hasher.finalize())
 }
 
+/// Feeds what is written into a hash.
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
 }
 
 /// Removes the fields clients add or drop on the way back (`cache_control`, `citations`).

@@ -222,3 +222,43 @@ fn bad_requests_get_errors_in_each_api_shape() {
     .unwrap_err();
     assert!(err.message.contains("bogus"));
 }
+
+#[test]
+fn errors_name_the_field_at_fault_in_each_api_s_style() {
+    let err = anthropic::parse_request(
+        br#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"y"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"tool_result","tool_use_id":"t","content":[{"text":"no type"}]}]}]}"#,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.message,
+        "messages.2.content.1.content.0.type: field required"
+    );
+    let body = err.body(ccwire_core::api::Api::Anthropic);
+    assert_eq!(body["error"]["message"], err.message);
+    let err = anthropic::parse_request(
+        br#"{"model":"m","max_tokens":5,"tools":[{"name":"a","input_schema":{}},{"name":"a","input_schema":{}}],"messages":[{"role":"user","content":"x"}]}"#,
+    )
+    .unwrap_err();
+    assert_eq!(err.message, "tools.1.name: tool names must be unique (a)");
+    let err = openai::parse_request(
+        br#"{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"name":"f"}},{"function":{}}]}]}"#,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.message,
+        "messages[1].tool_calls[1]: id and function.name are required"
+    );
+    assert_eq!(
+        err.body(ccwire_core::api::Api::OpenAi)["error"]["param"],
+        "messages[1].tool_calls[1]"
+    );
+    let err = openai::parse_request(
+        br#"{"model":"m","messages":[{"role":"user","content":[{"type":"audio"}]}]}"#,
+    )
+    .unwrap_err();
+    assert!(
+        err.message.starts_with("messages[0].content[0].type: "),
+        "{}",
+        err.message
+    );
+}

@@ -255,16 +255,21 @@ impl ClientHandle {
             .send(Command::RespondTool(request_id.to_owned(), result));
     }
 
-    /// Sends a prompt; its chunks arrive through [`Client::next_event`].
+    /// Sends a prompt; its chunks arrive through [`Client::next_event`]. The prompt is queued
+    /// when this is called; the future says whether it was written.
     ///
     /// # Errors
     /// When the process has ended or the client is closed.
-    pub async fn send(&self, message: UserMessage) -> Result<(), ClientError> {
+    pub fn send(
+        &self,
+        message: UserMessage,
+    ) -> impl std::future::Future<Output = Result<(), ClientError>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
-        self.commands
-            .send(Command::Send(message, tx))
-            .map_err(|_| ClientError::Closed)?;
-        rx.await.map_err(|_| ClientError::Closed)?
+        let queued = self.commands.send(Command::Send(message, tx));
+        async move {
+            queued.map_err(|_| ClientError::Closed)?;
+            rx.await.map_err(|_| ClientError::Closed)?
+        }
     }
 
     /// Interrupts the running turn.

@@ -888,9 +888,10 @@ async fn run_session(
                         handle.respond_tool(&request_id, result);
                     }
                     if let Some(prompt) = prompt {
-                        let handle = handle.clone();
+                        // Queued now, in order after the answers; only the outcome is awaited.
+                        let sent = handle.send(prompt);
                         tokio::spawn(async move {
-                            if let Err(err) = handle.send(prompt).await {
+                            if let Err(err) = sent.await {
                                 tracing::warn!(%err, "cannot send a prompt");
                             }
                         });

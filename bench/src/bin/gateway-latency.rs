@@ -67,6 +67,8 @@ struct Turn {
     client_last: f64,
     cli_first: f64,
     cli_last: f64,
+    /// From sending the request to the prompt written to the CLI.
+    inbound: f64,
 }
 
 fn micros(d: Duration) -> f64 {
@@ -86,8 +88,10 @@ fn line_type(line: &str) -> (String, String) {
 /// Sends one request and times it, then reads the CLI's times for the same turn off the log.
 async fn turn(http: &reqwest::Client, url: &str, body: &Value, log: &WireLog) -> (Turn, String) {
     log.take();
+    // The client's own work (serializing its request) is not the gateway's.
+    let request = http.post(url).json(body).build().expect("a request");
     let sent = Instant::now();
-    let response = http.post(url).json(body).send().await.expect("a response");
+    let response = http.execute(request).await.expect("a response");
     assert_eq!(response.status(), 200, "the gateway answered");
     let mut stream = response.bytes_stream();
     let mut first = None;
@@ -125,6 +129,7 @@ async fn turn(http: &reqwest::Client, url: &str, body: &Value, log: &WireLog) ->
         client_last: micros(last - sent),
         cli_first: micros(cli_first - prompt),
         cli_last: micros(cli_last - prompt),
+        inbound: micros(prompt - sent),
     };
     (turn, String::from_utf8_lossy(&bytes).into_owned())
 }
@@ -140,11 +145,15 @@ fn report(name: &str, turns: &[Turn]) -> (f64, f64) {
     let mut add_last: Vec<f64> = turns.iter().map(|t| t.client_last - t.cli_last).collect();
     let mut cli_first: Vec<f64> = turns.iter().map(|t| t.cli_first).collect();
     let mut cli_last: Vec<f64> = turns.iter().map(|t| t.cli_last).collect();
+    let mut inbound: Vec<f64> = turns.iter().map(|t| t.inbound).collect();
+    let half = turns.len() / 2;
+    let mut early: Vec<f64> = turns[..half].iter().map(|t| t.inbound).collect();
+    let mut late: Vec<f64> = turns[half..].iter().map(|t| t.inbound).collect();
     let ms = |us: f64| us / 1000.0;
     let p50_first = percentile(&mut add_first, 0.5);
     let p50_last = percentile(&mut add_last, 0.5);
     println!(
-        "| {name} | {} | {:.1} ms / {:.1} ms | {:.2} ms / {:.2} ms / {:.2} ms | {:.2} ms / {:.2} ms / {:.2} ms |",
+        "| {name} | {} | {:.1} ms / {:.1} ms | {:.2} ms / {:.2} ms / {:.2} ms | {:.2} ms / {:.2} ms / {:.2} ms | {:.2} ms ({:.2} / {:.2}) |",
         turns.len(),
         ms(percentile(&mut cli_first, 0.5)),
         ms(percentile(&mut cli_last, 0.5)),
@@ -154,6 +163,9 @@ fn report(name: &str, turns: &[Turn]) -> (f64, f64) {
         ms(p50_last),
         ms(percentile(&mut add_last, 0.9)),
         ms(percentile(&mut add_last, 1.0)),
+        ms(percentile(&mut inbound, 0.5)),
+        ms(percentile(&mut early, 0.5)),
+        ms(percentile(&mut late, 0.5)),
     );
     (p50_first, p50_last)
 }
@@ -224,8 +236,8 @@ async fn main() {
         claude_path().display()
     );
     println!();
-    println!("| API (streamed) | turns | CLI's own first / last byte (p50) | added to first byte p50 / p90 / max | added to last byte p50 / p90 / max |");
-    println!("|---|---|---|---|---|");
+    println!("| API (streamed) | turns | CLI's own first / last byte (p50) | added to first byte p50 / p90 / max | added to last byte p50 / p90 / max | request to prompt p50 (first / second half) |");
+    println!("|---|---|---|---|---|---|");
 
     let mut warm_first = Vec::new();
     let mut added = Vec::new();

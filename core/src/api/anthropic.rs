@@ -2,7 +2,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{data_url_source, parse_object, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
+use super::{
+    data_url_source, parse_object, Api, ApiError, ApiErrorKind, ApiRequest, At, ToolChoice,
+};
 use crate::conversation::{push_block, strip_volatile, Block, Conversation, Role, ToolSpec};
 
 /// Request fields that are accepted and ignored (the CLI decides them).
@@ -131,8 +133,11 @@ fn system_text(system: Option<Value>) -> Result<Option<String>, ApiError> {
     }
 }
 
+const MESSAGES: At<'static> = At::Name("messages");
+const TOOLS: At<'static> = At::Name("tools");
+
 fn message_blocks(i: usize, message: Value) -> Result<(Role, Vec<Block>), ApiError> {
-    let at = format!("messages.{i}");
+    let at = At::Dot(&MESSAGES, i);
     let Value::Object(mut message) = message else {
         return Err(ApiError::invalid(&at, format!("{at}: must be an object")));
     };
@@ -153,17 +158,17 @@ fn message_blocks(i: usize, message: Value) -> Result<(Role, Vec<Block>), ApiErr
         }
     };
     let content = message.remove("content").unwrap_or(Value::Null);
-    Ok((role, content_blocks(&format!("{at}.content"), content)?))
+    Ok((role, content_blocks(&At::Field(&at, "content"), content)?))
 }
 
 /// Reads message content (a string or blocks) into canonical blocks.
-fn content_blocks(at: &str, content: Value) -> Result<Vec<Block>, ApiError> {
+fn content_blocks(at: &At<'_>, content: Value) -> Result<Vec<Block>, ApiError> {
     let mut blocks = Vec::new();
     match content {
         Value::String(text) => push_block(&mut blocks, Block::Text { text }),
         Value::Array(items) => {
             for (j, item) in items.into_iter().enumerate() {
-                if let Some(block) = block(&format!("{at}.{j}"), item)? {
+                if let Some(block) = block(&At::Dot(at, j), item)? {
                     push_block(&mut blocks, block);
                 }
             }
@@ -178,7 +183,7 @@ fn content_blocks(at: &str, content: Value) -> Result<Vec<Block>, ApiError> {
     Ok(blocks)
 }
 
-fn block(at: &str, item: Value) -> Result<Option<Block>, ApiError> {
+fn block(at: &At<'_>, item: Value) -> Result<Option<Block>, ApiError> {
     let Value::Object(mut item) = item else {
         return Err(ApiError::invalid(at, format!("{at}: must be an object")));
     };
@@ -239,7 +244,7 @@ fn block(at: &str, item: Value) -> Result<Option<Block>, ApiError> {
             let tool_use_id = text_field(&mut item, "tool_use_id")?;
             let content = match item.remove("content") {
                 None | Some(Value::Null) => Vec::new(),
-                Some(content) => content_blocks(&format!("{at}.content"), content)?,
+                Some(content) => content_blocks(&At::Field(at, "content"), content)?,
             };
             let is_error = item
                 .get("is_error")
@@ -268,7 +273,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
     };
     let mut specs: Vec<ToolSpec> = Vec::new();
     for (i, tool) in items.into_iter().enumerate() {
-        let at = format!("tools.{i}");
+        let at = At::Dot(&TOOLS, i);
         if tool
             .get("type")
             .and_then(Value::as_str)

@@ -166,6 +166,36 @@ impl ApiError {
 }
 
 /// Parses a request body as JSON object, or a 400.
+/// A field's path in a request, for error messages: formatted only when an error names it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum At<'a> {
+    /// A top-level field.
+    Name(&'static str),
+    /// `parent.field`
+    Field(&'a At<'a>, &'static str),
+    /// `parent.3` (the Anthropic API's style)
+    Dot(&'a At<'a>, usize),
+    /// `parent[3]` (the OpenAI API's style)
+    Bracket(&'a At<'a>, usize),
+}
+
+impl std::fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            At::Name(name) => f.write_str(name),
+            At::Field(parent, name) => write!(f, "{parent}.{name}"),
+            At::Dot(parent, i) => write!(f, "{parent}.{i}"),
+            At::Bracket(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
+}
+
+impl From<&At<'_>> for String {
+    fn from(at: &At<'_>) -> String {
+        at.to_string()
+    }
+}
+
 pub(crate) fn parse_object(body: &[u8]) -> Result<serde_json::Map<String, Value>, ApiError> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(map)) => Ok(map),

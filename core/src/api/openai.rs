@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{data_url_source, parse_object, Api, ApiError, ApiRequest, ToolChoice};
+use super::{data_url_source, parse_object, Api, ApiError, ApiRequest, At, ToolChoice};
 use crate::conversation::{push_block, Block, Conversation, Role, ToolSpec};
 
 /// Request fields that are accepted and ignored (the CLI decides them).
@@ -25,6 +25,9 @@ pub const IGNORED_FIELDS: &[&str] = &[
     "prompt_cache_key",
     "safety_identifier",
 ];
+
+const MESSAGES: At<'static> = At::Name("messages");
+const TOOLS: At<'static> = At::Name("tools");
 
 /// Parses and validates a Chat Completions request body.
 ///
@@ -101,13 +104,12 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
     let mut conversation = Conversation::default();
     let mut system: Vec<String> = Vec::new();
     for (i, message) in messages.into_iter().enumerate() {
-        let at = format!("messages[{i}]");
+        let at = At::Bracket(&MESSAGES, i);
         let role = message
             .get("role")
             .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        match role.as_str() {
+            .unwrap_or_default();
+        match role {
             "system" | "developer" => system.push(text_of(&at, message.get("content"))?),
             "user" => conversation.push(Role::User, user_blocks(&at, message.get("content"))?),
             "assistant" => conversation.push(Role::Assistant, assistant_blocks(&at, &message)?),
@@ -170,7 +172,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
 }
 
 /// The text of a content field: a string or text parts.
-fn text_of(at: &str, content: Option<&Value>) -> Result<String, ApiError> {
+fn text_of(at: &At<'_>, content: Option<&Value>) -> Result<String, ApiError> {
     match content {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
@@ -196,7 +198,7 @@ fn text_of(at: &str, content: Option<&Value>) -> Result<String, ApiError> {
     }
 }
 
-fn user_blocks(at: &str, content: Option<&Value>) -> Result<Vec<Block>, ApiError> {
+fn user_blocks(at: &At<'_>, content: Option<&Value>) -> Result<Vec<Block>, ApiError> {
     let mut blocks = Vec::new();
     match content {
         Some(Value::Array(parts)) => {
@@ -248,7 +250,7 @@ fn user_blocks(at: &str, content: Option<&Value>) -> Result<Vec<Block>, ApiError
     Ok(blocks)
 }
 
-fn assistant_blocks(at: &str, message: &Value) -> Result<Vec<Block>, ApiError> {
+fn assistant_blocks(at: &At<'_>, message: &Value) -> Result<Vec<Block>, ApiError> {
     let mut blocks = Vec::new();
     push_block(
         &mut blocks,
@@ -263,7 +265,8 @@ fn assistant_blocks(at: &str, message: &Value) -> Result<Vec<Block>, ApiError> {
         .flatten()
         .enumerate()
     {
-        let at = format!("{at}.tool_calls[{j}]");
+        let calls = At::Field(at, "tool_calls");
+        let at = At::Bracket(&calls, j);
         let id = call.get("id").and_then(Value::as_str);
         let name = call.pointer("/function/name").and_then(Value::as_str);
         let (Some(id), Some(name)) = (id, name) else {
@@ -298,7 +301,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
     };
     let mut specs: Vec<ToolSpec> = Vec::new();
     for (i, tool) in items.iter().enumerate() {
-        let at = format!("tools[{i}]");
+        let at = At::Bracket(&TOOLS, i);
         if tool.get("type").and_then(Value::as_str) != Some("function") {
             return Err(ApiError::invalid(
                 &at,
