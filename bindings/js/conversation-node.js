@@ -16,6 +16,8 @@ markReady(() => {
 
 export {
   ApiRequestError,
+  Gateway,
+  HELD_CALL_TIMEOUT_TEXT,
   ResponseEncoder,
   canonicalRequest,
   encodeTranscript,

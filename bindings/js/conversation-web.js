@@ -5,6 +5,8 @@ import { markReady } from "./conversation.js";
 
 export {
   ApiRequestError,
+  Gateway,
+  HELD_CALL_TIMEOUT_TEXT,
   ResponseEncoder,
   canonicalRequest,
   encodeTranscript,

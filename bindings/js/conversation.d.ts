@@ -1,6 +1,6 @@
 // Types of `ccwire/conversation`.
 
-import type { Chunk, Input, Json } from "./index.js";
+import type { Chunk, Input, Json, McpCallResult } from "./index.js";
 
 export type ApiName = "anthropic" | "openai";
 export interface CanonicalBlock {
@@ -150,6 +150,109 @@ export class ResponseEncoder<A extends ApiName = ApiName> {
   /** Frees the WebAssembly memory now (it is also freed when the object is collected). */
   free(): void;
 }
+/** Time limits of a gateway, and the MCP server its host offers the client's tools through. */
+export interface GatewayOptions {
+  /** How long a held client tool call waits for the client's result (default 10 min). */
+  heldCallTimeoutMs?: number;
+  /** How long a session may sit without a request before it is closed (default 30 min). */
+  idleTtlMs?: number;
+  /** The name of the in-process MCP server that offers the client's tools to the CLI (default `client`): the model calls them `mcp__<clientServer>__<name>`. */
+  clientServer?: string;
+}
+/** What the host needs of the request besides its messages (the gateway keeps those). */
+export type GatewayRequest = Omit<CanonicalRequest, "messages" | "history_len" | "history_hash">;
+/** The content blocks of a user message for the CLI: `session.sendUserMessage({ content: prompt }, nowMs)`. */
+export type PromptContent = Json[];
+/** What a route has in common. */
+interface RouteBase {
+  /** The session, the gateway's id; the host maps it to its CLI process. */
+  session: number;
+  /** The request's fields: the model, `stream`, `include_usage`, the tools (for the MCP server), the system prompt, … */
+  request: GatewayRequest;
+  /** The `clientTools` of the request's `ResponseEncoder`: the name the model calls each client tool by → the client's name. */
+  clientTools: Record<string, string>;
+}
+/** The request continues a live session: answer the held calls, then send the prompt, if any. */
+export interface ContinueRoute extends RouteBase {
+  kind: "continue";
+  /** The `x-ccwire-session` header. */
+  sessionKind: "continued";
+  /** Held `tools/call` requests of the session to answer now (`Session.respondMcp(requestId, result)`). */
+  answers: { requestId: string; result: McpCallResult }[];
+  /** What the request adds besides tool results, as a user message; `null` when it adds nothing. */
+  prompt: PromptContent | null;
+}
+/** The request starts a new CLI session, which gets the prompt as its first user message. */
+export interface StartRoute extends RouteBase {
+  kind: "start";
+  /** `rebuilt` when the history has assistant turns but no live session: the prompt carries the earlier turns. The `x-ccwire-session` header. */
+  sessionKind: "new" | "rebuilt";
+  prompt: PromptContent;
+  /** A live session this one replaces: close its CLI process (the gateway has forgotten it). */
+  replaces: number | null;
+}
+/** What the host must do for a request. */
+export type Route = ContinueRoute | StartRoute;
+/** What to do with a `tools/call` of the CLI. */
+export type CallAction =
+  /** Answer it now (`Session.respondMcp`). */
+  | { action: "answer"; result: McpCallResult }
+  /** Hold it: the client's result comes with a later request, or the deadline answers it. */
+  | { action: "hold" };
+/** What to do after a deadline. */
+export type GatewayAction =
+  /** Answer a held call of a session (its deadline passed: an error result with `HELD_CALL_TIMEOUT_TEXT`). */
+  | { action: "answer"; session: number; requestId: string; result: McpCallResult }
+  /** Close a session (idle too long): close the CLI's stdin, then end the process after a grace period. */
+  | { action: "close"; session: number };
+/** When the gateway wants `handleTimeout`, and why. */
+export interface GatewayDeadline {
+  atMs: number;
+  reason: "held_call" | "idle";
+}
+/** The text of the error result a held call gets when the client's result does not come in time. */
+export const HELD_CALL_TIMEOUT_TEXT: string;
+/**
+ * The gateway state machine of `ccwire serve`: which live CLI session a request continues or
+ * starts (found from the history alone, per tenant), the client tool calls held open across
+ * requests, and their deadlines. The host owns the CLI processes and sockets; it tells the
+ * gateway what happened, with the time (`nowMs`, milliseconds on the host's clock), and does
+ * what it answers.
+ */
+export class Gateway {
+  constructor(options?: GatewayOptions);
+  /**
+   * Parses a request body and finds the session it continues, or starts one. The session is
+   * busy until `responseDone` or `responseFailed`.
+   * @throws {ApiRequestError} An invalid request or one the CLI cannot honour (400), tool
+   * results that do not match the calls of the previous response (400, naming the ids), or a
+   * conversation busy with another request (429: answer with `Retry-After`).
+   */
+  route(body: string | object, options: { api: ApiName; tenant?: string }, nowMs: number): Route;
+  /** A response ended normally: the `ResponseEncoder` that built it has the assistant message and its client tool calls. */
+  responseDone(session: number, encoder: ResponseEncoder, nowMs: number): void;
+  /** A response ended normally with this assistant message (canonical form, as `ResponseEncoder.message()` returns it) and client tool calls. */
+  responseDone(session: number, message: CanonicalMessage, toolCallIds: string[], nowMs: number): void;
+  /** A response ended without completing (an error, the client went away); the session stays. */
+  responseFailed(session: number, nowMs: number): void;
+  /** The CLI calls a client tool (`mcp_tool_call` with the tool_use id in `tool_use_id`). */
+  toolCall(session: number, requestId: string, toolUseId: string | null | undefined, nowMs: number): CallAction;
+  /** The CLI cancelled a held call; a result that comes for it later is dropped. */
+  toolCancelled(session: number, toolUseId: string): void;
+  /** Forgets a session (closed, or its process ended). */
+  close(session: number): void;
+  /** When to call `handleTimeout` next, and why; `null` when nothing waits. */
+  nextDeadline(): GatewayDeadline | null;
+  /** Applies the deadlines that passed by `nowMs`; returns what to do. */
+  handleTimeout(nowMs: number): GatewayAction[];
+  /** Live sessions. */
+  readonly sessionCount: number;
+  /** Held client tool calls, over all sessions. */
+  readonly heldCount: number;
+  /** Frees the WebAssembly memory now (it is also freed when the object is collected). */
+  free(): void;
+}
+
 /** The output formats of `ccwire replay --format`. */
 export type ResponseFormat = "anthropic-sse" | "openai-sse" | "anthropic-json" | "openai-json";
 /**

@@ -1,7 +1,7 @@
 // `ccwire/conversation`: the canonical conversation of an Anthropic Messages or OpenAI Chat
-// Completions request and its history hash, and the responses of both APIs built from chunks.
-// A module of its own, so that pages that only replay or drive sessions do not load the
-// request parsers and encoders.
+// Completions request and its history hash, the responses of both APIs built from chunks, and
+// the gateway state machine of `ccwire serve`. A module of its own, so that pages that only
+// replay or drive sessions do not load the request parsers and encoders.
 
 import * as wasm from "../pkg/ccwire_conversation.js";
 import { isReady as mainReady, replayTranscriptJson } from "./api.js";
@@ -36,6 +36,18 @@ export class ApiRequestError extends Error {
 
 const API_ERROR = /^ccwire-api-error (\d+) (.*)$/s;
 
+/** Calls into the module with a request body; API errors become `ApiRequestError`s. */
+function withRequest(call, body) {
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  try {
+    return JSON.parse(call(text));
+  } catch (err) {
+    const m = API_ERROR.exec(err?.message ?? "");
+    if (m) throw new ApiRequestError(Number(m[1]), JSON.parse(m[2]));
+    throw err;
+  }
+}
+
 /**
  * Parses an Anthropic Messages or OpenAI Chat Completions request body into its canonical
  * conversation, with the history hash namespaced by `tenant`.
@@ -44,16 +56,7 @@ const API_ERROR = /^ccwire-api-error (\d+) (.*)$/s;
  */
 export function canonicalRequest(body, { api, tenant = "" }) {
   check();
-  const text = typeof body === "string" ? body : JSON.stringify(body);
-  let out;
-  try {
-    out = wasm.canonicalRequest(api, text, tenant);
-  } catch (err) {
-    const m = API_ERROR.exec(err?.message ?? "");
-    if (m) throw new ApiRequestError(Number(m[1]), JSON.parse(m[2]));
-    throw err;
-  }
-  return JSON.parse(out);
+  return withRequest((text) => wasm.canonicalRequest(api, text, tenant), body);
 }
 
 /** The history hash of a request body (`null` before the first assistant message). */
@@ -63,6 +66,8 @@ export function historyHash(body, options) {
 
 /** The chunk types a response encoder reads (from the module, on first use). */
 let encoded;
+/** The WebAssembly object of a `ResponseEncoder` (for `Gateway.responseDone`). */
+let innerOf;
 
 /**
  * One Anthropic Messages or OpenAI Chat Completions response built from the chunks of a turn:
@@ -70,6 +75,10 @@ let encoded;
  */
 export class ResponseEncoder {
   #inner;
+
+  static {
+    innerOf = (encoder) => encoder.#inner;
+  }
 
   /**
    * @param {{api: "anthropic" | "openai", stream: boolean, model: string, id?: string,
@@ -133,6 +142,103 @@ export class ResponseEncoder {
   /** The response as an assistant message in canonical form (what the history hash covers). */
   message() {
     return JSON.parse(this.#inner.message());
+  }
+
+  /** Frees the WebAssembly memory now (it is also freed when the object is collected). */
+  free() {
+    this.#inner.free();
+  }
+}
+
+/** The text of the error result a held call gets when the client's result does not come in time. */
+export const HELD_CALL_TIMEOUT_TEXT =
+  "The client did not return a result for this tool call in time; the call was abandoned.";
+
+/**
+ * The gateway state machine of `ccwire serve`: which live CLI session a request continues or
+ * starts, the client tool calls held open across requests, and their deadlines. The host owns
+ * the CLI processes and sockets, tells the gateway what happened (with the time), and does what
+ * it answers.
+ */
+export class Gateway {
+  #inner;
+
+  /** @param {{heldCallTimeoutMs?: number, idleTtlMs?: number, clientServer?: string}} [options] */
+  constructor(options = {}) {
+    check();
+    if (options === null || typeof options !== "object") {
+      throw new TypeError("ccwire/conversation: Gateway options must be an object");
+    }
+    this.#inner = new wasm.WasmGateway(JSON.stringify(options));
+  }
+
+  /**
+   * Parses a request body and finds the session it continues, or starts one. The session is
+   * busy until `responseDone` or `responseFailed`.
+   */
+  route(body, { api, tenant = "" }, nowMs) {
+    return withRequest((text) => this.#inner.route(api, text, String(tenant), nowMs), body);
+  }
+
+  /**
+   * A response ended normally: `responseDone(session, encoder, nowMs)` with the
+   * `ResponseEncoder` that built it, or `responseDone(session, message, toolCallIds, nowMs)`
+   * with the assistant message (canonical form) and the ids of its client tool calls.
+   */
+  responseDone(session, response, toolCallIds, nowMs) {
+    if (response instanceof ResponseEncoder) {
+      if (arguments.length !== 3) {
+        throw new TypeError("ccwire/conversation: responseDone(session, encoder, nowMs) takes three arguments");
+      }
+      this.#inner.responseDoneWith(session, innerOf(response), toolCallIds);
+      return;
+    }
+    if (response === null || typeof response !== "object" || !Array.isArray(toolCallIds)) {
+      throw new TypeError(
+        "ccwire/conversation: responseDone takes (session, encoder, nowMs) or (session, message, toolCallIds, nowMs)",
+      );
+    }
+    this.#inner.responseDone(session, JSON.stringify(response), JSON.stringify(toolCallIds), nowMs);
+  }
+
+  /** A response ended without completing (an error, the client went away); the session stays. */
+  responseFailed(session, nowMs) {
+    this.#inner.responseFailed(session, nowMs);
+  }
+
+  /** The CLI calls a client tool: answer it now, or hold it until the client's result comes. */
+  toolCall(session, requestId, toolUseId, nowMs) {
+    return JSON.parse(this.#inner.toolCall(session, String(requestId), toolUseId ?? undefined, nowMs));
+  }
+
+  /** The CLI cancelled a held call; a result that comes for it later is dropped. */
+  toolCancelled(session, toolUseId) {
+    this.#inner.toolCancelled(session, String(toolUseId));
+  }
+
+  /** Forgets a session (closed, or its process ended). */
+  close(session) {
+    this.#inner.close(session);
+  }
+
+  /** When to call `handleTimeout` next, and why; `null` when nothing waits. */
+  nextDeadline() {
+    return JSON.parse(this.#inner.nextDeadline());
+  }
+
+  /** Applies the deadlines that passed by `nowMs`; returns what to do. */
+  handleTimeout(nowMs) {
+    return JSON.parse(this.#inner.handleTimeout(nowMs));
+  }
+
+  /** Live sessions. */
+  get sessionCount() {
+    return this.#inner.sessionCount();
+  }
+
+  /** Held client tool calls, over all sessions. */
+  get heldCount() {
+    return this.#inner.heldCount();
   }
 
   /** Frees the WebAssembly memory now (it is also freed when the object is collected). */

@@ -1,6 +1,5 @@
 //! Request canonicalization and history hashes (`ccwire/conversation`).
 
-use ccwire_core::api::{anthropic, openai, Api};
 use wasm_bindgen::prelude::*;
 
 use crate::interop;
@@ -13,15 +12,7 @@ use crate::interop;
 /// <body>`).
 #[wasm_bindgen(js_name = canonicalRequest)]
 pub fn canonical_request(api: &str, body: &str, tenant: &str) -> Result<String, JsError> {
-    let (api, parsed) = match api {
-        "anthropic" => (Api::Anthropic, anthropic::parse_request(body.as_bytes())),
-        "openai" => (Api::OpenAi, openai::parse_request(body.as_bytes())),
-        other => {
-            return Err(JsError::new(&format!(
-                "api must be \"anthropic\" or \"openai\", got {other:?}"
-            )))
-        }
-    };
+    let (api, parsed) = interop::parse_request(api, body)?;
     let request = parsed.map_err(|err| interop::api_error(&err, api))?;
     Ok(interop::canonical_request(&request, tenant))
 }

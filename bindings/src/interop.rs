@@ -9,8 +9,12 @@
 use std::collections::HashMap;
 
 use ccwire_core::api::response::{ClientToolCall, EncoderOptions, Outcome};
-use ccwire_core::api::{Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
-use ccwire_core::conversation::Message;
+use ccwire_core::api::{anthropic, openai, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
+use ccwire_core::conversation::{mcp_tool_name, push_block, Block, Message, Role};
+use ccwire_core::gateway::{
+    prompt_content, Action, CallAction, GatewayConfig, GatewayTimeout, Route, SessionId,
+    SessionKind,
+};
 use ccwire_core::{
     Chunk, Delivery, HookMatcher, Json, McpCallResult, McpServer, Output, PermissionDecision,
     SessionConfig, TimeoutReason, Timeouts, Timestamp, UserMessage,
@@ -273,31 +277,69 @@ pub fn deadline(next: Option<(Timestamp, TimeoutReason)>) -> String {
     serde_json::json!({"atMs": at, "reason": reason, "description": description}).to_string()
 }
 
-/// A parsed API request in canonical form, with its history hash for `tenant`.
-pub fn canonical_request(request: &ApiRequest, tenant: &str) -> String {
-    let conversation = &request.conversation;
-    let tool_choice = match &request.tool_choice {
+/// Parses a request body of the API named `api` (`anthropic` or `openai`).
+///
+/// # Errors
+/// Another name. (The API's validation error is the inner result.)
+pub fn parse_request(
+    api: &str,
+    body: &str,
+) -> Result<(Api, Result<ApiRequest, ApiError>), JsError> {
+    Ok(match api {
+        "anthropic" => (Api::Anthropic, anthropic::parse_request(body.as_bytes())),
+        "openai" => (Api::OpenAi, openai::parse_request(body.as_bytes())),
+        other => {
+            return Err(JsError::new(&format!(
+                "api must be \"anthropic\" or \"openai\", got {other:?}"
+            )))
+        }
+    })
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
         ToolChoice::Auto => serde_json::json!({"type": "auto"}),
         ToolChoice::Any => serde_json::json!({"type": "any"}),
         ToolChoice::None => serde_json::json!({"type": "none"}),
         ToolChoice::Tool(name) => serde_json::json!({"type": "tool", "name": name}),
-    };
+    }
+}
+
+/// The fields of a parsed request besides its messages.
+fn request_fields(request: &ApiRequest) -> Map<String, Value> {
+    let conversation = &request.conversation;
     let value = serde_json::json!({
         "api": api_name(request.api),
         "model": request.model,
         "stream": request.stream,
         "max_tokens": request.max_tokens,
         "include_usage": request.include_usage,
-        "tool_choice": tool_choice,
+        "tool_choice": tool_choice(&request.tool_choice),
         "system": conversation.system,
-        "messages": conversation.messages,
         "tools": conversation.tools,
-        "history_len": conversation.history_len(),
-        "history_hash": conversation.history_hash(tenant),
         "tool_signature": conversation.tool_signature(),
         "ignored": request.ignored,
     });
-    Json::from_value(&value).get().to_owned()
+    let Value::Object(map) = value else {
+        unreachable!("an object literal")
+    };
+    map
+}
+
+/// A parsed API request in canonical form, with its history hash for `tenant`.
+pub fn canonical_request(request: &ApiRequest, tenant: &str) -> String {
+    let conversation = &request.conversation;
+    let mut map = request_fields(request);
+    map.insert(
+        "messages".to_owned(),
+        serde_json::to_value(&conversation.messages).expect("messages serialize"),
+    );
+    map.insert("history_len".to_owned(), conversation.history_len().into());
+    map.insert(
+        "history_hash".to_owned(),
+        conversation.history_hash(tenant).into(),
+    );
+    Json::from_value(&Value::Object(map)).get().to_owned()
 }
 
 /// The name of an API as the JS functions take it.
@@ -607,4 +649,196 @@ pub fn tool_calls(calls: &[&ClientToolCall]) -> String {
 pub fn message(message: &Message) -> String {
     let value = serde_json::to_value(message).expect("messages serialize");
     Json::from_value(&value).get().to_owned()
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GatewayOptions {
+    held_call_timeout_ms: Option<u64>,
+    idle_ttl_ms: Option<u64>,
+    client_server: Option<String>,
+}
+
+/// Reads gateway options (`{heldCallTimeoutMs, idleTtlMs, clientServer}`): the limits, and the
+/// name of the MCP server that offers the client's tools to the CLI (default `client`).
+pub fn gateway_options(text: &str) -> Result<(GatewayConfig, String), JsError> {
+    let options: GatewayOptions = parse("Gateway options", text)?;
+    let mut config = GatewayConfig::default();
+    if let Some(ms) = options.held_call_timeout_ms {
+        config.held_call_timeout_ms = ms;
+    }
+    if let Some(ms) = options.idle_ttl_ms {
+        config.idle_ttl_ms = ms;
+    }
+    Ok((
+        config,
+        options.client_server.unwrap_or_else(|| "client".to_owned()),
+    ))
+}
+
+/// A JS number as a session id.
+pub fn session_id(session: f64) -> Result<SessionId, JsError> {
+    if session.fract() == 0.0 && (1.0..=9_007_199_254_740_991.0).contains(&session) {
+        Ok(session as SessionId)
+    } else {
+        Err(JsError::new(&format!(
+            "session must be a session id from route, got {session}"
+        )))
+    }
+}
+
+/// A route as `{"kind":"continue"|"start","session","sessionKind","answers","prompt",
+/// "replaces","request","clientTools"}`.
+pub fn route(route: &Route, request: &ApiRequest, client_server: &str) -> String {
+    let client_tools: Map<String, Value> = request
+        .conversation
+        .tools
+        .iter()
+        .map(|t| {
+            (
+                mcp_tool_name(client_server, &t.name),
+                Value::from(t.name.clone()),
+            )
+        })
+        .collect();
+    let mut value = match route {
+        Route::Continue {
+            session,
+            answers,
+            prompt,
+        } => {
+            let answers: Vec<Value> = answers
+                .iter()
+                .map(|(id, result)| serde_json::json!({"requestId": id, "result": result}))
+                .collect();
+            serde_json::json!({
+                "kind": "continue",
+                "session": session,
+                "sessionKind": SessionKind::Continued.as_str(),
+                "answers": answers,
+                "prompt": prompt.as_deref().map(prompt_content),
+            })
+        }
+        Route::Start {
+            session,
+            kind,
+            prompt,
+            replaces,
+        } => serde_json::json!({
+            "kind": "start",
+            "session": session,
+            "sessionKind": kind.as_str(),
+            "prompt": prompt_content(prompt),
+            "replaces": replaces,
+        }),
+    };
+    value["request"] = Value::Object(request_fields(request));
+    value["clientTools"] = Value::Object(client_tools);
+    value.to_string()
+}
+
+/// Reads the assistant message a response returned (canonical JSON, as
+/// `ResponseEncoder.message()` gives it), canonicalized again as request messages are.
+pub fn assistant_message(text: &str) -> Result<Message, JsError> {
+    let message: Value = parse("assistant message", text)?;
+    if message.get("role").and_then(Value::as_str) != Some("assistant") {
+        return Err(JsError::new(
+            "assistant message: the role must be \"assistant\"",
+        ));
+    }
+    let Some(Value::Array(blocks)) = message.get("content") else {
+        return Err(JsError::new(
+            "assistant message: `content` must be an array of canonical blocks",
+        ));
+    };
+    let mut content = Vec::new();
+    for block in blocks {
+        push_block(&mut content, canonical_block(block)?);
+    }
+    Ok(Message {
+        role: Role::Assistant,
+        content,
+    })
+}
+
+/// A block of a canonical message, from its JSON.
+fn canonical_block(block: &Value) -> Result<Block, JsError> {
+    let field = |name: &str| block.get(name).cloned().unwrap_or(Value::Null);
+    let string = |name: &str| {
+        block
+            .get(name)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| JsError::new(&format!("assistant message: a block needs `{name}`")))
+    };
+    Ok(match block.get("type").and_then(Value::as_str) {
+        Some("text") => Block::Text {
+            text: string("text")?,
+        },
+        Some("tool_use") => Block::ToolUse {
+            id: string("id")?,
+            name: string("name")?,
+            input: field("input"),
+        },
+        Some("image") => Block::Image {
+            source: field("source"),
+        },
+        Some("other") => Block::Other {
+            block: field("block"),
+        },
+        _ => {
+            return Err(JsError::new(
+                "assistant message: blocks are text, tool_use, image or other (canonical form)",
+            ))
+        }
+    })
+}
+
+/// Reads a JSON array of tool_use ids.
+pub fn tool_call_ids(text: &str) -> Result<Vec<String>, JsError> {
+    parse("tool call ids", text)
+}
+
+/// What to do with a `tools/call`: `{"action":"answer","result":…}` or `{"action":"hold"}`.
+pub fn call_action(action: &CallAction) -> String {
+    match action {
+        CallAction::Answer(result) => {
+            serde_json::json!({"action": "answer", "result": result}).to_string()
+        }
+        CallAction::Hold => r#"{"action":"hold"}"#.to_owned(),
+    }
+}
+
+/// The gateway's next deadline as `{"atMs":…,"reason":"held_call"|"idle"}`, or `null`.
+pub fn gateway_deadline(next: Option<(Timestamp, GatewayTimeout)>) -> String {
+    let Some((at, reason)) = next else {
+        return "null".to_owned();
+    };
+    let reason = match reason {
+        GatewayTimeout::HeldCall => "held_call",
+        GatewayTimeout::Idle => "idle",
+    };
+    serde_json::json!({"atMs": at, "reason": reason}).to_string()
+}
+
+/// Gateway actions as `[{"action":"answer","session","requestId","result"} |
+/// {"action":"close","session"}]`.
+pub fn gateway_actions(actions: &[Action]) -> String {
+    let actions: Vec<Value> = actions
+        .iter()
+        .map(|action| match action {
+            Action::Answer {
+                session,
+                request_id,
+                result,
+            } => serde_json::json!({
+                "action": "answer",
+                "session": session,
+                "requestId": request_id,
+                "result": result,
+            }),
+            Action::Close { session } => serde_json::json!({"action": "close", "session": session}),
+        })
+        .collect();
+    Value::Array(actions).to_string()
 }

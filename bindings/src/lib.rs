@@ -10,19 +10,23 @@
 //!
 //! Two modules are built from this crate, so that each page loads only what it uses: with the
 //! `session` feature the engines (`Session`, `Replayer`, `replayTranscript`; the package's main
-//! entry), with the `conversation` feature the request canonicalization, history hash and
-//! response encoders (`ccwire/conversation`). Both are on by default.
+//! entry), with the `conversation` feature the request canonicalization, history hash,
+//! response encoders and gateway state machine (`ccwire/conversation`). Both are on by default.
 
 #[cfg(feature = "conversation")]
 pub mod conversation;
 #[cfg(feature = "conversation")]
 mod encoder;
+#[cfg(feature = "conversation")]
+mod gateway;
 pub mod interop;
 #[cfg(feature = "session")]
 mod session;
 
 #[cfg(feature = "conversation")]
 pub use encoder::*;
+#[cfg(feature = "conversation")]
+pub use gateway::*;
 #[cfg(feature = "session")]
 pub use session::*;
 

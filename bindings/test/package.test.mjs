@@ -51,9 +51,10 @@ test("the packed tarball installs and replays a transcript", () => {
       join(project, "main.mjs"),
       `import { readFileSync } from "node:fs";
 import { replayTranscript } from "ccwire";
-import { encodeTranscript, historyHash } from "ccwire/conversation";
+import { encodeTranscript, Gateway, historyHash } from "ccwire/conversation";
 const body = { model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "yo" }, { role: "user", content: "and?" }] };
 if (!/^[0-9a-f]{64}$/.test(historyHash(body, { api: "anthropic" }))) throw new Error("no hash");
+if (new Gateway().route(body, { api: "anthropic" }, 0).sessionKind !== "rebuilt") throw new Error("no route");
 const responses = encodeTranscript(readFileSync(${JSON.stringify(transcript)}), "anthropic-json");
 if (JSON.parse(responses.split("\\n")[0]).type !== "message") throw new Error("no response");
 for (const chunk of replayTranscript(readFileSync(${JSON.stringify(transcript)}))) {
@@ -97,4 +98,8 @@ test("the README's JavaScript example runs and prints what it says", () => {
 
 test("the package README's response encoder example runs and prints what it says", () => {
   runExample(join(root, "bindings", "README.md"), "## Responses of the Anthropic and OpenAI APIs");
+});
+
+test("the package README's gateway example runs and prints what it says", () => {
+  runExample(join(root, "bindings", "README.md"), "## A gateway in JavaScript");
 });

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{json, Value};
 
-use crate::api::{ApiError, ApiErrorKind};
+use crate::api::{ApiError, ApiErrorKind, ApiRequest, ToolChoice};
 use crate::conversation::{history_hash, Block, Conversation, Message, Role};
 use crate::mcp::McpCallResult;
 use crate::Timestamp;
@@ -483,6 +483,38 @@ impl Gateway {
     }
 }
 
+/// Refuses a request the CLI cannot honour: a `tool_choice` other than `auto` (the model
+/// decides whether to call tools), unless there are no tools to choose from.
+///
+/// # Errors
+/// A 400 naming `tool_choice`.
+pub fn check_request(request: &ApiRequest) -> Result<(), ApiError> {
+    match &request.tool_choice {
+        ToolChoice::Auto => Ok(()),
+        ToolChoice::None if request.conversation.tools.is_empty() => Ok(()),
+        _ => Err(ApiError::invalid(
+            "tool_choice",
+            "tool_choice: only \"auto\" is supported (the model decides whether to call tools)",
+        )),
+    }
+}
+
+/// A route's prompt as the content of the user message to send the CLI: text and images as
+/// they are, other blocks as the client sent them, and a stray tool block as its JSON text.
+pub fn prompt_content(blocks: &[Block]) -> Vec<Value> {
+    blocks
+        .iter()
+        .map(|b| match b {
+            Block::Text { text } => json!({"type": "text", "text": text}),
+            Block::Image { source } => json!({"type": "image", "source": source}),
+            Block::Other { block } => block.clone(),
+            Block::ToolUse { .. } | Block::ToolResult { .. } => {
+                json!({"type": "text", "text": serde_json::to_string(b).unwrap_or_default()})
+            }
+        })
+        .collect()
+}
+
 /// The tool results in messages, in order, as MCP results.
 fn tool_results(messages: &[Message]) -> Vec<(String, McpCallResult)> {
     messages
@@ -792,6 +824,49 @@ mod tests {
         gw.response_failed(session, 4500);
         assert_eq!(gw.handle_timeout(9500), vec![Action::Close { session }]);
         assert_eq!(gw.session_count(), 0);
+    }
+
+    #[test]
+    fn only_tool_choice_auto_is_honoured_when_there_are_tools() {
+        let with = |choice: &str, tools: bool| {
+            let tools = if tools {
+                r#","tools":[{"name":"lookup","input_schema":{"type":"object"}}]"#
+            } else {
+                ""
+            };
+            let body = format!(
+                r#"{{"model":"m","max_tokens":1,"messages":[{{"role":"user","content":"hi"}}],"tool_choice":{{"type":"{choice}"}}{tools}}}"#
+            );
+            check_request(&crate::api::anthropic::parse_request(body.as_bytes()).unwrap())
+        };
+        assert!(with("auto", true).is_ok());
+        assert!(with("none", false).is_ok());
+        let err = with("any", true).unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert_eq!(err.param.as_deref(), Some("tool_choice"));
+        assert!(with("none", true).is_err());
+    }
+
+    #[test]
+    fn prompt_content_is_what_the_cli_takes() {
+        let other = json!({"type": "document", "source": {"type": "text", "data": "d"}});
+        let content = prompt_content(&[
+            text("hi"),
+            Block::Image {
+                source: json!({"type": "url", "url": "u"}),
+            },
+            Block::Other {
+                block: other.clone(),
+            },
+        ]);
+        assert_eq!(
+            content,
+            vec![
+                json!({"type": "text", "text": "hi"}),
+                json!({"type": "image", "source": {"type": "url", "url": "u"}}),
+                other,
+            ]
+        );
     }
 
     #[test]

@@ -20,10 +20,10 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::Router;
 use ccwire_core::api::response::{EncoderOptions, Outcome, ResponseEncoder};
-use ccwire_core::api::{self, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
+use ccwire_core::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
 use ccwire_core::conversation::{mcp_tool_name, Block, Message};
 use ccwire_core::gateway::{
-    Action, CallAction, Gateway, GatewayConfig, Route, SessionId, SessionKind,
+    self, Action, CallAction, Gateway, GatewayConfig, Route, SessionId, SessionKind,
 };
 use ccwire_core::{Chunk, McpCallResult, McpServer, McpTool, UserMessage};
 use serde_json::{json, Map, Value};
@@ -427,7 +427,7 @@ async fn handle(
         Api::Anthropic => api::anthropic::parse_request(&body),
         Api::OpenAi => api::openai::parse_request(&body),
     };
-    let request = match parsed.and_then(check_honourable) {
+    let request = match parsed.and_then(|r| gateway::check_request(&r).map(|()| r)) {
         Ok(r) => r,
         Err(e) => return error_response(api, &e),
     };
@@ -435,18 +435,6 @@ async fn handle(
     match turn(app, api, tenant, request).await {
         Ok(response) => response,
         Err(e) => error_response(api, &e),
-    }
-}
-
-/// Refuses what the CLI cannot do.
-fn check_honourable(request: ApiRequest) -> Result<ApiRequest, ApiError> {
-    match &request.tool_choice {
-        ToolChoice::Auto => Ok(request),
-        ToolChoice::None if request.conversation.tools.is_empty() => Ok(request),
-        _ => Err(ApiError::invalid(
-            "tool_choice",
-            "tool_choice: only \"auto\" is supported (the model decides whether to call tools)",
-        )),
     }
 }
 
@@ -465,18 +453,7 @@ fn cli_model(app: &App, requested: &str) -> Option<String> {
 }
 
 fn user_message(blocks: &[Block]) -> UserMessage {
-    let values: Vec<Value> = blocks
-        .iter()
-        .map(|b| match b {
-            Block::Text { text } => json!({"type": "text", "text": text}),
-            Block::Image { source } => json!({"type": "image", "source": source}),
-            Block::Other { block } => block.clone(),
-            Block::ToolUse { .. } | Block::ToolResult { .. } => {
-                json!({"type": "text", "text": serde_json::to_string(b).unwrap_or_default()})
-            }
-        })
-        .collect();
-    UserMessage::blocks(values)
+    UserMessage::blocks(gateway::prompt_content(blocks))
 }
 
 async fn turn(

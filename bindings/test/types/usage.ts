@@ -2,6 +2,8 @@
 
 import {
   ApiRequestError,
+  Gateway,
+  HELD_CALL_TIMEOUT_TEXT,
   ResponseEncoder,
   canonicalRequest,
   encodeTranscript,
@@ -10,6 +12,9 @@ import {
   type CanonicalMessage,
   type ChatCompletion,
   type ClientToolCall,
+  type GatewayAction,
+  type GatewayDeadline,
+  type Route,
   type ResponseFormat,
   type ResponseOutcome,
 } from "ccwire/conversation";
@@ -133,8 +138,65 @@ const sse: string = encodeTranscript(new Uint8Array(0), format);
 // @ts-expect-error: not a replay format
 encodeTranscript("", "chunks");
 
+// A JS gateway host: route, send the CLI what the route says, record the response, answer
+// the CLI's tool calls, apply the deadlines.
+const gateway = new Gateway({ heldCallTimeoutMs: 60_000, idleTtlMs: 600_000, clientServer: "client" });
+const route: Route = gateway.route({ model: "m", max_tokens: 1, messages: [] }, { api: "anthropic", tenant: "key" }, Date.now());
+const cli = Session.driver({ mcpServers: [{ name: "client", tools: [] }] });
+if (route.kind === "continue") {
+  for (const { requestId, result } of route.answers) cli.respondMcp(requestId, result, Date.now());
+  if (route.prompt) cli.sendUserMessage({ content: route.prompt }, Date.now());
+} else {
+  const replaced: number | null = route.replaces;
+  const header: "new" | "rebuilt" = route.sessionKind;
+  cli.sendUserMessage({ content: route.prompt }, Date.now());
+  console.log(replaced, header);
+}
+const gatewayEncoder = new ResponseEncoder({
+  api: route.request.api,
+  stream: route.request.stream,
+  model: route.request.model,
+  includeUsage: route.request.include_usage,
+  clientTools: route.clientTools,
+});
+gateway.responseDone(route.session, gatewayEncoder, Date.now());
+gateway.responseDone(route.session, gatewayEncoder.message(), gatewayEncoder.toolCalls().map((c) => c.id), Date.now());
+gateway.responseFailed(route.session, Date.now());
+for (const chunk of chunks) {
+  if (chunk.type !== "mcp_tool_call") continue;
+  const action = gateway.toolCall(route.session, chunk.request_id, chunk.tool_use_id, Date.now());
+  if (action.action === "answer") cli.respondMcp(chunk.request_id, action.result, Date.now());
+}
+gateway.toolCancelled(route.session, "toolu_1");
+const gatewayDeadline: GatewayDeadline | null = gateway.nextDeadline();
+const actions: GatewayAction[] = gateway.handleTimeout(gatewayDeadline?.atMs ?? Date.now());
+for (const action of actions) {
+  if (action.action === "answer") console.log(action.requestId, action.result.isError);
+  else gateway.close(action.session);
+}
+const counts: number = gateway.sessionCount + gateway.heldCount;
+const timeoutText: string = HELD_CALL_TIMEOUT_TEXT;
+gateway.free();
+// @ts-expect-error: the encoder form takes no tool call ids
+gateway.responseDone(route.session, gatewayEncoder, [], Date.now());
+// @ts-expect-error: the message form needs the tool call ids
+gateway.responseDone(route.session, gatewayEncoder.message(), Date.now());
+// @ts-expect-error: a time is required
+gateway.route("{}", { api: "openai" });
+// @ts-expect-error: the API is "anthropic" or "openai"
+gateway.route("{}", { api: "gemini" }, 0);
+// @ts-expect-error: session ids are numbers
+gateway.close("1");
+// @ts-expect-error: not an option
+new Gateway({ heldCallMs: 5 });
+// @ts-expect-error: a continue route has no `replaces`
+if (route.kind === "continue") console.log(route.replaces);
+// @ts-expect-error: an answer action of toolCall has a result, not a requestId
+const noRequestId = gateway.toolCall(1, "r", "t", 0).requestId;
+
 // @ts-expect-error: a chunk type that does not exist
 const wrong: Chunk["type"] = "text";
 
 export { more, at, ids, lines, pushed, delivered, interrupted, wait, statuses, running, hash, wrong };
 export { frames, keepAlive, started, calls, message, anthropicBody, finish, sse };
+export { counts, timeoutText, noRequestId };
