@@ -143,6 +143,9 @@ struct Entry {
     /// Calls the gateway or the CLI ended without the client's result; a result for them is
     /// accepted and dropped.
     settled: HashSet<String>,
+    /// Client results handed to the CLI by the request in flight (or by the last one, when its
+    /// response failed): the CLI has them, so the same request sent again cannot continue.
+    delivered: HashSet<String>,
 }
 
 /// The text a held call gets when the client does not answer in time.
@@ -241,7 +244,7 @@ impl Gateway {
         let unknown: Vec<&str> = given
             .iter()
             .map(|(id, _)| id.as_str())
-            .filter(|id| !expected.contains(id))
+            .filter(|id| !expected.contains(id) && !entry.delivered.contains(*id))
             .collect();
         let mut problems = Vec::new();
         if !missing.is_empty() {
@@ -263,12 +266,16 @@ impl Gateway {
                 format!("messages: {}", problems.join("; ")),
             ));
         }
-        if !given.is_empty() && given.iter().all(|(id, _)| entry.settled.contains(id)) {
-            // Every call was given up on (deadline) and the turn went on without the client:
-            // the live session no longer matches; a new one carries the whole history.
+        let gone = |id: &String| entry.settled.contains(id) || entry.delivered.contains(id);
+        if !given.is_empty() && given.iter().all(|(id, _)| gone(id)) {
+            // Every call was given up on (deadline) and the turn went on without the client, or
+            // the results were delivered by a request whose response failed (the client went
+            // away) and are sent again: the live session no longer matches; a new one carries
+            // the whole history.
             return Ok(self.rebuild(scope, conversation, Some(session), now));
         }
         let mut answers = Vec::new();
+        entry.delivered = given.iter().map(|(id, _)| id.clone()).collect();
         for (id, result) in given {
             if entry.settled.remove(&id) {
                 continue;
@@ -344,6 +351,7 @@ impl Gateway {
         }
         entry.hashes.push(hash.clone());
         entry.expected = tool_calls;
+        entry.delivered.clear();
         entry.busy = false;
         entry.last_active = now;
         if let Some(previous) = self.by_hash.insert(hash, session) {
@@ -742,6 +750,29 @@ mod tests {
             )
             .unwrap();
         assert!(matches!(route, Route::Continue { session: s, .. } if s == session));
+    }
+
+    #[test]
+    fn results_sent_again_after_a_failed_response_rebuild() {
+        let mut gw = Gateway::new(GatewayConfig::default());
+        let (session, history) = waiting_for_tools(&mut gw);
+        let request = with_results(&history, vec![result("a", "A"), result("b", "B")]);
+        let route = gw.route("k", &request, 30).unwrap();
+        assert!(matches!(route, Route::Continue { session: s, .. } if s == session));
+        // The client went away mid-answer; the CLI has the results, the retry cannot continue.
+        gw.response_failed(session, 40);
+        let route = gw.route("k", &request, 50).unwrap();
+        assert!(
+            matches!(
+                route,
+                Route::Start {
+                    kind: SessionKind::Rebuilt,
+                    replaces: Some(s),
+                    ..
+                } if s == session
+            ),
+            "{route:?}"
+        );
     }
 
     #[test]
