@@ -17,6 +17,10 @@
 //! Then the time to first byte of a turn on a live session against a new conversation, which
 //! spawns and initializes a CLI process first.
 
+// The allocator of the `ccwire` binary, so the gateway here runs as it does there.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
