@@ -220,7 +220,7 @@ impl Server {
                 })
                 .await
         });
-        tracing::info!(%addr, "ccwire serve listening");
+        tracing::debug!(%addr, "ccwire serve listening");
         Ok(Server {
             addr,
             app,
