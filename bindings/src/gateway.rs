@@ -1,22 +1,18 @@
 //! The gateway state machine of `ccwire serve` (`ccwire/conversation`).
 
-use std::collections::HashMap;
-
 use ccwire_core::conversation::Message;
-use ccwire_core::gateway::{self, Gateway, SessionId};
+use ccwire_core::gateway::{self, Gateway};
 use wasm_bindgen::prelude::*;
 
 use crate::interop;
 use crate::WasmResponseEncoder;
 
-/// The gateway's bookkeeping, plus the messages of each request in flight, so that the host
+/// The gateway's bookkeeping. It keeps what it needs of each request in flight, so the host
 /// ends a response with the assistant message alone.
 #[wasm_bindgen]
 pub struct WasmGateway {
     inner: Gateway,
     client_server: String,
-    /// The request messages of each busy session, from `route` to the response's end.
-    in_flight: HashMap<SessionId, Vec<Message>>,
 }
 
 #[wasm_bindgen]
@@ -31,7 +27,6 @@ impl WasmGateway {
         Ok(WasmGateway {
             inner: Gateway::new(config),
             client_server,
-            in_flight: HashMap::new(),
         })
     }
 
@@ -58,19 +53,7 @@ impl WasmGateway {
             .inner
             .route(&scope, &request.conversation, now)
             .map_err(|err| interop::api_error(&err, api))?;
-        let out = interop::route(&route, &request, &self.client_server);
-        let (session, replaces) = match route {
-            gateway::Route::Continue { session, .. } => (session, None),
-            gateway::Route::Start {
-                session, replaces, ..
-            } => (session, replaces),
-        };
-        if let Some(old) = replaces {
-            self.in_flight.remove(&old);
-        }
-        self.in_flight
-            .insert(session, request.conversation.messages);
-        Ok(out)
+        Ok(interop::route(&route, &request, &self.client_server))
     }
 
     /// A response ended normally with this assistant message (JSON, canonical) and client tool
@@ -115,7 +98,6 @@ impl WasmGateway {
     pub fn response_failed(&mut self, session: f64, now_ms: f64) -> Result<(), JsError> {
         let session = interop::session_id(session)?;
         let now = interop::timestamp(now_ms)?;
-        self.in_flight.remove(&session);
         self.inner.response_failed(session, now);
         Ok(())
     }
@@ -157,7 +139,6 @@ impl WasmGateway {
     /// A bad session id.
     pub fn close(&mut self, session: f64) -> Result<(), JsError> {
         let session = interop::session_id(session)?;
-        self.in_flight.remove(&session);
         self.inner.close(session);
         Ok(())
     }
@@ -175,13 +156,7 @@ impl WasmGateway {
     #[wasm_bindgen(js_name = handleTimeout)]
     pub fn handle_timeout(&mut self, now_ms: f64) -> Result<String, JsError> {
         let now = interop::timestamp(now_ms)?;
-        let actions = self.inner.handle_timeout(now);
-        for action in &actions {
-            if let gateway::Action::Close { session } = action {
-                self.in_flight.remove(session);
-            }
-        }
-        Ok(interop::gateway_actions(&actions))
+        Ok(interop::gateway_actions(&self.inner.handle_timeout(now)))
     }
 
     /// Live sessions.
@@ -207,18 +182,14 @@ impl WasmGateway {
     ) -> Result<(), JsError> {
         let session = interop::session_id(session)?;
         let now = interop::timestamp(now_ms)?;
-        let Some(mut history) = self.in_flight.remove(&session) else {
-            if self.inner.sessions().any(|s| s == session) {
-                return Err(JsError::new(&format!(
-                    "session {session} has no request in flight: route a request to it first, \
-                     and end each response once"
-                )));
-            }
-            // Closed while the response ran: nothing to record.
-            return Ok(());
-        };
-        history.push(message);
-        self.inner.response_done(session, &history, tool_calls, now);
+        let recorded = self.inner.response_done(session, &message, tool_calls, now);
+        if !recorded && self.inner.sessions().any(|s| s == session) {
+            return Err(JsError::new(&format!(
+                "session {session} has no request in flight: route a request to it first, \
+                 and end each response once"
+            )));
+        }
+        // Otherwise recorded, or closed while the response ran: nothing to record.
         Ok(())
     }
 }

@@ -10,9 +10,9 @@ use std::collections::HashMap;
 
 use ccwire_core::api::response::{ClientToolCall, EncoderOptions, Outcome};
 use ccwire_core::api::{anthropic, openai, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
-use ccwire_core::conversation::{mcp_tool_name, push_block, Block, Message, Role};
+use ccwire_core::conversation::{push_block, Block, Message, Role};
 use ccwire_core::gateway::{
-    prompt_content, Action, CallAction, GatewayConfig, GatewayTimeout, Route, SessionId,
+    self, prompt_content, Action, CallAction, GatewayConfig, GatewayTimeout, Route, SessionId,
     SessionKind,
 };
 use ccwire_core::{
@@ -690,17 +690,11 @@ pub fn session_id(session: f64) -> Result<SessionId, JsError> {
 /// A route as `{"kind":"continue"|"start","session","sessionKind","answers","prompt",
 /// "replaces","request","clientTools"}`.
 pub fn route(route: &Route, request: &ApiRequest, client_server: &str) -> String {
-    let client_tools: Map<String, Value> = request
-        .conversation
-        .tools
-        .iter()
-        .map(|t| {
-            (
-                mcp_tool_name(client_server, &t.name),
-                Value::from(t.name.clone()),
-            )
-        })
-        .collect();
+    let client_tools: Map<String, Value> =
+        gateway::client_tool_names(&request.conversation, client_server)
+            .into_iter()
+            .map(|(model_name, name)| (model_name, Value::from(name)))
+            .collect();
     let mut value = match route {
         Route::Continue {
             session,

@@ -155,14 +155,47 @@ pub fn push_block(content: &mut Vec<Block>, block: Block) {
 
 /// SHA-256 (hex) of the canonical JSON of `messages`, namespaced by `tenant`.
 pub fn history_hash(tenant: &str, messages: &[Message]) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(b"ccwire-history-v1\0");
-    hasher.update(tenant.as_bytes());
-    hasher.update(b"\0");
-    // serde_json maps are ordered by key, so equal values serialize to equal bytes. They go
-    // straight into the hash, with no copy of the whole history.
-    serde_json::to_writer(HashWriter(&mut hasher), messages).expect("messages serialize");
-    hex(&hasher.finalize())
+    let mut hasher = HistoryHasher::new(tenant);
+    hasher.extend(messages);
+    hasher.finish()
+}
+
+/// [`history_hash`] computed a message at a time: the hash of a history and of that history
+/// with one more message share the work of the common part.
+#[derive(Debug, Clone)]
+pub struct HistoryHasher {
+    sha: Sha256,
+    empty: bool,
+}
+
+impl HistoryHasher {
+    /// An empty history of `tenant`.
+    pub fn new(tenant: &str) -> HistoryHasher {
+        let mut sha = Sha256::new();
+        sha.update(b"ccwire-history-v1\0");
+        sha.update(tenant.as_bytes());
+        sha.update(b"\0");
+        HistoryHasher { sha, empty: true }
+    }
+
+    /// Adds messages at the end of the history.
+    pub fn extend(&mut self, messages: &[Message]) {
+        // The bytes of `serde_json::to_vec(messages)`, written a message at a time. serde_json
+        // maps are ordered by key, so equal values serialize to equal bytes; they go straight
+        // into the hash, with no copy of the history.
+        for message in messages {
+            self.sha.update(if self.empty { b"[" } else { b"," });
+            self.empty = false;
+            serde_json::to_writer(HashWriter(&mut self.sha), message).expect("messages serialize");
+        }
+    }
+
+    /// The hash of the history so far.
+    pub fn finish(&self) -> String {
+        let mut sha = self.sha.clone();
+        sha.update(if self.empty { &b"[]"[..] } else { &b"]"[..] });
+        hex(&sha.finalize())
+    }
 }
 
 /// Feeds what is written into a hash.
@@ -278,6 +311,37 @@ mod tests {
         );
         assert_ne!(c.history_hash("key-a"), c.history_hash("key-b"));
         assert_eq!(c.history_hash("key-a"), c.history_hash("key-a"));
+    }
+
+    #[test]
+    fn the_hash_is_sha256_of_the_canonical_json_however_it_is_fed() {
+        let messages = vec![
+            Message {
+                role: Role::User,
+                content: vec![Block::Text { text: "hi".into() }],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::ToolUse {
+                    id: "a".into(),
+                    name: "lookup".into(),
+                    input: serde_json::json!({"q": "x", "b": [1, 2]}),
+                }],
+            },
+        ];
+        let direct = |messages: &[Message]| {
+            let mut sha = Sha256::new();
+            sha.update(b"ccwire-history-v1\0t\0");
+            sha.update(serde_json::to_vec(messages).unwrap());
+            hex(&sha.finalize())
+        };
+        assert_eq!(history_hash("t", &messages), direct(&messages));
+        assert_eq!(history_hash("t", &[]), direct(&[]));
+        let mut hasher = HistoryHasher::new("t");
+        hasher.extend(&messages[..1]);
+        assert_eq!(hasher.finish(), direct(&messages[..1]));
+        hasher.extend(&messages[1..]);
+        assert_eq!(hasher.finish(), direct(&messages));
     }
 
     #[test]

@@ -13,7 +13,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde_json::{json, Value};
 
 use crate::api::{ApiError, ApiErrorKind, ApiRequest, ToolChoice};
-use crate::conversation::{history_hash, Block, Conversation, Message, Role};
+use crate::conversation::{
+    history_hash, mcp_tool_name, Block, Conversation, HistoryHasher, Message, Role,
+};
 use crate::mcp::McpCallResult;
 use crate::Timestamp;
 
@@ -130,9 +132,10 @@ struct Held {
 
 #[derive(Debug, Default)]
 struct Entry {
-    scope: String,
     hashes: Vec<String>,
-    busy: bool,
+    /// The request in flight (the session is busy): the hash of its messages, which the
+    /// response's message completes.
+    in_flight: Option<HistoryHasher>,
     last_active: Timestamp,
     /// Client tool calls returned in the last response, awaiting the client's results.
     expected: Vec<String>,
@@ -146,6 +149,12 @@ struct Entry {
     /// Client results handed to the CLI by the request in flight (or by the last one, when its
     /// response failed): the CLI has them, so the same request sent again cannot continue.
     delivered: HashSet<String>,
+}
+
+impl Entry {
+    fn busy(&self) -> bool {
+        self.in_flight.is_some()
+    }
 }
 
 /// The text a held call gets when the client does not answer in time.
@@ -203,6 +212,11 @@ impl Gateway {
         let n = conversation.history_len();
         let new = &conversation.messages[n..];
         let given = tool_results(new);
+        // The history's hash finds the session; the whole request's is kept for the response.
+        let mut hasher = HistoryHasher::new(scope);
+        hasher.extend(&conversation.messages[..n]);
+        let hash = hasher.finish();
+        hasher.extend(new);
         if n == 0 {
             if let Some((id, _)) = given.first() {
                 return Err(ApiError::invalid(
@@ -210,7 +224,7 @@ impl Gateway {
                     format!("messages: tool result for unknown tool_use id {id}"),
                 ));
             }
-            let session = self.insert(scope, now);
+            let session = self.insert(hasher, now);
             return Ok(Route::Start {
                 session,
                 kind: SessionKind::New,
@@ -218,15 +232,14 @@ impl Gateway {
                 replaces: None,
             });
         }
-        let hash = history_hash(scope, &conversation.messages[..n]);
         let Some(&session) = self.by_hash.get(&hash) else {
-            return Ok(self.rebuild(scope, conversation, None, now));
+            return Ok(self.rebuild(hasher, conversation, None, now));
         };
         let entry = self
             .sessions
             .get_mut(&session)
             .expect("hashes point at sessions");
-        if entry.busy {
+        if entry.busy() {
             return Err(ApiError::new(
                 ApiErrorKind::RateLimit,
                 "this conversation is busy with another request; retry when it has finished",
@@ -272,7 +285,7 @@ impl Gateway {
             // the results were delivered by a request whose response failed (the client went
             // away) and are sent again: the live session no longer matches; a new one carries
             // the whole history.
-            return Ok(self.rebuild(scope, conversation, Some(session), now));
+            return Ok(self.rebuild(hasher, conversation, Some(session), now));
         }
         let mut answers = Vec::new();
         entry.delivered = given.iter().map(|(id, _)| id.clone()).collect();
@@ -288,7 +301,7 @@ impl Gateway {
             }
         }
         entry.expected.clear();
-        entry.busy = true;
+        entry.in_flight = Some(hasher);
         entry.last_active = now;
         let prompt = prompt_blocks(new);
         Ok(Route::Continue {
@@ -300,7 +313,7 @@ impl Gateway {
 
     fn rebuild(
         &mut self,
-        scope: &str,
+        hasher: HistoryHasher,
         conversation: &Conversation,
         replaces: Option<SessionId>,
         now: Timestamp,
@@ -308,7 +321,7 @@ impl Gateway {
         if let Some(old) = replaces {
             self.close(old);
         }
-        let session = self.insert(scope, now);
+        let session = self.insert(hasher, now);
         Route::Start {
             session,
             kind: SessionKind::Rebuilt,
@@ -317,14 +330,13 @@ impl Gateway {
         }
     }
 
-    fn insert(&mut self, scope: &str, now: Timestamp) -> SessionId {
+    fn insert(&mut self, request: HistoryHasher, now: Timestamp) -> SessionId {
         self.next_id += 1;
         let id = self.next_id;
         self.sessions.insert(
             id,
             Entry {
-                scope: scope.to_owned(),
-                busy: true,
+                in_flight: Some(request),
                 last_active: now,
                 ..Entry::default()
             },
@@ -332,19 +344,25 @@ impl Gateway {
         id
     }
 
-    /// A response ended normally: `history` is the request's messages plus the assistant
-    /// message returned; `tool_calls` the client tool calls in it.
+    /// A response ended normally with the assistant `message`; `tool_calls` are the client
+    /// tool calls in it. The request's messages and this message are the history the next
+    /// request continues. Returns `false` (and does nothing) when the session has no request
+    /// in flight: it was closed, or its response already ended.
     pub fn response_done(
         &mut self,
         session: SessionId,
-        history: &[Message],
+        message: &Message,
         tool_calls: Vec<String>,
         now: Timestamp,
-    ) {
+    ) -> bool {
         let Some(entry) = self.sessions.get_mut(&session) else {
-            return;
+            return false;
         };
-        let hash = history_hash(&entry.scope, history);
+        let Some(mut hasher) = entry.in_flight.take() else {
+            return false;
+        };
+        hasher.extend(std::slice::from_ref(message));
+        let hash = hasher.finish();
         // One live entry per session: older hashes cannot be continued any more.
         for old in entry.hashes.drain(..) {
             self.by_hash.remove(&old);
@@ -352,7 +370,6 @@ impl Gateway {
         entry.hashes.push(hash.clone());
         entry.expected = tool_calls;
         entry.delivered.clear();
-        entry.busy = false;
         entry.last_active = now;
         if let Some(previous) = self.by_hash.insert(hash, session) {
             if previous != session {
@@ -361,12 +378,13 @@ impl Gateway {
                 }
             }
         }
+        true
     }
 
     /// A response ended without completing (error, client gone); the session stays.
     pub fn response_failed(&mut self, session: SessionId, now: Timestamp) {
         if let Some(entry) = self.sessions.get_mut(&session) {
-            entry.busy = false;
+            entry.in_flight = None;
             entry.last_active = now;
         }
     }
@@ -433,7 +451,7 @@ impl Gateway {
                     GatewayTimeout::HeldCall,
                 );
             }
-            if !entry.busy {
+            if !entry.busy() {
                 consider(
                     entry.last_active.saturating_add(self.config.idle_ttl_ms),
                     GatewayTimeout::Idle,
@@ -463,7 +481,7 @@ impl Gateway {
                     result: McpCallResult::error(HELD_CALL_TIMEOUT_TEXT),
                 });
             }
-            if !entry.busy && entry.last_active.saturating_add(self.config.idle_ttl_ms) <= now {
+            if !entry.busy() && entry.last_active.saturating_add(self.config.idle_ttl_ms) <= now {
                 actions.push(Action::Close { session });
             }
         }
@@ -489,6 +507,16 @@ impl Gateway {
     pub fn sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
         self.sessions.keys().copied()
     }
+}
+
+/// The names the model sees for a request's client tools (`mcp__<server>__<name>`), each with
+/// the client's own name: the map a response encoder needs to show the client its names.
+pub fn client_tool_names(conversation: &Conversation, server: &str) -> HashMap<String, String> {
+    conversation
+        .tools
+        .iter()
+        .map(|t| (mcp_tool_name(server, &t.name), t.name.clone()))
+        .collect()
 }
 
 /// Refuses a request the CLI cannot honour: a `tool_choice` other than `auto` (the model
@@ -676,7 +704,16 @@ mod tests {
             role: Role::Assistant,
             content: vec![tool_use("a"), tool_use("b")],
         });
-        gw.response_done(session, &history, vec!["a".into(), "b".into()], 10);
+        assert!(gw.response_done(
+            session,
+            history.last().expect("the answer"),
+            vec!["a".into(), "b".into()],
+            10
+        ));
+        assert!(
+            !gw.response_done(session, history.last().expect("the answer"), Vec::new(), 11),
+            "a response ends once"
+        );
         (session, history)
     }
 

@@ -21,7 +21,7 @@ use axum::serve::ListenerExt;
 use axum::Router;
 use ccwire_core::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use ccwire_core::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
-use ccwire_core::conversation::{mcp_tool_name, Block, Message};
+use ccwire_core::conversation::Block;
 use ccwire_core::gateway::{
     self, Action, CallAction, Gateway, GatewayConfig, Route, SessionId, SessionKind,
 };
@@ -537,12 +537,6 @@ async fn turn(
         prompt: prompt.as_deref().map(user_message),
         sink,
     });
-    let client_tools: HashMap<String, String> = request
-        .conversation
-        .tools
-        .iter()
-        .map(|t| (mcp_tool_name(CLIENT_SERVER, &t.name), t.name.clone()))
-        .collect();
     let encoder = ResponseEncoder::new(EncoderOptions {
         api,
         stream: request.stream,
@@ -552,7 +546,7 @@ async fn turn(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
         include_usage: request.include_usage,
-        client_tools,
+        client_tools: gateway::client_tool_names(&request.conversation, CLIENT_SERVER),
         client_tool_prefix: None,
     });
     let mut pending = PendingResponse {
@@ -561,7 +555,6 @@ async fn turn(
         commands,
         chunks,
         encoder,
-        messages: request.conversation.messages.clone(),
         settled: false,
     };
     let header_value = HeaderValue::from_static(kind.as_str());
@@ -675,7 +668,6 @@ struct PendingResponse {
     commands: mpsc::UnboundedSender<SessionCmd>,
     chunks: mpsc::UnboundedReceiver<Chunk>,
     encoder: ResponseEncoder,
-    messages: Vec<Message>,
     settled: bool,
 }
 
@@ -690,8 +682,6 @@ impl PendingResponse {
         let now = self.app.now();
         match self.encoder.outcome() {
             Some(Outcome::ToolCalls | Outcome::Finished(_)) => {
-                let mut history = std::mem::take(&mut self.messages);
-                history.push(self.encoder.message());
                 let calls = self
                     .encoder
                     .tool_calls()
@@ -700,7 +690,7 @@ impl PendingResponse {
                     .collect();
                 self.app
                     .gateway()
-                    .response_done(self.session, &history, calls, now);
+                    .response_done(self.session, &self.encoder.message(), calls, now);
             }
             _ => self.app.gateway().response_failed(self.session, now),
         }
