@@ -519,6 +519,22 @@ pub fn client_tool_names(conversation: &Conversation, server: &str) -> HashMap<S
         .collect()
 }
 
+/// The model to start the CLI with for a request's `model`: a Claude model or one of the CLI's
+/// aliases (`sonnet`, `opus[1m]`, …) as asked; any other name (`gpt-4o` from an OpenAI client)
+/// means `default` (`None`: the CLI's own default).
+pub fn cli_model(requested: &str, default: Option<&str>) -> Option<String> {
+    let lower = requested.to_ascii_lowercase();
+    let claude = lower.starts_with("claude")
+        || ["default", "sonnet", "opus", "haiku", "opusplan"]
+            .iter()
+            .any(|a| lower == *a || lower.starts_with(&format!("{a}[")));
+    if claude {
+        Some(requested.to_owned())
+    } else {
+        default.map(str::to_owned)
+    }
+}
+
 /// Refuses a request the CLI cannot honour: a `tool_choice` other than `auto` (the model
 /// decides whether to call tools), unless there are no tools to choose from.
 ///
@@ -810,6 +826,24 @@ mod tests {
             ),
             "{route:?}"
         );
+    }
+
+    #[test]
+    fn claude_models_pass_and_others_take_the_default() {
+        assert_eq!(
+            cli_model("claude-sonnet-4-5", None).as_deref(),
+            Some("claude-sonnet-4-5")
+        );
+        assert_eq!(
+            cli_model("Opus[1m]", Some("haiku")).as_deref(),
+            Some("Opus[1m]")
+        );
+        assert_eq!(
+            cli_model("gpt-4o", Some("sonnet")).as_deref(),
+            Some("sonnet")
+        );
+        assert_eq!(cli_model("gpt-4o", None), None);
+        assert_eq!(cli_model("sonnetish", None), None);
     }
 
     #[test]

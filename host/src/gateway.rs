@@ -438,20 +438,6 @@ async fn handle(
     }
 }
 
-/// The model to start the CLI with: Claude models and aliases pass; others use the default.
-fn cli_model(app: &App, requested: &str) -> Option<String> {
-    let lower = requested.to_ascii_lowercase();
-    let claude = lower.starts_with("claude")
-        || ["default", "sonnet", "opus", "haiku", "opusplan"]
-            .iter()
-            .any(|a| lower == *a || lower.starts_with(&format!("{a}[")));
-    if claude {
-        Some(requested.to_owned())
-    } else {
-        app.options.default_model.clone()
-    }
-}
-
 fn user_message(blocks: &[Block]) -> UserMessage {
     UserMessage::blocks(gateway::prompt_content(blocks))
 }
@@ -753,7 +739,7 @@ async fn start_session(
     }
     let claude = ClaudeOptions {
         claude: Some(path),
-        model: cli_model(app, &request.model),
+        model: gateway::cli_model(&request.model, app.options.default_model.as_deref()),
         system_prompt: match &request.conversation.system {
             Some(system) => SystemPrompt::Custom(system.clone()),
             None => SystemPrompt::Preset,

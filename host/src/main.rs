@@ -3,8 +3,8 @@
 mod cli;
 mod run;
 
-// A gateway allocates per request and per line: mimalloc keeps that off the latency path
-// (about 15% of the per-turn overhead against the system allocator; BENCHMARKS.md).
+// A gateway allocates per request and per line: mimalloc keeps that cheaper than the system
+// allocator on the latency path (BENCHMARKS.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

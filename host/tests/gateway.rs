@@ -157,6 +157,15 @@ fn alive(pid: u32) -> bool {
     }
 }
 
+/// Waits up to 30 s for `check` to hold.
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn text_of(body: &Value) -> String {
     body["content"]
         .as_array()
@@ -411,14 +420,10 @@ async fn an_idle_session_is_closed_and_its_conversation_rebuilt() {
     let pids = gw.server().session_pids();
     assert_eq!(pids.len(), 1);
     // Past the TTL the process is ended and the health endpoint counts no session.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while alive(pids[0]) || !gw.server().session_pids().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the idle session was not closed"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    eventually("the idle session is closed", || {
+        !alive(pids[0]) && gw.server().session_pids().is_empty()
+    })
+    .await;
     let health: Value = gw
         .http
         .get(gw.url("/health"))
@@ -459,22 +464,14 @@ async fn a_held_call_past_its_deadline_gets_an_error_and_late_results_rebuild() 
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["stop_reason"], "tool_use");
     // No result in time: the gateway answers the held calls with an error, the model sees it.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let seen = gw.fake.model_calls().iter().any(|c| {
+    eventually("the model sees the timeout", || {
+        gw.fake.model_calls().iter().any(|c| {
             c.body["messages"]
                 .to_string()
                 .contains(HELD_CALL_TIMEOUT_TEXT)
-        });
-        if seen {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the model never saw the timeout"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        })
+    })
+    .await;
     let messages = json!([
         user,
         {"role": "assistant", "content": body["content"]},
