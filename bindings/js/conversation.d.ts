@@ -65,7 +65,7 @@ export interface ResponseEncoderOptions<A extends ApiName = ApiName> {
   clientToolPrefix?: string;
 }
 /** The HTTP statuses of API errors. */
-export type ApiErrorStatus = 400 | 401 | 404 | 413 | 429 | 500 | 529;
+export type ApiErrorStatus = 400 | 401 | 403 | 404 | 413 | 415 | 429 | 500 | 529;
 /** Why a response failed. */
 export interface ResponseError {
   status: ApiErrorStatus;

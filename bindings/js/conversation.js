@@ -106,7 +106,7 @@ export class ResponseEncoder {
     return JSON.parse(this.#inner.push(JSON.stringify(chunk)));
   }
 
-  /** Ends the response with an error (`status`: 400, 401, 404, 413, 429, 500 or 529); returns the SSE frames. */
+  /** Ends the response with an error (`status`: 400, 401, 403, 404, 413, 415, 429, 500 or 529); returns the SSE frames. */
   fail(message, status = 500) {
     if (typeof status !== "number") {
       throw new TypeError(`ccwire/conversation: status must be a number, got ${typeof status}`);

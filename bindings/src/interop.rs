@@ -421,14 +421,16 @@ pub fn api_error_of(message: &str, status: f64) -> Result<ApiError, JsError> {
     let kind = match status {
         400.0 => ApiErrorKind::InvalidRequest,
         401.0 => ApiErrorKind::Authentication,
+        403.0 => ApiErrorKind::Forbidden,
         404.0 => ApiErrorKind::NotFound,
         413.0 => ApiErrorKind::RequestTooLarge,
+        415.0 => ApiErrorKind::UnsupportedMediaType,
         429.0 => ApiErrorKind::RateLimit,
         500.0 => ApiErrorKind::Api,
         529.0 => ApiErrorKind::Overloaded,
         other => {
             return Err(JsError::new(&format!(
-                "status must be one of 400, 401, 404, 413, 429, 500, 529, got {other}"
+                "status must be one of 400, 401, 403, 404, 413, 415, 429, 500, 529, got {other}"
             )))
         }
     };

@@ -391,8 +391,17 @@ test("a tool_choice the CLI cannot honour is a 400 and an invalid request an Api
 
 test("clientServer names the MCP server the client's tools are offered through", () => {
   const gateway = new Gateway({ clientServer: "app" });
-  const route = gateway.route(request([user("hi")], { tools: [{ ...TOOLS[0], name: "get.weather" }] }), ANTHROPIC, 0);
-  assert.deepEqual(route.clientTools, { mcp__app__get_weather: "get.weather" });
+  const route = gateway.route(request([user("hi")], { tools: [{ ...TOOLS[0], name: "get-weather" }] }), ANTHROPIC, 0);
+  assert.deepEqual(route.clientTools, { "mcp__app__get-weather": "get-weather" });
+});
+
+test("a tool name the API refuses is a 400 naming the tool", () => {
+  const gateway = new Gateway({});
+  assert.throws(
+    () => gateway.route(request([user("hi")], { tools: [{ ...TOOLS[0], name: "get.weather" }] }), ANTHROPIC, 0),
+    (err) => err instanceof ApiRequestError && err.status === 400 && /tools\.0\.name: "get\.weather"/.test(err.message),
+  );
+  assert.equal(gateway.sessionCount, 0);
 });
 
 test("bad options, session ids and times are errors", () => {

@@ -262,3 +262,110 @@ fn errors_name_the_field_at_fault_in_each_api_s_style() {
         err.message
     );
 }
+
+#[test]
+fn tool_names_follow_the_apis_rule_and_errors_name_the_tool() {
+    let anthropic_tools = |name: &str| {
+        let body = json!({"model": "m", "max_tokens": 5,
+            "tools": [{"name": "ok_tool-1", "input_schema": {}}, {"name": name, "input_schema": {}}],
+            "messages": [{"role": "user", "content": "x"}]});
+        anthropic::parse_request(body.to_string().as_bytes())
+    };
+    let openai_tools = |name: &str| {
+        let body = json!({"model": "m",
+            "tools": [{"type": "function", "function": {"name": name}}],
+            "messages": [{"role": "user", "content": "x"}]});
+        openai::parse_request(body.to_string().as_bytes())
+    };
+    let longest = "a".repeat(64);
+    assert!(anthropic_tools(&longest).is_ok());
+    assert!(openai_tools(&longest).is_ok());
+    for bad in ["my tool", "a.b", "naïve", "x/y", &"a".repeat(65)] {
+        let err = anthropic_tools(bad).unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert!(
+            err.message
+                .starts_with(&format!("tools.1.name: {bad:?} is not a valid tool name")),
+            "{}",
+            err.message
+        );
+        let err = openai_tools(bad).unwrap_err();
+        assert!(
+            err.message.starts_with("tools[0].function.name: "),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains(&format!("{bad:?}")), "{}", err.message);
+        assert_eq!(
+            err.body(ccwire_core::api::Api::OpenAi)["error"]["param"],
+            "tools[0].function.name"
+        );
+    }
+}
+
+#[test]
+fn image_data_must_be_base64_and_errors_name_the_field() {
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let anthropic_image = |data: &str| {
+        let body = json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+        ]}]});
+        anthropic::parse_request(body.to_string().as_bytes())
+    };
+    let openai_image = |url: &str| {
+        let body = json!({"model": "m", "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": url}},
+        ]}]});
+        openai::parse_request(body.to_string().as_bytes())
+    };
+    assert!(anthropic_image(png).is_ok());
+    assert!(
+        anthropic_image(png.trim_end_matches('=')).is_ok(),
+        "padding is optional"
+    );
+    // Longer than one checked piece, to cover pieces after the first.
+    assert!(anthropic_image(&"QUJD".repeat(5000)).is_ok());
+    assert!(openai_image(&format!("data:image/png;base64,{png}")).is_ok());
+    assert!(openai_image("https://example.com/cat.png").is_ok());
+    for bad in ["not base64!", "", "QUJD QUJD", "QQ==QUJD"] {
+        let err = anthropic_image(bad).unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert!(
+            err.message
+                .starts_with("messages.0.content.1.source.data: the image data is"),
+            "{bad:?}: {}",
+            err.message
+        );
+        let err = openai_image(&format!("data:image/png;base64,{bad}")).unwrap_err();
+        assert!(
+            err.message
+                .starts_with("messages[0].content[0].image_url.url: the image data is"),
+            "{bad:?}: {}",
+            err.message
+        );
+    }
+    let mut long_bad = "QUJD".repeat(2000);
+    long_bad.push_str("@@@@");
+    assert!(
+        anthropic_image(&long_bad).is_err(),
+        "a bad byte past the first piece"
+    );
+    let err = openai_image("data:image/png,rawbytes").unwrap_err();
+    assert!(
+        err.message.contains("data:<media type>;base64,<data>"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn padding_inside_long_image_data_is_refused() {
+    // "QQ==" ends the first 4096-byte piece the data is checked in; more data follows.
+    let data = format!("{}QQ=={}", "QUJD".repeat(1023), "QUJD".repeat(10));
+    let body = json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+    ]}]});
+    let err = anthropic::parse_request(body.to_string().as_bytes()).unwrap_err();
+    assert!(err.message.contains("not valid base64"), "{}", err.message);
+}

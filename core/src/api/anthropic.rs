@@ -3,7 +3,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    data_url_source, parse_object, Api, ApiError, ApiErrorKind, ApiRequest, At, ToolChoice,
+    check_base64, check_tool_name, parse_object, url_image_source, Api, ApiError, ApiErrorKind,
+    ApiRequest, At, ToolChoice,
 };
 use crate::conversation::{push_block, strip_volatile, Block, Conversation, Role, ToolSpec};
 
@@ -216,7 +217,15 @@ fn block(at: &At<'_>, item: Value) -> Result<Option<Block>, ApiError> {
                 }
             };
             let source = match source.get("type").and_then(Value::as_str) {
-                Some("base64") | Some("url") => Value::Object(source),
+                Some("base64") => {
+                    let data = source
+                        .get("data")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    check_base64(&At::Field(&At::Field(at, "source"), "data"), data)?;
+                    Value::Object(source)
+                }
+                Some("url") => Value::Object(source),
                 _ => {
                     let url = source
                         .get("url")
@@ -228,7 +237,7 @@ fn block(at: &At<'_>, item: Value) -> Result<Option<Block>, ApiError> {
                             format!("{at}.source: base64 or url required"),
                         ));
                     }
-                    data_url_source(url)
+                    url_image_source(&At::Field(&At::Field(at, "source"), "url"), url)?
                 }
             };
             Block::Image { source }
@@ -294,6 +303,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
         else {
             return Err(ApiError::invalid(&at, format!("{at}.name: field required")));
         };
+        check_tool_name(&At::Field(&at, "name"), name)?;
         if specs.iter().any(|s| s.name == name) {
             return Err(ApiError::invalid(
                 &at,

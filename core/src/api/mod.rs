@@ -2,6 +2,7 @@
 //! [`Conversation`](crate::conversation::Conversation), and errors in each API's own shape.
 
 pub mod anthropic;
+pub mod guard;
 pub mod openai;
 pub mod replay;
 pub mod response;
@@ -61,10 +62,14 @@ pub enum ApiErrorKind {
     InvalidRequest,
     /// 401: wrong or missing API key.
     Authentication,
+    /// 403: refused whatever the key (a browser-borne request the gateway does not accept).
+    Forbidden,
     /// 404: no such endpoint or model.
     NotFound,
     /// 413: the body is too large.
     RequestTooLarge,
+    /// 415: the body is not `application/json`.
+    UnsupportedMediaType,
     /// 429: over a limit.
     RateLimit,
     /// 500: the gateway or the CLI failed.
@@ -79,8 +84,10 @@ impl ApiErrorKind {
         match self {
             ApiErrorKind::InvalidRequest => 400,
             ApiErrorKind::Authentication => 401,
+            ApiErrorKind::Forbidden => 403,
             ApiErrorKind::NotFound => 404,
             ApiErrorKind::RequestTooLarge => 413,
+            ApiErrorKind::UnsupportedMediaType => 415,
             ApiErrorKind::RateLimit => 429,
             ApiErrorKind::Api => 500,
             ApiErrorKind::Overloaded => 529,
@@ -91,8 +98,10 @@ impl ApiErrorKind {
         match self {
             ApiErrorKind::InvalidRequest => "invalid_request_error",
             ApiErrorKind::Authentication => "authentication_error",
+            ApiErrorKind::Forbidden => "permission_error",
             ApiErrorKind::NotFound => "not_found_error",
             ApiErrorKind::RequestTooLarge => "request_too_large",
+            ApiErrorKind::UnsupportedMediaType => "invalid_request_error",
             ApiErrorKind::RateLimit => "rate_limit_error",
             ApiErrorKind::Api => "api_error",
             ApiErrorKind::Overloaded => "overloaded_error",
@@ -101,7 +110,10 @@ impl ApiErrorKind {
 
     fn openai_type(self) -> &'static str {
         match self {
-            ApiErrorKind::InvalidRequest | ApiErrorKind::RequestTooLarge => "invalid_request_error",
+            ApiErrorKind::InvalidRequest
+            | ApiErrorKind::RequestTooLarge
+            | ApiErrorKind::UnsupportedMediaType => "invalid_request_error",
+            ApiErrorKind::Forbidden => "permission_error",
             ApiErrorKind::Authentication => "authentication_error",
             ApiErrorKind::NotFound => "not_found_error",
             ApiErrorKind::RateLimit => "rate_limit_exceeded",
@@ -210,14 +222,69 @@ pub(crate) fn parse_object(body: &[u8]) -> Result<serde_json::Map<String, Value>
     }
 }
 
-/// Reads an image source: base64 or URL, from either API's shape.
-pub(crate) fn data_url_source(url: &str) -> Value {
-    if let Some(rest) = url.strip_prefix("data:") {
-        if let Some((meta, data)) = rest.split_once(',') {
-            if let Some(media_type) = meta.strip_suffix(";base64") {
-                return json!({"type": "base64", "media_type": media_type, "data": data});
-            }
+/// An image source of a URL (OpenAI `image_url.url`, or an Anthropic source with only a `url`):
+/// a `data:` URL becomes a base64 source, checked; any other URL stays a URL.
+pub(crate) fn url_image_source(at: &dyn std::fmt::Display, url: &str) -> Result<Value, ApiError> {
+    let Some(rest) = url.strip_prefix("data:") else {
+        return Ok(json!({"type": "url", "url": url}));
+    };
+    let Some((media_type, data)) = rest
+        .split_once(',')
+        .and_then(|(meta, data)| Some((meta.strip_suffix(";base64")?, data)))
+    else {
+        return Err(ApiError::invalid(
+            at.to_string(),
+            format!("{at}: a data URL must be data:<media type>;base64,<data>"),
+        ));
+    };
+    check_base64(at, data)?;
+    Ok(json!({"type": "base64", "media_type": media_type, "data": data}))
+}
+
+/// A 400 naming the field unless `data` is standard base64 (padding optional, no white space).
+pub(crate) fn check_base64(at: &dyn std::fmt::Display, data: &str) -> Result<(), ApiError> {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    use base64::Engine;
+    const ENGINE: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    // Decoded piece by piece into a small buffer: an image is checked without a copy of it.
+    const PIECE: usize = 4096;
+    let mut buf = [0u8; PIECE / 4 * 3];
+    let invalid =
+        |what: &str| ApiError::invalid(at.to_string(), format!("{at}: the image data is {what}"));
+    if data.is_empty() {
+        return Err(invalid("empty"));
+    }
+    let mut pieces = data.as_bytes().chunks(PIECE).peekable();
+    while let Some(piece) = pieces.next() {
+        // Padding ends the data: in any piece but the last it is out of place.
+        if pieces.peek().is_some() && piece.contains(&b'=') {
+            return Err(invalid("not valid base64 (padding before the end)"));
+        }
+        if let Err(err) = ENGINE.decode_slice(piece, &mut buf) {
+            return Err(invalid(&format!("not valid base64 ({err})")));
         }
     }
-    json!({"type": "url", "url": url})
+    Ok(())
+}
+
+/// A 400 naming the tool unless its name is one the APIs accept: 1 to 64 letters, digits, `_`
+/// or `-` (`^[a-zA-Z0-9_-]{1,64}$`, the rule of both the Anthropic and the OpenAI API).
+pub(crate) fn check_tool_name(at: &dyn std::fmt::Display, name: &str) -> Result<(), ApiError> {
+    let valid = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if valid {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        at.to_string(),
+        format!(
+            "{at}: {name:?} is not a valid tool name (1 to 64 letters, digits, '_' or '-': \
+             ^[a-zA-Z0-9_-]{{1,64}}$)"
+        ),
+    ))
 }

@@ -2,7 +2,9 @@
 
 use serde_json::{json, Value};
 
-use super::{data_url_source, parse_object, Api, ApiError, ApiRequest, At, ToolChoice};
+use super::{
+    check_tool_name, parse_object, url_image_source, Api, ApiError, ApiRequest, At, ToolChoice,
+};
 use crate::conversation::{push_block, Block, Conversation, Role, ToolSpec};
 
 /// Request fields that are accepted and ignored (the CLI decides them).
@@ -225,9 +227,11 @@ fn user_blocks(at: &At<'_>, content: Option<&Value>) -> Result<Vec<Block>, ApiEr
                                     format!("{at}.content[{j}].image_url.url: field required"),
                                 )
                             })?;
-                        blocks.push(Block::Image {
-                            source: data_url_source(url),
-                        });
+                        let source = url_image_source(
+                            &format_args!("{at}.content[{j}].image_url.url"),
+                            url,
+                        )?;
+                        blocks.push(Block::Image { source });
                     }
                     other => {
                         return Err(ApiError::invalid(
@@ -318,6 +322,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
                 format!("{at}.function.name: field required"),
             ));
         };
+        check_tool_name(&At::Field(&At::Field(&at, "function"), "name"), name)?;
         if specs.iter().any(|s| s.name == name) {
             return Err(ApiError::invalid(
                 &at,

@@ -1,0 +1,567 @@
+//! The checks a gateway makes before it reads a request: is it borne by a browser that may not
+//! use the gateway (a foreign `Origin`, a cross-site fetch, a DNS-rebinding `Host`), and is its
+//! body JSON. Any web page the user visits can send "simple" cross-origin POSTs (`text/plain`,
+//! form encodings, no preflight) to a loopback gateway, and a page behind a rebinding DNS name
+//! can even read the answers; these checks refuse all of that before anything is spawned or sent
+//! to the model.
+//!
+//! [`BrowserPolicy::check`] runs on every request; [`BrowserPolicy::preflight`] answers CORS
+//! preflights (`OPTIONS`) for the origins the operator allowed, and [`BrowserPolicy::cors_headers`]
+//! are the headers to add to the responses of those origins. [`check_content_type`] runs on the
+//! API routes.
+
+use super::{ApiError, ApiErrorKind};
+
+/// Request headers a browser client of the gateway may send: those of the Anthropic and OpenAI
+/// SDKs. Besides these, every `x-stainless-*` header is allowed.
+pub const ALLOWED_REQUEST_HEADERS: &[&str] = &[
+    "x-api-key",
+    "authorization",
+    "content-type",
+    "anthropic-version",
+    "anthropic-beta",
+    "anthropic-dangerous-direct-browser-access",
+    "openai-organization",
+    "openai-project",
+    "openai-beta",
+    "idempotency-key",
+];
+
+/// Response headers a browser client may read besides the CORS-safelisted ones.
+pub const EXPOSED_RESPONSE_HEADERS: &str = "x-ccwire-session, x-ccwire-ignored, retry-after";
+
+/// How long a browser may cache a preflight answer, in seconds.
+const PREFLIGHT_MAX_AGE: &str = "600";
+
+/// Which browser-borne requests a gateway accepts.
+///
+/// By default none: a request with an `Origin` header, or that a browser marks as cross-site
+/// (`Sec-Fetch-Site`), is refused; on a loopback listener so is a `Host` that is not a loopback
+/// name (DNS rebinding). Origins and host names are opened one by one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BrowserPolicy {
+    loopback: bool,
+    origins: Vec<String>,
+    hosts: Vec<String>,
+}
+
+/// An origin or host name that cannot be allowed, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot allow {value:?}: {reason}")]
+pub struct InvalidAllowance {
+    /// What was given.
+    pub value: String,
+    /// Why it cannot be allowed.
+    pub reason: &'static str,
+}
+
+/// The request headers the browser checks look at, as the request carried them (`None` when
+/// absent or not text).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BrowserHeaders<'a> {
+    /// `Host` (or the HTTP/2 `:authority`).
+    pub host: Option<&'a str>,
+    /// `Origin`.
+    pub origin: Option<&'a str>,
+    /// `Sec-Fetch-Site`.
+    pub sec_fetch_site: Option<&'a str>,
+}
+
+impl BrowserPolicy {
+    /// The policy of a gateway listening on a loopback address (`loopback: true`: the `Host`
+    /// check applies) or on another one, with nothing opened.
+    pub fn new(loopback: bool) -> BrowserPolicy {
+        BrowserPolicy {
+            loopback,
+            origins: Vec::new(),
+            hosts: Vec::new(),
+        }
+    }
+
+    /// Allows requests from a web origin (`scheme://host[:port]`, as browsers send it; a
+    /// trailing `/` and the scheme's default port are dropped, letters lowercased).
+    ///
+    /// # Errors
+    /// `*`, `null`, and anything that is not an origin (no scheme, a path, a query).
+    pub fn allow_origin(&mut self, origin: &str) -> Result<(), InvalidAllowance> {
+        let invalid = |reason| InvalidAllowance {
+            value: origin.to_owned(),
+            reason,
+        };
+        match origin.trim() {
+            "*" => {
+                return Err(invalid(
+                    "name each origin; any page on the web could use the gateway",
+                ))
+            }
+            "null" => {
+                return Err(invalid(
+                    "the null origin is what sandboxed frames and local files of any site send",
+                ))
+            }
+            _ => {}
+        }
+        let normalized = normalize_origin(origin)
+            .ok_or_else(|| invalid("an origin is scheme://host[:port], with no path"))?;
+        if !self.origins.contains(&normalized) {
+            self.origins.push(normalized);
+        }
+        Ok(())
+    }
+
+    /// Allows a host name in the `Host` header of requests to a loopback listener, with any
+    /// port (a port given here is ignored).
+    ///
+    /// # Errors
+    /// An empty name, or one with characters no host name has.
+    pub fn allow_host(&mut self, host: &str) -> Result<(), InvalidAllowance> {
+        let name = host_name(host.trim()).to_ascii_lowercase();
+        let valid = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._[]:".contains(&b));
+        if !valid {
+            return Err(InvalidAllowance {
+                value: host.to_owned(),
+                reason: "a host name (letters, digits, '-', '.') or an IP address is required",
+            });
+        }
+        if !self.hosts.contains(&name) {
+            self.hosts.push(name);
+        }
+        Ok(())
+    }
+
+    /// The allowed origins, normalized.
+    pub fn origins(&self) -> &[String] {
+        &self.origins
+    }
+
+    /// The allowed host names besides the loopback ones.
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// Whether a request may go on; `Ok(Some(origin))` when it came from an allowed origin (its
+    /// responses then carry [`cors_headers`](Self::cors_headers)).
+    ///
+    /// # Errors
+    /// A 403 saying what was refused and how to open it.
+    pub fn check<'h>(&self, headers: &BrowserHeaders<'h>) -> Result<Option<&'h str>, ApiError> {
+        if self.loopback {
+            if let Some(host) = headers.host {
+                let name = host_name(host).to_ascii_lowercase();
+                if !is_loopback_name(&name) && !self.hosts.contains(&name) {
+                    return Err(forbidden(format!(
+                        "requests for host {name:?} are refused: this gateway listens on a \
+                         loopback address and answers only localhost, 127.0.0.1 and [::1] \
+                         (start it with --allow-host {name} to accept this name)"
+                    )));
+                }
+            }
+        }
+        match headers.origin {
+            Some(origin) => {
+                if self.allows_origin(origin) {
+                    Ok(Some(origin))
+                } else {
+                    Err(forbidden(format!(
+                        "requests from web pages are refused, and origin {origin:?} is not \
+                         allowed (start the gateway with --allow-origin {origin} to allow it)"
+                    )))
+                }
+            }
+            None => match headers.sec_fetch_site {
+                Some("cross-site" | "same-site") => Err(forbidden(
+                    "cross-site requests from web pages are refused".to_owned(),
+                )),
+                _ => Ok(None),
+            },
+        }
+    }
+
+    /// The answer to a CORS preflight (`OPTIONS` with `Origin` and
+    /// `Access-Control-Request-Method`): the headers of a `204`.
+    ///
+    /// # Errors
+    /// A 403 when the origin is not allowed, or the method or a requested header is not one
+    /// the gateway's clients use.
+    pub fn preflight(
+        &self,
+        origin: &str,
+        method: &str,
+        request_headers: Option<&str>,
+    ) -> Result<Vec<(&'static str, String)>, ApiError> {
+        if !self.allows_origin(origin) {
+            return Err(forbidden(format!(
+                "origin {origin:?} is not allowed (start the gateway with --allow-origin \
+                 {origin} to allow it)"
+            )));
+        }
+        if !matches!(method.trim(), "GET" | "POST") {
+            return Err(forbidden(format!(
+                "method {method:?} is not allowed from web pages (GET and POST are)"
+            )));
+        }
+        let mut allowed = Vec::new();
+        for name in request_headers
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+        {
+            let name = name.to_ascii_lowercase();
+            if !is_allowed_request_header(&name) {
+                return Err(forbidden(format!(
+                    "request header {name:?} is not allowed from web pages"
+                )));
+            }
+            allowed.push(name);
+        }
+        let mut headers = self.cors_headers(origin);
+        headers.push(("access-control-allow-methods", "GET, POST".to_owned()));
+        if !allowed.is_empty() {
+            headers.push(("access-control-allow-headers", allowed.join(", ")));
+        }
+        headers.push(("access-control-max-age", PREFLIGHT_MAX_AGE.to_owned()));
+        headers.push((
+            "vary",
+            "Origin, Access-Control-Request-Method, Access-Control-Request-Headers".to_owned(),
+        ));
+        Ok(headers)
+    }
+
+    /// The CORS headers of a response to an allowed origin (as [`check`](Self::check)
+    /// returned it).
+    pub fn cors_headers(&self, origin: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("access-control-allow-origin", origin.to_owned()),
+            (
+                "access-control-expose-headers",
+                EXPOSED_RESPONSE_HEADERS.to_owned(),
+            ),
+            ("vary", "Origin".to_owned()),
+        ]
+    }
+
+    fn allows_origin(&self, origin: &str) -> bool {
+        normalize_origin(origin).is_some_and(|o| self.origins.contains(&o))
+    }
+}
+
+/// Whether a request body's `Content-Type` is JSON (`application/json`, parameters allowed).
+///
+/// # Errors
+/// A 415 naming what was sent. Browsers send `text/plain`, form encodings or nothing without a
+/// preflight, so anything but JSON is refused.
+pub fn check_content_type(content_type: Option<&str>) -> Result<(), ApiError> {
+    let essence = content_type
+        .map(|c| c.split(';').next().unwrap_or_default().trim())
+        .unwrap_or_default();
+    if essence.eq_ignore_ascii_case("application/json") {
+        return Ok(());
+    }
+    let got = match content_type {
+        None => "none".to_owned(),
+        Some(c) => format!("{c:?}"),
+    };
+    Err(ApiError::new(
+        ApiErrorKind::UnsupportedMediaType,
+        format!("the request body must be sent as Content-Type: application/json (got {got})"),
+    ))
+}
+
+fn forbidden(message: String) -> ApiError {
+    ApiError::new(ApiErrorKind::Forbidden, message)
+}
+
+fn is_allowed_request_header(name: &str) -> bool {
+    ALLOWED_REQUEST_HEADERS.contains(&name) || name.starts_with("x-stainless-")
+}
+
+/// `localhost` and loopback IP addresses.
+fn is_loopback_name(name: &str) -> bool {
+    if name == "localhost" {
+        return true;
+    }
+    let ip = name
+        .strip_prefix('[')
+        .and_then(|n| n.strip_suffix(']'))
+        .unwrap_or(name);
+    ip.parse::<core::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The name part of a `Host` value: `[::1]:8787` → `[::1]`, `localhost:8787` → `localhost`.
+fn host_name(host: &str) -> &str {
+    if host.starts_with('[') {
+        return match host.find(']') {
+            Some(end) => &host[..=end],
+            None => host,
+        };
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+/// `scheme://host[:port]` in the form browsers send: lowercase, no default port, no trailing
+/// slash. `None` when it is not an origin.
+fn normalize_origin(origin: &str) -> Option<String> {
+    let origin = origin.trim();
+    let origin = origin.strip_suffix('/').unwrap_or(origin);
+    let (scheme, authority) = origin.split_once("://")?;
+    let scheme_ok = scheme
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic())
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b));
+    let authority_ok = !authority.is_empty()
+        && !authority
+            .bytes()
+            .any(|b| b"/?#@ \t".contains(&b) || b.is_ascii_control());
+    if !scheme_ok || !authority_ok {
+        return None;
+    }
+    let scheme = scheme.to_ascii_lowercase();
+    let mut authority = authority.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "http" => Some(":80"),
+        "https" => Some(":443"),
+        _ => None,
+    };
+    if let Some(port) = default_port {
+        if authority.ends_with(port) {
+            authority.truncate(authority.len() - port.len());
+        }
+    }
+    Some(format!("{scheme}://{authority}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loopback() -> BrowserPolicy {
+        BrowserPolicy::new(true)
+    }
+
+    fn request<'a>(
+        host: Option<&'a str>,
+        origin: Option<&'a str>,
+        site: Option<&'a str>,
+    ) -> BrowserHeaders<'a> {
+        BrowserHeaders {
+            host,
+            origin,
+            sec_fetch_site: site,
+        }
+    }
+
+    #[test]
+    fn a_client_without_browser_headers_passes() {
+        let policy = loopback();
+        for host in [
+            "127.0.0.1:8787",
+            "localhost:8787",
+            "[::1]:8787",
+            "LOCALHOST",
+            "127.0.0.2",
+        ] {
+            assert_eq!(
+                policy.check(&request(Some(host), None, None)),
+                Ok(None),
+                "{host}"
+            );
+        }
+        assert_eq!(policy.check(&request(None, None, None)), Ok(None));
+        assert_eq!(
+            policy.check(&request(Some("127.0.0.1"), None, Some("none"))),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn any_origin_is_refused_by_default() {
+        let policy = loopback();
+        for origin in ["http://evil.example", "null", "http://127.0.0.1:8787", ""] {
+            let err = policy
+                .check(&request(Some("127.0.0.1:8787"), Some(origin), None))
+                .unwrap_err();
+            assert_eq!(err.status(), 403, "{origin}");
+            assert!(err.message.contains("--allow-origin"), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn cross_site_fetches_without_origin_are_refused() {
+        let policy = loopback();
+        for site in ["cross-site", "same-site"] {
+            let err = policy
+                .check(&request(Some("localhost"), None, Some(site)))
+                .unwrap_err();
+            assert_eq!(err.status(), 403);
+        }
+    }
+
+    #[test]
+    fn a_rebinding_host_is_refused_on_loopback_only() {
+        let err = loopback()
+            .check(&request(Some("evil.example:8787"), None, None))
+            .unwrap_err();
+        assert_eq!(err.status(), 403);
+        assert!(
+            err.message.contains("--allow-host evil.example"),
+            "{}",
+            err.message
+        );
+        for host in [
+            "localhost.evil.example",
+            "127.0.0.1.nip.io",
+            "[::2]",
+            "0.0.0.0",
+        ] {
+            assert!(
+                loopback().check(&request(Some(host), None, None)).is_err(),
+                "{host}"
+            );
+        }
+        let public = BrowserPolicy::new(false);
+        assert_eq!(
+            public.check(&request(Some("gw.example"), None, None)),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn an_allowed_host_passes_with_any_port() {
+        let mut policy = loopback();
+        policy.allow_host("Devbox.Local:9000").unwrap();
+        assert_eq!(policy.hosts(), ["devbox.local"]);
+        assert_eq!(
+            policy.check(&request(Some("devbox.local:8787"), None, None)),
+            Ok(None)
+        );
+        assert_eq!(
+            policy.check(&request(Some("DEVBOX.local"), None, None)),
+            Ok(None)
+        );
+        assert!(policy.allow_host("").is_err());
+        assert!(policy.allow_host("a b").is_err());
+    }
+
+    #[test]
+    fn an_allowed_origin_passes_and_others_do_not() {
+        let mut policy = loopback();
+        policy.allow_origin("HTTP://App.Example:80/").unwrap();
+        policy.allow_origin("https://ide.example:8443").unwrap();
+        assert_eq!(
+            policy.origins(),
+            ["http://app.example", "https://ide.example:8443"]
+        );
+        let ok = request(
+            Some("localhost"),
+            Some("http://app.example"),
+            Some("cross-site"),
+        );
+        assert_eq!(policy.check(&ok), Ok(Some("http://app.example")));
+        for other in [
+            "https://app.example",
+            "http://app.example:81",
+            "http://evil.example",
+        ] {
+            assert!(
+                policy.check(&request(None, Some(other), None)).is_err(),
+                "{other}"
+            );
+        }
+    }
+
+    #[test]
+    fn wildcards_null_and_non_origins_cannot_be_allowed() {
+        let mut policy = loopback();
+        for bad in [
+            "*",
+            "null",
+            "app.example",
+            "http://app.example/path",
+            "http://",
+            "http://a b",
+        ] {
+            assert!(policy.allow_origin(bad).is_err(), "{bad}");
+        }
+        assert!(policy.origins().is_empty());
+    }
+
+    #[test]
+    fn preflight_answers_an_allowed_origin_with_the_sdk_headers() {
+        let mut policy = loopback();
+        policy.allow_origin("http://app.example").unwrap();
+        let headers = policy
+            .preflight(
+                "http://app.example",
+                "POST",
+                Some("x-api-key, Content-Type,anthropic-version,x-stainless-retry-count"),
+            )
+            .unwrap();
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(
+            get("access-control-allow-origin"),
+            Some("http://app.example")
+        );
+        assert_eq!(get("access-control-allow-methods"), Some("GET, POST"));
+        assert_eq!(
+            get("access-control-allow-headers"),
+            Some("x-api-key, content-type, anthropic-version, x-stainless-retry-count")
+        );
+    }
+
+    #[test]
+    fn preflight_refuses_other_origins_methods_and_headers() {
+        let mut policy = loopback();
+        policy.allow_origin("http://app.example").unwrap();
+        assert!(policy
+            .preflight("http://evil.example", "POST", None)
+            .is_err());
+        assert!(policy
+            .preflight("http://app.example", "DELETE", None)
+            .is_err());
+        let err = policy
+            .preflight(
+                "http://app.example",
+                "POST",
+                Some("x-api-key, x-forwarded-for"),
+            )
+            .unwrap_err();
+        assert!(err.message.contains("x-forwarded-for"), "{}", err.message);
+    }
+
+    #[test]
+    fn only_json_bodies_are_accepted() {
+        for ok in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/JSON",
+        ] {
+            assert_eq!(check_content_type(Some(ok)), Ok(()), "{ok}");
+        }
+        for bad in [
+            Some("text/plain"),
+            Some("application/x-www-form-urlencoded"),
+            Some("multipart/form-data; boundary=x"),
+            Some("application/jsonx"),
+            None,
+        ] {
+            let err = check_content_type(bad).unwrap_err();
+            assert_eq!(err.status(), 415, "{bad:?}");
+        }
+    }
+}
