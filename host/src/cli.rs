@@ -66,6 +66,18 @@ struct ServeArgs {
     /// client); without it the CLI's default.
     #[arg(long)]
     default_model: Option<String>,
+    /// Let pages of this web origin (`scheme://host[:port]`) use the gateway, with CORS
+    /// (repeatable). Requests carrying any other `Origin` are refused.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+    /// Accept this name in the `Host` header on a loopback address, besides localhost,
+    /// 127.0.0.1 and [::1] (repeatable). Other names are refused (DNS rebinding).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_hosts: Vec<String>,
+    /// Remove this variable (or every one starting with PREFIX, given as `PREFIX*`) from the
+    /// environment the CLI and its tools inherit (repeatable). `CCWIRE_*` ones always are.
+    #[arg(long = "strip-env", value_name = "NAME")]
+    strip_env: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -130,6 +142,24 @@ pub fn main() -> ExitCode {
 fn serve(args: ServeArgs) -> ExitCode {
     use ccwire_host::gateway::{serve, GatewayOptions};
     crate::run::init_tracing();
+    // Keys and the conversations' content live in this process: no other process of the same
+    // user (a tool the CLI runs, say) may read its memory or environment through /proc.
+    #[cfg(target_os = "linux")]
+    if let Err(err) = nix::sys::prctl::set_dumpable(false) {
+        tracing::warn!(%err, "cannot make the gateway's memory unreadable to other processes");
+    }
+    let code_tools: Vec<&String> = args
+        .enable_tools
+        .iter()
+        .filter(|t| ccwire_host::gateway::CODE_TOOLS.contains(&t.as_str()))
+        .collect();
+    if !args.api_keys.is_empty() && !code_tools.is_empty() {
+        eprintln!(
+            "ccwire serve: warning: keys given with --api-key are in the process list, where \
+             every local user and the enabled tools that run code can read them; \
+             pass them in CCWIRE_API_KEYS instead"
+        );
+    }
     let mut api_keys = args.api_keys;
     if let Ok(keys) = std::env::var("CCWIRE_API_KEYS") {
         api_keys.extend(
@@ -153,7 +183,9 @@ fn serve(args: ServeArgs) -> ExitCode {
         cwd: args.cwd,
         default_model: args.default_model,
         env: Vec::new(),
-        env_remove: Vec::new(),
+        env_remove: args.strip_env,
+        allow_origins: args.allow_origins,
+        allow_hosts: args.allow_hosts,
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

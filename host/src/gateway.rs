@@ -13,12 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::Router;
+use ccwire_core::api::guard::{self, BrowserHeaders, BrowserPolicy, InvalidAllowance};
 use ccwire_core::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use ccwire_core::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
 use ccwire_core::conversation::Block;
@@ -41,6 +43,20 @@ const STRIPPED_ENV: &[&str] = &[
     "CLAUDE_CODE_SDK_MCP_TOOL_IDLE_TIMEOUT",
     "CLAUDE_AUTO_BACKGROUND_TASKS",
 ];
+
+/// Built-in CLI tools that run code or change files on the gateway's machine.
+pub const CODE_TOOLS: &[&str] = &[
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+];
+
+/// The prefix of the gateway's own variables, which no CLI inherits.
+const OWN_ENV_PREFIX: &str = "CCWIRE_";
 
 /// How long an interrupted turn may take to settle before its session is closed.
 const SETTLE_GRACE: Duration = Duration::from_secs(10);
@@ -69,9 +85,15 @@ pub struct GatewayOptions {
     pub default_model: Option<String>,
     /// Further CLI environment (tests point the CLI at a fake model with it).
     pub env: Vec<(String, String)>,
-    /// Variables removed from the CLI's environment, besides those that would let it time out
-    /// or background a held call.
+    /// Variables removed from the environment the CLI and its tools inherit (a name, or a
+    /// prefix ending in `*`), besides every `CCWIRE_*` variable and those that would let the
+    /// CLI time out or background a held call.
     pub env_remove: Vec<String>,
+    /// Web origins whose pages may use the gateway (`--allow-origin`); none by default.
+    pub allow_origins: Vec<String>,
+    /// Host names accepted in the `Host` header on a loopback listener besides `localhost` and
+    /// loopback addresses (`--allow-host`).
+    pub allow_hosts: Vec<String>,
 }
 
 impl Default for GatewayOptions {
@@ -87,6 +109,8 @@ impl Default for GatewayOptions {
             default_model: None,
             env: Vec::new(),
             env_remove: Vec::new(),
+            allow_origins: Vec::new(),
+            allow_hosts: Vec::new(),
         }
     }
 }
@@ -96,10 +120,19 @@ impl Default for GatewayOptions {
 pub enum ServeError {
     /// A non-loopback address without an API key.
     #[error(
-        "refusing to listen on {0} without an API key: give --api-key or CCWIRE_API_KEYS, \
-         or listen on 127.0.0.1"
+        "refusing to listen on {addr} without an API key{}: give --api-key or \
+         CCWIRE_API_KEYS, or listen on 127.0.0.1",
+        code_tools_reason(code_tools)
     )]
-    NoKeyOnPublicAddress(SocketAddr),
+    NoKeyOnPublicAddress {
+        /// The address.
+        addr: SocketAddr,
+        /// The enabled tools that run code on this machine.
+        code_tools: Vec<String>,
+    },
+    /// An `--allow-origin` or `--allow-host` value that cannot be allowed.
+    #[error(transparent)]
+    Allowance(#[from] InvalidAllowance),
     /// The socket could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -111,6 +144,16 @@ pub enum ServeError {
     /// The server failed.
     #[error("the server failed: {0}")]
     Io(#[from] std::io::Error),
+}
+
+fn code_tools_reason(tools: &[String]) -> String {
+    if tools.is_empty() {
+        return String::new();
+    }
+    format!(
+        " (--enable-tool {} would let anyone who reaches it run code on this machine)",
+        tools.join(", ")
+    )
 }
 
 /// Commands to a session task.
@@ -138,6 +181,9 @@ struct LiveSession {
 
 struct App {
     options: GatewayOptions,
+    browser: BrowserPolicy,
+    /// Inherited variables no CLI gets.
+    env_remove: Vec<std::ffi::OsString>,
     claude: Result<PathBuf, String>,
     claude_version: Option<String>,
     gateway: Mutex<Gateway>,
@@ -174,8 +220,22 @@ impl Server {
     /// A public address without keys, or a socket that cannot be bound.
     pub async fn start(addr: SocketAddr, options: GatewayOptions) -> Result<Server, ServeError> {
         if !addr.ip().is_loopback() && options.api_keys.is_empty() {
-            return Err(ServeError::NoKeyOnPublicAddress(addr));
+            let code_tools = options
+                .enabled_tools
+                .iter()
+                .filter(|t| CODE_TOOLS.contains(&t.as_str()))
+                .cloned()
+                .collect();
+            return Err(ServeError::NoKeyOnPublicAddress { addr, code_tools });
         }
+        let mut browser = BrowserPolicy::new(addr.ip().is_loopback());
+        for origin in &options.allow_origins {
+            browser.allow_origin(origin)?;
+        }
+        for host in &options.allow_hosts {
+            browser.allow_host(host)?;
+        }
+        let env_remove = removed_env(std::env::vars_os().map(|(k, _)| k), &options.env_remove);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ServeError::Bind { addr, source })?;
@@ -188,6 +248,8 @@ impl Server {
         let app = Arc::new(App {
             gateway: Mutex::new(Gateway::new(options.limits)),
             options,
+            browser,
+            env_remove,
             claude,
             claude_version,
             sessions: Mutex::new(HashMap::new()),
@@ -197,13 +259,17 @@ impl Server {
             wake: Notify::new(),
         });
         tokio::spawn(deadlines(app.clone()));
-        let router = Router::new()
+        let api_routes = Router::new()
             .route("/v1/messages", post(anthropic_messages))
             .route("/v1/chat/completions", post(openai_completions))
+            .route_layer(middleware::from_fn(require_json));
+        let router = Router::new()
+            .merge(api_routes)
             .route("/v1/models", get(models))
             .route("/health", get(health))
             .fallback(not_found)
             .layer(DefaultBodyLimit::max(app.options.max_body))
+            .layer(middleware::from_fn_with_state(app.clone(), browser_guard))
             .with_state(app.clone());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         // Without TCP_NODELAY a response's last small write can wait for the client's
@@ -340,6 +406,110 @@ async fn deadlines(app: Arc<App>) {
 }
 
 // ---- requests ---------------------------------------------------------------------------
+
+/// The variables no CLI inherits: every `CCWIRE_*` one, those the operator named (a name or a
+/// `PREFIX*`), and those that would let the CLI time out or background a held call.
+fn removed_env(
+    inherited: impl Iterator<Item = std::ffi::OsString>,
+    named: &[String],
+) -> Vec<std::ffi::OsString> {
+    let matches = |name: &str| {
+        name.starts_with(OWN_ENV_PREFIX)
+            || named.iter().any(|n| match n.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == n,
+            })
+    };
+    let mut removed: Vec<std::ffi::OsString> = STRIPPED_ENV
+        .iter()
+        .map(Into::into)
+        .chain(named.iter().filter(|n| !n.ends_with('*')).map(Into::into))
+        .collect();
+    for name in inherited {
+        if name.to_str().is_some_and(matches) && !removed.contains(&name) {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
+/// The API whose error shape a path's errors take.
+fn api_of(path: &str, headers: &HeaderMap) -> Api {
+    let openai = path.starts_with("/v1/chat")
+        || path.starts_with("/v1/responses")
+        || (path == "/v1/models" && !headers.contains_key("anthropic-version"));
+    if openai {
+        Api::OpenAi
+    } else {
+        Api::Anthropic
+    }
+}
+
+/// A header's value; one that is not text reads as a value no check accepts.
+fn header_text(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
+    headers
+        .get(name)
+        .map(|v| v.to_str().unwrap_or("(not text)"))
+}
+
+/// Refuses browser-borne requests the operator did not allow, before anything else runs;
+/// answers CORS preflights and adds CORS headers for the allowed origins.
+async fn browser_guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let browser = BrowserHeaders {
+        host: header_text(headers, header::HOST)
+            .or_else(|| request.uri().authority().map(|a| a.as_str())),
+        origin: header_text(headers, header::ORIGIN),
+        sec_fetch_site: header_text(headers, "sec-fetch-site"),
+    };
+    let api = api_of(request.uri().path(), headers);
+    let origin = match app.browser.check(&browser) {
+        Ok(origin) => origin.map(str::to_owned),
+        Err(e) => {
+            tracing::warn!(
+                host = ?browser.host,
+                origin = ?browser.origin,
+                path = request.uri().path(),
+                "refused a browser-borne request"
+            );
+            return error_response(api, &e);
+        }
+    };
+    let preflight = request.method() == Method::OPTIONS
+        && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+    let Some(origin) = origin else {
+        return next.run(request).await;
+    };
+    if preflight {
+        let method = header_text(headers, header::ACCESS_CONTROL_REQUEST_METHOD).unwrap_or("");
+        let wanted = header_text(headers, header::ACCESS_CONTROL_REQUEST_HEADERS);
+        return match app.browser.preflight(&origin, method, wanted) {
+            Ok(cors) => with_headers(StatusCode::NO_CONTENT.into_response(), cors),
+            Err(e) => error_response(api, &e),
+        };
+    }
+    let response = next.run(request).await;
+    with_headers(response, app.browser.cors_headers(&origin))
+}
+
+fn with_headers(mut response: Response, extra: Vec<(&'static str, String)>) -> Response {
+    for (name, value) in extra {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response.headers_mut().append(name, value);
+        }
+    }
+    response
+}
+
+/// Refuses API requests whose body is not JSON (form posts and `text/plain` are what a web
+/// page can send without a preflight), before the body is read.
+async fn require_json(request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    match guard::check_content_type(header_text(headers, header::CONTENT_TYPE)) {
+        Ok(()) => next.run(request).await,
+        Err(e) => error_response(api_of(request.uri().path(), headers), &e),
+    }
+}
 
 async fn anthropic_messages(
     State(app): State<Arc<App>>,
@@ -755,12 +925,7 @@ async fn start_session(
             .iter()
             .map(|(k, v)| (k.into(), v.into()))
             .collect(),
-        env_remove: STRIPPED_ENV
-            .iter()
-            .map(|v| (*v).to_owned())
-            .chain(app.options.env_remove.iter().cloned())
-            .map(Into::into)
-            .collect(),
+        env_remove: app.env_remove.clone(),
         ..ClaudeOptions::default()
     };
     let options = ClientOptions {
@@ -913,12 +1078,7 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 
 async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Err(e) = authenticate(&app, &headers) {
-        let api = if headers.contains_key("anthropic-version") {
-            Api::Anthropic
-        } else {
-            Api::OpenAi
-        };
-        return error_response(api, &e);
+        return error_response(api_of("/v1/models", &headers), &e);
     }
     let mut ids: Vec<(String, String)> = Vec::new();
     if let Some(Value::Array(list)) = app.models.lock().expect("models lock").clone() {
@@ -980,14 +1140,9 @@ async fn health(State(app): State<Arc<App>>) -> Response {
     .into_response()
 }
 
-async fn not_found(uri: axum::http::Uri) -> Response {
-    let api = if uri.path().contains("chat") {
-        Api::OpenAi
-    } else {
-        Api::Anthropic
-    };
+async fn not_found(uri: axum::http::Uri, headers: HeaderMap) -> Response {
     error_response(
-        api,
+        api_of(uri.path(), &headers),
         &ApiError::new(
             ApiErrorKind::NotFound,
             format!("no endpoint {}", uri.path()),

@@ -1,0 +1,193 @@
+//! The harness of the gateway's end-to-end tests: `ccwire serve` in process, in front of the
+//! real CLI and the scripted fake Messages API.
+#![allow(dead_code)] // each test file uses its own part of it
+
+use std::time::Duration;
+
+use ccwire_host::gateway::{GatewayOptions, Server};
+use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
+use ccwire_tests::{FakeAnthropic, Match, Reply, Script, ToolCall};
+use serde_json::{json, Value};
+
+pub const MODEL: &str = "claude-sonnet-4-5-20250929";
+
+pub struct Gw {
+    pub fake: FakeAnthropic,
+    pub home: OfflineHome,
+    server: Option<Server>,
+    pub http: reqwest::Client,
+}
+
+pub fn lookup_tool() -> Value {
+    json!({
+        "name": "lookup",
+        "description": "Looks a record up.",
+        "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    })
+}
+
+pub fn two_lookups() -> Reply {
+    Reply::ToolUse {
+        text: Some("Looking both up.".into()),
+        calls: vec![
+            ToolCall {
+                name: "mcp__client__lookup".into(),
+                input: json!({"query": "alpha"}),
+            },
+            ToolCall {
+                name: "mcp__client__lookup".into(),
+                input: json!({"query": "beta"}),
+            },
+        ],
+    }
+}
+
+pub fn script() -> Script {
+    Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_tool_result(Reply::Echo)
+        .on_prompt("PLEASE-LOOKUP", two_lookups())
+        .on_prompt("PLEASE-SLOW", Reply::text("slow ".repeat(200)))
+        .when(Match::Any, Reply::Echo)
+}
+
+impl Gw {
+    pub async fn start(configure: impl FnOnce(&mut GatewayOptions)) -> Gw {
+        let fake = FakeAnthropic::start(script()).await;
+        let home = OfflineHome::new();
+        let mut gw = Gw {
+            fake,
+            home,
+            server: None,
+            http: reqwest::Client::new(),
+        };
+        gw.restart(configure).await;
+        gw
+    }
+
+    pub async fn restart(&mut self, configure: impl FnOnce(&mut GatewayOptions)) {
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
+        let mut options = GatewayOptions {
+            claude: Some(claude_path()),
+            cwd: Some(self.home.workdir()),
+            env: self.home.env(&self.fake.base_url()),
+            env_remove: inherited_to_remove(),
+            ..GatewayOptions::default()
+        };
+        configure(&mut options);
+        let server = Server::start("127.0.0.1:0".parse().unwrap(), options)
+            .await
+            .expect("the gateway starts");
+        self.server = Some(server);
+    }
+
+    pub fn server(&self) -> &Server {
+        self.server.as_ref().unwrap()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.server().addr())
+    }
+
+    pub async fn post(&self, path: &str, body: &Value, key: Option<&str>) -> reqwest::Response {
+        let mut request = self.http.post(self.url(path)).json(body);
+        if let Some(key) = key {
+            request = request.header("x-api-key", key);
+        }
+        tokio::time::timeout(Duration::from_secs(60), request.send())
+            .await
+            .expect("an answer in time")
+            .expect("the gateway answers")
+    }
+
+    /// A non-streaming request: status, `x-ccwire-session`, body.
+    pub async fn call(&self, path: &str, body: &Value, key: Option<&str>) -> (u16, String, Value) {
+        let response = self.post(path, body, key).await;
+        let status = response.status().as_u16();
+        let kind = session_header(&response);
+        let body = response.json().await.expect("a JSON body");
+        (status, kind, body)
+    }
+
+    /// A streaming request: status, `x-ccwire-session`, the SSE data payloads.
+    pub async fn stream(&self, path: &str, body: &Value) -> (u16, String, Vec<String>) {
+        let response = self.post(path, body, None).await;
+        let status = response.status().as_u16();
+        let kind = session_header(&response);
+        let text = tokio::time::timeout(Duration::from_secs(60), response.text())
+            .await
+            .expect("the stream ends in time")
+            .expect("a body");
+        let data = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(str::to_owned)
+            .collect();
+        (status, kind, data)
+    }
+
+    pub async fn stop(mut self) -> Vec<u32> {
+        let server = self.server.take().unwrap();
+        let pids = server.session_pids();
+        server.shutdown().await;
+        pids
+    }
+}
+
+pub fn session_header(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("x-ccwire-session")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Whether a process runs (a zombie does not count: the test process may not reap it).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z')
+        }
+        Err(_) => false,
+    }
+}
+
+/// Waits up to 30 s for `check` to hold.
+pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+pub fn text_of(body: &Value) -> String {
+    body["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect()
+}
+
+pub fn anthropic(messages: Value) -> Value {
+    json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages})
+}
+
+/// The tool_result blocks for the calls in an Anthropic response.
+pub fn results_for(body: &Value) -> Vec<Value> {
+    body["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| {
+            let q = b["input"]["query"].as_str().unwrap();
+            json!({"type": "tool_result", "tool_use_id": b["id"], "content": format!("record-{q}")})
+        })
+        .collect()
+}
