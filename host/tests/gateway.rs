@@ -243,15 +243,7 @@ async fn an_idle_session_is_closed_and_its_conversation_rebuilt() {
         !alive(pids[0]) && gw.server().session_pids().is_empty()
     })
     .await;
-    let health: Value = gw
-        .http
-        .get(gw.url("/health"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health = gw.health().await;
     assert_eq!(health["sessions"], 0, "{health}");
     // The conversation goes on in a new process that knows the earlier turn.
     let messages = json!([
@@ -548,15 +540,7 @@ async fn bad_requests_get_errors_in_each_api_s_shape() {
         .as_str()
         .unwrap()
         .contains("toolu_nope"));
-    let health: Value = gw
-        .http
-        .get(gw.url("/health"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health = gw.health().await;
     assert_eq!(health["cli"]["found"], true);
     assert_eq!(health["cli"]["version"], "2.1.330");
     let models: Value = gw

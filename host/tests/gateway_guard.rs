@@ -124,15 +124,7 @@ async fn assert_nothing_ran(gw: &Gw, what: &str) {
         gw.fake.requests().is_empty(),
         "{what}: the model was called"
     );
-    let health: Value = gw
-        .http
-        .get(gw.url("/health"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health = gw.health().await;
     assert_eq!(health["sessions"], 0, "{what}");
 }
 

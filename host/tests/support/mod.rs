@@ -128,6 +128,12 @@ impl Gw {
         (status, kind, data)
     }
 
+    /// What `GET /health` says.
+    pub async fn health(&self) -> Value {
+        let response = self.http.get(self.url("/health")).send().await.unwrap();
+        response.json().await.expect("a JSON body")
+    }
+
     pub async fn stop(mut self) -> Vec<u32> {
         let server = self.server.take().unwrap();
         let pids = server.session_pids();
