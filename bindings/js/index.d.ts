@@ -59,6 +59,8 @@ export interface MessageStartChunk {
   message_id: string;
   model: string | null;
   parent_tool_use_id: string | null;
+  /** Input and cache tokens as the model reported them at the start; `null` when it did not. */
+  usage: Json;
 }
 export interface TextDeltaChunk {
   type: "text_delta";

@@ -517,6 +517,7 @@ impl ChunkIn<'_> {
                 message_id: self.req("message_id")?,
                 model: self.opt("model")?,
                 parent_tool_use_id: self.opt("parent_tool_use_id")?,
+                usage: self.json("usage"),
             },
             "text_delta" => Chunk::TextDelta {
                 message_id: self.req("message_id")?,

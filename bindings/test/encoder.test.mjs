@@ -76,7 +76,13 @@ test("the corpus has responses of every kind", () => {
 // ---- unit tests: hand-made chunks --------------------------------------------------------
 
 const MSG = "msg_1";
-const start = { type: "message_start", message_id: MSG, model: "claude-x", parent_tool_use_id: null };
+const start = {
+  type: "message_start",
+  message_id: MSG,
+  model: "claude-x",
+  parent_tool_use_id: null,
+  usage: { input_tokens: 10, cache_creation_input_tokens: 2, cache_read_input_tokens: 5, output_tokens: 1 },
+};
 const text = (t, index = 0) => ({ type: "text_delta", message_id: MSG, index, text: t, parent_tool_use_id: null });
 const toolUse = (complete, input = null) => ({
   type: "tool_use",
@@ -93,7 +99,7 @@ const delta = (stop) => ({
   type: "message_delta",
   message_id: MSG,
   stop_reason: stop,
-  usage: { input_tokens: 10, cache_read_input_tokens: 5, output_tokens: 7 },
+  usage: { output_tokens: 7 },
 });
 const stop = { type: "message_stop", message_id: MSG };
 const turnComplete = (fields = {}) => ({
@@ -149,7 +155,12 @@ test("an OpenAI stream of a client tool call follows the chunk grammar: tool_cal
   assert.equal(finish.usage, null, "every chunk carries usage: null when usage is included");
   const usage = data[6];
   assert.deepEqual(usage.choices, []);
-  assert.deepEqual(usage.usage, { prompt_tokens: 15, completion_tokens: 7, total_tokens: 22 });
+  assert.deepEqual(usage.usage, {
+    prompt_tokens: 17,
+    completion_tokens: 7,
+    total_tokens: 24,
+    prompt_tokens_details: { cached_tokens: 5 },
+  });
   assert.equal(data[7], "[DONE]");
   assert.equal(data.length, 8);
   for (const d of data.slice(0, -1)) {
@@ -217,7 +228,7 @@ test("a finished answer reports its stop reason, body and canonical message", ()
     content: [{ type: "text", text: "Hi there" }],
     stop_reason: "end_turn",
     stop_sequence: null,
-    usage: { input_tokens: 15, output_tokens: 7 },
+    usage: { input_tokens: 10, cache_creation_input_tokens: 2, cache_read_input_tokens: 5, output_tokens: 7 },
   });
   assert.deepEqual(enc.message(), { role: "assistant", content: [{ type: "text", text: "Hi there" }] });
 });

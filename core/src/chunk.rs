@@ -49,6 +49,10 @@ pub enum Chunk {
         model: Option<String>,
         /// The Agent/Task tool call this message belongs to, for sub-agent output.
         parent_tool_use_id: Option<String>,
+        /// Token usage known at the start (`input_tokens`, `cache_creation_input_tokens`,
+        /// `cache_read_input_tokens`, a first `output_tokens`), as the model reported it;
+        /// `null` when it reported none. `message_delta` carries the output tokens.
+        usage: Json,
     },
     /// A piece of assistant text.
     TextDelta {

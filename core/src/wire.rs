@@ -471,6 +471,9 @@ pub struct StartMessage<'a> {
     /// The model.
     #[serde(borrow, default)]
     pub model: Option<Cow<'a, str>>,
+    /// The token usage known at the start: input and cache tokens.
+    #[serde(borrow, default)]
+    pub usage: Option<&'a RawValue>,
 }
 
 /// `delta` of a `content_block_delta` or `message_delta` event.

@@ -394,3 +394,110 @@ fn sse_snapshots() {
         }
     }
 }
+
+/// The CLI's stream of one model message answering with text, with the usage a model reports
+/// (prompt cache included), then the turn's result.
+fn message_with_usage(id: &str, start_usage: Value, delta_usage: Value) -> Vec<String> {
+    let event = |event: Value| {
+        json!({"type": "stream_event", "event": event, "session_id": "s", "parent_tool_use_id": null, "api_message_id": id})
+            .to_string()
+    };
+    vec![
+        event(
+            json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5", "content": [], "stop_reason": null, "usage": start_usage}}),
+        ),
+        event(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        event(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi."}}),
+        ),
+        event(json!({"type": "content_block_stop", "index": 0})),
+        event(
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": delta_usage}),
+        ),
+        event(json!({"type": "message_stop"})),
+    ]
+}
+
+#[test]
+fn usage_is_what_the_model_reported_in_each_api_s_fields() {
+    let mut lines = message_with_usage(
+        "msg_1",
+        json!({"input_tokens": 12, "cache_creation_input_tokens": 300, "cache_read_input_tokens": 4000, "output_tokens": 1}),
+        json!({"output_tokens": 42}),
+    );
+    lines.push(
+        json!({"type": "result", "subtype": "success", "is_error": false, "result": "Hi.",
+            "usage": {"input_tokens": 999, "output_tokens": 999}})
+        .to_string(),
+    );
+    let chunks = ccwire_core::replay((lines.join("\n") + "\n").as_bytes());
+    let start = chunks
+        .iter()
+        .find(|c| matches!(c, Chunk::MessageStart { .. }))
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&start.to_json()).unwrap()["usage"]
+            ["cache_read_input_tokens"],
+        4000,
+        "the message_start chunk carries the model's usage"
+    );
+
+    let anthropic = responses(&chunks, Api::Anthropic);
+    let [response] = anthropic.as_slice() else {
+        panic!("{anthropic:?}")
+    };
+    let full = json!({"input_tokens": 12, "cache_creation_input_tokens": 300,
+        "cache_read_input_tokens": 4000, "output_tokens": 42});
+    assert_eq!(response.body.as_ref().unwrap()["usage"], full);
+    let events: Vec<Value> = parse_sse(&response.frames)
+        .into_iter()
+        .map(|(_, data)| serde_json::from_str(&data).unwrap())
+        .collect();
+    assert_eq!(
+        events[0]["message"]["usage"],
+        json!({"input_tokens": 12, "cache_creation_input_tokens": 300, "cache_read_input_tokens": 4000, "output_tokens": 1}),
+        "message_start: the input as the model reported it at the start"
+    );
+    let delta = events
+        .iter()
+        .find(|e| e["type"] == "message_delta")
+        .unwrap();
+    assert_eq!(delta["usage"], full);
+
+    let openai = responses(&chunks, Api::OpenAi);
+    let expected = json!({"prompt_tokens": 4312, "completion_tokens": 42, "total_tokens": 4354,
+        "prompt_tokens_details": {"cached_tokens": 4000}});
+    assert_eq!(openai[0].body.as_ref().unwrap()["usage"], expected);
+    let frames = parse_sse(&openai[0].frames);
+    let usage_chunk: Value = serde_json::from_str(&frames[frames.len() - 2].1).unwrap();
+    assert_eq!(usage_chunk["usage"], expected, "the include_usage chunk");
+}
+
+#[test]
+fn usage_of_a_response_sums_its_model_messages() {
+    // The CLI's own tool ran between two model messages of one response.
+    let mut lines = message_with_usage(
+        "msg_1",
+        json!({"input_tokens": 10, "cache_read_input_tokens": 100, "output_tokens": 1}),
+        json!({"output_tokens": 5}),
+    );
+    lines.extend(message_with_usage(
+        "msg_2",
+        json!({"input_tokens": 20, "cache_read_input_tokens": 110, "output_tokens": 1}),
+        json!({"output_tokens": 7}),
+    ));
+    lines.push(
+        json!({"type": "result", "subtype": "success", "is_error": false, "result": "Hi."})
+            .to_string(),
+    );
+    let chunks = ccwire_core::replay((lines.join("\n") + "\n").as_bytes());
+    let anthropic = responses(&chunks, Api::Anthropic);
+    assert_eq!(anthropic.len(), 1);
+    assert_eq!(
+        anthropic[0].body.as_ref().unwrap()["usage"],
+        json!({"input_tokens": 30, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 210, "output_tokens": 12})
+    );
+}

@@ -141,6 +141,50 @@ pub struct Rule {
     /// A pause before each streamed event, for slow streaming.
     #[serde(default)]
     pub event_delay_ms: u64,
+    /// The tokens the reply reports (default: [`Usage::default`]).
+    #[serde(default)]
+    pub usage: Option<Usage>,
+}
+
+/// The token counts a reply reports: the input ones in `message_start` (with an
+/// `output_tokens` of 1), the output in `message_delta`; all of them in a non-streamed body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input tokens outside the prompt cache.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+}
+
+impl Default for Usage {
+    fn default() -> Self {
+        Usage {
+            input_tokens: 25,
+            output_tokens: 12,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+        }
+    }
+}
+
+impl Usage {
+    fn start(&self) -> Value {
+        json!({"input_tokens": self.input_tokens, "output_tokens": 1,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens})
+    }
+
+    fn full(&self) -> Value {
+        json!({"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens})
+    }
 }
 
 /// An ordered list of rules.
@@ -162,7 +206,16 @@ impl Script {
             when,
             reply,
             event_delay_ms: 0,
+            usage: None,
         });
+        self
+    }
+
+    /// Sets the tokens the last added rule's replies report.
+    pub fn usage(mut self, usage: Usage) -> Script {
+        if let Some(rule) = self.rules.last_mut() {
+            rule.usage = Some(usage);
+        }
         self
     }
 
@@ -172,6 +225,7 @@ impl Script {
             when,
             reply,
             event_delay_ms: event_delay.as_millis() as u64,
+            usage: None,
         });
         self
     }
@@ -191,17 +245,22 @@ impl Script {
         self.when(Match::ToolResult { tool: None }, reply)
     }
 
-    fn pick(&self, request: &Value) -> (Reply, u64) {
+    fn pick(&self, request: &Value) -> (Reply, u64, Usage) {
         let probe = request.get("stream") != Some(&Value::Bool(true))
             && request.get("max_tokens").and_then(Value::as_u64) == Some(1);
         for rule in &self.rules {
             if matches(&rule.when, request, probe) {
-                return (rule.reply.clone(), rule.event_delay_ms);
+                return (
+                    rule.reply.clone(),
+                    rule.event_delay_ms,
+                    rule.usage.unwrap_or_default(),
+                );
             }
         }
         (
             Reply::text("(the fake model has no rule for this request)"),
             0,
+            Usage::default(),
         )
     }
 }
@@ -448,13 +507,13 @@ async fn handle(
         let error = json!({"type": "error", "error": {"type": "not_found_error", "message": format!("no route for {method} {route}")}});
         return (StatusCode::NOT_FOUND, axum::Json(error)).into_response();
     }
-    let (reply, delay) = shared.script.lock().expect("not poisoned").pick(&body_json);
+    let (reply, delay, usage) = shared.script.lock().expect("not poisoned").pick(&body_json);
     let n = {
         let mut counter = shared.counter.lock().expect("not poisoned");
         *counter += 1;
         *counter
     };
-    respond(reply, delay, n, &body_json)
+    respond(reply, delay, usage, n, &body_json)
 }
 
 /// The control API for tests in other languages: `PUT /_fake/script` replaces the script (a
@@ -488,7 +547,7 @@ fn control(shared: &Shared, method: &Method, route: &str, body: Value) -> Respon
     }
 }
 
-fn respond(reply: Reply, delay_ms: u64, n: u64, request: &Value) -> Response {
+fn respond(reply: Reply, delay_ms: u64, usage: Usage, n: u64, request: &Value) -> Response {
     let model = request["model"]
         .as_str()
         .unwrap_or("claude-fake")
@@ -528,15 +587,14 @@ fn respond(reply: Reply, delay_ms: u64, n: u64, request: &Value) -> Response {
         "end_turn"
     };
     let message_id = format!("msg_fake_{n:06}");
-    let usage = json!({"input_tokens": 25, "output_tokens": 12, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
     if request["stream"] != true {
         return axum::Json(json!({
             "id": message_id, "type": "message", "role": "assistant", "model": model,
-            "content": blocks, "stop_reason": stop_reason, "stop_sequence": null, "usage": usage,
+            "content": blocks, "stop_reason": stop_reason, "stop_sequence": null, "usage": usage.full(),
         }))
         .into_response();
     }
-    let events = sse_events(&message_id, &model, &blocks, stop_reason);
+    let events = sse_events(&message_id, &model, &blocks, stop_reason, &usage);
     let stream = futures::stream::unfold(events.into_iter(), move |mut events| async move {
         let event = events.next()?;
         if delay_ms > 0 {
@@ -587,14 +645,20 @@ fn sse(event: &str, data: &Value) -> String {
 }
 
 /// The stream events of a message, as the real API sends them.
-fn sse_events(message_id: &str, model: &str, blocks: &[Value], stop_reason: &str) -> Vec<String> {
+fn sse_events(
+    message_id: &str,
+    model: &str,
+    blocks: &[Value],
+    stop_reason: &str,
+    usage: &Usage,
+) -> Vec<String> {
     let mut events = vec![
         sse(
             "message_start",
             &json!({"type": "message_start", "message": {
                 "id": message_id, "type": "message", "role": "assistant", "model": model, "content": [],
                 "stop_reason": null, "stop_sequence": null,
-                "usage": {"input_tokens": 25, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+                "usage": usage.start(),
             }}),
         ),
         sse("ping", &json!({"type": "ping"})),
@@ -642,7 +706,7 @@ fn sse_events(message_id: &str, model: &str, blocks: &[Value], stop_reason: &str
         "message_delta",
         &json!({"type": "message_delta",
         "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-        "usage": {"output_tokens": 12}}),
+        "usage": {"output_tokens": usage.output_tokens}}),
     ));
     events.push(sse("message_stop", &json!({"type": "message_stop"})));
     events

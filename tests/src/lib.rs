@@ -4,4 +4,4 @@
 pub mod cli;
 pub mod fake_anthropic;
 
-pub use fake_anthropic::{FakeAnthropic, Match, Reply, Script, ToolCall};
+pub use fake_anthropic::{FakeAnthropic, Match, Reply, Script, ToolCall, Usage};

@@ -76,6 +76,72 @@ enum OutBlock {
     },
 }
 
+/// The tokens of a response, in the Anthropic API's terms: `input_tokens` counts the input
+/// that was neither written to nor read from the prompt cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Input tokens outside the prompt cache.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_creation_input_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    /// Sets the counts a usage object of the Messages API (`message_start`, `message_delta`, a
+    /// turn's `result`) carries; the ones it leaves out stay. Its counts are cumulative for
+    /// the message, so they replace, not add.
+    fn update(&mut self, usage: &Value) {
+        let field = |name: &str, into: &mut u64| {
+            if let Some(n) = usage.get(name).and_then(Value::as_u64) {
+                *into = n;
+            }
+        };
+        field("input_tokens", &mut self.input_tokens);
+        field("output_tokens", &mut self.output_tokens);
+        field(
+            "cache_creation_input_tokens",
+            &mut self.cache_creation_input_tokens,
+        );
+        field("cache_read_input_tokens", &mut self.cache_read_input_tokens);
+    }
+
+    /// All the input, cached or not (OpenAI's `prompt_tokens`).
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+    }
+
+    fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.cache_read_input_tokens += other.cache_read_input_tokens;
+    }
+
+    /// The Anthropic `usage` object.
+    fn anthropic(&self) -> Value {
+        json!({
+            "input_tokens": self.input_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "output_tokens": self.output_tokens,
+        })
+    }
+
+    /// The OpenAI Chat Completions `usage` object.
+    fn openai(&self) -> Value {
+        json!({
+            "prompt_tokens": self.prompt_tokens(),
+            "completion_tokens": self.output_tokens,
+            "total_tokens": self.prompt_tokens() + self.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": self.cache_read_input_tokens},
+        })
+    }
+}
+
 /// Builds one response from the chunks of a turn. See the [module docs](self).
 #[derive(Debug)]
 pub struct ResponseEncoder {
@@ -93,8 +159,8 @@ pub struct ResponseEncoder {
     message: Option<String>,
     message_has_client_tool: bool,
     stop_reason: Option<String>,
-    input_tokens: u64,
-    output_tokens: u64,
+    /// The usage of each top-level model message of the response, as reported so far.
+    message_usage: Vec<(String, Usage)>,
     outcome: Option<Outcome>,
     /// Content of messages not announced by a `message_start`, held back.
     pending: Vec<Chunk>,
@@ -114,8 +180,7 @@ impl ResponseEncoder {
             message: None,
             message_has_client_tool: false,
             stop_reason: None,
-            input_tokens: 0,
-            output_tokens: 0,
+            message_usage: Vec::new(),
             outcome: None,
             pending: Vec::new(),
         }
@@ -204,8 +269,12 @@ impl ResponseEncoder {
             Chunk::MessageStart {
                 message_id,
                 parent_tool_use_id: None,
+                usage,
                 ..
             } => {
+                let mut counts = Usage::default();
+                counts.update(&usage.to_value());
+                self.message_usage.push((message_id.clone(), counts));
                 self.message = Some(message_id.clone());
                 self.message_has_client_tool = false;
                 self.start(out);
@@ -306,7 +375,13 @@ impl ResponseEncoder {
                 if let Some(reason) = stop_reason {
                     self.stop_reason = Some(reason.clone());
                 }
-                self.add_usage(&usage.to_value());
+                if let Some((_, counts)) = self
+                    .message_usage
+                    .iter_mut()
+                    .find(|(id, _)| id == message_id)
+                {
+                    counts.update(&usage.to_value());
+                }
             }
             Chunk::MessageStop { message_id, .. }
                 if self.message.as_deref() == Some(message_id) =>
@@ -369,6 +444,19 @@ impl ResponseEncoder {
             self.finish(Outcome::Failed(error), &mut out);
         }
         out
+    }
+
+    /// The tokens of the response so far: the sum over its model messages of what each
+    /// reported at its start (input, cache) and in its `message_delta` (output). Only
+    /// streamed messages report usage (the CLI's `--include-partial-messages`, which the
+    /// gateway always sets); a turn's total in its `result` is not the response's when the
+    /// turn spans several responses, so it is not used.
+    pub fn usage(&self) -> Usage {
+        let mut total = Usage::default();
+        for (_, counts) in &self.message_usage {
+            total.add(counts);
+        }
+        total
     }
 
     /// A keep-alive frame: Anthropic's `ping` event, or an SSE comment for OpenAI.
@@ -448,7 +536,7 @@ impl ResponseEncoder {
                     "content": content,
                     "stop_reason": stop,
                     "stop_sequence": null,
-                    "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
+                    "usage": self.usage().anthropic(),
                 })
             }
             Api::OpenAi => {
@@ -490,7 +578,7 @@ impl ResponseEncoder {
                         "logprobs": null,
                         "finish_reason": finish_reason(&stop),
                     }],
-                    "usage": self.openai_usage(),
+                    "usage": self.usage().openai(),
                 })
             }
         })
@@ -542,7 +630,7 @@ impl ResponseEncoder {
                         "content": [],
                         "stop_reason": null,
                         "stop_sequence": null,
-                        "usage": {"input_tokens": 0, "output_tokens": 0},
+                        "usage": self.usage().anthropic(),
                     },
                 }),
             )),
@@ -645,23 +733,6 @@ impl ResponseEncoder {
         }
     }
 
-    fn add_usage(&mut self, usage: &Value) {
-        let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
-        let input = field("input_tokens")
-            + field("cache_creation_input_tokens")
-            + field("cache_read_input_tokens");
-        self.input_tokens += input;
-        self.output_tokens += field("output_tokens");
-    }
-
-    fn openai_usage(&self) -> Value {
-        json!({
-            "prompt_tokens": self.input_tokens,
-            "completion_tokens": self.output_tokens,
-            "total_tokens": self.input_tokens + self.output_tokens,
-        })
-    }
-
     fn openai_chunk(&self, delta: Value, finish: Option<&str>) -> Value {
         let mut chunk = json!({
             "id": self.response_id(),
@@ -709,7 +780,7 @@ impl ResponseEncoder {
                                 &json!({
                                     "type": "message_delta",
                                     "delta": {"stop_reason": stop, "stop_sequence": null},
-                                    "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
+                                    "usage": self.usage().anthropic(),
                                 }),
                             ));
                             out.push(sse_event("message_stop", &json!({"type": "message_stop"})));
@@ -720,7 +791,7 @@ impl ResponseEncoder {
                             if self.options.include_usage {
                                 let mut usage = self.openai_chunk(json!({}), None);
                                 usage["choices"] = json!([]);
-                                usage["usage"] = self.openai_usage();
+                                usage["usage"] = self.usage().openai();
                                 out.push(sse_data(&usage));
                             }
                             out.push("data: [DONE]\n\n".to_owned());

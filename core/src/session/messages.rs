@@ -284,10 +284,12 @@ impl State {
                 self.current_message = Some(message_id.clone());
                 self.messages.entry(message_id.clone()).or_default();
                 let model = event.message.as_ref().and_then(|m| owned(&m.model));
+                let usage = canon(event.message.as_ref().and_then(|m| m.usage));
                 self.emit(Chunk::MessageStart {
                     message_id,
                     model,
                     parent_tool_use_id: parent.map(str::to_owned),
+                    usage,
                 });
             }
             "content_block_start" => {

@@ -53,7 +53,12 @@ pub fn script() -> Script {
 
 impl Gw {
     pub async fn start(configure: impl FnOnce(&mut GatewayOptions)) -> Gw {
-        let fake = FakeAnthropic::start(script()).await;
+        Gw::start_with(script(), configure).await
+    }
+
+    /// A gateway in front of a fake model that follows `script`.
+    pub async fn start_with(script: Script, configure: impl FnOnce(&mut GatewayOptions)) -> Gw {
+        let fake = FakeAnthropic::start(script).await;
         let home = OfflineHome::new();
         let mut gw = Gw {
             fake,

@@ -1,0 +1,126 @@
+//! End-to-end: the token usage a client of `ccwire serve` gets is exactly what the model
+//! reported — input, output and prompt-cache tokens, in each API's own fields, streamed and
+//! not, and for each response of a turn that a client tool call splits.
+
+mod support;
+
+use ccwire_tests::{Match, Reply, Script, Usage};
+use serde_json::{json, Value};
+use support::*;
+
+const ANSWER: Usage = Usage {
+    input_tokens: 1234,
+    output_tokens: 56,
+    cache_creation_input_tokens: 700,
+    cache_read_input_tokens: 8000,
+};
+const CALLS: Usage = Usage {
+    input_tokens: 300,
+    output_tokens: 40,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 5000,
+};
+const AFTER_RESULTS: Usage = Usage {
+    input_tokens: 310,
+    output_tokens: 21,
+    cache_creation_input_tokens: 90,
+    cache_read_input_tokens: 5300,
+};
+
+fn usage_script() -> Script {
+    Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_tool_result(Reply::text("Both found."))
+        .usage(AFTER_RESULTS)
+        .on_prompt("PLEASE-LOOKUP", two_lookups())
+        .usage(CALLS)
+        .when(Match::Any, Reply::text("Counted."))
+        .usage(ANSWER)
+}
+
+fn anthropic_usage(u: Usage) -> Value {
+    json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+        "cache_creation_input_tokens": u.cache_creation_input_tokens,
+        "cache_read_input_tokens": u.cache_read_input_tokens})
+}
+
+fn openai_usage(u: Usage) -> Value {
+    let prompt = u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens;
+    json!({"prompt_tokens": prompt, "completion_tokens": u.output_tokens,
+        "total_tokens": prompt + u.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": u.cache_read_input_tokens}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_is_the_model_s_own_in_both_apis_streamed_and_not() {
+    let gw = Gw::start_with(usage_script(), |_| {}).await;
+
+    let (status, _, body) = gw
+        .call(
+            "/v1/messages",
+            &anthropic(json!([{"role": "user", "content": "Count one"}])),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["usage"], anthropic_usage(ANSWER));
+
+    let mut request = anthropic(json!([{"role": "user", "content": "Count two"}]));
+    request["stream"] = json!(true);
+    let (status, _, data) = gw.stream("/v1/messages", &request).await;
+    assert_eq!(status, 200);
+    let events: Vec<Value> = data
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let start = &events[0]["message"]["usage"];
+    assert_eq!(start["input_tokens"], 1234, "message_start: {start}");
+    assert_eq!(start["cache_read_input_tokens"], 8000, "{start}");
+    assert_eq!(start["cache_creation_input_tokens"], 700, "{start}");
+    let delta = events
+        .iter()
+        .find(|e| e["type"] == "message_delta")
+        .unwrap();
+    assert_eq!(delta["usage"], anthropic_usage(ANSWER));
+
+    let openai =
+        json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "Count three"}]});
+    let (status, _, body) = gw.call("/v1/chat/completions", &openai, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["usage"], openai_usage(ANSWER));
+
+    let streamed = json!({"model": "gpt-4o", "stream": true, "stream_options": {"include_usage": true},
+        "messages": [{"role": "user", "content": "Count four"}]});
+    let (status, _, data) = gw.stream("/v1/chat/completions", &streamed).await;
+    assert_eq!(status, 200);
+    let last: Value = serde_json::from_str(&data[data.len() - 2]).unwrap();
+    assert_eq!(last["choices"], json!([]));
+    assert_eq!(last["usage"], openai_usage(ANSWER));
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_response_of_a_turn_split_by_a_tool_call_has_its_own_usage() {
+    let gw = Gw::start_with(usage_script(), |_| {}).await;
+    let user = json!({"role": "user", "content": "PLEASE-LOOKUP alpha and beta"});
+    let (status, _, body) = gw
+        .call("/v1/messages", &anthropic(json!([user])), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["stop_reason"], "tool_use");
+    assert_eq!(body["usage"], anthropic_usage(CALLS));
+
+    let messages = json!([
+        user,
+        {"role": "assistant", "content": body["content"]},
+        {"role": "user", "content": results_for(&body)},
+    ]);
+    let (status, kind, body) = gw.call("/v1/messages", &anthropic(messages), None).await;
+    assert_eq!((status, kind.as_str()), (200, "continued"), "{body}");
+    assert_eq!(
+        body["usage"],
+        anthropic_usage(AFTER_RESULTS),
+        "the model call after the results, not the turn's total"
+    );
+    gw.stop().await;
+}
