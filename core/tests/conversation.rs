@@ -216,11 +216,99 @@ fn bad_requests_get_errors_in_each_api_shape() {
     let body = err.body(ccwire_core::api::Api::OpenAi);
     assert_eq!(body["error"]["param"], "n");
     assert_eq!(body["error"]["type"], "invalid_request_error");
-    let err = openai::parse_request(
-        br#"{"model":"m","messages":[{"role":"user","content":"x"}],"bogus":1}"#,
+}
+
+#[test]
+fn fields_the_gateway_does_not_know_are_ignored_and_named() {
+    let req = openai::parse_request(
+        br#"{"model":"m","messages":[{"role":"user","content":"x"}],"zeta_new_field":1,"temperature":0}"#,
+    )
+    .unwrap();
+    assert_eq!(req.ignored, ["temperature", "zeta_new_field"]);
+    let req = anthropic::parse_request(
+        br#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"brand_new":{"a":1}}"#,
+    )
+    .unwrap();
+    assert_eq!(req.ignored, ["brand_new"]);
+}
+
+/// A request as Claude Code itself sends it to its API: `system` messages inside `messages`,
+/// `output_config`, adaptive thinking, `context_management`, `cache_control` on system, tool and
+/// message blocks.
+fn claude_code_request(messages: Value) -> Value {
+    json!({
+        "model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": true,
+        "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}],
+        "messages": messages,
+        "tools": [{"name": "Bash", "description": "Run a command.",
+                   "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}},
+                   "cache_control": {"type": "ephemeral"}}],
+        "metadata": {"user_id": "u"},
+        "thinking": {"type": "adaptive"},
+        "output_config": {"effort": "high"},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+    })
+}
+
+#[test]
+fn claude_code_s_own_requests_are_accepted() {
+    let first = json!([
+        {"role": "system", "content": "The user's timezone is UTC."},
+        {"role": "user", "content": [{"type": "text", "text": "Run ls", "cache_control": {"type": "ephemeral"}}]},
+    ]);
+    let req = anthropic::parse_request(claude_code_request(first.clone()).to_string().as_bytes())
+        .unwrap();
+    assert_eq!(
+        req.ignored,
+        [
+            "context_management",
+            "metadata",
+            "output_config",
+            "thinking"
+        ]
+    );
+    assert_eq!(
+        req.conversation.system.as_deref(),
+        Some("You are Claude Code.")
+    );
+    assert_eq!(
+        req.conversation.messages[0].content,
+        [Block::Text {
+            text: "<system>\nThe user's timezone is UTC.\n</system>\n\nRun ls".into()
+        }],
+        "the system message is text of the user turn it stands in"
+    );
+    // After the user's text, a system message is set apart from it.
+    let later = json!([
+        {"role": "user", "content": "Run ls"},
+        {"role": "system", "content": [{"type": "text", "text": "Effort: high."}]},
+    ]);
+    let req = anthropic::parse_request(claude_code_request(later).to_string().as_bytes()).unwrap();
+    assert_eq!(
+        req.conversation.messages[0].content,
+        [Block::Text {
+            text: "Run ls\n\n<system>\nEffort: high.\n</system>\n\n".into()
+        }]
+    );
+    // The next request continues the same history: it hashes as the first request's did.
+    let mut next = first.as_array().unwrap().clone();
+    next.push(json!({"role": "assistant", "content": "Done."}));
+    next.push(json!({"role": "system", "content": "Reminder."}));
+    next.push(json!({"role": "user", "content": "Thanks"}));
+    let req =
+        anthropic::parse_request(claude_code_request(json!(next)).to_string().as_bytes()).unwrap();
+    assert_eq!(req.conversation.history_len(), 2);
+    let err = anthropic::parse_request(
+        claude_code_request(json!([{"role": "system", "content": [{"type": "image",
+            "source": {"type": "url", "url": "https://example.com/a.png"}}]}, {"role": "user", "content": "x"}]))
+        .to_string()
+        .as_bytes(),
     )
     .unwrap_err();
-    assert!(err.message.contains("bogus"));
+    assert_eq!(
+        err.message,
+        "messages.0.content: a system message holds text only"
+    );
 }
 
 #[test]

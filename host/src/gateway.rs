@@ -601,11 +601,19 @@ async fn handle(
         Ok(r) => r,
         Err(e) => return error_response(api, &e),
     };
-    tracing::debug!(?api, model = %request.model, stream = request.stream, "request");
-    match turn(app, api, tenant, request).await {
+    tracing::debug!(?api, model = %request.model, stream = request.stream, ignored = ?request.ignored, "request");
+    // Fields accepted but not honoured, so a client can see what had no effect.
+    let ignored = (!request.ignored.is_empty())
+        .then(|| HeaderValue::from_str(&request.ignored.join(", ")).ok())
+        .flatten();
+    let mut response = match turn(app, api, tenant, request).await {
         Ok(response) => response,
         Err(e) => error_response(api, &e),
+    };
+    if let Some(ignored) = ignored {
+        response.headers_mut().insert("x-ccwire-ignored", ignored);
     }
+    response
 }
 
 fn user_message(blocks: &[Block]) -> UserMessage {

@@ -562,3 +562,67 @@ async fn bad_requests_get_errors_in_each_api_s_shape() {
     let refused = Server::start("0.0.0.0:0".parse().unwrap(), GatewayOptions::default()).await;
     assert!(refused.is_err(), "a public address needs a key");
 }
+
+/// The request shape Claude Code itself sends its API, with fields this gateway has never
+/// heard of.
+fn claude_code_style(messages: Value) -> Value {
+    json!({
+        "model": MODEL, "max_tokens": 32000,
+        "system": [{"type": "text", "text": "You are a helpful agent.", "cache_control": {"type": "ephemeral"}}],
+        "messages": messages,
+        "tools": [lookup_tool()],
+        "metadata": {"user_id": "user-1"},
+        "thinking": {"type": "adaptive"},
+        "output_config": {"effort": "medium"},
+        "context_management": {"edits": []},
+        "a_field_from_next_month": true,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_s_request_shape_is_served_and_what_was_ignored_is_named() {
+    let gw = Gw::start(|_| {}).await;
+    let first = json!([
+        {"role": "system", "content": "Today is CODENAME-DAY."},
+        {"role": "user", "content": [{"type": "text", "text": "PLEASE-GREET me", "cache_control": {"type": "ephemeral"}}]},
+    ]);
+    let response = gw
+        .http
+        .post(gw.url("/v1/messages"))
+        .header(
+            "anthropic-beta",
+            "per-turn-control-2026-07-01,mid-conversation-tool-changes-2026-07-01",
+        )
+        .json(&claude_code_style(first.clone()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["x-ccwire-ignored"],
+        "a_field_from_next_month, context_management, metadata, output_config, thinking"
+    );
+    let body: Value = response.json().await.unwrap();
+    let seen = gw.fake.model_calls().last().unwrap().last_user_text();
+    assert!(
+        seen.contains("<system>\nToday is CODENAME-DAY.\n</system>\n\nPLEASE-GREET me"),
+        "the system message reached the model in the user turn: {seen}"
+    );
+
+    // The next turn carries another system message and continues the same session.
+    let mut messages = first.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": body["content"]}));
+    messages.push(json!({"role": "system", "content": "Keep it short."}));
+    messages.push(json!({"role": "user", "content": "PLEASE-AGAIN"}));
+    let (status, kind, _) = gw
+        .call("/v1/messages", &claude_code_style(json!(messages)), None)
+        .await;
+    assert_eq!((status, kind.as_str()), (200, "continued"));
+    let seen = gw.fake.model_calls().last().unwrap().last_user_text();
+    assert!(
+        seen.contains("Keep it short.") && seen.contains("PLEASE-AGAIN"),
+        "{seen}"
+    );
+    assert_eq!(gw.server().session_pids().len(), 1);
+    gw.stop().await;
+}

@@ -8,7 +8,8 @@ use super::{
 };
 use crate::conversation::{push_block, strip_volatile, Block, Conversation, Role, ToolSpec};
 
-/// Request fields that are accepted and ignored (the CLI decides them).
+/// Request fields known to be accepted and ignored (the CLI decides them). Fields the gateway
+/// does not know are ignored too; all of them are named in [`ApiRequest::ignored`].
 pub const IGNORED_FIELDS: &[&str] = &[
     "temperature",
     "top_p",
@@ -16,6 +17,7 @@ pub const IGNORED_FIELDS: &[&str] = &[
     "stop_sequences",
     "metadata",
     "thinking",
+    "output_config",
     "service_tier",
     "container",
     "mcp_servers",
@@ -27,6 +29,51 @@ pub const IGNORED_FIELDS: &[&str] = &[
 /// # Errors
 /// An [`ApiError`] (400) naming the field at fault.
 pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
+    parse(body, false)
+}
+
+/// Parses and validates a token-count request body (`POST /v1/messages/count_tokens`): a
+/// Messages request without `max_tokens` or `stream`, whose last message may be the
+/// assistant's.
+///
+/// # Errors
+/// An [`ApiError`] (400) naming the field at fault.
+pub fn parse_count_tokens_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
+    parse(body, true)
+}
+
+/// A documented estimate of a request's input tokens, for when no upstream can count them:
+/// a token per 4 bytes of text (system prompt, message text, tool inputs and results, tool
+/// definitions with their schemas), 1,600 per image (the most a picture of up to 1.15
+/// megapixels costs), and 4 per message for its framing. Real counts differ, by tokenizer
+/// and language, often by 10–20%.
+pub fn estimate_input_tokens(conversation: &Conversation) -> u64 {
+    fn bytes(block: &Block, images: &mut u64) -> usize {
+        match block {
+            Block::Text { text } => text.len(),
+            Block::Image { .. } => {
+                *images += 1;
+                0
+            }
+            Block::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
+            Block::ToolResult { content, .. } => {
+                content.iter().map(|b| bytes(b, images)).sum::<usize>()
+            }
+            Block::Other { block } => block.to_string().len(),
+        }
+    }
+    let mut images = 0;
+    let mut text = conversation.system.as_ref().map_or(0, String::len);
+    for message in &conversation.messages {
+        text += message.content.iter().map(|b| bytes(b, &mut images)).sum::<usize>();
+    }
+    for tool in &conversation.tools {
+        text += tool.name.len() + tool.description.len() + tool.input_schema.to_string().len();
+    }
+    (text as u64).div_ceil(4) + images * 1600 + conversation.messages.len() as u64 * 4
+}
+
+fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
     let mut map = parse_object(body)?;
     let model = match map.remove("model") {
         Some(Value::String(m)) if !m.is_empty() => m,
@@ -38,6 +85,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         }
     };
     let max_tokens = match map.remove("max_tokens") {
+        None if count => None,
         Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n > 0) => n.as_u64(),
         Some(_) => {
             return Err(ApiError::invalid(
@@ -74,10 +122,21 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         ));
     }
     for (i, message) in messages.into_iter().enumerate() {
-        let (role, blocks) = message_blocks(i, message)?;
-        conversation.push(role, blocks);
+        let (role, mut blocks) = message_blocks(i, message)?;
+        let after_text = conversation.messages.last().is_some_and(|m| {
+            m.role == Role::User && matches!(m.content.last(), Some(Block::Text { .. }))
+        });
+        if role == SYSTEM && after_text {
+            blocks.insert(
+                0,
+                Block::Text {
+                    text: "\n\n".to_owned(),
+                },
+            );
+        }
+        conversation.push(role.0, blocks);
     }
-    if conversation.messages.last().map(|m| m.role) != Some(Role::User) {
+    if !count && conversation.messages.last().map(|m| m.role) != Some(Role::User) {
         return Err(ApiError::invalid(
             "messages",
             "messages: the last message must be a user message (assistant prefill is not supported)",
@@ -85,17 +144,9 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
     }
     conversation.tools = tools(map.remove("tools"))?;
     let tool_choice = tool_choice(map.remove("tool_choice"))?;
-    let ignored = map
-        .keys()
-        .filter(|k| IGNORED_FIELDS.contains(&k.as_str()))
-        .cloned()
-        .collect();
-    if let Some(unknown) = map.keys().find(|k| !IGNORED_FIELDS.contains(&k.as_str())) {
-        return Err(ApiError::invalid(
-            unknown.clone(),
-            format!("{unknown}: extra inputs are not permitted"),
-        ));
-    }
+    // The API grows every month and current clients send what it grew: a field the gateway
+    // does not know is ignored and named, never refused.
+    let ignored = map.keys().cloned().collect();
     Ok(ApiRequest {
         api: Api::Anthropic,
         model,
@@ -137,18 +188,34 @@ fn system_text(system: Option<Value>) -> Result<Option<String>, ApiError> {
 const MESSAGES: At<'static> = At::Name("messages");
 const TOOLS: At<'static> = At::Name("tools");
 
-fn message_blocks(i: usize, message: Value) -> Result<(Role, Vec<Block>), ApiError> {
+/// The role a message of the request takes in the conversation, and whether it was a
+/// `system` message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RoleOf(Role, bool);
+
+const SYSTEM: RoleOf = RoleOf(Role::User, true);
+
+/// A message's role and canonical blocks. A `system` message (current clients send them inside
+/// `messages`) becomes text of the user turn it stands in, as `<system>…</system>`: the CLI's
+/// own system prompt is fixed for its session, and this keeps it to that turn.
+fn message_blocks(i: usize, message: Value) -> Result<(RoleOf, Vec<Block>), ApiError> {
     let at = At::Dot(&MESSAGES, i);
     let Value::Object(mut message) = message else {
         return Err(ApiError::invalid(&at, format!("{at}: must be an object")));
     };
     let role = match message.get("role").and_then(Value::as_str) {
-        Some("user") => Role::User,
-        Some("assistant") => Role::Assistant,
+        Some("user") => RoleOf(Role::User, false),
+        Some("assistant") => RoleOf(Role::Assistant, false),
+        Some("system") => {
+            let content = message.remove("content").unwrap_or(Value::Null);
+            let text = system_message_text(&At::Field(&at, "content"), content)?;
+            let text = format!("<system>\n{text}\n</system>\n\n");
+            return Ok((SYSTEM, vec![Block::Text { text }]));
+        }
         Some(other) => {
             return Err(ApiError::invalid(
                 format!("{at}.role"),
-                format!("{at}.role: must be \"user\" or \"assistant\", not {other:?}"),
+                format!("{at}.role: must be \"user\", \"assistant\" or \"system\", not {other:?}"),
             ))
         }
         None => {
@@ -160,6 +227,22 @@ fn message_blocks(i: usize, message: Value) -> Result<(Role, Vec<Block>), ApiErr
     };
     let content = message.remove("content").unwrap_or(Value::Null);
     Ok((role, content_blocks(&At::Field(&at, "content"), content)?))
+}
+
+/// The text of a `system` message: a string or text blocks.
+fn system_message_text(at: &At<'_>, content: Value) -> Result<String, ApiError> {
+    let blocks = content_blocks(at, content)?;
+    let mut text = String::new();
+    for block in blocks {
+        let Block::Text { text: t } = block else {
+            return Err(ApiError::invalid(
+                at,
+                format!("{at}: a system message holds text only"),
+            ));
+        };
+        text.push_str(&t);
+    }
+    Ok(text)
 }
 
 /// Reads message content (a string or blocks) into canonical blocks.

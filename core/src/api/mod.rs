@@ -51,7 +51,8 @@ pub struct ApiRequest {
     pub tool_choice: ToolChoice,
     /// The conversation, canonical.
     pub conversation: Conversation,
-    /// Fields that were accepted and ignored, for logs.
+    /// Top-level fields that were accepted and ignored, known or not, sorted by name
+    /// (the gateway names them in its `x-ccwire-ignored` response header).
     pub ignored: Vec<String>,
 }
 

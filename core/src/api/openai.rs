@@ -7,7 +7,8 @@ use super::{
 };
 use crate::conversation::{push_block, Block, Conversation, Role, ToolSpec};
 
-/// Request fields that are accepted and ignored (the CLI decides them).
+/// Request fields known to be accepted and ignored (the CLI decides them). Fields the gateway
+/// does not know are ignored too; all of them are named in [`ApiRequest::ignored`].
 pub const IGNORED_FIELDS: &[&str] = &[
     "temperature",
     "top_p",
@@ -150,17 +151,8 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
     }
     conversation.tools = tools(map.remove("tools"))?;
     let tool_choice = tool_choice(map.remove("tool_choice"))?;
-    let ignored = map
-        .keys()
-        .filter(|k| IGNORED_FIELDS.contains(&k.as_str()))
-        .cloned()
-        .collect();
-    if let Some(unknown) = map.keys().find(|k| !IGNORED_FIELDS.contains(&k.as_str())) {
-        return Err(ApiError::invalid(
-            unknown.clone(),
-            format!("Unrecognized request argument supplied: {unknown}"),
-        ));
-    }
+    // Fields the gateway does not know are ignored and named, never refused.
+    let ignored = map.keys().cloned().collect();
     Ok(ApiRequest {
         api: Api::OpenAi,
         model,
