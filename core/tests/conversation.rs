@@ -457,3 +457,27 @@ fn padding_inside_long_image_data_is_refused() {
     let err = anthropic::parse_request(body.to_string().as_bytes()).unwrap_err();
     assert!(err.message.contains("not valid base64"), "{}", err.message);
 }
+
+#[test]
+fn token_estimates_count_text_tools_images_and_messages() {
+    let body = json!({"model": "m", "system": "abcd",
+    "tools": [{"name": "ab", "description": "cd", "input_schema": {}}],
+    "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "12345678"},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "ab", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "1234"}]},
+    ]});
+    let req = anthropic::parse_count_tokens_request(body.to_string().as_bytes()).unwrap();
+    assert_eq!(req.max_tokens, None);
+    // Text: 4 (system) + 6 (tool: name, description, "{}") + 8 + 4 (tool_use: name, "{}") + 4
+    // = 26 bytes → 7 tokens; one image, 1,600; three messages, 12.
+    assert_eq!(
+        anthropic::estimate_input_tokens(&req.conversation),
+        7 + 1600 + 12
+    );
+    // A count may end with the assistant's message (prefill), unlike a Messages request.
+    let prefill = json!({"model": "m", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]});
+    assert!(anthropic::parse_count_tokens_request(prefill.to_string().as_bytes()).is_ok());
+    assert!(anthropic::parse_request(prefill.to_string().as_bytes()).is_err());
+}

@@ -124,3 +124,85 @@ async fn each_response_of_a_turn_split_by_a_tool_call_has_its_own_usage() {
     );
     gw.stop().await;
 }
+
+async fn count(gw: &Gw, body: &Value) -> (u16, String, Value) {
+    let response = gw
+        .http
+        .post(gw.url("/v1/messages/count_tokens"))
+        .header("anthropic-version", "2023-06-01")
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let source = response
+        .headers()
+        .get("x-ccwire-token-count")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, source, response.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_tokens_asks_the_cli_s_upstream_and_validates_like_messages() {
+    let gw = Gw::start(|_| {}).await;
+    // No max_tokens, as the API's count endpoint takes it.
+    let body = json!({"model": MODEL, "system": "Be brief.", "tools": [lookup_tool()],
+        "messages": [{"role": "user", "content": "How many tokens is this?"}]});
+    let (status, source, answer) = count(&gw, &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(source, "upstream");
+    let calls: Vec<_> = gw
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.starts_with("/v1/messages/count_tokens"))
+        .collect();
+    assert_eq!(calls.len(), 1, "the upstream was asked once");
+    assert_eq!(calls[0].body, body, "the request as the client sent it");
+    let header = |name: &str| {
+        calls[0]
+            .headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(
+        header("x-api-key").as_deref(),
+        Some("dummy"),
+        "the CLI's key"
+    );
+    // The fake counts a token per 4 bytes of the body it received.
+    let sent = serde_json::to_vec(&body).unwrap().len() as u64;
+    assert_eq!(answer, json!({"input_tokens": (sent / 4).max(1)}));
+
+    let bad = json!({"model": MODEL, "tools": [{"name": "no spaces please", "input_schema": {}}],
+        "messages": [{"role": "user", "content": "x"}]});
+    let (status, _, answer) = count(&gw, &bad).await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("tools.0.name"));
+    let (status, _, _) = count(&gw, &json!({"model": MODEL})).await;
+    assert_eq!(status, 400);
+    assert!(
+        gw.server().session_pids().is_empty(),
+        "counting spawns no CLI"
+    );
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_tokens_estimates_without_an_upstream_key() {
+    let gw = Gw::start(|o| o.env.retain(|(k, _)| k != "ANTHROPIC_API_KEY")).await;
+    // 40 bytes of system prompt and 400 of text: 110 tokens, and 4 for the message.
+    let body = json!({"model": MODEL, "system": "abcd".repeat(10),
+        "messages": [{"role": "user", "content": "x".repeat(400)}]});
+    let (status, source, answer) = count(&gw, &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(source, "estimate");
+    assert_eq!(answer, json!({"input_tokens": 114}));
+    assert!(gw.fake.requests().is_empty(), "nothing went upstream");
+    gw.stop().await;
+}

@@ -65,7 +65,11 @@ pub fn estimate_input_tokens(conversation: &Conversation) -> u64 {
     let mut images = 0;
     let mut text = conversation.system.as_ref().map_or(0, String::len);
     for message in &conversation.messages {
-        text += message.content.iter().map(|b| bytes(b, &mut images)).sum::<usize>();
+        text += message
+            .content
+            .iter()
+            .map(|b| bytes(b, &mut images))
+            .sum::<usize>();
     }
     for tool in &conversation.tools {
         text += tool.name.len() + tool.description.len() + tool.input_schema.to_string().len();

@@ -28,7 +28,8 @@ pub const ALLOWED_REQUEST_HEADERS: &[&str] = &[
 ];
 
 /// Response headers a browser client may read besides the CORS-safelisted ones.
-pub const EXPOSED_RESPONSE_HEADERS: &str = "x-ccwire-session, x-ccwire-ignored, retry-after";
+pub const EXPOSED_RESPONSE_HEADERS: &str =
+    "x-ccwire-session, x-ccwire-ignored, x-ccwire-token-count, retry-after";
 
 /// How long a browser may cache a preflight answer, in seconds.
 const PREFLIGHT_MAX_AGE: &str = "600";
