@@ -20,7 +20,7 @@ echo "== cargo test"
 # The differential test runs the module the portability gate just built, and the npm package.
 CCWIRE_WASM_ENTRY="$PWD/target/wasm32-unknown-unknown/wasm-release/ccwire_wasm_entry.wasm" \
   cargo test --workspace
-echo "== SDK end-to-end tests: the official Python and TypeScript clients against ccwire serve"
+echo "== SDK end-to-end tests: the official Python and TypeScript clients and the AI SDK against ccwire serve"
 cargo build --quiet -p ccwire-host -p ccwire-tests --bins
 tests/sdk/python/run.sh
 tests/sdk/ts/run.sh

@@ -50,6 +50,8 @@ export const LOOKUP_FUNCTION = {
 
 /** Script rules. */
 export const rule = (when, reply, eventDelayMs = 0) => ({ when, reply, event_delay_ms: eventDelayMs });
+/** The rule, reporting these tokens ({input_tokens, output_tokens, cache_*_input_tokens}). */
+export const withUsage = (r, usage) => ({ ...r, usage });
 export const probe = () => rule({ kind: 'probe' }, { kind: 'text', text: 'ok' });
 export const onPrompt = (text, reply, eventDelayMs = 0) =>
   rule({ kind: 'last_user_contains', text }, reply, eventDelayMs);
