@@ -38,8 +38,9 @@ const PREFLIGHT_MAX_AGE: &str = "600";
 ///
 /// By default none: a request with an `Origin` header, or that a browser marks as cross-site
 /// (`Sec-Fetch-Site`), is refused; on a loopback listener so is a `Host` that is not a loopback
-/// name (DNS rebinding). Origins and host names are opened one by one.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// name (DNS rebinding). Origins and host names are opened one by one. There is no default:
+/// whether the `Host` check applies depends on the listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrowserPolicy {
     loopback: bool,
     origins: Vec<String>,
