@@ -2,7 +2,7 @@
 
 import type { Chunk, Input, Json, McpCallResult } from "./index.js";
 
-export type ApiName = "anthropic" | "openai";
+export type ApiName = "anthropic" | "openai" | "responses";
 export interface CanonicalBlock {
   type: "text" | "image" | "tool_use" | "tool_result" | "other";
   [field: string]: Json | undefined;
@@ -29,6 +29,10 @@ export interface CanonicalRequest {
   history_hash: string | null;
   tool_signature: string;
   ignored: string[];
+  /** Responses API: the stored response the request continues (cleared once the gateway has put its history in front). */
+  previous_response_id: string | null;
+  /** Responses API: whether the response is to be stored (`false` in the other APIs). */
+  store: boolean;
 }
 /** A request the gateway would refuse. */
 export class ApiRequestError extends Error {
@@ -63,6 +67,10 @@ export interface ResponseEncoderOptions<A extends ApiName = ApiName> {
   clientTools?: Record<string, string>;
   /** Also treat tools whose name starts with this prefix as client tools, named by the rest. */
   clientToolPrefix?: string;
+  /** Responses API: the `previous_response_id` the request continued, echoed in the response. */
+  previousResponseId?: string | null;
+  /** Responses API: whether the response is stored, echoed in the response. */
+  store?: boolean;
 }
 /** The HTTP statuses of API errors. */
 export type ApiErrorStatus = 400 | 401 | 403 | 404 | 413 | 415 | 429 | 500 | 529;
@@ -124,6 +132,44 @@ export interface ChatCompletion {
   }[];
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
+/** An OpenAI Responses API output item the encoder produces. */
+export type ResponsesOutputItem =
+  | {
+      id: string;
+      type: "message";
+      status: "in_progress" | "completed";
+      role: "assistant";
+      content: { type: "output_text"; text: string; annotations: []; logprobs: [] }[];
+    }
+  | {
+      id: string;
+      type: "function_call";
+      status: "in_progress" | "completed";
+      call_id: string;
+      name: string;
+      arguments: string;
+    };
+/** An OpenAI Responses API response body. */
+export interface ResponsesResponse {
+  id: string;
+  object: "response";
+  created_at: number;
+  status: "completed" | "incomplete" | "failed" | "in_progress";
+  error: { code: string; message: string } | null;
+  incomplete_details: { reason: "max_output_tokens" | "content_filter" } | null;
+  model: string;
+  output: ResponsesOutputItem[];
+  previous_response_id: string | null;
+  store: boolean;
+  usage: {
+    input_tokens: number;
+    input_tokens_details: { cached_tokens: number };
+    output_tokens: number;
+    output_tokens_details: { reasoning_tokens: number };
+    total_tokens: number;
+  } | null;
+  [field: string]: Json | undefined;
+}
 /**
  * One Anthropic Messages or OpenAI Chat Completions response built from the chunks of a turn:
  * SSE frames as the chunks come when streaming, the JSON body once the response is complete.
@@ -144,7 +190,7 @@ export class ResponseEncoder<A extends ApiName = ApiName> {
   /** The client tool calls in the response, in order. */
   toolCalls(): ClientToolCall[];
   /** The non-streaming response body, once complete; `null` before, and after a failure. */
-  body(): (A extends "anthropic" ? AnthropicMessage : A extends "openai" ? ChatCompletion : AnthropicMessage | ChatCompletion) | null;
+  body(): (A extends "anthropic" ? AnthropicMessage : A extends "openai" ? ChatCompletion : A extends "responses" ? ResponsesResponse : AnthropicMessage | ChatCompletion | ResponsesResponse) | null;
   /** The response as an assistant message in canonical form (what the next request's history hash covers). */
   message(): CanonicalMessage;
   /** Frees the WebAssembly memory now (it is also freed when the object is collected). */
@@ -154,8 +200,10 @@ export class ResponseEncoder<A extends ApiName = ApiName> {
 export interface GatewayOptions {
   /** How long a held client tool call waits for the client's result (default 10 min). */
   heldCallTimeoutMs?: number;
-  /** How long a session may sit without a request before it is closed (default 30 min). */
+  /** How long a session may sit without a request before it is closed (default 30 min); a stored Responses API response is kept as long after its last use. */
   idleTtlMs?: number;
+  /** The most stored Responses API responses kept at once, the least recently used going first (default 10,000). */
+  maxStoredResponses?: number;
   /** The name of the in-process MCP server that offers the client's tools to the CLI (default `client`): the model calls them `mcp__<clientServer>__<name>`. */
   clientServer?: string;
 }
@@ -171,6 +219,10 @@ interface RouteBase {
   request: GatewayRequest;
   /** The `clientTools` of the request's `ResponseEncoder`: the name the model calls each client tool by → the client's name. */
   clientTools: Record<string, string>;
+  /** Responses API: the `id` of the request's `ResponseEncoder`; its response is stored under it when the request asks (`store`). */
+  responseId?: string;
+  /** Responses API: the `previousResponseId` of the request's `ResponseEncoder`. */
+  previousResponseId?: string | null;
 }
 /** The request continues a live session: answer the held calls, then send the prompt, if any. */
 export interface ContinueRoute extends RouteBase {
@@ -208,7 +260,7 @@ export type GatewayAction =
 /** When the gateway wants `handleTimeout`, and why. */
 export interface GatewayDeadline {
   atMs: number;
-  reason: "held_call" | "idle";
+  reason: "held_call" | "idle" | "stored_response";
 }
 /** The text of the error result a held call gets when the client's result does not come in time. */
 export const HELD_CALL_TIMEOUT_TEXT: string;
@@ -226,7 +278,9 @@ export class Gateway {
    * busy until `responseDone` or `responseFailed`.
    * @throws {ApiRequestError} An invalid request or one the CLI cannot honour (400), tool
    * results that do not match the calls of the previous response (400, naming the ids), or a
-   * conversation busy with another request (429: answer with `Retry-After`).
+   * conversation busy with another request (429: answer with `Retry-After`); for a
+   * Responses request, an unknown `previous_response_id` (400). A Responses request gets a
+   * new `responseId` for its encoder.
    */
   route(body: string | object, options: { api: ApiName; tenant?: string }, nowMs: number): Route;
   /** A response ended normally: the `ResponseEncoder` that built it has the assistant message and its client tool calls. */
@@ -249,12 +303,20 @@ export class Gateway {
   readonly sessionCount: number;
   /** Held client tool calls, over all sessions. */
   readonly heldCount: number;
+  /** Stored Responses API responses, over all tenants. */
+  readonly storedCount: number;
   /** Frees the WebAssembly memory now (it is also freed when the object is collected). */
   free(): void;
 }
 
 /** The output formats of `ccwire replay --format`. */
-export type ResponseFormat = "anthropic-sse" | "openai-sse" | "anthropic-json" | "openai-json";
+export type ResponseFormat =
+  | "anthropic-sse"
+  | "openai-sse"
+  | "responses-sse"
+  | "anthropic-json"
+  | "openai-json"
+  | "responses-json";
 /**
  * The responses `ccwire replay --format <format>` prints for a transcript, byte for byte: each
  * turn as an HTTP client of the gateway would get it (model `claude-code`, tools named

@@ -37,6 +37,11 @@ export class ApiRequestError extends Error {
 const API_ERROR = /^ccwire-api-error (\d+) (.*)$/s;
 
 /** Calls into the module with a request body; API errors become `ApiRequestError`s. */
+/** A Responses API response id: `resp_` and 128 random bits. */
+function newResponseId() {
+  return `resp_${globalThis.crypto.randomUUID().replaceAll("-", "")}`;
+}
+
 function withRequest(call, body) {
   const text = typeof body === "string" ? body : JSON.stringify(body);
   try {
@@ -49,10 +54,10 @@ function withRequest(call, body) {
 }
 
 /**
- * Parses an Anthropic Messages or OpenAI Chat Completions request body into its canonical
- * conversation, with the history hash namespaced by `tenant`.
+ * Parses an Anthropic Messages, OpenAI Chat Completions or OpenAI Responses request body into
+ * its canonical conversation, with the history hash namespaced by `tenant`.
  * @param {string | object} body
- * @param {{api: "anthropic" | "openai", tenant?: string}} options
+ * @param {{api: "anthropic" | "openai" | "responses", tenant?: string}} options
  */
 export function canonicalRequest(body, { api, tenant = "" }) {
   check();
@@ -70,7 +75,8 @@ let encoded;
 let innerOf;
 
 /**
- * One Anthropic Messages or OpenAI Chat Completions response built from the chunks of a turn:
+ * One Anthropic Messages, OpenAI Chat Completions or OpenAI Responses response built from the
+ * chunks of a turn:
  * SSE frames as the chunks come when streaming, the JSON body once the response is complete.
  */
 export class ResponseEncoder {
@@ -81,9 +87,10 @@ export class ResponseEncoder {
   }
 
   /**
-   * @param {{api: "anthropic" | "openai", stream: boolean, model: string, id?: string,
-   *   created?: number, includeUsage?: boolean, clientTools?: Record<string, string>,
-   *   clientToolPrefix?: string}} options
+   * @param {{api: "anthropic" | "openai" | "responses", stream: boolean, model: string,
+   *   id?: string, created?: number, includeUsage?: boolean,
+   *   clientTools?: Record<string, string>, clientToolPrefix?: string,
+   *   previousResponseId?: string | null, store?: boolean}} options
    */
   constructor(options) {
     check();
@@ -174,10 +181,15 @@ export class Gateway {
 
   /**
    * Parses a request body and finds the session it continues, or starts one. The session is
-   * busy until `responseDone` or `responseFailed`.
+   * busy until `responseDone` or `responseFailed`. A Responses request gets a new response id
+   * (`route.responseId`, for its encoder), under which its response is stored when it asks.
    */
   route(body, { api, tenant = "" }, nowMs) {
-    return withRequest((text) => this.#inner.route(api, text, String(tenant), nowMs), body);
+    const responseId = api === "responses" ? newResponseId() : undefined;
+    return withRequest(
+      (text) => this.#inner.route(api, text, String(tenant), nowMs, responseId),
+      body,
+    );
   }
 
   /**
@@ -241,6 +253,11 @@ export class Gateway {
     return this.#inner.heldCount();
   }
 
+  /** Stored Responses API responses, over all tenants. */
+  get storedCount() {
+    return this.#inner.storedCount();
+  }
+
   /** Frees the WebAssembly memory now (it is also freed when the object is collected). */
   free() {
     this.#inner.free();
@@ -251,7 +268,7 @@ export class Gateway {
  * The responses `ccwire replay --format <format>` prints for a transcript: every turn as an
  * HTTP client of the gateway would get it. Replays with the main module (`ccwire`).
  * @param {string | Uint8Array} transcript
- * @param {"anthropic-sse" | "openai-sse" | "anthropic-json" | "openai-json"} format
+ * @param {"anthropic-sse" | "openai-sse" | "responses-sse" | "anthropic-json" | "openai-json" | "responses-json"} format
  */
 export function encodeTranscript(transcript, format) {
   check();

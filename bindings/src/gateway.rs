@@ -1,5 +1,6 @@
 //! The gateway state machine of `ccwire serve` (`ccwire/conversation`).
 
+use ccwire_core::api::Api;
 use ccwire_core::conversation::Message;
 use ccwire_core::gateway::{self, Gateway};
 use wasm_bindgen::prelude::*;
@@ -31,29 +32,45 @@ impl WasmGateway {
     }
 
     /// Parses a request body of `api` and finds the session it continues or starts (JSON).
+    /// A Responses request gets `response_id` (required for it): its response is stored under
+    /// it when the request asks (`store`), and a `previous_response_id` is resolved first.
     ///
     /// # Errors
-    /// An unknown `api`; the API's validation error, a request the CLI cannot honour, tool
-    /// results that do not match the calls the session waits for (400) or a busy conversation
-    /// (429), as `ccwire-api-error <status> <body>`.
+    /// An unknown `api`, or a Responses request without `response_id`; the API's validation
+    /// error, a request the CLI cannot honour, an unknown `previous_response_id`, tool results
+    /// that do not match the calls the session waits for (400) or a busy conversation (429), as
+    /// `ccwire-api-error <status> <body>`.
     pub fn route(
         &mut self,
         api: &str,
         body: &str,
         tenant: &str,
         now_ms: f64,
+        response_id: Option<String>,
     ) -> Result<String, JsError> {
         let now = interop::timestamp(now_ms)?;
         let (api, parsed) = interop::parse_request(api, body)?;
-        let request = parsed
+        let mut request = parsed
             .and_then(|r| gateway::check_request(&r).map(|()| r))
             .map_err(|err| interop::api_error(&err, api))?;
-        let scope = Gateway::scope(tenant, &request.conversation, &request.model);
+        let response = match (api, response_id) {
+            (Api::Responses, Some(id)) => Some(id),
+            (Api::Responses, None) => {
+                return Err(JsError::new("route: a Responses request needs a response id"))
+            }
+            (_, _) => None,
+        };
+        let previous = request.previous_response_id.clone();
         let route = self
             .inner
-            .route(&scope, &request.conversation, now)
+            .route_request(tenant, &mut request, response.as_deref().unwrap_or_default(), now)
             .map_err(|err| interop::api_error(&err, api))?;
-        Ok(interop::route(&route, &request, &self.client_server))
+        Ok(interop::route(
+            &route,
+            &request,
+            &self.client_server,
+            response.as_deref().map(|id| (id, previous.as_deref())),
+        ))
     }
 
     /// A response ended normally with this assistant message (JSON, canonical) and client tool
@@ -169,6 +186,12 @@ impl WasmGateway {
     #[wasm_bindgen(js_name = heldCount)]
     pub fn held_count(&self) -> usize {
         self.inner.held_count()
+    }
+
+    /// Stored Responses API responses, over all tenants.
+    #[wasm_bindgen(js_name = storedCount)]
+    pub fn stored_count(&self) -> usize {
+        self.inner.stored_count()
     }
 }
 

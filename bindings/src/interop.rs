@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use ccwire_core::api::response::{ClientToolCall, EncoderOptions, Outcome};
-use ccwire_core::api::{anthropic, openai, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
+use ccwire_core::api::{anthropic, openai, responses, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
 use ccwire_core::conversation::{push_block, Block, Message, Role};
 use ccwire_core::gateway::{
     self, prompt_content, Action, CallAction, GatewayConfig, GatewayTimeout, Route, SessionId,
@@ -277,7 +277,7 @@ pub fn deadline(next: Option<(Timestamp, TimeoutReason)>) -> String {
     serde_json::json!({"atMs": at, "reason": reason, "description": description}).to_string()
 }
 
-/// Parses a request body of the API named `api` (`anthropic` or `openai`).
+/// Parses a request body of the API named `api` (`anthropic`, `openai` or `responses`).
 ///
 /// # Errors
 /// Another name. (The API's validation error is the inner result.)
@@ -288,9 +288,10 @@ pub fn parse_request(
     Ok(match api {
         "anthropic" => (Api::Anthropic, anthropic::parse_request(body.as_bytes())),
         "openai" => (Api::OpenAi, openai::parse_request(body.as_bytes())),
+        "responses" => (Api::Responses, responses::parse_request(body.as_bytes())),
         other => {
             return Err(JsError::new(&format!(
-                "api must be \"anthropic\" or \"openai\", got {other:?}"
+                "api must be \"anthropic\", \"openai\" or \"responses\", got {other:?}"
             )))
         }
     })
@@ -319,6 +320,8 @@ fn request_fields(request: &ApiRequest) -> Map<String, Value> {
         "tools": conversation.tools,
         "tool_signature": conversation.tool_signature(),
         "ignored": request.ignored,
+        "previous_response_id": request.previous_response_id,
+        "store": request.store,
     });
     let Value::Object(map) = value else {
         unreachable!("an object literal")
@@ -347,6 +350,7 @@ pub fn api_name(api: Api) -> &'static str {
     match api {
         Api::Anthropic => "anthropic",
         Api::OpenAi => "openai",
+        Api::Responses => "responses",
     }
 }
 
@@ -374,6 +378,9 @@ struct EncoderOptionsIn {
     #[serde(default)]
     client_tools: HashMap<String, String>,
     client_tool_prefix: Option<String>,
+    previous_response_id: Option<String>,
+    #[serde(default)]
+    store: bool,
 }
 
 #[derive(Deserialize)]
@@ -381,16 +388,18 @@ struct EncoderOptionsIn {
 enum ApiIn {
     Anthropic,
     OpenAi,
+    Responses,
 }
 
 /// Reads response encoder options (`{api, stream, model, id, created, includeUsage,
-/// clientTools, clientToolPrefix}`).
+/// clientTools, clientToolPrefix, previousResponseId, store}`).
 pub fn encoder_options(text: &str) -> Result<EncoderOptions, JsError> {
     let options: EncoderOptionsIn = parse("ResponseEncoder options", text)?;
     Ok(EncoderOptions {
         api: match options.api {
             ApiIn::Anthropic => Api::Anthropic,
             ApiIn::OpenAi => Api::OpenAi,
+            ApiIn::Responses => Api::Responses,
         },
         stream: options.stream,
         model: options.model,
@@ -399,6 +408,8 @@ pub fn encoder_options(text: &str) -> Result<EncoderOptions, JsError> {
         include_usage: options.include_usage,
         client_tools: options.client_tools,
         client_tool_prefix: options.client_tool_prefix,
+        previous_response_id: options.previous_response_id,
+        store: options.store,
     })
 }
 
@@ -409,9 +420,11 @@ pub fn replay_format(format: &str) -> Result<(Api, bool), JsError> {
         "openai-sse" => Ok((Api::OpenAi, true)),
         "anthropic-json" => Ok((Api::Anthropic, false)),
         "openai-json" => Ok((Api::OpenAi, false)),
+        "responses-sse" => Ok((Api::Responses, true)),
+        "responses-json" => Ok((Api::Responses, false)),
         other => Err(JsError::new(&format!(
-            "format must be \"anthropic-sse\", \"openai-sse\", \"anthropic-json\" or \
-             \"openai-json\", got {other:?}"
+            "format must be \"anthropic-sse\", \"openai-sse\", \"responses-sse\", \
+             \"anthropic-json\", \"openai-json\" or \"responses-json\", got {other:?}"
         ))),
     }
 }
@@ -659,10 +672,11 @@ pub fn message(message: &Message) -> String {
 struct GatewayOptions {
     held_call_timeout_ms: Option<u64>,
     idle_ttl_ms: Option<u64>,
+    max_stored_responses: Option<usize>,
     client_server: Option<String>,
 }
 
-/// Reads gateway options (`{heldCallTimeoutMs, idleTtlMs, clientServer}`): the limits, and the
+/// Reads gateway options (`{heldCallTimeoutMs, idleTtlMs, maxStoredResponses, clientServer}`): the limits, and the
 /// name of the MCP server that offers the client's tools to the CLI (default `client`).
 pub fn gateway_options(text: &str) -> Result<(GatewayConfig, String), JsError> {
     let options: GatewayOptions = parse("Gateway options", text)?;
@@ -672,6 +686,9 @@ pub fn gateway_options(text: &str) -> Result<(GatewayConfig, String), JsError> {
     }
     if let Some(ms) = options.idle_ttl_ms {
         config.idle_ttl_ms = ms;
+    }
+    if let Some(n) = options.max_stored_responses {
+        config.max_stored_responses = n;
     }
     Ok((
         config,
@@ -691,8 +708,14 @@ pub fn session_id(session: f64) -> Result<SessionId, JsError> {
 }
 
 /// A route as `{"kind":"continue"|"start","session","sessionKind","answers","prompt",
-/// "replaces","request","clientTools"}`.
-pub fn route(route: &Route, request: &ApiRequest, client_server: &str) -> String {
+/// "replaces","request","clientTools"}`; for a Responses request also `responseId` and
+/// `previousResponseId` (for the response encoder).
+pub fn route(
+    route: &Route,
+    request: &ApiRequest,
+    client_server: &str,
+    response: Option<(&str, Option<&str>)>,
+) -> String {
     let client_tools: Map<String, Value> =
         gateway::client_tool_names(&request.conversation, client_server)
             .into_iter()
@@ -731,6 +754,10 @@ pub fn route(route: &Route, request: &ApiRequest, client_server: &str) -> String
     };
     value["request"] = Value::Object(request_fields(request));
     value["clientTools"] = Value::Object(client_tools);
+    if let Some((id, previous)) = response {
+        value["responseId"] = id.into();
+        value["previousResponseId"] = previous.into();
+    }
     value.to_string()
 }
 
@@ -814,6 +841,7 @@ pub fn gateway_deadline(next: Option<(Timestamp, GatewayTimeout)>) -> String {
     let reason = match reason {
         GatewayTimeout::HeldCall => "held_call",
         GatewayTimeout::Idle => "idle",
+        GatewayTimeout::StoredResponse => "stored_response",
     };
     serde_json::json!({"atMs": at, "reason": reason}).to_string()
 }

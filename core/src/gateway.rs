@@ -8,11 +8,11 @@
 //! model). After each response the host stores the hash of the history extended by the
 //! assistant message it returned, so the client's next request finds the session again.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::{json, Value};
 
-use crate::api::{ApiError, ApiErrorKind, ApiRequest, ToolChoice};
+use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
 use crate::conversation::{
     history_hash, mcp_tool_name, Block, Conversation, HistoryHasher, Message, Role,
 };
@@ -27,8 +27,12 @@ pub type SessionId = u64;
 pub struct GatewayConfig {
     /// How long a held client tool call waits for the client's result (ms).
     pub held_call_timeout_ms: u64,
-    /// How long a session may sit without a request before it is closed (ms).
+    /// How long a session may sit without a request before it is closed (ms); a stored
+    /// response (Responses API, `store: true`) is kept as long after it was last used.
     pub idle_ttl_ms: u64,
+    /// The most stored responses kept at once, over all tenants; the least recently used go
+    /// first.
+    pub max_stored_responses: usize,
 }
 
 impl Default for GatewayConfig {
@@ -36,6 +40,7 @@ impl Default for GatewayConfig {
         GatewayConfig {
             held_call_timeout_ms: 10 * 60 * 1000,
             idle_ttl_ms: 30 * 60 * 1000,
+            max_stored_responses: 10_000,
         }
     }
 }
@@ -122,6 +127,8 @@ pub enum GatewayTimeout {
     HeldCall,
     /// A session's idle deadline.
     Idle,
+    /// A stored response's deadline.
+    StoredResponse,
 }
 
 #[derive(Debug)]
@@ -149,6 +156,17 @@ struct Entry {
     /// Client results handed to the CLI by the request in flight (or by the last one, when its
     /// response failed): the CLI has them, so the same request sent again cannot continue.
     delivered: HashSet<String>,
+    /// The request in flight asked for its response to be stored (Responses API).
+    store: Option<PendingStore>,
+}
+
+/// What a response to store needs besides its message.
+#[derive(Debug)]
+struct PendingStore {
+    tenant: String,
+    response_id: String,
+    previous: Option<String>,
+    input: Vec<Message>,
 }
 
 impl Entry {
@@ -161,6 +179,21 @@ impl Entry {
 pub const HELD_CALL_TIMEOUT_TEXT: &str =
     "The client did not return a result for this tool call in time; the call was abandoned.";
 
+/// A stored response: a link of a chain that `previous_response_id` continues.
+#[derive(Debug)]
+struct StoredResponse {
+    /// The stored response the request continued.
+    previous: Option<String>,
+    /// The request's own messages and the response's message.
+    messages: Vec<Message>,
+    /// When it was stored or last continued.
+    touched: Timestamp,
+}
+
+/// A stored response's key: the tenant and the response id (one tenant cannot continue
+/// another's responses).
+type StoredKey = (String, String);
+
 /// The gateway state machine. See the [module docs](self).
 #[derive(Debug, Default)]
 pub struct Gateway {
@@ -168,6 +201,9 @@ pub struct Gateway {
     sessions: BTreeMap<SessionId, Entry>,
     by_hash: HashMap<String, SessionId>,
     next_id: SessionId,
+    stored: HashMap<StoredKey, StoredResponse>,
+    /// The stored responses by the time they were last used, oldest first.
+    stored_by_time: BTreeSet<(Timestamp, StoredKey)>,
 }
 
 impl Gateway {
@@ -195,6 +231,136 @@ impl Gateway {
                 }]
             )
         )
+    }
+
+    /// Puts the history of the stored response a Responses request continues
+    /// (`previous_response_id`) in front of its conversation, and keeps the chain of stored
+    /// responses alive; `previous_response_id` is cleared (the request now carries its whole
+    /// history). A request without `previous_response_id` is left as it is.
+    ///
+    /// # Errors
+    /// 400 naming `previous_response_id` when the tenant has no such stored response (never
+    /// stored, or expired).
+    pub fn resolve_previous(
+        &mut self,
+        tenant: &str,
+        request: &mut ApiRequest,
+        now: Timestamp,
+    ) -> Result<(), ApiError> {
+        let Some(first) = request.previous_response_id.take() else {
+            return Ok(());
+        };
+        let mut chain: Vec<StoredKey> = Vec::new();
+        let mut next = Some(first.clone());
+        while let Some(id) = next {
+            let key = (tenant.to_owned(), id);
+            let Some(stored) = self.stored.get(&key) else {
+                let error = ApiError::invalid(
+                    "previous_response_id",
+                    format!(
+                        "previous_response_id: no stored response {first:?} (responses are kept \
+                         for {} minutes after their last use)",
+                        self.config.idle_ttl_ms / 60_000
+                    ),
+                );
+                request.previous_response_id = Some(first);
+                return Err(error);
+            };
+            next = stored.previous.clone();
+            chain.push(key);
+            if chain.len() > self.stored.len() {
+                break;
+            }
+        }
+        let mut conversation = Conversation {
+            system: request.conversation.system.take(),
+            messages: Vec::new(),
+            tools: std::mem::take(&mut request.conversation.tools),
+        };
+        for key in chain.into_iter().rev() {
+            let stored = self.stored.get_mut(&key).expect("found above");
+            self.stored_by_time.remove(&(stored.touched, key.clone()));
+            stored.touched = now;
+            self.stored_by_time.insert((now, key));
+            for message in &stored.messages {
+                conversation.push(message.role, message.content.clone());
+            }
+        }
+        for message in std::mem::take(&mut request.conversation.messages) {
+            conversation.push(message.role, message.content);
+        }
+        request.conversation = conversation;
+        Ok(())
+    }
+
+    /// Keeps a Responses API response (`store: true`) so a later request can continue it
+    /// with `previous_response_id`: `input` is the request's own messages (without the
+    /// history of the response it continued, `previous`), `response` the response's message.
+    pub fn store_response(
+        &mut self,
+        tenant: &str,
+        id: &str,
+        previous: Option<&str>,
+        input: Vec<Message>,
+        response: Message,
+        now: Timestamp,
+    ) {
+        let key = (tenant.to_owned(), id.to_owned());
+        let mut messages = input;
+        messages.push(response);
+        let stored = StoredResponse {
+            previous: previous.map(str::to_owned),
+            messages,
+            touched: now,
+        };
+        if let Some(old) = self.stored.insert(key.clone(), stored) {
+            self.stored_by_time.remove(&(old.touched, key.clone()));
+        }
+        self.stored_by_time.insert((now, key));
+        while self.stored.len() > self.config.max_stored_responses {
+            let Some((_, oldest)) = self.stored_by_time.pop_first() else {
+                break;
+            };
+            self.stored.remove(&oldest);
+        }
+    }
+
+    /// Stored responses, over all tenants.
+    pub fn stored_count(&self) -> usize {
+        self.stored.len()
+    }
+
+    /// Routes a parsed request of any API: puts the stored history of a Responses request's
+    /// `previous_response_id` in front of it ([`resolve_previous`](Self::resolve_previous)),
+    /// finds what it continues or starts ([`route`](Self::route)) in the scope of `tenant`,
+    /// and, for a Responses request with `store: true`, remembers to store its response under
+    /// `response_id` when it ends ([`response_done`](Self::response_done)).
+    ///
+    /// # Errors
+    /// Those of [`resolve_previous`](Self::resolve_previous) and [`route`](Self::route).
+    pub fn route_request(
+        &mut self,
+        tenant: &str,
+        request: &mut ApiRequest,
+        response_id: &str,
+        now: Timestamp,
+    ) -> Result<Route, ApiError> {
+        let store = (request.api == Api::Responses && request.store).then(|| PendingStore {
+            tenant: tenant.to_owned(),
+            response_id: response_id.to_owned(),
+            previous: request.previous_response_id.clone(),
+            input: request.conversation.messages.clone(),
+        });
+        self.resolve_previous(tenant, request, now)?;
+        let scope = Gateway::scope(tenant, &request.conversation, &request.model);
+        let route = self.route(&scope, &request.conversation, now)?;
+        let session = match &route {
+            Route::Continue { session, .. } | Route::Start { session, .. } => *session,
+        };
+        if let Some(entry) = self.sessions.get_mut(&session) {
+            entry.store = store;
+        }
+        Ok(route)
     }
 
     /// Finds what a request continues, or starts. The session is busy until
@@ -346,7 +512,8 @@ impl Gateway {
 
     /// A response ended normally with the assistant `message`; `tool_calls` are the client
     /// tool calls in it. The request's messages and this message are the history the next
-    /// request continues. Returns `false` (and does nothing) when the session has no request
+    /// request continues; a response [`route_request`](Self::route_request) was asked to
+    /// store is stored. Returns `false` (and does nothing) when the session has no request
     /// in flight: it was closed, or its response already ended.
     pub fn response_done(
         &mut self,
@@ -363,6 +530,7 @@ impl Gateway {
         };
         hasher.extend(std::slice::from_ref(message));
         let hash = hasher.finish();
+        let store = entry.store.take();
         // One live entry per session: older hashes cannot be continued any more.
         for old in entry.hashes.drain(..) {
             self.by_hash.remove(&old);
@@ -378,6 +546,16 @@ impl Gateway {
                 }
             }
         }
+        if let Some(store) = store {
+            self.store_response(
+                &store.tenant,
+                &store.response_id,
+                store.previous.as_deref(),
+                store.input,
+                message.clone(),
+                now,
+            );
+        }
         true
     }
 
@@ -385,6 +563,7 @@ impl Gateway {
     pub fn response_failed(&mut self, session: SessionId, now: Timestamp) {
         if let Some(entry) = self.sessions.get_mut(&session) {
             entry.in_flight = None;
+            entry.store = None;
             entry.last_active = now;
         }
     }
@@ -458,6 +637,12 @@ impl Gateway {
                 );
             }
         }
+        if let Some((touched, _)) = self.stored_by_time.first() {
+            consider(
+                touched.saturating_add(self.config.idle_ttl_ms),
+                GatewayTimeout::StoredResponse,
+            );
+        }
         next
     }
 
@@ -489,6 +674,13 @@ impl Gateway {
             if let Action::Close { session } = action {
                 self.close(*session);
             }
+        }
+        while let Some((touched, _)) = self.stored_by_time.first() {
+            if touched.saturating_add(self.config.idle_ttl_ms) > now {
+                break;
+            }
+            let (_, key) = self.stored_by_time.pop_first().expect("looked at above");
+            self.stored.remove(&key);
         }
         actions
     }
@@ -869,6 +1061,7 @@ mod tests {
         let mut gw = Gateway::new(GatewayConfig {
             held_call_timeout_ms: 1000,
             idle_ttl_ms: 60_000,
+            ..GatewayConfig::default()
         });
         let (session, history) = waiting_for_tools(&mut gw);
         assert_eq!(
@@ -911,6 +1104,7 @@ mod tests {
         let mut gw = Gateway::new(GatewayConfig {
             held_call_timeout_ms: 1000,
             idle_ttl_ms: 5000,
+            ..GatewayConfig::default()
         });
         let (session, history) = waiting_for_tools(&mut gw);
         assert_eq!(gw.poll_timeout(), Some((5010, GatewayTimeout::Idle)));

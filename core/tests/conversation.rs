@@ -1,7 +1,7 @@
 //! Test vectors of the canonical conversation form: the same conversation in both API shapes and
 //! with the rewrites clients make hashes alike; any real difference hashes apart.
 
-use ccwire_core::api::{anthropic, openai, ApiErrorKind, ToolChoice};
+use ccwire_core::api::{anthropic, openai, responses, Api, ApiErrorKind, ToolChoice};
 use ccwire_core::conversation::{Block, Role};
 use serde_json::{json, Value};
 
@@ -480,4 +480,208 @@ fn token_estimates_count_text_tools_images_and_messages() {
     let prefill = json!({"model": "m", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]});
     assert!(anthropic::parse_count_tokens_request(prefill.to_string().as_bytes()).is_ok());
     assert!(anthropic::parse_request(prefill.to_string().as_bytes()).is_err());
+}
+
+fn responses_request(body: Value) -> ccwire_core::api::ApiRequest {
+    responses::parse_request(body.to_string().as_bytes()).unwrap()
+}
+
+/// The same conversation as a Responses request, as Codex sends it (`store: false`, the whole
+/// input every turn, reasoning items, the developer message first).
+fn responses_conversation() -> Value {
+    json!({
+        "model": "claude-sonnet-4-5",
+        "instructions": "Be brief.",
+        "store": false,
+        "stream": true,
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "What's the weather in Paris and Rome?"}]},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "opaque"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me check.", "annotations": []}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "toolu_1", "name": "get_weather", "arguments": "{\"city\":\"Paris\",\"unit\":\"c\"}"},
+            {"type": "function_call", "call_id": "toolu_2", "name": "get_weather", "arguments": "{\"unit\": \"c\", \"city\": \"Rome\"}"},
+            {"type": "function_call_output", "call_id": "toolu_1", "output": "18C"},
+            {"type": "function_call_output", "call_id": "toolu_2", "output": [{"type": "input_text", "text": "21C"}]},
+            {"role": "assistant", "content": "Paris 18C, Rome 21C."},
+            {"role": "user", "content": "Thanks!"}
+        ],
+        "tools": [
+            {"type": "function", "name": "get_weather", "description": "Weather", "parameters": {"type": "object"}, "strict": false},
+            {"type": "web_search"}
+        ],
+        "tool_choice": "auto",
+        "parallel_tool_calls": true,
+        "reasoning": {"summary": "auto"},
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "abc",
+        "client_metadata": {"x": "y"}
+    })
+}
+
+#[test]
+fn the_responses_shape_of_a_conversation_hashes_like_the_other_two() {
+    let request = responses_request(responses_conversation());
+    assert_eq!(request.api, Api::Responses);
+    assert!(request.stream);
+    assert!(!request.store);
+    assert_eq!(request.conversation.system.as_deref(), Some("Be brief."));
+    assert_eq!(
+        request.conversation.history_hash("tenant").unwrap(),
+        anthropic_hash(anthropic_conversation())
+    );
+    // The tool set (the hosted web_search tool left out) matches too.
+    let anthropic = anthropic::parse_request(anthropic_conversation().to_string().as_bytes());
+    assert_eq!(
+        request.conversation.tool_signature(),
+        anthropic.unwrap().conversation.tool_signature()
+    );
+    assert_eq!(
+        request.ignored,
+        [
+            "client_metadata",
+            "include",
+            "parallel_tool_calls",
+            "prompt_cache_key",
+            "reasoning",
+            "tools[1] (web_search)",
+        ]
+    );
+}
+
+#[test]
+fn responses_input_forms() {
+    // A string is one user message.
+    let request = responses_request(json!({"model": "m", "input": "hi"}));
+    assert_eq!(request.conversation.messages.len(), 1);
+    assert!(request.store, "store defaults to true");
+    assert_eq!(request.previous_response_id, None);
+    // Developer and system messages before the conversation are the system prompt, after
+    // `instructions`; later ones are tagged text of their user turn.
+    let request = responses_request(json!({
+        "model": "m",
+        "instructions": "A",
+        "previous_response_id": "resp_1",
+        "max_output_tokens": 50,
+        "input": [
+            {"role": "developer", "content": "B"},
+            {"role": "system", "content": [{"type": "input_text", "text": "C"}]},
+            {"role": "user", "content": "hi"},
+            {"role": "developer", "content": "D"},
+        ]
+    }));
+    assert_eq!(request.conversation.system.as_deref(), Some("A\n\nB\n\nC"));
+    assert_eq!(
+        request.conversation.messages[0].content,
+        [Block::Text {
+            text: "hi\n\n<system>\nD\n</system>\n\n".into()
+        }]
+    );
+    assert_eq!(request.previous_response_id.as_deref(), Some("resp_1"));
+    assert_eq!(request.max_tokens, Some(50));
+    // Images: data URLs become base64 sources, others stay URLs.
+    let request = responses_request(json!({"model": "m", "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "see"},
+        {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+        {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "auto"},
+    ]}]}));
+    let content = &request.conversation.messages[0].content;
+    assert_eq!(
+        content[1],
+        Block::Image {
+            source: json!({"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="})
+        }
+    );
+    assert_eq!(
+        content[2],
+        Block::Image {
+            source: json!({"type": "url", "url": "https://example.com/a.png"})
+        }
+    );
+}
+
+#[test]
+fn bad_responses_requests_name_the_field() {
+    let cases = [
+        (json!({"input": "hi"}), "model"),
+        (json!({"model": "m"}), "input"),
+        (json!({"model": "m", "input": 3}), "input"),
+        (
+            json!({"model": "m", "input": [{"role": "assistant", "content": "x"}]}),
+            "input",
+        ),
+        (
+            json!({"model": "m", "input": [{"type": "item_reference", "id": "x"}]}),
+            "input[0]",
+        ),
+        (
+            json!({"model": "m", "input": [{"type": "local_shell_call"}]}),
+            "input[0].type",
+        ),
+        (
+            json!({"model": "m", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]}),
+            "input[0].content[0].type",
+        ),
+        (
+            json!({"model": "m", "input": [{"role": "user", "content": [{"type": "input_image", "file_id": "f"}]}]}),
+            "input[0].content[0].image_url",
+        ),
+        (
+            json!({"model": "m", "input": [{"type": "function_call_output", "output": "x"}]}),
+            "input[0].call_id",
+        ),
+        (
+            json!({"model": "m", "input": "hi", "tools": [{"type": "function", "name": "a b"}]}),
+            "tools[0].name",
+        ),
+        (
+            json!({"model": "m", "input": "hi", "text": {"format": {"type": "json_schema"}}}),
+            "text.format",
+        ),
+        (json!({"model": "m", "input": "hi", "background": true}), "background"),
+        (
+            json!({"model": "m", "input": "hi", "conversation": "conv_1"}),
+            "conversation",
+        ),
+        (
+            json!({"model": "m", "input": "hi", "max_output_tokens": 0}),
+            "max_output_tokens",
+        ),
+        (
+            json!({"model": "m", "input": "hi", "tools": [{"type": "function", "name": "a"}, {"type": "function", "name": "b"}],
+                   "tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "a"}]}}),
+            "tool_choice",
+        ),
+    ];
+    for (body, param) in cases {
+        let err = responses::parse_request(body.to_string().as_bytes()).unwrap_err();
+        assert_eq!(err.kind, ApiErrorKind::InvalidRequest, "{body}");
+        assert_eq!(err.param.as_deref(), Some(param), "{body}: {}", err.message);
+        assert!(err.message.starts_with(param), "{body}: {}", err.message);
+        let shape = err.body(Api::Responses);
+        assert_eq!(shape["error"]["param"], param);
+        assert_eq!(shape["error"]["type"], "invalid_request_error");
+    }
+}
+
+#[test]
+fn openai_system_messages_after_the_first_message_stay_in_their_turn() {
+    let request = openai::parse_request(
+        json!({"model": "m", "messages": [
+            {"role": "system", "content": "S"},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "developer", "content": "now be terse"},
+            {"role": "user", "content": "again"},
+        ]})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(request.conversation.system.as_deref(), Some("S"));
+    assert_eq!(
+        request.conversation.messages[2].content,
+        [Block::Text {
+            text: "<system>\nnow be terse\n</system>\n\nagain".into()
+        }]
+    );
 }

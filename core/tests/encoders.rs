@@ -18,6 +18,8 @@ fn options(api: Api, stream: bool) -> EncoderOptions {
         include_usage: true,
         client_tools: Default::default(),
         client_tool_prefix: Some("mcp__client__".into()),
+        previous_response_id: None,
+        store: false,
     }
 }
 
@@ -229,6 +231,101 @@ fn accumulate_openai(frames: &[String]) -> Result<Value, Value> {
     )
 }
 
+/// What a Responses API client builds from the stream, checking the event grammar on the way:
+/// sequence numbers count from 0, `response.created` then `response.in_progress` open it,
+/// each output item is opened at the next index, carries deltas only while open, and is done
+/// with exactly the content its deltas built; the last event is `response.completed` /
+/// `response.incomplete` (`Ok`, its response) or `response.failed` (`Err`, its response).
+fn accumulate_responses(frames: &[String]) -> Result<Value, Value> {
+    let mut items: Vec<Value> = Vec::new();
+    let mut open: Option<usize> = None;
+    let mut text = String::new();
+    let mut arguments = String::new();
+    let events: Vec<(String, Value)> = parse_sse(frames)
+        .into_iter()
+        .map(|(event, data)| {
+            let event = event.expect("every frame names its event");
+            let data: Value = serde_json::from_str(&data).expect("data is JSON");
+            assert_eq!(data["type"], event.as_str(), "the event name is the data's type");
+            (event, data)
+        })
+        .collect();
+    for (n, (event, data)) in events.iter().enumerate() {
+        assert_eq!(data["sequence_number"], n, "sequence numbers count up from 0");
+        match (n, event.as_str()) {
+            (0, "response.created") | (1, "response.in_progress") => {
+                assert_eq!(data["response"]["status"], "in_progress");
+                assert_eq!(data["response"]["output"], json!([]));
+                continue;
+            }
+            (0 | 1, other) => panic!("the stream opens with created, in_progress: {other}"),
+            _ => {}
+        }
+        let index = data["output_index"].as_u64().map(|i| i as usize);
+        let item_id = data["item_id"].as_str();
+        let open_id = open.map(|i| items[i]["id"].as_str().unwrap().to_owned());
+        match event.as_str() {
+            "response.output_item.added" => {
+                assert_eq!(open, None, "an item opens after the last one is done");
+                assert_eq!(index, Some(items.len()), "items open in order");
+                assert_eq!(data["item"]["status"], "in_progress");
+                items.push(data["item"].clone());
+                open = index;
+                text.clear();
+                arguments.clear();
+            }
+            "response.content_part.added" | "response.content_part.done" => {
+                assert_eq!(item_id, open_id.as_deref(), "{event} of the open item");
+                assert_eq!(items[open.unwrap()]["type"], "message");
+            }
+            "response.output_text.delta" => {
+                assert_eq!(item_id, open_id.as_deref(), "{event} of the open item");
+                text.push_str(data["delta"].as_str().unwrap());
+            }
+            "response.output_text.done" => {
+                assert_eq!(item_id, open_id.as_deref());
+                assert_eq!(data["text"], text.as_str(), "the done text is the deltas'");
+            }
+            "response.function_call_arguments.delta" => {
+                assert_eq!(item_id, open_id.as_deref(), "{event} of the open item");
+                arguments.push_str(data["delta"].as_str().unwrap());
+            }
+            "response.function_call_arguments.done" => {
+                assert_eq!(item_id, open_id.as_deref());
+                let done = data["arguments"].as_str().unwrap();
+                if !arguments.is_empty() {
+                    assert_eq!(done, arguments, "the done arguments are the deltas'");
+                }
+                assert_eq!(data["name"], items[open.unwrap()]["name"]);
+            }
+            "response.output_item.done" => {
+                assert_eq!(index, open, "the open item is done");
+                let item = &data["item"];
+                assert_eq!(item["status"], "completed");
+                assert_eq!(item["id"], items[index.unwrap()]["id"]);
+                if item["type"] == "message" {
+                    assert_eq!(item["content"][0]["text"], text.as_str());
+                }
+                items[index.unwrap()] = item.clone();
+                open = None;
+            }
+            "response.completed" | "response.incomplete" | "response.failed" => {
+                assert_eq!(n, events.len() - 1, "{event} ends the stream");
+                let response = data["response"].clone();
+                if event == "response.failed" {
+                    assert_eq!(response["status"], "failed");
+                    return Err(response);
+                }
+                assert_eq!(open, None, "every item is done before the end");
+                assert_eq!(response["output"], json!(items), "the final output is the items");
+                return Ok(response);
+            }
+            other => panic!("unexpected event {other}"),
+        }
+    }
+    panic!("the stream did not end");
+}
+
 /// Tool arguments as objects, so key order inside the JSON text does not matter.
 fn normalize_openai(mut message: Value) -> Value {
     if let Some(calls) = message["tool_calls"].as_array_mut() {
@@ -245,7 +342,7 @@ fn normalize_openai(mut message: Value) -> Value {
 fn streams_follow_the_grammar_and_accumulate_to_the_body() {
     for (name, bytes) in common::corpus() {
         let chunks = ccwire_core::replay(&bytes);
-        for api in [Api::Anthropic, Api::OpenAi] {
+        for api in [Api::Anthropic, Api::OpenAi, Api::Responses] {
             for (i, response) in responses(&chunks, api).into_iter().enumerate() {
                 let ctx = format!("{name} {api:?} response {i}");
                 match (&response.outcome, api) {
@@ -259,6 +356,27 @@ fn streams_follow_the_grammar_and_accumulate_to_the_body() {
                     }
                     (Outcome::Failed(_), Api::OpenAi) => {
                         accumulate_openai(&response.frames).expect_err(&ctx);
+                    }
+                    (Outcome::Failed(error), Api::Responses) => {
+                        let failed = accumulate_responses(&response.frames).expect_err(&ctx);
+                        assert_eq!(failed["error"]["message"], error.message.as_str(), "{ctx}");
+                    }
+                    (outcome, Api::Responses) => {
+                        let streamed = accumulate_responses(&response.frames)
+                            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                        let body = response.body.clone().expect("a body");
+                        assert_eq!(streamed, body, "{ctx}: the final event's response is the body");
+                        let calls = body["output"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .filter(|item| item["type"] == "function_call")
+                            .count();
+                        assert_eq!(
+                            *outcome == Outcome::ToolCalls,
+                            calls > 0,
+                            "{ctx}: function calls exactly when the response waits for them"
+                        );
                     }
                     (_, Api::Anthropic) => {
                         let streamed = accumulate_anthropic(&response.frames)
@@ -385,7 +503,11 @@ fn the_cli_s_own_tools_stay_inside_one_response() {
 fn sse_snapshots() {
     for name in ["w_parallel_readonly", "e_partial_messages"] {
         let chunks = ccwire_core::replay(&common::transcript(name));
-        for (api, label) in [(Api::Anthropic, "anthropic"), (Api::OpenAi, "openai")] {
+        for (api, label) in [
+            (Api::Anthropic, "anthropic"),
+            (Api::OpenAi, "openai"),
+            (Api::Responses, "responses"),
+        ] {
             let text: String = responses(&chunks, api)
                 .into_iter()
                 .flat_map(|r| r.frames)
@@ -474,6 +596,46 @@ fn usage_is_what_the_model_reported_in_each_api_s_fields() {
     let frames = parse_sse(&openai[0].frames);
     let usage_chunk: Value = serde_json::from_str(&frames[frames.len() - 2].1).unwrap();
     assert_eq!(usage_chunk["usage"], expected, "the include_usage chunk");
+
+    let responses_api = responses(&chunks, Api::Responses);
+    let expected = json!({"input_tokens": 4312, "input_tokens_details": {"cached_tokens": 4000},
+        "output_tokens": 42, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 4354});
+    assert_eq!(responses_api[0].body.as_ref().unwrap()["usage"], expected);
+    let completed = accumulate_responses(&responses_api[0].frames).unwrap();
+    assert_eq!(completed["usage"], expected, "response.completed");
+}
+
+#[test]
+fn a_response_cut_at_max_tokens_is_incomplete() {
+    let mut lines = message_with_usage(
+        "msg_1",
+        json!({"input_tokens": 5, "output_tokens": 1}),
+        json!({"output_tokens": 9}),
+    );
+    lines[4] = lines[4].replace("end_turn", "max_tokens");
+    lines.push(
+        json!({"type": "result", "subtype": "success", "is_error": false, "result": "Hi."})
+            .to_string(),
+    );
+    let chunks = ccwire_core::replay((lines.join("\n") + "\n").as_bytes());
+    let [response] = responses(&chunks, Api::Responses).try_into().unwrap();
+    let body = response.body.unwrap();
+    assert_eq!(body["status"], "incomplete");
+    assert_eq!(
+        body["incomplete_details"],
+        json!({"reason": "max_output_tokens"})
+    );
+    let events = parse_sse(&response.frames);
+    assert_eq!(
+        events.last().unwrap().0.as_deref(),
+        Some("response.incomplete")
+    );
+    assert_eq!(accumulate_responses(&response.frames).unwrap(), body);
+    let openai = responses(&chunks, Api::OpenAi);
+    assert_eq!(
+        openai[0].body.as_ref().unwrap()["choices"][0]["finish_reason"],
+        "length"
+    );
 }
 
 #[test]

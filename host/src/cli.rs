@@ -112,6 +112,10 @@ enum Format {
     AnthropicJson,
     /// OpenAI Chat Completions response bodies, one per line.
     OpenaiJson,
+    /// OpenAI Responses API server-sent events, one response after another.
+    ResponsesSse,
+    /// OpenAI Responses API response bodies, one per line.
+    ResponsesJson,
 }
 
 impl Format {
@@ -123,6 +127,8 @@ impl Format {
             Format::OpenaiSse => (Api::OpenAi, true),
             Format::AnthropicJson => (Api::Anthropic, false),
             Format::OpenaiJson => (Api::OpenAi, false),
+            Format::ResponsesSse => (Api::Responses, true),
+            Format::ResponsesJson => (Api::Responses, false),
         };
         Some(ReplayResponses::new(api, stream))
     }
@@ -177,6 +183,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         limits: ccwire_core::gateway::GatewayConfig {
             held_call_timeout_ms: seconds(args.held_call_timeout),
             idle_ttl_ms: seconds(args.idle_ttl),
+            ..ccwire_core::gateway::GatewayConfig::default()
         },
         max_body: args.max_body,
         max_sessions: args.max_sessions,

@@ -266,6 +266,7 @@ impl Server {
         let api_routes = Router::new()
             .route("/v1/messages", post(anthropic_messages))
             .route("/v1/chat/completions", post(openai_completions))
+            .route("/v1/responses", post(openai_responses))
             .route("/v1/messages/count_tokens", post(count_tokens))
             .route_layer(middleware::from_fn(require_json));
         let router = Router::new()
@@ -441,9 +442,10 @@ fn removed_env(
 /// The API whose error shape a path's errors take.
 fn api_of(path: &str, headers: &HeaderMap) -> Api {
     let openai = path.starts_with("/v1/chat")
-        || path.starts_with("/v1/responses")
         || (path == "/v1/models" && !headers.contains_key("anthropic-version"));
-    if openai {
+    if path.starts_with("/v1/responses") {
+        Api::Responses
+    } else if openai {
         Api::OpenAi
     } else {
         Api::Anthropic
@@ -532,6 +534,28 @@ async fn openai_completions(
     handle(app, Api::OpenAi, headers, body).await
 }
 
+async fn openai_responses(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    handle(app, Api::Responses, headers, body).await
+}
+
+/// A new Responses API response id: `resp_` and 128 random bits.
+fn new_response_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::getrandom(&mut bytes).is_err() {
+        // No system randomness: unique within this process still.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        bytes[..8].copy_from_slice(&n.to_le_bytes());
+        bytes[8..].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("resp_{hex}")
+}
+
 fn error_response(api: Api, error: &ApiError) -> Response {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, axum::Json(error.body(api))).into_response();
@@ -588,6 +612,7 @@ async fn handle(
     let parsed = match api {
         Api::Anthropic => api::anthropic::parse_request(&body),
         Api::OpenAi => api::openai::parse_request(&body),
+        Api::Responses => api::responses::parse_request(&body),
     };
     let request = match parsed.and_then(|r| gateway::check_request(&r).map(|()| r)) {
         Ok(r) => r,
@@ -749,15 +774,21 @@ async fn turn(
     app: Arc<App>,
     api: Api,
     tenant: String,
-    request: ApiRequest,
+    mut request: ApiRequest,
 ) -> Result<Response, ApiError> {
-    let scope = Gateway::scope(&tenant, &request.conversation, &request.model);
+    // Responses API ids are the gateway's own: stored responses are found by them.
+    let response_id = (api == Api::Responses).then(new_response_id);
+    let previous_response_id = request.previous_response_id.clone();
+    let store = request.store;
     let mut attempts = 0;
     let (session, kind, commands, answers, prompt) = loop {
         attempts += 1;
-        let route = app
-            .gateway()
-            .route(&scope, &request.conversation, app.now())?;
+        let route = app.gateway().route_request(
+            &tenant,
+            &mut request,
+            response_id.as_deref().unwrap_or_default(),
+            app.now(),
+        )?;
         match route {
             Route::Continue {
                 session,
@@ -830,13 +861,15 @@ async fn turn(
         api,
         stream: request.stream,
         model: request.model.clone(),
-        id: None,
+        id: response_id,
         created: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
         include_usage: request.include_usage,
         client_tools: gateway::client_tool_names(&request.conversation, CLIENT_SERVER),
         client_tool_prefix: None,
+        previous_response_id,
+        store,
     });
     let mut pending = PendingResponse {
         app: app.clone(),

@@ -1,6 +1,7 @@
 //! End-to-end: the token usage a client of `ccwire serve` gets is exactly what the model
-//! reported — input, output and prompt-cache tokens, in each API's own fields, streamed and
-//! not, and for each response of a turn that a client tool call splits.
+//! reported — input, output and prompt-cache tokens, in each API's own fields (Messages, Chat
+//! Completions, Responses), streamed and not, and for each response of a turn that a client
+//! tool call splits.
 
 mod support;
 
@@ -96,7 +97,26 @@ async fn usage_is_the_model_s_own_in_both_apis_streamed_and_not() {
     let last: Value = serde_json::from_str(&data[data.len() - 2]).unwrap();
     assert_eq!(last["choices"], json!([]));
     assert_eq!(last["usage"], openai_usage(ANSWER));
+
+    let responses = json!({"model": "gpt-5", "input": "Count five"});
+    let (status, _, body) = gw.call("/v1/responses", &responses, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["usage"], responses_usage(ANSWER));
+
+    let streamed = json!({"model": "gpt-5", "stream": true, "input": "Count six"});
+    let (status, _, data) = gw.stream("/v1/responses", &streamed).await;
+    assert_eq!(status, 200);
+    let last: Value = serde_json::from_str(data.last().unwrap()).unwrap();
+    assert_eq!(last["type"], "response.completed");
+    assert_eq!(last["response"]["usage"], responses_usage(ANSWER));
     gw.stop().await;
+}
+
+fn responses_usage(u: Usage) -> Value {
+    let input = u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens;
+    json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": u.cache_read_input_tokens},
+        "output_tokens": u.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input + u.output_tokens})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -160,6 +160,8 @@ fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
         tool_choice,
         conversation,
         ignored,
+        previous_response_id: None,
+        store: false,
     })
 }
 
@@ -213,7 +215,7 @@ fn message_blocks(i: usize, message: Value) -> Result<(RoleOf, Vec<Block>), ApiE
         Some("system") => {
             let content = message.remove("content").unwrap_or(Value::Null);
             let text = system_message_text(&At::Field(&at, "content"), content)?;
-            let text = format!("<system>\n{text}\n</system>\n\n");
+            let text = super::system_turn_text(&text);
             return Ok((SYSTEM, vec![Block::Text { text }]));
         }
         Some(other) => {

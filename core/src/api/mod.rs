@@ -1,4 +1,4 @@
-//! The two HTTP APIs the gateway speaks: request parsing and validation into a canonical
+//! The three HTTP APIs the gateway speaks: request parsing and validation into a canonical
 //! [`Conversation`](crate::conversation::Conversation), and errors in each API's own shape.
 
 pub mod anthropic;
@@ -6,6 +6,7 @@ pub mod guard;
 pub mod openai;
 pub mod replay;
 pub mod response;
+pub mod responses;
 
 use serde_json::{json, Value};
 
@@ -18,6 +19,8 @@ pub enum Api {
     Anthropic,
     /// `POST /v1/chat/completions`.
     OpenAi,
+    /// `POST /v1/responses`.
+    Responses,
 }
 
 /// How the model may use tools.
@@ -54,6 +57,11 @@ pub struct ApiRequest {
     /// Top-level fields that were accepted and ignored, known or not, sorted by name
     /// (the gateway names them in its `x-ccwire-ignored` response header).
     pub ignored: Vec<String>,
+    /// Responses API: the stored response this request continues; its history goes in front
+    /// of the conversation ([`Gateway::resolve_previous`](crate::gateway::Gateway::resolve_previous)).
+    pub previous_response_id: Option<String>,
+    /// Responses API: whether to keep the response, so a later request can continue it by id.
+    pub store: bool,
 }
 
 /// Kinds of API errors, with the HTTP status each maps to.
@@ -166,7 +174,7 @@ impl ApiError {
                 "type": "error",
                 "error": {"type": self.kind.anthropic_type(), "message": self.message},
             }),
-            Api::OpenAi => json!({
+            Api::OpenAi | Api::Responses => json!({
                 "error": {
                     "message": self.message,
                     "type": self.kind.openai_type(),
@@ -288,4 +296,11 @@ pub(crate) fn check_tool_name(at: &dyn std::fmt::Display, name: &str) -> Result<
              ^[a-zA-Z0-9_-]{{1,64}}$)"
         ),
     ))
+}
+
+/// System text given inside the conversation (a `system` or `developer` message after the
+/// first user or assistant message), as text of the user turn it stands in: the CLI's own
+/// system prompt is fixed for its session, and this keeps the text to that turn.
+pub(crate) fn system_turn_text(text: &str) -> String {
+    format!("<system>\n{text}\n</system>\n\n")
 }

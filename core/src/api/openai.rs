@@ -113,7 +113,23 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
             .and_then(Value::as_str)
             .unwrap_or_default();
         match role {
-            "system" | "developer" => system.push(text_of(&at, message.get("content"))?),
+            // Before the conversation: the system prompt. Later: text of the user turn it
+            // stands in, so the live session (whose system prompt is fixed) carries on.
+            "system" | "developer" if conversation.messages.is_empty() => {
+                system.push(text_of(&at, message.get("content"))?);
+            }
+            "system" | "developer" => {
+                let text = text_of(&at, message.get("content"))?;
+                let mut blocks = Vec::new();
+                let after_text = conversation.messages.last().is_some_and(|m| {
+                    m.role == Role::User && matches!(m.content.last(), Some(Block::Text { .. }))
+                });
+                if after_text {
+                    blocks.push(Block::Text { text: "\n\n".to_owned() });
+                }
+                blocks.push(Block::Text { text: super::system_turn_text(&text) });
+                conversation.push(Role::User, blocks);
+            }
             "user" => conversation.push(Role::User, user_blocks(&at, message.get("content"))?),
             "assistant" => conversation.push(Role::Assistant, assistant_blocks(&at, &message)?),
             "tool" => {
@@ -162,6 +178,8 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         tool_choice,
         conversation,
         ignored,
+        previous_response_id: None,
+        store: false,
     })
 }
 

@@ -49,7 +49,9 @@ impl ReplayResponses {
             (Outcome::Failed(error), _) if !self.encoder.started() || !self.stream => {
                 let body = error.body(self.api);
                 match (self.api, self.stream) {
-                    (Api::Anthropic, true) => push_line(out, "event: error\ndata: ", &body, "\n\n"),
+                    (Api::Anthropic | Api::Responses, true) => {
+                        push_line(out, "event: error\ndata: ", &body, "\n\n");
+                    }
                     (Api::OpenAi, true) => push_line(out, "data: ", &body, "\n\n"),
                     (_, false) => push_line(out, "", &body, "\n"),
                 }
@@ -75,6 +77,8 @@ fn encoder(api: Api, stream: bool) -> ResponseEncoder {
         include_usage: true,
         client_tools: Default::default(),
         client_tool_prefix: Some(REPLAY_CLIENT_TOOL_PREFIX.to_owned()),
+        previous_response_id: None,
+        store: false,
     })
 }
 

@@ -1,5 +1,8 @@
-//! Responses of both APIs built from chunks: the Anthropic `Message` and its SSE event sequence,
-//! the OpenAI `chat.completion` and its `chat.completion.chunk` sequence.
+//! Responses of the three APIs built from chunks: the Anthropic `Message` and its SSE event
+//! sequence, the OpenAI `chat.completion` and its `chat.completion.chunk` sequence, and the
+//! OpenAI Responses `response` object and its event sequence (`response.created`, an
+//! `output_item.added` … `output_item.done` bracket per output item with its deltas,
+//! `response.completed` / `response.incomplete` / `response.failed`).
 //!
 //! A [`ResponseEncoder`] takes the chunks of a running CLI turn, one at a time, and says when the
 //! response is complete: when a model message that calls a client tool has ended (the client
@@ -39,6 +42,10 @@ pub struct EncoderOptions {
     /// Also treat any tool whose name starts with this prefix as a client tool, named by the
     /// rest (for transcripts, where the client's tool list is not known).
     pub client_tool_prefix: Option<String>,
+    /// Responses API: the `previous_response_id` the request continued, echoed in the response.
+    pub previous_response_id: Option<String>,
+    /// Responses API: whether the response is stored, echoed in the response.
+    pub store: bool,
 }
 
 /// A client tool call in the response.
@@ -131,6 +138,17 @@ impl Usage {
         })
     }
 
+    /// The OpenAI Responses `usage` object.
+    fn responses(&self) -> Value {
+        json!({
+            "input_tokens": self.prompt_tokens(),
+            "input_tokens_details": {"cached_tokens": self.cache_read_input_tokens},
+            "output_tokens": self.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": self.prompt_tokens() + self.output_tokens,
+        })
+    }
+
     /// The OpenAI Chat Completions `usage` object.
     fn openai(&self) -> Value {
         json!({
@@ -164,6 +182,8 @@ pub struct ResponseEncoder {
     outcome: Option<Outcome>,
     /// Content of messages not announced by a `message_start`, held back.
     pending: Vec<Chunk>,
+    /// Responses API: the next event's `sequence_number`.
+    sequence: u64,
 }
 
 impl ResponseEncoder {
@@ -183,6 +203,7 @@ impl ResponseEncoder {
             message_usage: Vec::new(),
             outcome: None,
             pending: Vec::new(),
+            sequence: 0,
         }
     }
 
@@ -463,7 +484,7 @@ impl ResponseEncoder {
     pub fn ping(&self) -> String {
         match self.options.api {
             Api::Anthropic => sse_event("ping", &json!({"type": "ping"})),
-            Api::OpenAi => ": ping\n\n".to_owned(),
+            Api::OpenAi | Api::Responses => ": ping\n\n".to_owned(),
         }
     }
 
@@ -517,6 +538,7 @@ impl ResponseEncoder {
             Outcome::Finished(reason) => reason.clone(),
         };
         Some(match self.options.api {
+            Api::Responses => self.responses_object(Some(&stop), None),
             Api::Anthropic => {
                 let content: Vec<Value> = self
                     .blocks
@@ -602,7 +624,103 @@ impl ResponseEncoder {
             Api::Anthropic => base,
             Api::OpenAi if base.starts_with("chatcmpl-") => base,
             Api::OpenAi => format!("chatcmpl-{base}"),
+            Api::Responses if base.starts_with("resp_") => base,
+            Api::Responses => format!("resp_{}", base.strip_prefix("msg_").unwrap_or(&base)),
         }
+    }
+
+    /// Responses API: the id of an output item.
+    fn item_id(&self, block: usize) -> String {
+        match &self.blocks[block] {
+            OutBlock::Text(_) => {
+                let id = self.response_id();
+                format!("msg_{}_{block}", id.strip_prefix("resp_").unwrap_or(&id))
+            }
+            OutBlock::Tool { call, .. } => format!("fc_{}", call.id),
+        }
+    }
+
+    /// Responses API: an output item, as it is when opened or when done.
+    fn responses_item(&self, block: usize, done: bool) -> Value {
+        let status = if done { "completed" } else { "in_progress" };
+        match &self.blocks[block] {
+            OutBlock::Text(text) => json!({
+                "id": self.item_id(block),
+                "type": "message",
+                "status": status,
+                "role": "assistant",
+                "content": if done { json!([output_text(text)]) } else { json!([]) },
+            }),
+            OutBlock::Tool { call, partial, .. } => json!({
+                "id": self.item_id(block),
+                "type": "function_call",
+                "status": status,
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": if !done {
+                    String::new()
+                } else if partial.is_empty() {
+                    call.input.to_string()
+                } else {
+                    partial.clone()
+                },
+            }),
+        }
+    }
+
+    /// Responses API: the `response` object. `stop` is the stop reason once the response
+    /// ended (`None` while in progress); `error` makes it a failed one.
+    fn responses_object(&self, stop: Option<&str>, error: Option<&ApiError>) -> Value {
+        let (status, incomplete) = match (stop, error) {
+            (_, Some(_)) => ("failed", Value::Null),
+            (None, None) => ("in_progress", Value::Null),
+            (Some("max_tokens" | "model_context_window_exceeded"), None) => {
+                ("incomplete", json!({"reason": "max_output_tokens"}))
+            }
+            (Some("refusal"), None) => ("incomplete", json!({"reason": "content_filter"})),
+            (Some(_), None) => ("completed", Value::Null),
+        };
+        let output: Vec<Value> = if stop.is_some() || error.is_some() {
+            (0..self.blocks.len())
+                .map(|b| self.responses_item(b, true))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        json!({
+            "id": self.response_id(),
+            "object": "response",
+            "created_at": self.options.created,
+            "status": status,
+            "background": false,
+            "error": error.map(|e| json!({"code": responses_error_code(e), "message": e.message})),
+            "incomplete_details": incomplete,
+            "instructions": null,
+            "max_output_tokens": null,
+            "model": self.options.model,
+            "output": output,
+            "parallel_tool_calls": true,
+            "previous_response_id": self.options.previous_response_id,
+            "reasoning": {"effort": null, "summary": null},
+            "store": self.options.store,
+            "temperature": 1.0,
+            "text": {"format": {"type": "text"}},
+            "tool_choice": "auto",
+            "tools": [],
+            "top_p": 1.0,
+            "truncation": "disabled",
+            "usage": if stop.is_some() { self.usage().responses() } else { Value::Null },
+            "user": null,
+            "metadata": {},
+        })
+    }
+
+    /// Responses API: an SSE event with its `type` and `sequence_number`.
+    fn responses_event(&mut self, ty: &str, mut data: Value) -> String {
+        data["type"] = json!(ty);
+        data["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        sse_event(ty, &data)
     }
 
     /// Opens the response (message_start / the role chunk) once.
@@ -637,6 +755,15 @@ impl ResponseEncoder {
             Api::OpenAi => {
                 let chunk = self.openai_chunk(json!({"role": "assistant", "content": ""}), None);
                 out.push(sse_data(&chunk));
+            }
+            Api::Responses => {
+                let response = self.responses_object(None, None);
+                let created = self.responses_event("response.created", json!({"response": response}));
+                out.push(created);
+                let response = self.responses_object(None, None);
+                let progress =
+                    self.responses_event("response.in_progress", json!({"response": response}));
+                out.push(progress);
             }
         }
     }
@@ -679,6 +806,26 @@ impl ResponseEncoder {
                     let chunk = self.openai_chunk(delta, None);
                     out.push(sse_data(&chunk));
                 }
+                (block_kind, Api::Responses) => {
+                    let is_text = matches!(block_kind, OutBlock::Text(_));
+                    let item = self.responses_item(block, false);
+                    let added = self.responses_event(
+                        "response.output_item.added",
+                        json!({"output_index": block, "item": item}),
+                    );
+                    out.push(added);
+                    if is_text {
+                        let item_id = self.item_id(block);
+                        let part = self.responses_event(
+                            "response.content_part.added",
+                            json!({
+                                "item_id": item_id, "output_index": block, "content_index": 0,
+                                "part": output_text(""),
+                            }),
+                        );
+                        out.push(part);
+                    }
+                }
             }
         }
         block
@@ -688,15 +835,58 @@ impl ResponseEncoder {
         let Some(block) = self.open.take() else {
             return;
         };
-        if self.options.stream && self.options.api == Api::Anthropic {
-            out.push(sse_event(
+        if !self.options.stream {
+            return;
+        }
+        match self.options.api {
+            Api::Anthropic => out.push(sse_event(
                 "content_block_stop",
                 &json!({"type": "content_block_stop", "index": block}),
-            ));
+            )),
+            Api::OpenAi => {}
+            Api::Responses => {
+                let item_id = self.item_id(block);
+                let item = self.responses_item(block, true);
+                match &self.blocks[block] {
+                    OutBlock::Text(text) => {
+                        let text = text.clone();
+                        let done = self.responses_event(
+                            "response.output_text.done",
+                            json!({
+                                "item_id": item_id, "output_index": block, "content_index": 0,
+                                "text": text, "logprobs": [],
+                            }),
+                        );
+                        out.push(done);
+                        let part = self.responses_event(
+                            "response.content_part.done",
+                            json!({
+                                "item_id": item_id, "output_index": block, "content_index": 0,
+                                "part": output_text(&text),
+                            }),
+                        );
+                        out.push(part);
+                    }
+                    OutBlock::Tool { call, .. } => {
+                        let data = json!({
+                            "item_id": item_id, "output_index": block,
+                            "name": call.name, "arguments": item["arguments"],
+                        });
+                        let done =
+                            self.responses_event("response.function_call_arguments.done", data);
+                        out.push(done);
+                    }
+                }
+                let done = self.responses_event(
+                    "response.output_item.done",
+                    json!({"output_index": block, "item": item}),
+                );
+                out.push(done);
+            }
         }
     }
 
-    fn delta_text(&self, block: usize, text: &str, out: &mut Vec<String>) {
+    fn delta_text(&mut self, block: usize, text: &str, out: &mut Vec<String>) {
         if !self.options.stream {
             return;
         }
@@ -709,10 +899,21 @@ impl ResponseEncoder {
                 let chunk = self.openai_chunk(json!({"content": text}), None);
                 out.push(sse_data(&chunk));
             }
+            Api::Responses => {
+                let item_id = self.item_id(block);
+                let delta = self.responses_event(
+                    "response.output_text.delta",
+                    json!({
+                        "item_id": item_id, "output_index": block, "content_index": 0,
+                        "delta": text, "logprobs": [],
+                    }),
+                );
+                out.push(delta);
+            }
         }
     }
 
-    fn delta_json(&self, block: usize, partial: &str, out: &mut Vec<String>) {
+    fn delta_json(&mut self, block: usize, partial: &str, out: &mut Vec<String>) {
         if !self.options.stream {
             return;
         }
@@ -729,6 +930,14 @@ impl ResponseEncoder {
                     json!({"tool_calls": [{"index": call_index, "function": {"arguments": partial}}]});
                 let chunk = self.openai_chunk(delta, None);
                 out.push(sse_data(&chunk));
+            }
+            Api::Responses => {
+                let item_id = self.item_id(block);
+                let delta = self.responses_event(
+                    "response.function_call_arguments.delta",
+                    json!({"item_id": item_id, "output_index": block, "delta": partial}),
+                );
+                out.push(delta);
             }
         }
     }
@@ -760,6 +969,12 @@ impl ResponseEncoder {
                         Api::OpenAi => {
                             out.push(sse_data(&error.body(Api::OpenAi)));
                             out.push("data: [DONE]\n\n".to_owned());
+                        }
+                        Api::Responses => {
+                            let response = self.responses_object(None, Some(error));
+                            let failed = self
+                                .responses_event("response.failed", json!({"response": response}));
+                            out.push(failed);
                         }
                     }
                 }
@@ -795,6 +1010,15 @@ impl ResponseEncoder {
                                 out.push(sse_data(&usage));
                             }
                             out.push("data: [DONE]\n\n".to_owned());
+                        }
+                        Api::Responses => {
+                            let response = self.responses_object(Some(&stop), None);
+                            let event = match response["status"].as_str() {
+                                Some("incomplete") => "response.incomplete",
+                                _ => "response.completed",
+                            };
+                            let done = self.responses_event(event, json!({"response": response}));
+                            out.push(done);
                         }
                     }
                 }
@@ -845,4 +1069,18 @@ fn sse_event(event: &str, data: &Value) -> String {
 
 fn sse_data(data: &Value) -> String {
     format!("data: {data}\n\n")
+}
+
+/// Responses API: an `output_text` content part.
+fn output_text(text: &str) -> Value {
+    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
+}
+
+/// Responses API: the `error.code` of a failed response.
+fn responses_error_code(error: &ApiError) -> &'static str {
+    match error.kind {
+        ApiErrorKind::RateLimit => "rate_limit_exceeded",
+        ApiErrorKind::InvalidRequest => "invalid_prompt",
+        _ => "server_error",
+    }
 }
