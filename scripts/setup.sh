@@ -11,6 +11,8 @@ rustup target list --installed | grep -qx wasm32-unknown-unknown \
   || rustup target add wasm32-unknown-unknown
 # The Claude Code CLI the end-to-end tests run (into tests/.cli/, gitignored).
 scripts/install-cli.sh >/dev/null
+# The Codex CLI, a client of the gateway's Responses API in the end-to-end tests (tests/.codex/).
+scripts/install-codex.sh >/dev/null
 # The wasm-bindgen CLI matching the pinned library (the npm package build).
 scripts/install-wasm-bindgen.sh
 # Chromium for the inspector's browser test (www/), from the system's packages.

@@ -181,7 +181,7 @@ export class ResponseEncoder<A extends ApiName = ApiName> {
   push(chunk: Chunk): string[];
   /** Ends the response with an error (default status 500); returns the SSE frames (none before the first frame). */
   fail(message: string, status?: ApiErrorStatus): string[];
-  /** A keep-alive frame: Anthropic's `ping` event, or an SSE comment for OpenAI. */
+  /** A keep-alive frame: Anthropic's `ping` event, an SSE comment for Chat Completions, a `response.in_progress` event for the Responses API once started. */
   ping(): string;
   /** Whether any SSE frame has been produced: after that, errors go into the stream instead of an HTTP status. */
   readonly started: boolean;

@@ -53,7 +53,7 @@ impl WasmResponseEncoder {
     }
 
     /// A keep-alive frame.
-    pub fn ping(&self) -> String {
+    pub fn ping(&mut self) -> String {
         self.inner.ping()
     }
 

@@ -56,14 +56,21 @@ impl WasmGateway {
         let response = match (api, response_id) {
             (Api::Responses, Some(id)) => Some(id),
             (Api::Responses, None) => {
-                return Err(JsError::new("route: a Responses request needs a response id"))
+                return Err(JsError::new(
+                    "route: a Responses request needs a response id",
+                ))
             }
             (_, _) => None,
         };
         let previous = request.previous_response_id.clone();
         let route = self
             .inner
-            .route_request(tenant, &mut request, response.as_deref().unwrap_or_default(), now)
+            .route_request(
+                tenant,
+                &mut request,
+                response.as_deref().unwrap_or_default(),
+                now,
+            )
             .map_err(|err| interop::api_error(&err, api))?;
         Ok(interop::route(
             &route,

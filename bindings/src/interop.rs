@@ -9,7 +9,9 @@
 use std::collections::HashMap;
 
 use ccwire_core::api::response::{ClientToolCall, EncoderOptions, Outcome};
-use ccwire_core::api::{anthropic, openai, responses, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
+use ccwire_core::api::{
+    anthropic, openai, responses, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice,
+};
 use ccwire_core::conversation::{push_block, Block, Message, Role};
 use ccwire_core::gateway::{
     self, prompt_content, Action, CallAction, GatewayConfig, GatewayTimeout, Route, SessionId,

@@ -11,7 +11,7 @@ import { replayTranscript } from "ccwire";
 import { ResponseEncoder, encodeTranscript } from "ccwire/conversation";
 import { corpus, corpusDir, nativeCcwire, root } from "./helpers.mjs";
 
-const FORMATS = ["anthropic-sse", "openai-sse", "anthropic-json", "openai-json"];
+const FORMATS = ["anthropic-sse", "openai-sse", "responses-sse", "anthropic-json", "openai-json", "responses-json"];
 
 /** What `ccwire replay --format` prints, rebuilt in JavaScript from a `ResponseEncoder` per turn. */
 function encodeWithClass(chunks, format) {
@@ -27,7 +27,7 @@ function encodeWithClass(chunks, format) {
     if (outcome.kind === "failed" && (!encoder.started || !stream)) {
       const body = JSON.stringify(outcome.error.body);
       if (!stream) out += `${body}\n`;
-      else if (api === "anthropic") out += `event: error\ndata: ${body}\n\n`;
+      else if (api !== "openai") out += `event: error\ndata: ${body}\n\n`;
       else out += `data: ${body}\n\n`;
     } else if (!stream) {
       out += `${JSON.stringify(encoder.body())}\n`;
@@ -298,7 +298,7 @@ test("created defaults to now, and the id to the first model message's", () => {
 test("bad options, chunks and arguments throw real Errors that say what is wrong", () => {
   const base = { api: "anthropic", stream: false, model: "m" };
   const cases = [
-    [() => new ResponseEncoder({ ...base, api: "gemini" }), /ResponseEncoder options: unknown variant `gemini`, expected `anthropic` or `openai`/],
+    [() => new ResponseEncoder({ ...base, api: "gemini" }), /ResponseEncoder options: unknown variant `gemini`, expected one of `anthropic`, `openai`, `responses`/],
     [() => new ResponseEncoder({ api: "openai", stream: true }), /ResponseEncoder options: missing field `model`/],
     [() => new ResponseEncoder({ ...base, stream: "yes" }), /ResponseEncoder options: invalid type: string "yes", expected a boolean/],
     [() => new ResponseEncoder({ ...base, includeUsge: true }), /ResponseEncoder options: unknown field `includeUsge`/],
@@ -311,7 +311,7 @@ test("bad options, chunks and arguments throw real Errors that say what is wrong
     [() => new ResponseEncoder(base).push({ ...text("x"), index: "0" }), /chunk: text_delta `index`: invalid type: string "0", expected u32/],
     [() => new ResponseEncoder(base).fail("x", 418), /status must be one of 400, 401, 403, 404, 413, 415, 429, 500, 529, got 418/],
     [() => new ResponseEncoder(base).fail("x", "500"), /status must be a number/],
-    [() => encodeTranscript("", "anthropic"), /format must be "anthropic-sse", "openai-sse", "anthropic-json" or "openai-json", got "anthropic"/],
+    [() => encodeTranscript("", "anthropic"), /format must be "anthropic-sse", "openai-sse", "responses-sse", "anthropic-json", "openai-json" or "responses-json", got "anthropic"/],
   ];
   for (const [make, message] of cases) {
     assert.throws(make, (err) => err instanceof Error && message.test(err.message), `expected ${message}`);

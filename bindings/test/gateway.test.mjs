@@ -413,3 +413,68 @@ test("bad options, session ids and times are errors", () => {
   assert.throws(() => gateway.close(1.5), /session/);
   gateway.free();
 });
+
+test("a Responses conversation: held calls, a stored response continued by previous_response_id", () => {
+  const gateway = new Gateway();
+  const RESPONSES = { api: "responses", tenant: "key-1" };
+  const tools = TOOLS.map((t) => ({ type: "function", name: t.name, description: t.description, parameters: t.input_schema }));
+  const encode = (route, chunks) => {
+    const encoder = new ResponseEncoder({
+      api: "responses",
+      stream: false,
+      model: route.request.model,
+      id: route.responseId,
+      previousResponseId: route.previousResponseId,
+      store: route.request.store,
+      clientTools: route.clientTools,
+    });
+    for (const chunk of chunks) encoder.push(chunk);
+    gateway.responseDone(route.session, encoder, 10);
+    const body = encoder.body();
+    encoder.free();
+    return body;
+  };
+  const first = gateway.route({ model: "gpt-5", tools, input: "hi" }, RESPONSES, 0);
+  assert.equal(first.kind, "start");
+  assert.match(first.responseId, /^resp_[0-9a-f]{32}$/);
+  const body = encode(first, toolCallTurn(["r1", "r2"]));
+  assert.equal(body.object, "response");
+  assert.equal(body.id, first.responseId);
+  assert.deepEqual(
+    body.output.map((item) => [item.type, item.call_id, item.name, item.arguments]),
+    [
+      ["function_call", "r1", "lookup", '{"q":"r1"}'],
+      ["function_call", "r2", "lookup", '{"q":"r2"}'],
+    ],
+  );
+  assert.equal(gateway.storedCount, 1, "store defaults to true");
+  for (const call of ["r1", "r2"]) gateway.toolCall(first.session, `req-${call}`, call, 5);
+  const next = gateway.route(
+    {
+      model: "gpt-5",
+      tools,
+      previous_response_id: body.id,
+      input: body.output.map((c) => ({ type: "function_call_output", call_id: c.call_id, output: c.call_id.toUpperCase() })),
+    },
+    RESPONSES,
+    20,
+  );
+  assert.equal(next.kind, "continue");
+  assert.equal(next.session, first.session);
+  assert.equal(next.previousResponseId, body.id);
+  assert.notEqual(next.responseId, first.responseId);
+  assert.deepEqual(
+    next.answers.map((a) => [a.requestId, a.result.content[0].text]),
+    [
+      ["req-r1", "R1"],
+      ["req-r2", "R2"],
+    ],
+  );
+  const done = encode(next, textTurn("Both."));
+  assert.equal(done.previous_response_id, body.id);
+  assert.equal(done.output[0].content[0].text, "Both.");
+  assert.throws(
+    () => gateway.route({ model: "gpt-5", input: "x", previous_response_id: "resp_unknown" }, RESPONSES, 30),
+    (err) => err instanceof ApiRequestError && err.status === 400 && err.body.error.param === "previous_response_id",
+  );
+});

@@ -1185,4 +1185,140 @@ mod tests {
         assert_eq!(answers.len(), 1);
         assert_eq!(answers[0].0, "req-b");
     }
+
+    fn responses_request(body: Value) -> ApiRequest {
+        crate::api::responses::parse_request(body.to_string().as_bytes()).unwrap()
+    }
+
+    fn answer(t: &str) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: vec![text(t)],
+        }
+    }
+
+    /// Routes a Responses request and ends its response with `reply`.
+    fn respond(gw: &mut Gateway, tenant: &str, body: Value, id: &str, reply: &str, now: u64) {
+        let mut request = responses_request(body);
+        let route = gw.route_request(tenant, &mut request, id, now).unwrap();
+        let session = match route {
+            Route::Continue { session, .. } | Route::Start { session, .. } => session,
+        };
+        assert!(gw.response_done(session, &answer(reply), Vec::new(), now));
+    }
+
+    #[test]
+    fn stored_responses_chain_and_expire_after_their_last_use() {
+        let mut gw = Gateway::new(GatewayConfig {
+            idle_ttl_ms: 1000,
+            ..GatewayConfig::default()
+        });
+        respond(
+            &mut gw,
+            "t",
+            json!({"model": "m", "input": "one"}),
+            "resp_1",
+            "1",
+            0,
+        );
+        respond(
+            &mut gw,
+            "t",
+            json!({"model": "m", "input": "two", "previous_response_id": "resp_1"}),
+            "resp_2",
+            "2",
+            600,
+        );
+        assert_eq!(gw.stored_count(), 2);
+        // A store:false response is not kept.
+        respond(
+            &mut gw,
+            "t",
+            json!({"model": "m", "input": "x", "store": false}),
+            "resp_x",
+            "x",
+            600,
+        );
+        assert_eq!(gw.stored_count(), 2);
+        // Continuing resp_2 at 1200 puts the whole chain in front, and keeps resp_1 (stored at
+        // 0) alive with it.
+        let mut request = responses_request(
+            json!({"model": "m", "input": "three", "previous_response_id": "resp_2"}),
+        );
+        gw.resolve_previous("t", &mut request, 900).unwrap();
+        let texts: Vec<String> = request
+            .conversation
+            .messages
+            .iter()
+            .map(|m| match &m.content[..] {
+                [Block::Text { text }] => text.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(texts, ["one", "1", "two", "2", "three"]);
+        assert_eq!(request.previous_response_id, None, "resolved");
+        let sessions: Vec<SessionId> = gw.sessions().collect();
+        for session in sessions {
+            gw.close(session);
+        }
+        assert_eq!(
+            gw.poll_timeout(),
+            Some((1900, GatewayTimeout::StoredResponse)),
+            "the chain was used at 900"
+        );
+        gw.handle_timeout(1500);
+        assert_eq!(gw.stored_count(), 2, "used at 900: kept until 1900");
+        // Another tenant does not see them.
+        let mut other = responses_request(
+            json!({"model": "m", "input": "x", "previous_response_id": "resp_2"}),
+        );
+        let err = gw.resolve_previous("u", &mut other, 1000).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("previous_response_id"));
+        assert_eq!(other.previous_response_id.as_deref(), Some("resp_2"));
+        gw.handle_timeout(1900);
+        assert_eq!(gw.stored_count(), 0);
+        let err = gw
+            .resolve_previous("t", &mut request_with_previous(), 2000)
+            .unwrap_err();
+        assert!(err.message.contains("resp_2"), "{}", err.message);
+    }
+
+    fn request_with_previous() -> ApiRequest {
+        responses_request(json!({"model": "m", "input": "x", "previous_response_id": "resp_2"}))
+    }
+
+    #[test]
+    fn stored_responses_beyond_the_cap_go_least_recently_used_first() {
+        let mut gw = Gateway::new(GatewayConfig {
+            max_stored_responses: 2,
+            ..GatewayConfig::default()
+        });
+        for (i, id) in ["resp_a", "resp_b"].into_iter().enumerate() {
+            let body = json!({"model": "m", "input": id});
+            respond(&mut gw, "t", body, id, "ok", i as u64);
+        }
+        // resp_a used again: resp_b is now the least recently used.
+        let mut request = responses_request(
+            json!({"model": "m", "input": "x", "previous_response_id": "resp_a"}),
+        );
+        gw.resolve_previous("t", &mut request, 5).unwrap();
+        respond(
+            &mut gw,
+            "t",
+            json!({"model": "m", "input": "c"}),
+            "resp_c",
+            "ok",
+            6,
+        );
+        assert_eq!(gw.stored_count(), 2);
+        for (id, kept) in [("resp_a", true), ("resp_b", false), ("resp_c", true)] {
+            let mut request =
+                responses_request(json!({"model": "m", "input": "x", "previous_response_id": id}));
+            assert_eq!(
+                gw.resolve_previous("t", &mut request, 7).is_ok(),
+                kept,
+                "{id}"
+            );
+        }
+    }
 }

@@ -637,7 +637,10 @@ fn bad_responses_requests_name_the_field() {
             json!({"model": "m", "input": "hi", "text": {"format": {"type": "json_schema"}}}),
             "text.format",
         ),
-        (json!({"model": "m", "input": "hi", "background": true}), "background"),
+        (
+            json!({"model": "m", "input": "hi", "background": true}),
+            "background",
+        ),
         (
             json!({"model": "m", "input": "hi", "conversation": "conv_1"}),
             "conversation",

@@ -246,12 +246,19 @@ fn accumulate_responses(frames: &[String]) -> Result<Value, Value> {
         .map(|(event, data)| {
             let event = event.expect("every frame names its event");
             let data: Value = serde_json::from_str(&data).expect("data is JSON");
-            assert_eq!(data["type"], event.as_str(), "the event name is the data's type");
+            assert_eq!(
+                data["type"],
+                event.as_str(),
+                "the event name is the data's type"
+            );
             (event, data)
         })
         .collect();
     for (n, (event, data)) in events.iter().enumerate() {
-        assert_eq!(data["sequence_number"], n, "sequence numbers count up from 0");
+        assert_eq!(
+            data["sequence_number"], n,
+            "sequence numbers count up from 0"
+        );
         match (n, event.as_str()) {
             (0, "response.created") | (1, "response.in_progress") => {
                 assert_eq!(data["response"]["status"], "in_progress");
@@ -317,7 +324,11 @@ fn accumulate_responses(frames: &[String]) -> Result<Value, Value> {
                     return Err(response);
                 }
                 assert_eq!(open, None, "every item is done before the end");
-                assert_eq!(response["output"], json!(items), "the final output is the items");
+                assert_eq!(
+                    response["output"],
+                    json!(items),
+                    "the final output is the items"
+                );
                 return Ok(response);
             }
             other => panic!("unexpected event {other}"),
@@ -365,7 +376,10 @@ fn streams_follow_the_grammar_and_accumulate_to_the_body() {
                         let streamed = accumulate_responses(&response.frames)
                             .unwrap_or_else(|e| panic!("{ctx}: {e}"));
                         let body = response.body.clone().expect("a body");
-                        assert_eq!(streamed, body, "{ctx}: the final event's response is the body");
+                        assert_eq!(
+                            streamed, body,
+                            "{ctx}: the final event's response is the body"
+                        );
                         let calls = body["output"]
                             .as_array()
                             .unwrap()

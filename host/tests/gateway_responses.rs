@@ -113,7 +113,11 @@ async fn a_held_tool_round_trip_with_the_whole_input_every_turn() {
         .map(|e| &e["item"])
         .collect();
     let response = &events.last().unwrap()["response"];
-    assert_eq!(response["output"], json!(done), "the items as they were done");
+    assert_eq!(
+        response["output"],
+        json!(done),
+        "the items as they were done"
+    );
     assert_eq!(response["status"], "completed");
     assert_eq!(output_text(response), "Looking both up.");
     let args: Vec<&str> = calls(response)
@@ -154,7 +158,11 @@ async fn stored_responses_are_continued_by_id_per_tenant() {
     let gw = Gw::start(|o| o.api_keys = vec!["key-a".into(), "key-b".into()]).await;
     let a = Some("key-a");
     let (status, kind, first) = gw
-        .call("/v1/responses", &request(json!("PLEASE-LOOKUP alpha and beta")), a)
+        .call(
+            "/v1/responses",
+            &request(json!("PLEASE-LOOKUP alpha and beta")),
+            a,
+        )
         .await;
     assert_eq!((status, kind.as_str()), (200, "new"), "{first}");
     assert_eq!(first["object"], "response");
@@ -207,14 +215,18 @@ async fn one_conversation_goes_on_across_the_three_apis() {
         json!({"role": "assistant", "content": message["content"]}),
     ];
     for call in message["tool_calls"].as_array().unwrap() {
-        input.push(json!({"type": "function_call", "call_id": call["id"], "name": "lookup",
-            "arguments": call["function"]["arguments"]}));
+        input.push(
+            json!({"type": "function_call", "call_id": call["id"], "name": "lookup",
+            "arguments": call["function"]["arguments"]}),
+        );
     }
     for call in message["tool_calls"].as_array().unwrap() {
         let args: Value =
             serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
-        input.push(json!({"type": "function_call_output", "call_id": call["id"],
-            "output": format!("record-{}", args["query"].as_str().unwrap())}));
+        input.push(
+            json!({"type": "function_call_output", "call_id": call["id"],
+            "output": format!("record-{}", args["query"].as_str().unwrap())}),
+        );
     }
     let responses = json!({"model": "gpt-5", "store": false, "input": input,
         "tools": [function_tool()]});
@@ -236,10 +248,7 @@ async fn one_conversation_goes_on_across_the_three_apis() {
             "content": format!("record-{}", args["query"].as_str().unwrap())}));
         uses.push(json!({"type": "tool_use", "id": call["id"], "name": "lookup", "input": args}));
     }
-    messages[1]["content"]
-        .as_array_mut()
-        .unwrap()
-        .extend(uses);
+    messages[1]["content"].as_array_mut().unwrap().extend(uses);
     messages.push(json!({"role": "user", "content": results}));
     messages.push(json!({"role": "assistant", "content": answer}));
     messages.push(json!({"role": "user", "content": "Thanks"}));

@@ -21,6 +21,23 @@ pub fn claude_path() -> PathBuf {
     path
 }
 
+/// The Codex CLI executable: `CCWIRE_CODEX`, else the project's install under `tests/.codex/`.
+///
+/// # Panics
+/// With the install command when Codex is not installed.
+pub fn codex_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("CCWIRE_CODEX").filter(|p| !p.is_empty()) {
+        return PathBuf::from(path);
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(".codex/node_modules/.bin/codex");
+    assert!(
+        path.exists(),
+        "the Codex CLI is not installed at {}; run scripts/install-codex.sh",
+        path.display()
+    );
+    path
+}
+
 /// A private home for one CLI run: `HOME`, `TMPDIR` and `CLAUDE_CODE_TMPDIR` inside a fresh
 /// temporary directory, removed when dropped.
 pub struct OfflineHome {

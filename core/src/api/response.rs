@@ -480,10 +480,16 @@ impl ResponseEncoder {
         total
     }
 
-    /// A keep-alive frame: Anthropic's `ping` event, or an SSE comment for OpenAI.
-    pub fn ping(&self) -> String {
+    /// A keep-alive frame: Anthropic's `ping` event, an SSE comment for Chat Completions, and
+    /// for the Responses API a `response.in_progress` event once the response has started (a
+    /// comment before): clients such as Codex reset their idle timeout on events only.
+    pub fn ping(&mut self) -> String {
         match self.options.api {
             Api::Anthropic => sse_event("ping", &json!({"type": "ping"})),
+            Api::Responses if self.started && self.outcome.is_none() => {
+                let response = self.responses_object(None, None);
+                self.responses_event("response.in_progress", json!({"response": response}))
+            }
             Api::OpenAi | Api::Responses => ": ping\n\n".to_owned(),
         }
     }
@@ -703,11 +709,11 @@ impl ResponseEncoder {
             "previous_response_id": self.options.previous_response_id,
             "reasoning": {"effort": null, "summary": null},
             "store": self.options.store,
-            "temperature": 1.0,
+            "temperature": 1,
             "text": {"format": {"type": "text"}},
             "tool_choice": "auto",
             "tools": [],
-            "top_p": 1.0,
+            "top_p": 1,
             "truncation": "disabled",
             "usage": if stop.is_some() { self.usage().responses() } else { Value::Null },
             "user": null,
@@ -758,7 +764,8 @@ impl ResponseEncoder {
             }
             Api::Responses => {
                 let response = self.responses_object(None, None);
-                let created = self.responses_event("response.created", json!({"response": response}));
+                let created =
+                    self.responses_event("response.created", json!({"response": response}));
                 out.push(created);
                 let response = self.responses_object(None, None);
                 let progress =

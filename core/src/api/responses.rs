@@ -140,7 +140,12 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         Some(Value::String(text)) => conversation.push(Role::User, vec![Block::Text { text }]),
         Some(Value::Array(items)) => {
             for (i, item) in items.into_iter().enumerate() {
-                push_item(&mut conversation, &mut system, &At::Bracket(&INPUT, i), item)?;
+                push_item(
+                    &mut conversation,
+                    &mut system,
+                    &At::Bracket(&INPUT, i),
+                    item,
+                )?;
             }
         }
         None | Some(Value::Null) => {}
