@@ -189,6 +189,43 @@ fn format_prints_the_responses_a_gateway_client_would_get() {
         bodies[0]["choices"][0]["message"]["tool_calls"][1]["function"]["name"],
         "lookup"
     );
+
+    let out = ccwire(&["replay", "--format", "responses-json", &file], None);
+    let bodies = json_lines(&out.stdout);
+    assert_eq!(bodies.len(), 2);
+    let calls: Vec<(&str, &str)> = bodies[0]["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            (
+                item["name"].as_str().unwrap(),
+                item["arguments"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("lookup", r#"{"query":"alpha"}"#),
+            ("lookup", r#"{"query":"beta"}"#)
+        ]
+    );
+    assert_eq!(bodies[1]["status"], "completed");
+    let out = ccwire(&["replay", "--format", "responses-sse", &file], None);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let events: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(events.first(), Some(&"response.created"));
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| **e == "response.completed")
+            .count(),
+        2
+    );
 }
 
 #[test]
