@@ -33,6 +33,8 @@ export interface CanonicalRequest {
   previous_response_id: string | null;
   /** Responses API: whether the response is to be stored (`false` in the other APIs). */
   store: boolean;
+  /** Whether the response shows the model's thinking (the `showThinking` of its `ResponseEncoder`). */
+  show_thinking: boolean;
 }
 /** A request the gateway would refuse. */
 export class ApiRequestError extends Error {
@@ -71,6 +73,8 @@ export interface ResponseEncoderOptions<A extends ApiName = ApiName> {
   previousResponseId?: string | null;
   /** Responses API: whether the response is stored, echoed in the response. */
   store?: boolean;
+  /** Show the model's thinking: Anthropic `thinking` blocks, Chat Completions `reasoning_content`, Responses `reasoning` items (default false). */
+  showThinking?: boolean;
 }
 /** The HTTP statuses of API errors. */
 export type ApiErrorStatus = 400 | 401 | 403 | 404 | 413 | 415 | 429 | 500 | 529;

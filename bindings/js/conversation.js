@@ -90,7 +90,7 @@ export class ResponseEncoder {
    * @param {{api: "anthropic" | "openai" | "responses", stream: boolean, model: string,
    *   id?: string, created?: number, includeUsage?: boolean,
    *   clientTools?: Record<string, string>, clientToolPrefix?: string,
-   *   previousResponseId?: string | null, store?: boolean}} options
+   *   previousResponseId?: string | null, store?: boolean, showThinking?: boolean}} options
    */
   constructor(options) {
     check();

@@ -324,6 +324,7 @@ fn request_fields(request: &ApiRequest) -> Map<String, Value> {
         "ignored": request.ignored,
         "previous_response_id": request.previous_response_id,
         "store": request.store,
+        "show_thinking": request.show_thinking,
     });
     let Value::Object(map) = value else {
         unreachable!("an object literal")
@@ -383,6 +384,8 @@ struct EncoderOptionsIn {
     previous_response_id: Option<String>,
     #[serde(default)]
     store: bool,
+    #[serde(default)]
+    show_thinking: bool,
 }
 
 #[derive(Deserialize)]
@@ -394,7 +397,7 @@ enum ApiIn {
 }
 
 /// Reads response encoder options (`{api, stream, model, id, created, includeUsage,
-/// clientTools, clientToolPrefix, previousResponseId, store}`).
+/// clientTools, clientToolPrefix, previousResponseId, store, showThinking}`).
 pub fn encoder_options(text: &str) -> Result<EncoderOptions, JsError> {
     let options: EncoderOptionsIn = parse("ResponseEncoder options", text)?;
     Ok(EncoderOptions {
@@ -412,6 +415,7 @@ pub fn encoder_options(text: &str) -> Result<EncoderOptions, JsError> {
         client_tool_prefix: options.client_tool_prefix,
         previous_response_id: options.previous_response_id,
         store: options.store,
+        show_thinking: options.show_thinking,
     })
 }
 

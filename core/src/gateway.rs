@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::{json, Value};
 
-use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice};
+use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest, Thinking, ToolChoice};
 use crate::conversation::{
     history_hash, mcp_tool_name, Block, Conversation, HistoryHasher, Message, Role,
 };
@@ -352,7 +352,12 @@ impl Gateway {
             input: request.conversation.messages.clone(),
         });
         self.resolve_previous(tenant, request, now)?;
-        let scope = Gateway::scope(tenant, &request.conversation, &request.model);
+        // A live session keeps the thinking and effort it was started with.
+        let scope = format!(
+            "{}\n{}",
+            Gateway::scope(tenant, &request.conversation, &request.model),
+            cli_settings_args(request).join(" ")
+        );
         let route = self.route(&scope, &request.conversation, now)?;
         let session = match &route {
             Route::Continue { session, .. } | Route::Start { session, .. } => *session,
@@ -709,6 +714,26 @@ pub fn client_tool_names(conversation: &Conversation, server: &str) -> HashMap<S
         .iter()
         .map(|t| (mcp_tool_name(server, &t.name), t.name.clone()))
         .collect()
+}
+
+/// The CLI arguments that apply a request's thinking and effort settings to a new session:
+/// `--thinking adaptive|disabled` or `--max-thinking-tokens N`, and `--effort LEVEL`. A live
+/// session keeps the settings it was started with, so they are part of the scope a request's
+/// history is found in: a request that changes them starts a session (`rebuilt`).
+pub fn cli_settings_args(request: &ApiRequest) -> Vec<String> {
+    let mut args = Vec::new();
+    match request.thinking {
+        None => {}
+        Some(Thinking::Adaptive) => args.extend(["--thinking".to_owned(), "adaptive".to_owned()]),
+        Some(Thinking::Disabled) => args.extend(["--thinking".to_owned(), "disabled".to_owned()]),
+        Some(Thinking::Budget(n)) => {
+            args.extend(["--max-thinking-tokens".to_owned(), n.to_string()]);
+        }
+    }
+    if let Some(effort) = request.effort {
+        args.extend(["--effort".to_owned(), effort.to_owned()]);
+    }
+    args
 }
 
 /// The model to start the CLI with for a request's `model`: a Claude model or one of the CLI's

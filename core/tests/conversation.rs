@@ -258,15 +258,11 @@ fn claude_code_s_own_requests_are_accepted() {
     ]);
     let req = anthropic::parse_request(claude_code_request(first.clone()).to_string().as_bytes())
         .unwrap();
-    assert_eq!(
-        req.ignored,
-        [
-            "context_management",
-            "metadata",
-            "output_config",
-            "thinking"
-        ]
-    );
+    assert_eq!(req.ignored, ["context_management", "metadata"]);
+    // Its thinking and effort are honoured.
+    assert_eq!(req.thinking, Some(ccwire_core::api::Thinking::Adaptive));
+    assert!(req.show_thinking);
+    assert!(req.effort.is_some());
     assert_eq!(
         req.conversation.system.as_deref(),
         Some("You are Claude Code.")
@@ -525,6 +521,8 @@ fn the_responses_shape_of_a_conversation_hashes_like_the_other_two() {
     assert!(request.stream);
     assert!(!request.store);
     assert_eq!(request.conversation.system.as_deref(), Some("Be brief."));
+    assert!(request.show_thinking, "a reasoning summary was asked for");
+    assert_eq!(request.effort, None);
     assert_eq!(
         request.conversation.history_hash("tenant").unwrap(),
         anthropic_hash(anthropic_conversation())
@@ -542,7 +540,6 @@ fn the_responses_shape_of_a_conversation_hashes_like_the_other_two() {
             "include",
             "parallel_tool_calls",
             "prompt_cache_key",
-            "reasoning",
             "tools[1] (web_search)",
         ]
     );

@@ -9,6 +9,10 @@ use ccwire_core::Chunk;
 use serde_json::{json, Value};
 
 fn options(api: Api, stream: bool) -> EncoderOptions {
+    options_showing(api, stream, false)
+}
+
+fn options_showing(api: Api, stream: bool, show_thinking: bool) -> EncoderOptions {
     EncoderOptions {
         api,
         stream,
@@ -20,6 +24,7 @@ fn options(api: Api, stream: bool) -> EncoderOptions {
         client_tool_prefix: Some("mcp__client__".into()),
         previous_response_id: None,
         store: false,
+        show_thinking,
     }
 }
 
@@ -34,9 +39,15 @@ struct Response {
 
 /// Replays a transcript and cuts its chunks into responses, like `ccwire replay --format`.
 fn responses(chunks: &[Chunk], api: Api) -> Vec<Response> {
+    responses_showing(chunks, api, false)
+}
+
+/// [`responses`], showing the model's thinking or not.
+fn responses_showing(chunks: &[Chunk], api: Api, show: bool) -> Vec<Response> {
+    let options = |stream| options_showing(api, stream, show);
     let mut out = Vec::new();
-    let mut stream = ResponseEncoder::new(options(api, true));
-    let mut plain = ResponseEncoder::new(options(api, false));
+    let mut stream = ResponseEncoder::new(options(true));
+    let mut plain = ResponseEncoder::new(options(false));
     let mut frames = Vec::new();
     for chunk in chunks {
         frames.extend(stream.push(chunk));
@@ -57,8 +68,8 @@ fn responses(chunks: &[Chunk], api: Api) -> Vec<Response> {
                 outcome: outcome.clone(),
                 started: stream.started(),
             });
-            stream = ResponseEncoder::new(options(api, true));
-            plain = ResponseEncoder::new(options(api, false));
+            stream = ResponseEncoder::new(options(true));
+            plain = ResponseEncoder::new(options(false));
         }
     }
     out
@@ -131,6 +142,11 @@ fn accumulate_anthropic(frames: &[String]) -> Result<Value, Value> {
                     "input_json_delta" => {
                         partial.push_str(data["delta"]["partial_json"].as_str().unwrap())
                     }
+                    "thinking_delta" => {
+                        let thinking = block["thinking"].as_str().unwrap().to_owned()
+                            + data["delta"]["thinking"].as_str().unwrap();
+                        block["thinking"] = json!(thinking);
+                    }
                     other => panic!("unexpected delta {other}"),
                 }
             }
@@ -164,6 +180,7 @@ fn accumulate_openai(frames: &[String]) -> Result<Value, Value> {
     assert_eq!(last.1, "[DONE]", "the stream ends with [DONE]");
     let mut role = None;
     let mut content = String::new();
+    let mut reasoning = String::new();
     let mut calls: Vec<Value> = Vec::new();
     let mut finish = None;
     let mut usage = None;
@@ -195,6 +212,9 @@ fn accumulate_openai(frames: &[String]) -> Result<Value, Value> {
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
             content.push_str(text);
         }
+        if let Some(text) = delta.get("reasoning_content").and_then(Value::as_str) {
+            reasoning.push_str(text);
+        }
         for call in delta
             .get("tool_calls")
             .and_then(Value::as_array)
@@ -225,6 +245,9 @@ fn accumulate_openai(frames: &[String]) -> Result<Value, Value> {
     });
     if !calls.is_empty() {
         message["tool_calls"] = json!(calls);
+    }
+    if !reasoning.is_empty() {
+        message["reasoning_content"] = json!(reasoning);
     }
     Ok(
         json!({"message": message, "finish_reason": finish.expect("a finish reason"), "usage": usage.expect("a usage chunk")}),
@@ -285,6 +308,22 @@ fn accumulate_responses(frames: &[String]) -> Result<Value, Value> {
                 assert_eq!(item_id, open_id.as_deref(), "{event} of the open item");
                 assert_eq!(items[open.unwrap()]["type"], "message");
             }
+            "response.reasoning_summary_part.added" | "response.reasoning_summary_part.done" => {
+                assert_eq!(item_id, open_id.as_deref(), "{event} of the open item");
+                assert_eq!(items[open.unwrap()]["type"], "reasoning");
+            }
+            "response.reasoning_summary_text.delta" => {
+                assert_eq!(item_id, open_id.as_deref(), "{event} of the open item");
+                text.push_str(data["delta"].as_str().unwrap());
+            }
+            "response.reasoning_summary_text.done" => {
+                assert_eq!(item_id, open_id.as_deref());
+                assert_eq!(
+                    data["text"],
+                    text.as_str(),
+                    "the done summary is the deltas'"
+                );
+            }
             "response.output_text.delta" => {
                 assert_eq!(item_id, open_id.as_deref(), "{event} of the open item");
                 text.push_str(data["delta"].as_str().unwrap());
@@ -312,6 +351,9 @@ fn accumulate_responses(frames: &[String]) -> Result<Value, Value> {
                 assert_eq!(item["id"], items[index.unwrap()]["id"]);
                 if item["type"] == "message" {
                     assert_eq!(item["content"][0]["text"], text.as_str());
+                }
+                if item["type"] == "reasoning" && !text.is_empty() {
+                    assert_eq!(item["summary"][0]["text"], text.as_str());
                 }
                 items[index.unwrap()] = item.clone();
                 open = None;
@@ -353,9 +395,15 @@ fn normalize_openai(mut message: Value) -> Value {
 fn streams_follow_the_grammar_and_accumulate_to_the_body() {
     for (name, bytes) in common::corpus() {
         let chunks = ccwire_core::replay(&bytes);
-        for api in [Api::Anthropic, Api::OpenAi, Api::Responses] {
-            for (i, response) in responses(&chunks, api).into_iter().enumerate() {
-                let ctx = format!("{name} {api:?} response {i}");
+        for (api, show) in [Api::Anthropic, Api::OpenAi, Api::Responses]
+            .into_iter()
+            .flat_map(|api| [(api, false), (api, true)])
+        {
+            for (i, response) in responses_showing(&chunks, api, show)
+                .into_iter()
+                .enumerate()
+            {
+                let ctx = format!("{name} {api:?} thinking shown {show}, response {i}");
                 match (&response.outcome, api) {
                     (Outcome::Failed(_), _) if !response.started => {
                         assert!(response.frames.is_empty(), "{ctx}: frames before an error");
@@ -676,4 +724,69 @@ fn usage_of_a_response_sums_its_model_messages() {
         anthropic[0].body.as_ref().unwrap()["usage"],
         json!({"input_tokens": 30, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 210, "output_tokens": 12})
     );
+}
+
+#[test]
+fn thinking_is_shown_in_each_api_s_shape_when_asked_for() {
+    let chunks = ccwire_core::replay(&common::transcript("x_thinking"));
+    let thought: String = chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::ThinkingDelta {
+                thinking,
+                parent_tool_use_id: None,
+                ..
+            } => Some(thinking.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!thought.is_empty(), "the transcript has thinking");
+
+    let hidden = responses(&chunks, Api::Anthropic);
+    let body = hidden[0].body.as_ref().unwrap();
+    assert!(
+        body["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|b| b["type"] != "thinking"),
+        "not asked for: {body}"
+    );
+    let shown = responses_showing(&chunks, Api::Anthropic, true);
+    let body = shown[0].body.as_ref().unwrap();
+    assert_eq!(body["content"][0]["type"], "thinking", "{body}");
+    let blocks: String = body["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["thinking"].as_str())
+        .collect();
+    assert_eq!(blocks, thought, "a thinking block per model message");
+
+    let shown = responses_showing(&chunks, Api::OpenAi, true);
+    let message = &shown[0].body.as_ref().unwrap()["choices"][0]["message"];
+    assert_eq!(message["reasoning_content"], thought.as_str());
+
+    let shown = responses_showing(&chunks, Api::Responses, true);
+    let output = &shown[0].body.as_ref().unwrap()["output"];
+    assert_eq!(output[0]["type"], "reasoning", "{output}");
+    assert_eq!(output[1]["type"], "message");
+    let summaries: String = output
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "reasoning")
+        .map(|item| item["summary"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(summaries, thought, "a reasoning item per model message");
+
+    // The history a response leaves has no thinking, shown or not: the next request's hash
+    // is the same.
+    let mut plain = ResponseEncoder::new(options(Api::Anthropic, false));
+    let mut showing = ResponseEncoder::new(options_showing(Api::Anthropic, false, true));
+    for chunk in &chunks {
+        plain.push(chunk);
+        showing.push(chunk);
+    }
+    assert_eq!(plain.message(), showing.message());
 }

@@ -870,6 +870,7 @@ async fn turn(
         client_tool_prefix: None,
         previous_response_id,
         store,
+        show_thinking: request.show_thinking,
     });
     let mut pending = PendingResponse {
         app: app.clone(),
@@ -1092,6 +1093,10 @@ async fn start_session(
             .map(|(k, v)| (k.into(), v.into()))
             .collect(),
         env_remove: app.env_remove.clone(),
+        extra_args: gateway::cli_settings_args(request)
+            .into_iter()
+            .map(Into::into)
+            .collect(),
         ..ClaudeOptions::default()
     };
     let options = ClientOptions {

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::{
     check_base64, check_tool_name, parse_object, url_image_source, Api, ApiError, ApiErrorKind,
-    ApiRequest, At, ToolChoice,
+    ApiRequest, At, Thinking, ToolChoice,
 };
 use crate::conversation::{push_block, strip_volatile, Block, Conversation, Role, ToolSpec};
 
@@ -16,8 +16,6 @@ pub const IGNORED_FIELDS: &[&str] = &[
     "top_k",
     "stop_sequences",
     "metadata",
-    "thinking",
-    "output_config",
     "service_tier",
     "container",
     "mcp_servers",
@@ -148,6 +146,28 @@ fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
     }
     conversation.tools = tools(map.remove("tools"))?;
     let tool_choice = tool_choice(map.remove("tool_choice"))?;
+    let thinking = super::parse_thinking(map.remove("thinking"))?;
+    let effort = match map.remove("output_config") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(mut config)) => {
+            if config.remove("format").is_some_and(|f| !f.is_null()) {
+                return Err(ApiError::invalid(
+                    "output_config.format",
+                    "output_config.format: structured outputs are not supported by this gateway",
+                ));
+            }
+            match config.remove("effort") {
+                None | Some(Value::Null) => None,
+                Some(effort) => Some(super::parse_effort("output_config.effort", &effort)?),
+            }
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "output_config",
+                "output_config: must be an object",
+            ))
+        }
+    };
     // The API grows every month and current clients send what it grew: a field the gateway
     // does not know is ignored and named, never refused.
     let ignored = map.keys().cloned().collect();
@@ -162,6 +182,9 @@ fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
         ignored,
         previous_response_id: None,
         store: false,
+        show_thinking: matches!(thinking, Some(Thinking::Adaptive | Thinking::Budget(_))),
+        thinking,
+        effort,
     })
 }
 

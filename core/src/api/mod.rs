@@ -37,7 +37,21 @@ pub enum ToolChoice {
     Tool(String),
 }
 
-/// A validated request of either API.
+/// Extended thinking, as a request asks for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thinking {
+    /// The model decides whether and how much to think (`{"type": "adaptive"}`).
+    Adaptive,
+    /// Thinking within a token budget (`{"type": "enabled", "budget_tokens": n}`).
+    Budget(u64),
+    /// No thinking (`{"type": "disabled"}`, OpenAI `reasoning_effort: "none"`).
+    Disabled,
+}
+
+/// The CLI's effort levels (`--effort`).
+pub const EFFORT_LEVELS: &[&str] = &["low", "medium", "high", "xhigh", "max"];
+
+/// A validated request of any of the APIs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiRequest {
     /// The API it came in.
@@ -62,6 +76,16 @@ pub struct ApiRequest {
     pub previous_response_id: Option<String>,
     /// Responses API: whether to keep the response, so a later request can continue it by id.
     pub store: bool,
+    /// Extended thinking asked for: Anthropic `thinking`; OpenAI `reasoning_effort: "none"`
+    /// (Responses `reasoning.effort`) disables it.
+    pub thinking: Option<Thinking>,
+    /// The effort level asked for, one of [`EFFORT_LEVELS`]: Anthropic `output_config.effort`,
+    /// OpenAI `reasoning_effort`, Responses `reasoning.effort` (`minimal` is `low`).
+    pub effort: Option<&'static str>,
+    /// Whether the response shows the model's thinking: when an Anthropic request enables
+    /// thinking, a Chat Completions request gives a `reasoning_effort` (other than `none`), a
+    /// Responses request asks for a reasoning `summary`.
+    pub show_thinking: bool,
 }
 
 /// Kinds of API errors, with the HTTP status each maps to.
@@ -303,4 +327,59 @@ pub(crate) fn check_tool_name(at: &dyn std::fmt::Display, name: &str) -> Result<
 /// system prompt is fixed for its session, and this keeps the text to that turn.
 pub(crate) fn system_turn_text(text: &str) -> String {
     format!("<system>\n{text}\n</system>\n\n")
+}
+
+/// Anthropic `thinking`: `{"type": "adaptive" | "enabled" (with `budget_tokens`) | "disabled"}`.
+pub(crate) fn parse_thinking(value: Option<Value>) -> Result<Option<Thinking>, ApiError> {
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    match value.get("type").and_then(Value::as_str) {
+        Some("adaptive") => Ok(Some(Thinking::Adaptive)),
+        // Without a budget the model decides, as with adaptive thinking.
+        Some("enabled") => Ok(Some(match value.get("budget_tokens") {
+            None | Some(Value::Null) => Thinking::Adaptive,
+            Some(n) => match n.as_u64() {
+                Some(n) if n > 0 => Thinking::Budget(n),
+                _ => {
+                    return Err(ApiError::invalid(
+                        "thinking.budget_tokens",
+                        "thinking.budget_tokens: must be a positive integer",
+                    ))
+                }
+            },
+        })),
+        Some("disabled") => Ok(Some(Thinking::Disabled)),
+        _ => Err(ApiError::invalid(
+            "thinking.type",
+            "thinking.type: must be \"enabled\", \"adaptive\" or \"disabled\"",
+        )),
+    }
+}
+
+/// An effort level of the Anthropic API (`output_config.effort`): one of [`EFFORT_LEVELS`].
+pub(crate) fn parse_effort(param: &str, value: &Value) -> Result<&'static str, ApiError> {
+    value
+        .as_str()
+        .and_then(|v| EFFORT_LEVELS.iter().find(|l| **l == v))
+        .copied()
+        .ok_or_else(|| {
+            ApiError::invalid(
+                param,
+                format!("{param}: must be one of {}", EFFORT_LEVELS.join(", ")),
+            )
+        })
+}
+
+/// An OpenAI reasoning effort (`reasoning_effort`, `reasoning.effort`) as the CLI's effort and
+/// thinking: `none` turns thinking off, `minimal` is `low`.
+pub(crate) fn parse_openai_effort(
+    param: &str,
+    value: &Value,
+) -> Result<(Option<&'static str>, Option<Thinking>), ApiError> {
+    match value.as_str() {
+        Some("none") => Ok((None, Some(Thinking::Disabled))),
+        Some("minimal") => Ok((Some("low"), None)),
+        _ => parse_effort(param, value).map(|effort| (Some(effort), None)),
+    }
 }

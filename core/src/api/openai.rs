@@ -24,7 +24,6 @@ pub const IGNORED_FIELDS: &[&str] = &[
     "metadata",
     "store",
     "service_tier",
-    "reasoning_effort",
     "prompt_cache_key",
     "safety_identifier",
 ];
@@ -167,6 +166,10 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
     }
     conversation.tools = tools(map.remove("tools"))?;
     let tool_choice = tool_choice(map.remove("tool_choice"))?;
+    let (effort, thinking) = match map.remove("reasoning_effort") {
+        None | Some(Value::Null) => (None, None),
+        Some(effort) => super::parse_openai_effort("reasoning_effort", &effort)?,
+    };
     // Fields the gateway does not know are ignored and named, never refused.
     let ignored = map.keys().cloned().collect();
     Ok(ApiRequest {
@@ -180,6 +183,9 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         ignored,
         previous_response_id: None,
         store: false,
+        show_thinking: effort.is_some(),
+        thinking,
+        effort,
     })
 }
 

@@ -79,6 +79,7 @@ fn encoder(api: Api, stream: bool) -> ResponseEncoder {
         client_tool_prefix: Some(REPLAY_CLIENT_TOOL_PREFIX.to_owned()),
         previous_response_id: None,
         store: false,
+        show_thinking: false,
     })
 }
 

@@ -46,6 +46,11 @@ pub struct EncoderOptions {
     pub previous_response_id: Option<String>,
     /// Responses API: whether the response is stored, echoed in the response.
     pub store: bool,
+    /// Show the model's thinking ([`ApiRequest::show_thinking`](super::ApiRequest)):
+    /// Anthropic `thinking` / `redacted_thinking` blocks, Chat Completions `reasoning_content`,
+    /// Responses `reasoning` items with the thinking as their summary. Without it, thinking is
+    /// left out, as the APIs do when it was not asked for.
+    pub show_thinking: bool,
 }
 
 /// A client tool call in the response.
@@ -73,6 +78,10 @@ pub enum Outcome {
 #[derive(Debug)]
 enum OutBlock {
     Text(String),
+    /// The model's thinking (shown when asked for).
+    Thinking(String),
+    /// A redacted thinking block (its content is encrypted, and not known here).
+    Redacted,
     Tool {
         call: ClientToolCall,
         /// The input JSON text as it streamed.
@@ -226,6 +235,16 @@ impl ResponseEncoder {
                 message_id,
                 parent_tool_use_id: None,
                 ..
+            }
+            | Chunk::ThinkingDelta {
+                message_id,
+                parent_tool_use_id: None,
+                ..
+            }
+            | Chunk::ThinkingRedacted {
+                message_id,
+                parent_tool_use_id: None,
+                ..
             } => self.message.as_deref() != Some(message_id.as_str()),
             _ => false,
         };
@@ -253,23 +272,18 @@ impl ResponseEncoder {
         let pending = std::mem::take(&mut self.pending);
         let mut iter = pending.into_iter().peekable();
         while let Some(chunk) = iter.next() {
-            let id = match &chunk {
-                Chunk::TextDelta { message_id, .. } | Chunk::ToolUse { message_id, .. } => {
-                    message_id.clone()
-                }
-                _ => continue,
+            let Some(id) = content_message(&chunk).map(str::to_owned) else {
+                continue;
             };
             if self.message.as_deref() != Some(id.as_str()) {
                 self.message = Some(id.clone());
                 self.message_has_client_tool = false;
             }
             self.handle(&chunk, out);
-            let last_of_message = match iter.peek() {
-                Some(Chunk::TextDelta { message_id, .. } | Chunk::ToolUse { message_id, .. }) => {
-                    *message_id != id
-                }
-                _ => true,
-            };
+            let last_of_message = iter
+                .peek()
+                .and_then(content_message)
+                .is_none_or(|next| next != id);
             if last_of_message {
                 self.handle(
                     &Chunk::MessageStop {
@@ -316,6 +330,32 @@ impl ResponseEncoder {
                     t.push_str(text);
                 }
                 self.delta_text(block, text, out);
+            }
+            Chunk::ThinkingDelta {
+                message_id,
+                index,
+                thinking,
+                parent_tool_use_id: None,
+            } if self.options.show_thinking => {
+                if thinking.is_empty() {
+                    return;
+                }
+                self.start(out);
+                let block = self.block_for(message_id, *index, out, |_| {
+                    OutBlock::Thinking(String::new())
+                });
+                if let OutBlock::Thinking(t) = &mut self.blocks[block] {
+                    t.push_str(thinking);
+                }
+                self.delta_thinking(block, thinking, out);
+            }
+            Chunk::ThinkingRedacted {
+                message_id,
+                index,
+                parent_tool_use_id: None,
+            } if self.options.show_thinking => {
+                self.start(out);
+                self.block_for(message_id, *index, out, |_| OutBlock::Redacted);
             }
             Chunk::ToolUse {
                 id,
@@ -511,7 +551,7 @@ impl ResponseEncoder {
             .iter()
             .filter_map(|b| match b {
                 OutBlock::Tool { call, .. } => Some(call),
-                OutBlock::Text(_) => None,
+                _ => None,
             })
             .collect()
     }
@@ -527,6 +567,8 @@ impl ResponseEncoder {
                     name: call.name.clone(),
                     input: call.input.clone(),
                 },
+                // Thinking is not part of the history (clients drop or rewrite it).
+                OutBlock::Thinking(_) | OutBlock::Redacted => continue,
             };
             conversation::push_block(&mut content, block);
         }
@@ -551,6 +593,10 @@ impl ResponseEncoder {
                     .iter()
                     .map(|b| match b {
                         OutBlock::Text(text) => json!({"type": "text", "text": text}),
+                        OutBlock::Thinking(thinking) => {
+                            json!({"type": "thinking", "thinking": thinking, "signature": ""})
+                        }
+                        OutBlock::Redacted => json!({"type": "redacted_thinking", "data": ""}),
                         OutBlock::Tool { call, .. } => json!({
                             "type": "tool_use", "id": call.id, "name": call.name, "input": call.input,
                         }),
@@ -573,7 +619,15 @@ impl ResponseEncoder {
                     .iter()
                     .filter_map(|b| match b {
                         OutBlock::Text(t) => Some(t.as_str()),
-                        OutBlock::Tool { .. } => None,
+                        _ => None,
+                    })
+                    .collect();
+                let reasoning: String = self
+                    .blocks
+                    .iter()
+                    .filter_map(|b| match b {
+                        OutBlock::Thinking(t) => Some(t.as_str()),
+                        _ => None,
                     })
                     .collect();
                 let calls: Vec<Value> = self
@@ -594,6 +648,9 @@ impl ResponseEncoder {
                 });
                 if !calls.is_empty() {
                     message["tool_calls"] = Value::Array(calls);
+                }
+                if !reasoning.is_empty() {
+                    message["reasoning_content"] = Value::String(reasoning);
                 }
                 json!({
                     "id": self.response_id(),
@@ -643,6 +700,10 @@ impl ResponseEncoder {
                 format!("msg_{}_{block}", id.strip_prefix("resp_").unwrap_or(&id))
             }
             OutBlock::Tool { call, .. } => format!("fc_{}", call.id),
+            OutBlock::Thinking(_) | OutBlock::Redacted => {
+                let id = self.response_id();
+                format!("rs_{}_{block}", id.strip_prefix("resp_").unwrap_or(&id))
+            }
         }
     }
 
@@ -656,6 +717,18 @@ impl ResponseEncoder {
                 "status": status,
                 "role": "assistant",
                 "content": if done { json!([output_text(text)]) } else { json!([]) },
+            }),
+            OutBlock::Thinking(text) => json!({
+                "id": self.item_id(block),
+                "type": "reasoning",
+                "status": status,
+                "summary": if done { json!([{"type": "summary_text", "text": text}]) } else { json!([]) },
+            }),
+            OutBlock::Redacted => json!({
+                "id": self.item_id(block),
+                "type": "reasoning",
+                "status": status,
+                "summary": [],
             }),
             OutBlock::Tool { call, partial, .. } => json!({
                 "id": self.item_id(block),
@@ -804,7 +877,15 @@ impl ResponseEncoder {
                         "type": "tool_use", "id": call.id, "name": call.name, "input": {},
                     }}),
                 )),
-                (OutBlock::Text(_), Api::OpenAi) => {}
+                (OutBlock::Thinking(_), Api::Anthropic) => out.push(sse_event(
+                    "content_block_start",
+                    &json!({"type": "content_block_start", "index": block, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+                )),
+                (OutBlock::Redacted, Api::Anthropic) => out.push(sse_event(
+                    "content_block_start",
+                    &json!({"type": "content_block_start", "index": block, "content_block": {"type": "redacted_thinking", "data": ""}}),
+                )),
+                (OutBlock::Text(_) | OutBlock::Thinking(_) | OutBlock::Redacted, Api::OpenAi) => {}
                 (OutBlock::Tool { call, call_index, .. }, Api::OpenAi) => {
                     let delta = json!({"tool_calls": [{
                         "index": call_index, "id": call.id, "type": "function",
@@ -815,6 +896,7 @@ impl ResponseEncoder {
                 }
                 (block_kind, Api::Responses) => {
                     let is_text = matches!(block_kind, OutBlock::Text(_));
+                    let is_thinking = matches!(block_kind, OutBlock::Thinking(_));
                     let item = self.responses_item(block, false);
                     let added = self.responses_event(
                         "response.output_item.added",
@@ -828,6 +910,17 @@ impl ResponseEncoder {
                             json!({
                                 "item_id": item_id, "output_index": block, "content_index": 0,
                                 "part": output_text(""),
+                            }),
+                        );
+                        out.push(part);
+                    }
+                    if is_thinking {
+                        let item_id = self.item_id(block);
+                        let part = self.responses_event(
+                            "response.reasoning_summary_part.added",
+                            json!({
+                                "item_id": item_id, "output_index": block, "summary_index": 0,
+                                "part": {"type": "summary_text", "text": ""},
                             }),
                         );
                         out.push(part);
@@ -883,6 +976,26 @@ impl ResponseEncoder {
                             self.responses_event("response.function_call_arguments.done", data);
                         out.push(done);
                     }
+                    OutBlock::Thinking(text) => {
+                        let text = text.clone();
+                        let done = self.responses_event(
+                            "response.reasoning_summary_text.done",
+                            json!({
+                                "item_id": item_id, "output_index": block, "summary_index": 0,
+                                "text": text,
+                            }),
+                        );
+                        out.push(done);
+                        let part = self.responses_event(
+                            "response.reasoning_summary_part.done",
+                            json!({
+                                "item_id": item_id, "output_index": block, "summary_index": 0,
+                                "part": {"type": "summary_text", "text": text},
+                            }),
+                        );
+                        out.push(part);
+                    }
+                    OutBlock::Redacted => {}
                 }
                 let done = self.responses_event(
                     "response.output_item.done",
@@ -913,6 +1026,33 @@ impl ResponseEncoder {
                     json!({
                         "item_id": item_id, "output_index": block, "content_index": 0,
                         "delta": text, "logprobs": [],
+                    }),
+                );
+                out.push(delta);
+            }
+        }
+    }
+
+    fn delta_thinking(&mut self, block: usize, thinking: &str, out: &mut Vec<String>) {
+        if !self.options.stream {
+            return;
+        }
+        match self.options.api {
+            Api::Anthropic => out.push(sse_event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": block, "delta": {"type": "thinking_delta", "thinking": thinking}}),
+            )),
+            Api::OpenAi => {
+                let chunk = self.openai_chunk(json!({"reasoning_content": thinking}), None);
+                out.push(sse_data(&chunk));
+            }
+            Api::Responses => {
+                let item_id = self.item_id(block);
+                let delta = self.responses_event(
+                    "response.reasoning_summary_text.delta",
+                    json!({
+                        "item_id": item_id, "output_index": block, "summary_index": 0,
+                        "delta": thinking,
                     }),
                 );
                 out.push(delta);
@@ -1089,5 +1229,16 @@ fn responses_error_code(error: &ApiError) -> &'static str {
         ApiErrorKind::RateLimit => "rate_limit_exceeded",
         ApiErrorKind::InvalidRequest => "invalid_prompt",
         _ => "server_error",
+    }
+}
+
+/// The model message a content chunk of the top-level conversation belongs to.
+fn content_message(chunk: &Chunk) -> Option<&str> {
+    match chunk {
+        Chunk::TextDelta { message_id, .. }
+        | Chunk::ToolUse { message_id, .. }
+        | Chunk::ThinkingDelta { message_id, .. }
+        | Chunk::ThinkingRedacted { message_id, .. } => Some(message_id),
+        _ => None,
     }
 }

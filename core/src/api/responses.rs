@@ -38,7 +38,6 @@ pub const IGNORED_FIELDS: &[&str] = &[
     "prompt_cache_key",
     "prompt_cache_retention",
     "service_tier",
-    "reasoning",
     "include",
     "truncation",
     "stream_options",
@@ -169,6 +168,17 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
     let mut ignored: Vec<String> = Vec::new();
     conversation.tools = tools(map.remove("tools"), &mut ignored)?;
     let tool_choice = tool_choice(map.remove("tool_choice"), &conversation.tools)?;
+    let (mut effort, mut thinking, mut show_thinking) = (None, None, false);
+    if let Some(reasoning) = map.remove("reasoning").filter(|r| !r.is_null()) {
+        if let Some(value) = reasoning.get("effort").filter(|e| !e.is_null()) {
+            (effort, thinking) = super::parse_openai_effort("reasoning.effort", value)?;
+        }
+        // `generate_summary` is the older name of `summary`.
+        let summary = ["summary", "generate_summary"]
+            .iter()
+            .find_map(|k| reasoning.get(*k).and_then(Value::as_str));
+        show_thinking = summary.is_some() && thinking != Some(super::Thinking::Disabled);
+    }
     // Fields the gateway does not know are ignored and named, never refused.
     ignored.extend(map.keys().cloned());
     ignored.sort();
@@ -183,6 +193,9 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         ignored,
         previous_response_id,
         store,
+        thinking,
+        effort,
+        show_thinking,
     })
 }
 
