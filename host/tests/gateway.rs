@@ -600,7 +600,8 @@ async fn claude_code_s_request_shape_is_served_and_what_was_ignored_is_named() {
     assert_eq!(response.status(), 200);
     assert_eq!(
         response.headers()["x-ccwire-ignored"],
-        "a_field_from_next_month, context_management, metadata, output_config, thinking"
+        "a_field_from_next_month, context_management, metadata",
+        "thinking and effort are honoured, the rest named"
     );
     let body: Value = response.json().await.unwrap();
     let seen = gw.fake.model_calls().last().unwrap().last_user_text();
