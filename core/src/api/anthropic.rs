@@ -3,8 +3,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    check_base64, check_tool_name, parse_object, url_image_source, Api, ApiError, ApiErrorKind,
-    ApiRequest, At, Thinking, ToolChoice,
+    check_base64, parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiErrorKind,
+    ApiRequest, At, Thinking, ToolChoice, ToolFields,
 };
 use crate::conversation::{push_block, strip_volatile, Block, Conversation, Role, ToolSpec};
 
@@ -408,38 +408,18 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
                 ),
             ));
         }
-        let Some(name) = tool
-            .get("name")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-        else {
-            return Err(ApiError::invalid(&at, format!("{at}.name: field required")));
-        };
-        check_tool_name(&At::Field(&at, "name"), name)?;
-        if specs.iter().any(|s| s.name == name) {
-            return Err(ApiError::invalid(
-                &at,
-                format!("{at}.name: tool names must be unique ({name})"),
-            ));
-        }
-        let input_schema = match tool.get("input_schema") {
-            Some(schema @ Value::Object(_)) => schema.clone(),
-            _ => {
-                return Err(ApiError::invalid(
-                    &at,
-                    format!("{at}.input_schema: a JSON Schema object is required"),
-                ))
-            }
-        };
-        specs.push(ToolSpec {
-            name: name.to_owned(),
-            description: tool
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            input_schema,
-        });
+        push_tool_spec(
+            &mut specs,
+            ToolFields {
+                at: &at,
+                prefix: "",
+                schema_field: "input_schema",
+                schema_required: true,
+                name: tool.get("name").and_then(Value::as_str),
+                description: tool.get("description").and_then(Value::as_str),
+                schema: tool.get("input_schema"),
+            },
+        )?;
     }
     Ok(specs)
 }

@@ -383,3 +383,61 @@ pub(crate) fn parse_openai_effort(
         _ => parse_effort(param, value).map(|effort| (Some(effort), None)),
     }
 }
+
+/// A client tool definition, read from where each API keeps its fields.
+pub(crate) struct ToolFields<'a> {
+    /// The tool's path (`tools.0`, `tools[0]`).
+    pub at: &'a At<'a>,
+    /// Where its fields sit under it: `""`, or `"function."` (Chat Completions).
+    pub prefix: &'static str,
+    /// The schema field's name (`input_schema`, `parameters`).
+    pub schema_field: &'static str,
+    /// Whether the schema is required; without it a tool takes an empty object.
+    pub schema_required: bool,
+    pub name: Option<&'a str>,
+    pub description: Option<&'a str>,
+    pub schema: Option<&'a Value>,
+}
+
+/// Checks a tool definition and adds it to `specs`: a name the APIs accept, unique among the
+/// request's tools, and a JSON Schema object; a 400 names the field otherwise.
+pub(crate) fn push_tool_spec(
+    specs: &mut Vec<crate::conversation::ToolSpec>,
+    tool: ToolFields<'_>,
+) -> Result<(), ApiError> {
+    let ToolFields { at, prefix, .. } = tool;
+    let Some(name) = tool.name.filter(|n| !n.is_empty()) else {
+        return Err(ApiError::invalid(
+            at,
+            format!("{at}.{prefix}name: field required"),
+        ));
+    };
+    check_tool_name(&format_args!("{at}.{prefix}name"), name)?;
+    if specs.iter().any(|s| s.name == name) {
+        return Err(ApiError::invalid(
+            at,
+            format!("{at}.{prefix}name: tool names must be unique ({name})"),
+        ));
+    }
+    let input_schema = match tool.schema {
+        Some(schema @ Value::Object(_)) => schema.clone(),
+        None | Some(Value::Null) if !tool.schema_required => {
+            json!({"type": "object", "properties": {}})
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                at,
+                format!(
+                    "{at}.{prefix}{}: a JSON Schema object is required",
+                    tool.schema_field
+                ),
+            ))
+        }
+    };
+    specs.push(crate::conversation::ToolSpec {
+        name: name.to_owned(),
+        description: tool.description.unwrap_or_default().to_owned(),
+        input_schema,
+    });
+    Ok(())
+}

@@ -3,7 +3,8 @@
 use serde_json::{json, Value};
 
 use super::{
-    check_tool_name, parse_object, url_image_source, Api, ApiError, ApiRequest, At, ToolChoice,
+    parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiRequest, At, ToolChoice,
+    ToolFields,
 };
 use crate::conversation::{push_block, Block, Conversation, Role, ToolSpec};
 
@@ -328,42 +329,20 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
                 format!("{at}.type: only \"function\" tools are supported"),
             ));
         }
-        let Some(name) = tool
-            .pointer("/function/name")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-        else {
-            return Err(ApiError::invalid(
-                &at,
-                format!("{at}.function.name: field required"),
-            ));
-        };
-        check_tool_name(&At::Field(&At::Field(&at, "function"), "name"), name)?;
-        if specs.iter().any(|s| s.name == name) {
-            return Err(ApiError::invalid(
-                &at,
-                format!("{at}.function.name: tool names must be unique ({name})"),
-            ));
-        }
-        let input_schema = match tool.pointer("/function/parameters") {
-            Some(schema @ Value::Object(_)) => schema.clone(),
-            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    &at,
-                    format!("{at}.function.parameters: must be a JSON Schema object"),
-                ))
-            }
-        };
-        specs.push(ToolSpec {
-            name: name.to_owned(),
-            description: tool
-                .pointer("/function/description")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            input_schema,
-        });
+        push_tool_spec(
+            &mut specs,
+            ToolFields {
+                at: &at,
+                prefix: "function.",
+                schema_field: "parameters",
+                schema_required: false,
+                name: tool.pointer("/function/name").and_then(Value::as_str),
+                description: tool
+                    .pointer("/function/description")
+                    .and_then(Value::as_str),
+                schema: tool.pointer("/function/parameters"),
+            },
+        )?;
     }
     Ok(specs)
 }

@@ -18,7 +18,8 @@
 use serde_json::{json, Map, Value};
 
 use super::{
-    check_tool_name, parse_object, url_image_source, Api, ApiError, ApiRequest, At, ToolChoice,
+    parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiRequest, At, ToolChoice,
+    ToolFields,
 };
 use crate::conversation::{push_block, Block, Conversation, Role, ToolSpec};
 
@@ -435,39 +436,18 @@ fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec
             }
             None => return Err(ApiError::invalid(&at, format!("{at}.type: field required"))),
         }
-        let Some(name) = tool
-            .get("name")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-        else {
-            return Err(ApiError::invalid(&at, format!("{at}.name: field required")));
-        };
-        check_tool_name(&At::Field(&at, "name"), name)?;
-        if specs.iter().any(|s| s.name == name) {
-            return Err(ApiError::invalid(
-                &at,
-                format!("{at}.name: tool names must be unique ({name})"),
-            ));
-        }
-        let input_schema = match tool.get("parameters") {
-            Some(schema @ Value::Object(_)) => schema.clone(),
-            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    &at,
-                    format!("{at}.parameters: must be a JSON Schema object"),
-                ))
-            }
-        };
-        specs.push(ToolSpec {
-            name: name.to_owned(),
-            description: tool
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            input_schema,
-        });
+        push_tool_spec(
+            &mut specs,
+            ToolFields {
+                at: &at,
+                prefix: "",
+                schema_field: "parameters",
+                schema_required: false,
+                name: tool.get("name").and_then(Value::as_str),
+                description: tool.get("description").and_then(Value::as_str),
+                schema: tool.get("parameters"),
+            },
+        )?;
     }
     Ok(specs)
 }
