@@ -6,7 +6,9 @@
 //! was not shut down kills the group at once, so no process outlives its owner.
 
 use std::collections::VecDeque;
+use std::ffi::OsStr;
 use std::io;
+use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -110,18 +112,39 @@ impl CliProcess {
     /// [`SpawnError`] when the executable is missing or cannot start.
     pub fn spawn(options: &ClaudeOptions) -> Result<CliProcess, SpawnError> {
         let path = find_cli(options.claude.as_deref())?;
-        let mut command = Command::new(&path);
+        let (set, remove) = options.env_changes();
+        CliProcess::spawn_command(&path, options.args(), options.cwd.as_deref(), set, remove)
+    }
+
+    /// Starts `path` with exactly these arguments, in `cwd`, with the variables in `set` added
+    /// to (and those in `remove` removed from) the inherited environment.
+    ///
+    /// # Errors
+    /// [`SpawnError::Io`] when the executable cannot start.
+    pub fn spawn_command<A, K, V, R>(
+        path: &Path,
+        args: impl IntoIterator<Item = A>,
+        cwd: Option<&Path>,
+        set: impl IntoIterator<Item = (K, V)>,
+        remove: impl IntoIterator<Item = R>,
+    ) -> Result<CliProcess, SpawnError>
+    where
+        A: AsRef<OsStr>,
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+        R: AsRef<OsStr>,
+    {
+        let mut command = Command::new(path);
         command
-            .args(options.args())
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        if let Some(cwd) = &options.cwd {
+        if let Some(cwd) = cwd {
             command.current_dir(cwd).env("PWD", cwd);
         }
-        let (set, remove) = options.env_changes();
         for key in remove {
             command.env_remove(key);
         }

@@ -8,6 +8,13 @@
 //! model). After each response the host stores the hash of the history extended by the
 //! assistant message it returned, so the client's next request finds the session again.
 
+mod endpoint;
+
+pub use endpoint::{
+    CliSpec, Endpoint, EndpointConfig, EndpointOutput, EndpointTimeout, RequestId, CLIENT_SERVER,
+    STRIPPED_ENV,
+};
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::{json, Value};
@@ -147,7 +154,7 @@ struct Entry {
     /// Client tool calls returned in the last response, awaiting the client's results.
     expected: Vec<String>,
     /// Held `tools/call`s by tool_use id.
-    held: HashMap<String, Held>,
+    held: BTreeMap<String, Held>,
     /// Client results that came before the CLI asked.
     results: HashMap<String, McpCallResult>,
     /// Calls the gateway or the CLI ended without the client's result; a result for them is

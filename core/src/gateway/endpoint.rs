@@ -1,0 +1,1000 @@
+//! [`Endpoint`]: the whole gateway as one sans-IO state machine.
+//!
+//! It is to [`Session`] what quinn-proto's `Endpoint` is to its `Connection`: it owns every
+//! conversation's CLI [`Session`] and the [`ResponseEncoder`] of every response in flight, the
+//! history-hash index and held client tool calls ([`Gateway`]), the session cap and the CLI's
+//! spawn policy. A host (`ccwire serve`, the npm `Gateway`) only moves bytes and time:
+//!
+//! ```text
+//! loop {
+//!     select! {
+//!         http request  => endpoint.handle_request(now, req, api, tenant, body),
+//!         client gone   => endpoint.handle_client_gone(now, req),
+//!         CLI stdout    => endpoint.handle_stdout(now, session, bytes),
+//!         CLI exited    => endpoint.handle_exit(now, session, code, signal, stderr),
+//!         spawn failed  => endpoint.handle_spawn_failed(now, session, error),
+//!         timer         => endpoint.handle_timeout(now),
+//!     }
+//!     while let Some(output) = endpoint.poll_output() {
+//!         match output {
+//!             Spawn { session, spec }        => start the CLI with spec.args, without spec.env_remove,
+//!             Write { session, bytes }       => write to that CLI's stdin,
+//!             Close { session }              => close its stdin; kill it after a grace period,
+//!             Respond { request, status, headers } => send the response head,
+//!             Body { request, bytes }        => send body bytes (SSE frames or JSON),
+//!             End { request }                => finish the response,
+//!         }
+//!     }
+//!     timer = endpoint.poll_timeout();
+//! }
+//! ```
+//!
+//! Every request gets exactly one `Respond`, then any number of `Body`, then one `End`. Output
+//! order is deterministic: the same inputs give the same outputs.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    check_request, cli_model, cli_settings_args, client_tool_names, prompt_content, CallAction,
+    Gateway, GatewayConfig, GatewayTimeout, Route, SessionId, SessionKind,
+};
+use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
+use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
+use crate::mcp::{McpServer, McpTool};
+use crate::session::{Output, Session, SessionConfig, TimeoutReason, UserMessage};
+use crate::{Chunk, Timestamp};
+
+/// A request's id, chosen by the host; unique among the requests the endpoint has not ended.
+pub type RequestId = u64;
+
+/// The name of the in-process MCP server that carries the client's tools: the model sees them
+/// as `mcp__client__<name>`.
+pub const CLIENT_SERVER: &str = "client";
+
+/// Variables that would let the CLI time out, defer or background a held call (HOLD.md §9).
+pub const STRIPPED_ENV: &[&str] = &[
+    "MCP_TOOL_TIMEOUT",
+    "CLAUDE_CODE_SDK_MCP_TOOL_IDLE_TIMEOUT",
+    "CLAUDE_AUTO_BACKGROUND_TASKS",
+];
+
+/// Settings of an [`Endpoint`].
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// Held-call and idle deadlines, stored responses.
+    pub limits: GatewayConfig,
+    /// The most live CLI sessions at once; a request that needs one more gets a 429.
+    pub max_sessions: usize,
+    /// Built-in CLI tools the model may use (they run on the gateway's machine).
+    pub enabled_tools: Vec<String>,
+    /// The model for requests that name a model the CLI does not know (`gpt-4o`).
+    pub default_model: Option<String>,
+    /// A keep-alive frame on a stream that sent nothing for this long (ms).
+    pub ping_every_ms: u64,
+    /// How long an interrupted turn (client gone) may take to end before its session is
+    /// closed (ms).
+    pub settle_grace_ms: u64,
+    /// How long a new CLI may take to answer `initialize` (ms).
+    pub start_timeout_ms: u64,
+    /// Seed of generated ids (Responses API response ids); a host passes randomness in here.
+    pub seed: u64,
+    /// The wall clock at `now = 0`, in Unix milliseconds (OpenAI's `created`).
+    pub unix_epoch_ms: u64,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            limits: GatewayConfig::default(),
+            max_sessions: 64,
+            enabled_tools: Vec::new(),
+            default_model: None,
+            ping_every_ms: 15_000,
+            settle_grace_ms: 10_000,
+            start_timeout_ms: 60_000,
+            seed: 0,
+            unix_epoch_ms: 0,
+        }
+    }
+}
+
+/// How to start a CLI for a session: data, so every host starts it the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliSpec {
+    /// The arguments after the executable, the stream-json flags included.
+    pub args: Vec<String>,
+    /// Variables the CLI must not inherit (besides those the host removes of its own).
+    pub env_remove: Vec<String>,
+    /// Variables to set.
+    pub env: Vec<(String, String)>,
+}
+
+/// What the host must do; drain with [`Endpoint::poll_output`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum EndpointOutput {
+    /// Start a CLI process for `session`. Its stdout goes to
+    /// [`handle_stdout`](Endpoint::handle_stdout), its end to
+    /// [`handle_exit`](Endpoint::handle_exit); a failure to start to
+    /// [`handle_spawn_failed`](Endpoint::handle_spawn_failed).
+    Spawn {
+        /// The session.
+        session: SessionId,
+        /// Arguments and environment.
+        spec: CliSpec,
+    },
+    /// Write these bytes (whole lines) to the session's stdin, in order.
+    Write {
+        /// The session.
+        session: SessionId,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// Close the session's stdin, then end the process after a grace period. The endpoint has
+    /// forgotten the session; its later output and its exit are ignored.
+    Close {
+        /// The session.
+        session: SessionId,
+    },
+    /// Send the response head of a request.
+    Respond {
+        /// The request.
+        request: RequestId,
+        /// The HTTP status.
+        status: u16,
+        /// Response headers (`content-type` among them).
+        headers: Vec<(String, String)>,
+    },
+    /// Send body bytes of a request's response.
+    Body {
+        /// The request.
+        request: RequestId,
+        /// SSE frames, or the JSON body.
+        bytes: Vec<u8>,
+    },
+    /// The response is complete; the request is forgotten.
+    End {
+        /// The request.
+        request: RequestId,
+    },
+}
+
+/// Why [`Endpoint::poll_timeout`] wants to be woken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndpointTimeout {
+    /// A held call, idle session or stored response deadline.
+    Gateway(GatewayTimeout),
+    /// A quiet stream is due a keep-alive frame.
+    Ping {
+        /// The request.
+        request: RequestId,
+    },
+    /// An interrupted turn has not ended in time; its session will be closed.
+    Settle {
+        /// The session.
+        session: SessionId,
+    },
+    /// A new CLI has not answered `initialize` in time.
+    Start {
+        /// The session.
+        session: SessionId,
+    },
+    /// A deadline of a session's own.
+    Session {
+        /// The session.
+        session: SessionId,
+        /// What it waits for.
+        reason: TimeoutReason,
+    },
+}
+
+/// One live CLI.
+#[derive(Debug)]
+struct Live {
+    session: Session,
+    /// The request whose response this session's chunks feed.
+    request: Option<RequestId>,
+    /// The `initialize` request not answered yet, the prompt waiting for it and the deadline.
+    starting: Option<Starting>,
+    /// The turn was interrupted (its client went away): close the session if it has not ended
+    /// by then.
+    settle_by: Option<Timestamp>,
+}
+
+#[derive(Debug)]
+struct Starting {
+    init_id: String,
+    prompt: UserMessage,
+    deadline: Timestamp,
+}
+
+/// One response in flight.
+#[derive(Debug)]
+struct InFlight {
+    session: SessionId,
+    api: Api,
+    stream: bool,
+    encoder: ResponseEncoder,
+    /// The head has been sent (streams only; a JSON response is sent whole).
+    responded: bool,
+    /// Headers every answer of this request carries.
+    headers: Vec<(String, String)>,
+    /// The next keep-alive frame, once streaming.
+    next_ping: Option<Timestamp>,
+}
+
+/// The gateway: conversations, their CLI sessions and the responses in flight. See the
+/// [module docs](self).
+#[derive(Debug)]
+pub struct Endpoint {
+    config: EndpointConfig,
+    registry: Gateway,
+    lives: BTreeMap<SessionId, Live>,
+    requests: BTreeMap<RequestId, InFlight>,
+    outputs: VecDeque<EndpointOutput>,
+    /// The CLI's model list, from the first `initialize` answer.
+    models: Option<Value>,
+    next_response: u64,
+}
+
+impl Endpoint {
+    /// An endpoint with these settings.
+    pub fn new(config: EndpointConfig) -> Endpoint {
+        Endpoint {
+            registry: Gateway::new(config.limits),
+            config,
+            lives: BTreeMap::new(),
+            requests: BTreeMap::new(),
+            outputs: VecDeque::new(),
+            models: None,
+            next_response: 0,
+        }
+    }
+
+    // ---- getters -------------------------------------------------------------------------
+
+    /// Live CLI sessions.
+    pub fn session_count(&self) -> usize {
+        self.lives.len()
+    }
+
+    /// Client tool calls held open, over all sessions.
+    pub fn held_count(&self) -> usize {
+        self.registry.held_count()
+    }
+
+    /// Responses in flight.
+    pub fn request_count(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// The ids of live sessions, in order.
+    pub fn sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.lives.keys().copied()
+    }
+
+    /// The session a request's response comes from, while it is in flight.
+    pub fn request_session(&self, request: RequestId) -> Option<SessionId> {
+        self.requests.get(&request).map(|r| r.session)
+    }
+
+    /// `GET /v1/models`: the CLI's models (once a CLI has said which) and its aliases, in one
+    /// list that reads as both APIs' shapes.
+    pub fn models(&self) -> Value {
+        let mut ids: Vec<(String, String)> = Vec::new();
+        if let Some(Value::Array(list)) = &self.models {
+            for model in list {
+                if let Some(id) = model.get("value").and_then(Value::as_str) {
+                    let name = model
+                        .get("displayName")
+                        .and_then(Value::as_str)
+                        .unwrap_or(id);
+                    ids.push((id.to_owned(), name.to_owned()));
+                }
+            }
+        }
+        for alias in ["default", "sonnet", "opus", "haiku"] {
+            if !ids.iter().any(|(id, _)| id == alias) {
+                ids.push((alias.to_owned(), alias.to_owned()));
+            }
+        }
+        if let Some(default) = &self.config.default_model {
+            if !ids.iter().any(|(id, _)| id == default) {
+                ids.push((default.clone(), default.clone()));
+            }
+        }
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|(id, name)| {
+                json!({
+                    "id": id, "type": "model", "object": "model", "display_name": name,
+                    "created_at": "1970-01-01T00:00:00Z", "created": 0, "owned_by": "anthropic",
+                })
+            })
+            .collect();
+        json!({
+            "object": "list",
+            "data": data,
+            "has_more": false,
+            "first_id": ids.first().map(|(id, _)| id),
+            "last_id": ids.last().map(|(id, _)| id),
+        })
+    }
+
+    // ---- inputs --------------------------------------------------------------------------
+
+    /// A client's request on one of the three APIs, authenticated as `tenant` (the caller's
+    /// key; it scopes conversations and stored responses). The response comes out as
+    /// `Respond`, `Body`… and `End` outputs for `request`.
+    pub fn handle_request(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        api: Api,
+        tenant: &str,
+        body: &[u8],
+    ) {
+        let parsed = match api {
+            Api::Anthropic => api::anthropic::parse_request(body),
+            Api::OpenAi => api::openai::parse_request(body),
+            Api::Responses => api::responses::parse_request(body),
+        };
+        let parsed = parsed.and_then(|r| check_request(&r).map(|()| r));
+        let mut parsed = match parsed {
+            Ok(r) => r,
+            Err(error) => return self.respond_error(request, api, &[], &error),
+        };
+        let mut headers = Vec::new();
+        if !parsed.ignored.is_empty() {
+            headers.push(("x-ccwire-ignored".to_owned(), parsed.ignored.join(", ")));
+        }
+        let response_id = (api == Api::Responses).then(|| self.response_id());
+        let previous_response_id = parsed.previous_response_id.clone();
+        let route = self.registry.route_request(
+            tenant,
+            &mut parsed,
+            response_id.as_deref().unwrap_or_default(),
+            now,
+        );
+        let route = match route {
+            Ok(route) => route,
+            Err(error) => return self.respond_error(request, api, &headers, &error),
+        };
+        let kind = match &route {
+            Route::Continue { .. } => SessionKind::Continued,
+            Route::Start { kind, .. } => *kind,
+        };
+        headers.push(("x-ccwire-session".to_owned(), kind.as_str().to_owned()));
+        let encoder = ResponseEncoder::new(EncoderOptions {
+            api,
+            stream: parsed.stream,
+            model: parsed.model.clone(),
+            id: response_id,
+            created: (self.config.unix_epoch_ms.saturating_add(now)) / 1000,
+            include_usage: parsed.include_usage,
+            client_tools: client_tool_names(&parsed.conversation, CLIENT_SERVER),
+            client_tool_prefix: None,
+            previous_response_id,
+            store: parsed.store,
+            show_thinking: parsed.show_thinking,
+        });
+        match route {
+            Route::Continue {
+                session,
+                answers,
+                prompt,
+            } => {
+                let Some(live) = self.lives.get_mut(&session) else {
+                    // The registry and the live sessions are closed together.
+                    self.registry.close(session);
+                    let error = ApiError::new(
+                        ApiErrorKind::Api,
+                        "the conversation's Claude Code session ended",
+                    );
+                    return self.respond_error(request, api, &headers, &error);
+                };
+                live.request = Some(request);
+                self.requests.insert(
+                    request,
+                    InFlight {
+                        session,
+                        api,
+                        stream: parsed.stream,
+                        encoder,
+                        responded: false,
+                        headers,
+                        next_ping: None,
+                    },
+                );
+                for (request_id, result) in answers {
+                    // A call the CLI gave up on meanwhile is answered no more.
+                    let _ = live.session.respond_mcp(now, &request_id, result);
+                }
+                if let Some(prompt) = prompt {
+                    let message = UserMessage::blocks(prompt_content(&prompt));
+                    if let Err(error) = live.session.send_user_message(now, message) {
+                        let error = ApiError::new(ApiErrorKind::Api, error.to_string());
+                        self.fail(now, request, error);
+                    }
+                }
+                self.drain(now, session);
+            }
+            Route::Start {
+                session,
+                prompt,
+                replaces,
+                ..
+            } => {
+                if let Some(old) = replaces {
+                    self.close(now, old);
+                }
+                if self.lives.len() >= self.config.max_sessions {
+                    self.registry.close(session);
+                    let error = ApiError::new(
+                        ApiErrorKind::RateLimit,
+                        format!(
+                            "the gateway runs its maximum of {} sessions; retry later",
+                            self.config.max_sessions
+                        ),
+                    );
+                    return self.respond_error(request, api, &headers, &error);
+                }
+                self.start(now, session, &parsed, prompt_content(&prompt));
+                if let Some(live) = self.lives.get_mut(&session) {
+                    live.request = Some(request);
+                }
+                self.requests.insert(
+                    request,
+                    InFlight {
+                        session,
+                        api,
+                        stream: parsed.stream,
+                        encoder,
+                        responded: false,
+                        headers,
+                        next_ping: None,
+                    },
+                );
+                self.drain(now, session);
+            }
+        }
+    }
+
+    /// What a session's CLI wrote to its stdout, split anywhere.
+    pub fn handle_stdout(&mut self, now: Timestamp, session: SessionId, bytes: &[u8]) {
+        let Some(live) = self.lives.get_mut(&session) else {
+            return;
+        };
+        live.session.handle_stdout(now, bytes);
+        self.drain(now, session);
+    }
+
+    /// A session's CLI ended (`stderr`: the end of what it wrote there, for the error a
+    /// waiting client gets).
+    pub fn handle_exit(
+        &mut self,
+        now: Timestamp,
+        session: SessionId,
+        code: Option<i32>,
+        signal: Option<i32>,
+        stderr: &str,
+    ) {
+        let Some(live) = self.lives.get(&session) else {
+            return;
+        };
+        // The client hears why, with the CLI's last words, before the session's own account.
+        if let Some(request) = live.request {
+            let how = match (code, signal) {
+                (_, Some(signal)) => format!("was killed by signal {signal}"),
+                (Some(code), None) => format!("exited with status {code}"),
+                (None, None) => "ended".to_owned(),
+            };
+            let mut message = if live.starting.is_some() {
+                format!("cannot start a Claude Code session: the CLI {how}")
+            } else {
+                format!("the Claude Code session {how} before the response was complete")
+            };
+            let stderr = stderr.trim();
+            if !stderr.is_empty() {
+                message.push_str(": ");
+                message.push_str(stderr);
+            }
+            self.fail(now, request, ApiError::new(ApiErrorKind::Api, message));
+        }
+        let Some(live) = self.lives.get_mut(&session) else {
+            return;
+        };
+        live.session.handle_stdout_eof(now);
+        live.session.handle_process_exit(now, code, signal);
+        self.drain(now, session);
+        self.lives.remove(&session);
+        self.registry.close(session);
+    }
+
+    /// The host could not start a session's CLI (`error` says why).
+    pub fn handle_spawn_failed(&mut self, now: Timestamp, session: SessionId, error: &str) {
+        let Some(live) = self.lives.remove(&session) else {
+            return;
+        };
+        // What was queued for the process that never was.
+        self.outputs
+            .retain(|o| !matches!(o, EndpointOutput::Write { session: s, .. } if *s == session));
+        self.registry.close(session);
+        if let Some(request) = live.request {
+            let error = ApiError::new(
+                ApiErrorKind::Api,
+                format!("cannot start a Claude Code session: {error}"),
+            );
+            self.fail(now, request, error);
+        }
+    }
+
+    /// The client of a request went away before its response ended: the turn is interrupted
+    /// (the conversation stays busy until it has ended), or a session still starting is
+    /// closed. Nothing more is sent for the request.
+    pub fn handle_client_gone(&mut self, now: Timestamp, request: RequestId) {
+        let Some(gone) = self.requests.remove(&request) else {
+            return;
+        };
+        let session = gone.session;
+        let Some(live) = self.lives.get_mut(&session) else {
+            return;
+        };
+        if live.request == Some(request) {
+            live.request = None;
+        }
+        if live.starting.is_some() {
+            self.close(now, session);
+            return;
+        }
+        if live.session.interrupt(now).is_ok() {
+            live.settle_by = Some(now.saturating_add(self.config.settle_grace_ms));
+        } else {
+            self.registry.response_failed(session, now);
+        }
+        self.drain(now, session);
+    }
+
+    /// Applies every deadline at or before `now`.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        for action in self.registry.handle_timeout(now) {
+            match action {
+                super::Action::Answer {
+                    session,
+                    request_id,
+                    result,
+                } => {
+                    if let Some(live) = self.lives.get_mut(&session) {
+                        let _ = live.session.respond_mcp(now, &request_id, result);
+                        self.drain(now, session);
+                    }
+                }
+                super::Action::Close { session } => self.close(now, session),
+            }
+        }
+        let ids: Vec<SessionId> = self.lives.keys().copied().collect();
+        for session in ids {
+            let Some(live) = self.lives.get_mut(&session) else {
+                continue;
+            };
+            if live.starting.as_ref().is_some_and(|s| s.deadline <= now) {
+                let request = live.request.take();
+                self.close(now, session);
+                if let Some(request) = request {
+                    let error = ApiError::new(
+                        ApiErrorKind::Api,
+                        format!(
+                            "cannot start a Claude Code session: the CLI did not answer within {} s",
+                            self.config.start_timeout_ms / 1000
+                        ),
+                    );
+                    self.fail(now, request, error);
+                }
+                continue;
+            }
+            if live.settle_by.is_some_and(|t| t <= now) {
+                self.close(now, session);
+                continue;
+            }
+            if live.session.poll_timeout().is_some_and(|(t, _)| t <= now) {
+                live.session.handle_timeout(now);
+                self.drain(now, session);
+            }
+        }
+        let ping_every = self.config.ping_every_ms;
+        for (&request, flight) in &mut self.requests {
+            if flight.next_ping.is_some_and(|t| t <= now) {
+                let frame = flight.encoder.ping();
+                flight.next_ping = Some(now.saturating_add(ping_every));
+                self.outputs.push_back(EndpointOutput::Body {
+                    request,
+                    bytes: frame.into_bytes(),
+                });
+            }
+        }
+    }
+
+    // ---- outputs -------------------------------------------------------------------------
+
+    /// The next thing for the host to do.
+    pub fn poll_output(&mut self) -> Option<EndpointOutput> {
+        self.outputs.pop_front()
+    }
+
+    /// The next deadline and why; call [`handle_timeout`](Self::handle_timeout) then.
+    pub fn poll_timeout(&self) -> Option<(Timestamp, EndpointTimeout)> {
+        let mut next: Option<(Timestamp, EndpointTimeout)> = None;
+        let mut consider = |at: Timestamp, why: EndpointTimeout| {
+            if next.as_ref().is_none_or(|(t, _)| at < *t) {
+                next = Some((at, why));
+            }
+        };
+        if let Some((at, why)) = self.registry.poll_timeout() {
+            consider(at, EndpointTimeout::Gateway(why));
+        }
+        for (&session, live) in &self.lives {
+            if let Some(starting) = &live.starting {
+                consider(starting.deadline, EndpointTimeout::Start { session });
+            }
+            if let Some(at) = live.settle_by {
+                consider(at, EndpointTimeout::Settle { session });
+            }
+            if let Some((at, reason)) = live.session.poll_timeout() {
+                consider(at, EndpointTimeout::Session { session, reason });
+            }
+        }
+        for (&request, flight) in &self.requests {
+            if let Some(at) = flight.next_ping {
+                consider(at, EndpointTimeout::Ping { request });
+            }
+        }
+        next
+    }
+
+    // ---- internals -----------------------------------------------------------------------
+
+    /// A Responses API id: `resp_` and 32 hex digits from the seed and a counter.
+    fn response_id(&mut self) -> String {
+        self.next_response += 1;
+        let a = mix(self.config.seed ^ self.next_response);
+        let b = mix(a ^ self.next_response.rotate_left(32));
+        format!("resp_{a:016x}{b:016x}")
+    }
+
+    /// Creates a session for `request` and asks for its CLI; the prompt is sent once the CLI
+    /// has answered `initialize`.
+    fn start(&mut self, now: Timestamp, id: SessionId, request: &ApiRequest, prompt: Vec<Value>) {
+        let enabled = &self.config.enabled_tools;
+        let external: Vec<McpTool> = request
+            .conversation
+            .tools
+            .iter()
+            .filter(|t| !enabled.contains(&t.name))
+            .map(|t| {
+                let mut tool = McpTool::new(&t.name, &t.description, t.input_schema.clone());
+                // Lets the CLI ask for every call of one message at once (HOLD.md §4).
+                tool.annotations = Some(json!({"readOnlyHint": true}));
+                tool
+            })
+            .collect();
+        let mut args: Vec<String> = [
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+        if let Some(system) = &request.conversation.system {
+            args.extend(["--system-prompt".to_owned(), system.clone()]);
+        }
+        if let Some(model) = cli_model(&request.model, self.config.default_model.as_deref()) {
+            args.extend(["--model".to_owned(), model]);
+        }
+        args.extend(["--tools".to_owned(), enabled.join(",")]);
+        let mut allowed = enabled.clone();
+        let mut servers = Vec::new();
+        if !external.is_empty() {
+            allowed.push(format!("mcp__{CLIENT_SERVER}"));
+            let mut server = McpServer::new(CLIENT_SERVER);
+            server.tools = external;
+            servers.push(server);
+            let config = json!({"mcpServers": {CLIENT_SERVER: {
+                "type": "sdk", "name": CLIENT_SERVER,
+                "alwaysLoad": true, "disableAutoBackground": true,
+            }}});
+            args.extend(["--mcp-config".to_owned(), config.to_string()]);
+        }
+        if !allowed.is_empty() {
+            args.extend(["--allowedTools".to_owned(), allowed.join(",")]);
+        }
+        args.push("--include-partial-messages".to_owned());
+        args.extend(cli_settings_args(request));
+        let spec = CliSpec {
+            args,
+            // A parent Claude Code session (`CLAUDECODE`) would make the CLI think it is nested.
+            env_remove: std::iter::once("CLAUDECODE")
+                .chain(STRIPPED_ENV.iter().copied())
+                .map(str::to_owned)
+                .collect(),
+            env: vec![(
+                "CLAUDE_CODE_SDK_READS_SESSION_STATE".to_owned(),
+                "1".to_owned(),
+            )],
+        };
+        let mut session = Session::driver(SessionConfig {
+            seed: mix(self.config.seed ^ id.rotate_left(17)),
+            mcp_servers: servers,
+            ..SessionConfig::default()
+        });
+        self.outputs
+            .push_back(EndpointOutput::Spawn { session: id, spec });
+        let init_id = match session.initialize(now, &[], Map::new()) {
+            Ok((init_id, _)) => init_id,
+            Err(_) => unreachable!("a new driver session takes commands"),
+        };
+        self.lives.insert(
+            id,
+            Live {
+                session,
+                request: None,
+                starting: Some(Starting {
+                    init_id,
+                    prompt: UserMessage::blocks(prompt),
+                    deadline: now.saturating_add(self.config.start_timeout_ms),
+                }),
+                settle_by: None,
+            },
+        );
+    }
+
+    /// Closes a session (the gateway shutting down): its response, if any, fails, and the
+    /// host is asked to end its process.
+    pub fn close(&mut self, now: Timestamp, session: SessionId) {
+        self.registry.close(session);
+        let Some(live) = self.lives.remove(&session) else {
+            return;
+        };
+        self.outputs.push_back(EndpointOutput::Close { session });
+        if let Some(request) = live.request {
+            let error = ApiError::new(
+                ApiErrorKind::Api,
+                "the Claude Code session was closed before the response was complete",
+            );
+            self.fail(now, request, error);
+        }
+    }
+
+    /// Drains a session's outputs: writes go to the host, chunks to the gateway's bookkeeping
+    /// and the response in flight.
+    fn drain(&mut self, now: Timestamp, session: SessionId) {
+        loop {
+            let Some(live) = self.lives.get_mut(&session) else {
+                return;
+            };
+            let Some(output) = live.session.poll_output() else {
+                return;
+            };
+            match output {
+                Output::Write(bytes) => {
+                    self.outputs
+                        .push_back(EndpointOutput::Write { session, bytes });
+                }
+                Output::Chunk(chunk) => self.on_chunk(now, session, chunk),
+            }
+        }
+    }
+
+    fn on_chunk(&mut self, now: Timestamp, session: SessionId, chunk: Chunk) {
+        let Some(live) = self.lives.get_mut(&session) else {
+            return;
+        };
+        match &chunk {
+            Chunk::ControlResult {
+                request_id,
+                ok,
+                response,
+                error,
+                ..
+            } if live
+                .starting
+                .as_ref()
+                .is_some_and(|s| &s.init_id == request_id) =>
+            {
+                let starting = live.starting.take().expect("checked above");
+                if *ok {
+                    if self.models.is_none() {
+                        self.models = response
+                            .as_ref()
+                            .and_then(|r| r.to_value().get("models").cloned());
+                    }
+                    if let Err(error) = live.session.send_user_message(now, starting.prompt) {
+                        if let Some(request) = live.request {
+                            let error = ApiError::new(ApiErrorKind::Api, error.to_string());
+                            self.fail(now, request, error);
+                        }
+                    }
+                } else {
+                    let request = live.request.take();
+                    self.close(now, session);
+                    if let Some(request) = request {
+                        let error = ApiError::new(
+                            ApiErrorKind::Api,
+                            format!(
+                                "cannot start a Claude Code session: {}",
+                                error.as_deref().unwrap_or("initialize failed")
+                            ),
+                        );
+                        self.fail(now, request, error);
+                    }
+                }
+                return;
+            }
+            Chunk::McpToolCall {
+                request_id,
+                server,
+                tool_use_id,
+                ..
+            } if server == CLIENT_SERVER => {
+                let action =
+                    self.registry
+                        .tool_call(session, request_id, tool_use_id.as_deref(), now);
+                if let CallAction::Answer(result) = action {
+                    let _ = live.session.respond_mcp(now, request_id, result);
+                }
+            }
+            Chunk::McpToolCancelled {
+                tool_use_id: Some(id),
+                ..
+            } => self.registry.tool_cancelled(session, id),
+            Chunk::TurnComplete { .. } if live.settle_by.is_some() => {
+                // The interrupted turn has ended: the conversation takes requests again.
+                live.settle_by = None;
+                self.registry.response_failed(session, now);
+            }
+            _ => {}
+        }
+        let Some(request) = live.request else {
+            return;
+        };
+        let Some(flight) = self.requests.get_mut(&request) else {
+            return;
+        };
+        let frames = flight.encoder.push(&chunk);
+        self.emit(now, request, frames);
+    }
+
+    /// Ends a request's response with an error: an HTTP error when nothing was sent yet, else
+    /// the API's error event in the stream.
+    fn fail(&mut self, now: Timestamp, request: RequestId, error: ApiError) {
+        let Some(flight) = self.requests.get_mut(&request) else {
+            return;
+        };
+        let frames = flight.encoder.fail(error);
+        self.emit(now, request, frames);
+    }
+
+    /// Sends what the encoder produced for a request, and settles it once complete.
+    fn emit(&mut self, now: Timestamp, request: RequestId, frames: Vec<String>) {
+        let Some(flight) = self.requests.get_mut(&request) else {
+            return;
+        };
+        if flight.stream && !frames.is_empty() {
+            if !flight.responded {
+                flight.responded = true;
+                let mut headers = vec![
+                    ("content-type".to_owned(), "text/event-stream".to_owned()),
+                    ("cache-control".to_owned(), "no-cache".to_owned()),
+                ];
+                headers.extend(flight.headers.iter().cloned());
+                self.outputs.push_back(EndpointOutput::Respond {
+                    request,
+                    status: 200,
+                    headers,
+                });
+            }
+            self.outputs.push_back(EndpointOutput::Body {
+                request,
+                bytes: frames.concat().into_bytes(),
+            });
+            flight.next_ping = Some(now.saturating_add(self.config.ping_every_ms));
+        }
+        if flight.encoder.outcome().is_none() {
+            return;
+        }
+        let flight = self.requests.remove(&request).expect("looked up above");
+        let session = flight.session;
+        let done = matches!(
+            flight.encoder.outcome(),
+            Some(Outcome::ToolCalls | Outcome::Finished(_))
+        );
+        if let Some(live) = self.lives.get_mut(&session) {
+            if live.request == Some(request) {
+                live.request = None;
+            }
+        }
+        if done {
+            let calls = flight
+                .encoder
+                .tool_calls()
+                .into_iter()
+                .map(|c| c.id.clone())
+                .collect();
+            self.registry
+                .response_done(session, &flight.encoder.message(), calls, now);
+        } else if self
+            .lives
+            .get(&session)
+            .is_none_or(|live| live.settle_by.is_none())
+        {
+            self.registry.response_failed(session, now);
+        }
+        if flight.responded {
+            self.outputs.push_back(EndpointOutput::End { request });
+            return;
+        }
+        match (flight.encoder.body(), flight.encoder.outcome()) {
+            (Some(body), _) => {
+                let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+                headers.extend(flight.headers);
+                self.respond_whole(request, 200, headers, body.to_string().into_bytes());
+            }
+            (None, Some(Outcome::Failed(error))) => {
+                let error = error.clone();
+                self.respond_error(request, flight.api, &flight.headers, &error);
+            }
+            (None, _) => {
+                let error = ApiError::new(ApiErrorKind::Api, "the response ended without a body");
+                self.respond_error(request, flight.api, &flight.headers, &error);
+            }
+        }
+    }
+
+    fn respond_error(
+        &mut self,
+        request: RequestId,
+        api: Api,
+        extra: &[(String, String)],
+        error: &ApiError,
+    ) {
+        let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+        if error.kind == ApiErrorKind::RateLimit {
+            headers.push(("retry-after".to_owned(), "1".to_owned()));
+        }
+        headers.extend(extra.iter().cloned());
+        let body = error.body(api).to_string().into_bytes();
+        self.respond_whole(request, error.status(), headers, body);
+    }
+
+    fn respond_whole(
+        &mut self,
+        request: RequestId,
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    ) {
+        self.outputs.push_back(EndpointOutput::Respond {
+            request,
+            status,
+            headers,
+        });
+        self.outputs.push_back(EndpointOutput::Body {
+            request,
+            bytes: body,
+        });
+        self.outputs.push_back(EndpointOutput::End { request });
+    }
+}
+
+/// splitmix64's finalizer: spreads a seed and a counter over 64 bits.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

@@ -1,0 +1,892 @@
+//! The gateway endpoint in simulation: clients, CLIs and a clock driven in one thread, time
+//! jumping from deadline to deadline. Each fake CLI speaks the wire as CLI 2.1.330 does in the
+//! corpus (partial messages, held `tools/call`s, interrupts); each test asserts what a client of
+//! `ccwire serve` would see.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use ccwire_core::api::Api;
+use ccwire_core::gateway::{
+    CliSpec, Endpoint, EndpointConfig, EndpointOutput, RequestId, SessionId, HELD_CALL_TIMEOUT_TEXT,
+};
+use serde_json::{json, Value};
+
+// ---- a fake CLI -------------------------------------------------------------------------
+
+/// A CLI that answers prompts: `lookup: a, b` makes the model call the client's `lookup`
+/// tool once per key (in one message, so the calls are parallel), `stall` starts a message and
+/// stops there, anything else is echoed.
+#[derive(Debug, Default)]
+struct FakeCli {
+    /// Every line written to its stdin.
+    stdin: Vec<Value>,
+    messages: u32,
+    calls: u32,
+    /// `tools/call`s waiting for the host: control request id → (JSON-RPC id, tool_use id).
+    pending: BTreeMap<String, (u64, String)>,
+    /// Results of the current turn's calls, in the order they came.
+    results: Vec<(String, String, bool)>,
+    /// The model's message stalled mid-stream.
+    stalled: bool,
+}
+
+impl FakeCli {
+    /// Takes what the host wrote, returns what the CLI prints.
+    fn write(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        for line in String::from_utf8(bytes.to_vec()).unwrap().lines() {
+            let message: Value = serde_json::from_str(line).expect("the host writes JSON lines");
+            self.stdin.push(message.clone());
+            self.take(&message, &mut out);
+        }
+        out
+    }
+
+    fn take(&mut self, message: &Value, out: &mut Vec<String>) {
+        match message["type"].as_str() {
+            Some("control_request") => {
+                let id = message["request_id"].as_str().unwrap();
+                match message["request"]["subtype"].as_str() {
+                    Some("initialize") => out.push(control_ok(
+                        id,
+                        json!({
+                            "models": [{"value": "sonnet", "displayName": "Sonnet (fake)"}]
+                        }),
+                    )),
+                    Some("interrupt") => self.interrupt(id, out),
+                    other => panic!("the fake CLI got an unexpected control request {other:?}"),
+                }
+            }
+            Some("user") => {
+                let text = user_text(&message["message"]["content"]);
+                self.prompt(&text, out);
+            }
+            Some("control_response") => {
+                let id = message["response"]["request_id"].as_str().unwrap();
+                let Some((_, tool_use_id)) = self.pending.remove(id) else {
+                    return;
+                };
+                let result = &message["response"]["response"]["mcp_response"]["result"];
+                let text = result["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned();
+                let is_error = result["isError"].as_bool().unwrap_or(false);
+                self.results.push((tool_use_id, text, is_error));
+                if self.pending.is_empty() {
+                    self.after_tools(out);
+                }
+            }
+            other => panic!("the fake CLI got an unexpected line type {other:?}"),
+        }
+    }
+
+    fn prompt(&mut self, text: &str, out: &mut Vec<String>) {
+        out.push(line(
+            json!({"type": "system", "subtype": "init", "session_id": "fake-session"}),
+        ));
+        if let Some(keys) = text.strip_prefix("lookup: ") {
+            let keys: Vec<&str> = keys.split(", ").collect();
+            let ids: Vec<String> = keys
+                .iter()
+                .map(|_| {
+                    self.calls += 1;
+                    format!("toolu_{}", self.calls)
+                })
+                .collect();
+            let blocks: Vec<Value> = keys
+                .iter()
+                .zip(&ids)
+                .map(|(key, id)| {
+                    json!({"type": "tool_use", "id": id, "name": "mcp__client__lookup",
+                           "input": {"key": key}})
+                })
+                .collect();
+            self.message(blocks, "tool_use", out);
+            for (key, id) in keys.iter().zip(&ids) {
+                let rpc = u64::from(self.calls) + 100;
+                let request_id = format!("cli_call_{id}");
+                self.pending.insert(request_id.clone(), (rpc, id.clone()));
+                out.push(line(json!({
+                    "type": "control_request", "request_id": request_id,
+                    "request": {"subtype": "mcp_message", "server_name": "client", "message": {
+                        "method": "tools/call", "jsonrpc": "2.0", "id": rpc,
+                        "params": {"name": "lookup", "arguments": {"key": key},
+                                   "_meta": {"claudecode/toolUseId": id}}}}
+                })));
+            }
+        } else if text == "stall" {
+            self.messages += 1;
+            self.stalled = true;
+            out.push(stream_event(
+                self.messages,
+                json!({"type": "message_start", "message": {
+                    "id": format!("msg_{}", self.messages), "type": "message", "role": "assistant",
+                    "model": "fake", "content": [], "stop_reason": null,
+                    "usage": {"input_tokens": 12, "output_tokens": 1}}}),
+            ));
+        } else {
+            self.message(
+                vec![json!({"type": "text", "text": format!("echo: {text}")})],
+                "end_turn",
+                out,
+            );
+            out.push(result("success", false, &format!("echo: {text}")));
+        }
+    }
+
+    fn after_tools(&mut self, out: &mut Vec<String>) {
+        let results: Vec<Value> = self
+            .results
+            .iter()
+            .map(|(id, text, is_error)| {
+                json!({"type": "tool_result", "tool_use_id": id, "content": text, "is_error": is_error})
+            })
+            .collect();
+        out.push(line(
+            json!({"type": "user", "message": {"role": "user", "content": results},
+                             "parent_tool_use_id": null, "session_id": "fake-session"}),
+        ));
+        let text = format!(
+            "done: {}",
+            self.results
+                .drain(..)
+                .map(|(_, text, _)| text)
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        self.message(vec![json!({"type": "text", "text": text})], "end_turn", out);
+        out.push(result("success", false, &text));
+    }
+
+    fn interrupt(&mut self, id: &str, out: &mut Vec<String>) {
+        for (request_id, (rpc, _)) in std::mem::take(&mut self.pending) {
+            out.push(line(json!({
+                "type": "control_request", "request_id": format!("cancel_{request_id}"),
+                "request": {"subtype": "mcp_message", "server_name": "client", "message": {
+                    "jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": rpc, "reason": "AbortError: remote-cancel"}}}
+            })));
+        }
+        self.results.clear();
+        out.push(control_ok(id, json!({"still_queued": []})));
+        if std::mem::take(&mut self.stalled) {
+            out.push(line(
+                json!({"type": "user", "message": {"role": "user", "content": [
+                {"type": "text", "text": "[Request interrupted by user]"}]},
+                "parent_tool_use_id": null, "session_id": "fake-session"}),
+            ));
+        }
+        out.push(result("error_during_execution", true, ""));
+    }
+
+    /// One model message, streamed as partial messages and then whole.
+    fn message(&mut self, blocks: Vec<Value>, stop: &str, out: &mut Vec<String>) {
+        self.messages += 1;
+        let n = self.messages;
+        let id = format!("msg_{n}");
+        out.push(stream_event(
+            n,
+            json!({"type": "message_start", "message": {
+            "id": id, "type": "message", "role": "assistant", "model": "fake", "content": [],
+            "stop_reason": null, "usage": {"input_tokens": 12, "output_tokens": 1,
+            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
+        ));
+        for (index, block) in blocks.iter().enumerate() {
+            let (start, delta) = match block["type"].as_str() {
+                Some("text") => (
+                    json!({"type": "text", "text": ""}),
+                    json!({"type": "text_delta", "text": block["text"]}),
+                ),
+                _ => (
+                    json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                    json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+                ),
+            };
+            out.push(stream_event(
+                n,
+                json!({"type": "content_block_start", "index": index, "content_block": start}),
+            ));
+            out.push(stream_event(
+                n,
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            ));
+            out.push(stream_event(
+                n,
+                json!({"type": "content_block_stop", "index": index}),
+            ));
+        }
+        out.push(line(json!({"type": "assistant", "message": {
+            "id": id, "type": "message", "role": "assistant", "model": "fake", "content": blocks,
+            "stop_reason": null, "usage": {"input_tokens": 12, "output_tokens": 5}},
+            "parent_tool_use_id": null, "session_id": "fake-session"})));
+        out.push(stream_event(
+            n,
+            json!({"type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"input_tokens": 12, "output_tokens": 5,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}),
+        ));
+        out.push(stream_event(n, json!({"type": "message_stop"})));
+    }
+}
+
+fn line(value: Value) -> String {
+    format!("{value}\n")
+}
+
+fn control_ok(id: &str, response: Value) -> String {
+    line(json!({"type": "control_response",
+                "response": {"subtype": "success", "request_id": id, "response": response}}))
+}
+
+fn stream_event(message: u32, event: Value) -> String {
+    line(
+        json!({"type": "stream_event", "event": event, "session_id": "fake-session",
+                "parent_tool_use_id": null, "api_message_id": format!("msg_{message}")}),
+    )
+}
+
+fn result(subtype: &str, is_error: bool, text: &str) -> String {
+    line(
+        json!({"type": "result", "subtype": subtype, "is_error": is_error, "result": text,
+                "stop_reason": "end_turn", "num_turns": 1, "session_id": "fake-session",
+                "usage": {"input_tokens": 12, "output_tokens": 5}}),
+    )
+}
+
+fn user_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+// ---- the harness ------------------------------------------------------------------------
+
+/// A response as the client received it.
+#[derive(Debug, Default, Clone)]
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    ended: bool,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).expect("a JSON body")
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8(self.body.clone()).unwrap()
+    }
+}
+
+/// The endpoint, its CLIs and its clients on one clock.
+struct Sim {
+    now: u64,
+    endpoint: Endpoint,
+    clis: BTreeMap<SessionId, FakeCli>,
+    specs: BTreeMap<SessionId, CliSpec>,
+    closed: Vec<SessionId>,
+    responses: BTreeMap<RequestId, Response>,
+    next_request: RequestId,
+    /// Every output in order, for determinism checks.
+    log: Vec<String>,
+    /// Sessions whose CLI prints nothing until released (to stall a start).
+    muted: Vec<SessionId>,
+    /// Spawns to refuse.
+    fail_spawns: bool,
+}
+
+impl Sim {
+    fn new(config: EndpointConfig) -> Sim {
+        Sim {
+            now: 1_000,
+            endpoint: Endpoint::new(config),
+            clis: BTreeMap::new(),
+            specs: BTreeMap::new(),
+            closed: Vec::new(),
+            responses: BTreeMap::new(),
+            next_request: 0,
+            log: Vec::new(),
+            muted: Vec::new(),
+            fail_spawns: false,
+        }
+    }
+
+    fn default() -> Sim {
+        Sim::new(EndpointConfig::default())
+    }
+
+    /// Sends a request; runs until everything is quiet; returns its id.
+    fn send(&mut self, api: Api, tenant: &str, body: Value) -> RequestId {
+        self.next_request += 1;
+        let id = self.next_request;
+        self.responses.insert(id, Response::default());
+        self.endpoint
+            .handle_request(self.now, id, api, tenant, body.to_string().as_bytes());
+        self.run();
+        id
+    }
+
+    fn response(&self, id: RequestId) -> &Response {
+        &self.responses[&id]
+    }
+
+    /// Carries out the endpoint's outputs and feeds back what the CLIs print, until quiet.
+    fn run(&mut self) {
+        let mut stdout: VecDeque<(SessionId, String)> = VecDeque::new();
+        loop {
+            while let Some(output) = self.endpoint.poll_output() {
+                self.log.push(format!("{} {output:?}", self.now));
+                match output {
+                    EndpointOutput::Spawn { session, spec } => {
+                        if self.fail_spawns {
+                            self.endpoint
+                                .handle_spawn_failed(self.now, session, "no such file");
+                            continue;
+                        }
+                        self.specs.insert(session, spec);
+                        self.clis.insert(session, FakeCli::default());
+                    }
+                    EndpointOutput::Write { session, bytes } => {
+                        let cli = self.clis.get_mut(&session).expect("written after spawn");
+                        for l in cli.write(&bytes) {
+                            stdout.push_back((session, l));
+                        }
+                    }
+                    EndpointOutput::Close { session } => self.closed.push(session),
+                    EndpointOutput::Respond {
+                        request,
+                        status,
+                        headers,
+                    } => {
+                        let response = self.responses.get_mut(&request).unwrap();
+                        assert_eq!(response.status, 0, "one head per response");
+                        response.status = status;
+                        response.headers = headers;
+                    }
+                    EndpointOutput::Body { request, bytes } => {
+                        let response = self.responses.get_mut(&request).unwrap();
+                        assert!(response.status != 0 && !response.ended, "body after head");
+                        response.body.extend(bytes);
+                    }
+                    EndpointOutput::End { request } => {
+                        let response = self.responses.get_mut(&request).unwrap();
+                        assert!(response.status != 0 && !response.ended, "one end");
+                        response.ended = true;
+                    }
+                    other => panic!("an output the harness does not know: {other:?}"),
+                }
+            }
+            let Some((session, l)) = stdout.pop_front() else {
+                return;
+            };
+            if self.muted.contains(&session) {
+                continue;
+            }
+            self.endpoint.handle_stdout(self.now, session, l.as_bytes());
+        }
+    }
+
+    /// Jumps the clock by `ms`, through every deadline on the way.
+    fn advance(&mut self, ms: u64) {
+        let until = self.now + ms;
+        while let Some((at, _)) = self.endpoint.poll_timeout() {
+            if at > until {
+                break;
+            }
+            self.now = self.now.max(at);
+            self.endpoint.handle_timeout(self.now);
+            self.run();
+        }
+        self.now = until;
+    }
+
+    fn exit(&mut self, session: SessionId, code: i32) {
+        self.endpoint
+            .handle_exit(self.now, session, Some(code), None, "boom");
+        self.run();
+    }
+
+    fn gone(&mut self, request: RequestId) {
+        self.endpoint.handle_client_gone(self.now, request);
+        self.run();
+    }
+
+    fn cli(&self, session: SessionId) -> &FakeCli {
+        &self.clis[&session]
+    }
+}
+
+fn tools() -> Value {
+    json!([{"name": "lookup", "description": "Look a key up.",
+            "input_schema": {"type": "object", "properties": {"key": {"type": "string"}}}}])
+}
+
+fn anthropic(messages: Value, stream: bool) -> Value {
+    json!({"model": "sonnet", "max_tokens": 100, "stream": stream, "tools": tools(),
+           "messages": messages})
+}
+
+/// The SSE `data:` payloads of a body.
+fn events(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+// ---- the tests --------------------------------------------------------------------------
+
+#[test]
+fn a_conversation_continues_on_its_live_session() {
+    let mut sim = Sim::default();
+    let first = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "Hi"}]), false),
+    );
+    let response = sim.response(first).clone();
+    assert_eq!(response.status, 200);
+    assert!(response.ended);
+    assert_eq!(response.header("x-ccwire-session"), Some("new"));
+    assert_eq!(response.json()["content"][0]["text"], "echo: Hi");
+    assert_eq!(response.json()["usage"]["input_tokens"], 12);
+    let spec = &sim.specs[&1];
+    assert!(spec.args.iter().any(|a| a == "--include-partial-messages"));
+    assert!(spec.args.join(" ").contains("--allowedTools mcp__client"));
+    assert!(spec.env_remove.iter().any(|v| v == "MCP_TOOL_TIMEOUT"));
+
+    let second = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(
+            json!([{"role": "user", "content": "Hi"},
+                   {"role": "assistant", "content": "echo: Hi"},
+                   {"role": "user", "content": "Again"}]),
+            false,
+        ),
+    );
+    let response = sim.response(second);
+    assert_eq!(response.header("x-ccwire-session"), Some("continued"));
+    assert_eq!(response.json()["content"][0]["text"], "echo: Again");
+    assert_eq!(sim.clis.len(), 1, "no second CLI");
+    // The prompt waited for the CLI's answer to `initialize`, then each turn's prompt came.
+    let kinds: Vec<&str> = sim
+        .cli(1)
+        .stdin
+        .iter()
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["control_request", "user", "user"]);
+}
+
+#[test]
+fn a_held_tool_call_ends_the_response_and_the_result_continues_the_turn() {
+    let mut sim = Sim::default();
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    let first = sim.send(Api::Anthropic, "t", anthropic(ask.clone(), true));
+    let response = sim.response(first).clone();
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("content-type"), Some("text/event-stream"));
+    assert!(response.ended);
+    let events = events(&response.text());
+    let delta = events
+        .iter()
+        .find(|e| e["type"] == "message_delta")
+        .unwrap();
+    assert_eq!(delta["delta"]["stop_reason"], "tool_use");
+    let start = events
+        .iter()
+        .find(|e| e["type"] == "content_block_start")
+        .unwrap();
+    assert_eq!(
+        start["content_block"]["name"], "lookup",
+        "the client's own name"
+    );
+    assert_eq!(sim.endpoint.held_count(), 1);
+
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    let second = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    let response = sim.response(second);
+    assert_eq!(response.header("x-ccwire-session"), Some("continued"));
+    assert_eq!(response.json()["content"][0]["text"], "done: sunny");
+    assert_eq!(sim.endpoint.held_count(), 0);
+    assert_eq!(sim.clis.len(), 1);
+}
+
+#[test]
+fn parallel_calls_need_every_result_and_a_partial_request_loses_nothing() {
+    let mut sim = Sim::default();
+    let ask = json!([{"role": "user", "content": "lookup: paris, rome"}]);
+    let first = sim.send(
+        Api::OpenAi,
+        "t",
+        json!({"model": "sonnet", "tools": [
+        {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}],
+        "messages": ask}),
+    );
+    let body = sim.response(first).json();
+    assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(
+        body["choices"][0]["message"]["tool_calls"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        sim.endpoint.held_count(),
+        2,
+        "both calls reached the gateway"
+    );
+
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(body["choices"][0]["message"].clone());
+    let with = |results: &[(&str, &str)]| {
+        let mut m = messages.clone();
+        for (id, text) in results {
+            m.push(json!({"role": "tool", "tool_call_id": id, "content": text}));
+        }
+        json!({"model": "sonnet", "tools": [{"type": "function", "function": {
+            "name": "lookup", "parameters": {"type": "object"}}}], "messages": m})
+    };
+    let partial = sim.send(Api::OpenAi, "t", with(&[("toolu_1", "sunny")]));
+    let response = sim.response(partial);
+    assert_eq!(response.status, 400);
+    assert!(response.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("toolu_2"));
+    assert_eq!(sim.endpoint.held_count(), 2, "nothing was lost");
+
+    let full = sim.send(
+        Api::OpenAi,
+        "t",
+        with(&[("toolu_1", "sunny"), ("toolu_2", "rain")]),
+    );
+    let body = sim.response(full).json();
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        "done: sunny | rain"
+    );
+}
+
+#[test]
+fn a_held_call_past_its_deadline_gets_an_error_and_a_late_result_rebuilds() {
+    let mut sim = Sim::default();
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    sim.send(Api::Anthropic, "t", anthropic(ask.clone(), false));
+    assert_eq!(sim.endpoint.held_count(), 1);
+
+    sim.advance(10 * 60 * 1000);
+    assert_eq!(sim.endpoint.held_count(), 0);
+    let answer = sim.cli(1).stdin.last().unwrap().clone();
+    let result = &answer["response"]["response"]["mcp_response"]["result"];
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["content"][0]["text"], HELD_CALL_TIMEOUT_TEXT);
+
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    let late = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    assert_eq!(
+        sim.response(late).header("x-ccwire-session"),
+        Some("rebuilt")
+    );
+    assert_eq!(sim.closed, [1], "the old session was closed");
+    assert_eq!(sim.clis.len(), 2);
+    let prompt = user_text(&sim.cli(2).stdin[1]["message"]["content"]);
+    assert!(prompt.contains("<conversation_history>") && prompt.contains("sunny"));
+}
+
+#[test]
+fn an_idle_session_is_closed_past_its_ttl() {
+    let mut sim = Sim::default();
+    sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "Hi"}]), false),
+    );
+    assert_eq!(sim.endpoint.session_count(), 1);
+    sim.advance(30 * 60 * 1000 - 1);
+    assert_eq!(sim.endpoint.session_count(), 1);
+    sim.advance(1);
+    assert_eq!(sim.endpoint.session_count(), 0);
+    assert_eq!(sim.closed, [1]);
+    assert_eq!(
+        sim.endpoint.poll_timeout(),
+        None,
+        "nothing left to wake for"
+    );
+}
+
+#[test]
+fn a_client_gone_mid_stream_interrupts_and_the_conversation_goes_on() {
+    let mut sim = Sim::default();
+    let ask = json!([{"role": "user", "content": "stall"}]);
+    let first = sim.send(Api::Anthropic, "t", anthropic(ask, true));
+    assert_eq!(sim.response(first).status, 200);
+    assert!(!sim.response(first).ended);
+    // A quiet stream gets keep-alives.
+    sim.advance(15_000);
+    assert!(sim
+        .response(first)
+        .text()
+        .ends_with("event: ping\ndata: {\"type\":\"ping\"}\n\n"));
+
+    sim.gone(first);
+    let last = sim.cli(1).stdin.last().unwrap();
+    assert_eq!(last["request"]["subtype"], "interrupt");
+    assert!(
+        !sim.response(first).ended,
+        "nothing more is sent to a client that left"
+    );
+    // The interrupted turn ended (the fake CLI answers at once): the conversation is free.
+    let next = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "Hello again"}]), false),
+    );
+    assert_eq!(sim.response(next).status, 200);
+}
+
+#[test]
+fn a_conversation_is_busy_until_its_interrupted_turn_ends_then_closed_if_it_never_does() {
+    let mut sim = Sim::default();
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    sim.send(Api::Anthropic, "t", anthropic(ask.clone(), false));
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    // The CLI goes quiet: the result is delivered, but the turn never ends.
+    sim.muted.push(1);
+    let second = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!(messages.clone()), true),
+    );
+    sim.gone(second);
+    let again = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    assert_eq!(sim.response(again).status, 429);
+    assert_eq!(sim.response(again).header("retry-after"), Some("1"));
+    sim.advance(10_000);
+    assert_eq!(sim.closed, [1], "closed after the settle grace");
+    assert_eq!(sim.endpoint.session_count(), 0);
+}
+
+#[test]
+fn a_cli_that_dies_mid_turn_fails_the_response_in_the_api_s_shape() {
+    let mut sim = Sim::default();
+    let first = sim.send(
+        Api::OpenAi,
+        "t",
+        json!({"model": "sonnet", "stream": true,
+        "messages": [{"role": "user", "content": "stall"}]}),
+    );
+    assert_eq!(sim.response(first).status, 200);
+    sim.exit(1, 1);
+    let response = sim.response(first);
+    assert!(response.ended);
+    let text = response.text();
+    assert!(
+        text.contains("exited with status 1 before the response was complete: boom"),
+        "{text}"
+    );
+    assert!(text.ends_with("data: [DONE]\n\n"));
+    assert_eq!(sim.endpoint.session_count(), 0);
+
+    // Before anything was streamed, the error is an HTTP status.
+    sim.muted.push(2);
+    let second = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "Hi"}]), true),
+    );
+    assert_eq!(sim.response(second).status, 0, "still starting");
+    sim.exit(2, 127);
+    let response = sim.response(second);
+    assert_eq!(response.status, 500);
+    assert_eq!(response.json()["type"], "error");
+    assert!(response.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("cannot start a Claude Code session: the CLI exited with status 127"));
+}
+
+#[test]
+fn a_cli_that_does_not_start_in_time_fails_its_request() {
+    let mut sim = Sim::default();
+    sim.muted.push(1);
+    let first = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "Hi"}]), false),
+    );
+    sim.advance(60_000);
+    let response = sim.response(first);
+    assert_eq!(response.status, 500);
+    assert!(response.text().contains("did not answer within 60 s"));
+    assert_eq!(sim.closed, [1]);
+}
+
+#[test]
+fn a_spawn_failure_is_a_500_naming_it() {
+    let mut sim = Sim::default();
+    sim.fail_spawns = true;
+    let first = sim.send(
+        Api::Responses,
+        "t",
+        json!({"model": "sonnet", "input": "Hi"}),
+    );
+    let response = sim.response(first);
+    assert_eq!(response.status, 500);
+    assert!(response
+        .text()
+        .contains("cannot start a Claude Code session: no such file"));
+    assert_eq!(sim.endpoint.session_count(), 0);
+}
+
+#[test]
+fn the_session_cap_is_a_429() {
+    let mut sim = Sim::new(EndpointConfig {
+        max_sessions: 1,
+        ..EndpointConfig::default()
+    });
+    sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "One"}]), false),
+    );
+    let second = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "Two"}]), false),
+    );
+    let response = sim.response(second);
+    assert_eq!(response.status, 429);
+    assert_eq!(response.json()["error"]["type"], "rate_limit_error");
+    assert_eq!(sim.clis.len(), 1);
+}
+
+#[test]
+fn tenants_never_share_a_session() {
+    let mut sim = Sim::default();
+    let hi = json!([{"role": "user", "content": "Hi"}]);
+    sim.send(Api::Anthropic, "alice", anthropic(hi.clone(), false));
+    let next = json!([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "echo: Hi"},
+                      {"role": "user", "content": "More"}]);
+    let bob = sim.send(Api::Anthropic, "bob", anthropic(next.clone(), false));
+    assert_eq!(
+        sim.response(bob).header("x-ccwire-session"),
+        Some("rebuilt")
+    );
+    let alice = sim.send(Api::Anthropic, "alice", anthropic(next, false));
+    assert_eq!(
+        sim.response(alice).header("x-ccwire-session"),
+        Some("continued")
+    );
+}
+
+#[test]
+fn bad_requests_are_answered_in_the_api_s_shape_and_start_nothing() {
+    let mut sim = Sim::default();
+    let bad = sim.send(
+        Api::OpenAi,
+        "t",
+        json!({"model": "sonnet", "n": 2,
+        "messages": [{"role": "user", "content": "Hi"}]}),
+    );
+    let response = sim.response(bad);
+    assert_eq!(response.status, 400);
+    assert!(response.ended);
+    assert!(response.json()["error"]["message"].is_string());
+    let ignored = sim.send(
+        Api::Anthropic,
+        "t",
+        json!({"model": "sonnet", "max_tokens": 10,
+        "some_new_field": 1, "messages": [{"role": "user", "content": "Hi"}]}),
+    );
+    assert_eq!(sim.response(ignored).status, 200);
+    assert_eq!(
+        sim.response(ignored).header("x-ccwire-ignored"),
+        Some("some_new_field")
+    );
+    assert_eq!(sim.clis.len(), 1);
+}
+
+/// Many conversations, clients and CLIs interleaved over an hour of simulated time.
+fn many(seed: u64) -> (Vec<String>, usize) {
+    let mut sim = Sim::new(EndpointConfig {
+        seed,
+        ..EndpointConfig::default()
+    });
+    let mut histories: Vec<Vec<Value>> = Vec::new();
+    for round in 0..6 {
+        for c in 0..20 {
+            if round == 0 {
+                histories.push(vec![
+                    json!({"role": "user", "content": format!("lookup: k{c}")}),
+                ]);
+            }
+            let messages = histories[c].clone();
+            let id = sim.send(
+                Api::Anthropic,
+                &format!("tenant{}", c % 3),
+                anthropic(json!(messages), false),
+            );
+            let body = sim.response(id).json();
+            let content = body["content"].clone();
+            histories[c].push(json!({"role": "assistant", "content": content}));
+            let next = match content[0]["type"].as_str() {
+                Some("tool_use") => json!({"role": "user", "content": [{"type": "tool_result",
+                    "tool_use_id": content[0]["id"], "content": format!("v{c}.{round}")}]}),
+                _ if c % 2 == 0 => {
+                    json!({"role": "user", "content": format!("lookup: k{c}.{round}")})
+                }
+                _ => json!({"role": "user", "content": format!("plain {round}")}),
+            };
+            histories[c].push(next);
+        }
+        // Some held calls expire, idle sessions close; their conversations rebuild.
+        sim.advance(if round == 3 { 31 * 60 * 1000 } else { 1_000 });
+    }
+    let ok = sim
+        .responses
+        .values()
+        .filter(|r| r.status == 200 && r.ended)
+        .count();
+    (sim.log, ok)
+}
+
+#[test]
+fn many_conversations_give_the_same_outputs_every_time() {
+    let (first, ok) = many(7);
+    let (second, _) = many(7);
+    assert_eq!(ok, 120, "every request answered");
+    assert_eq!(first, second);
+}
