@@ -200,116 +200,102 @@ export class ResponseEncoder<A extends ApiName = ApiName> {
   /** Frees the WebAssembly memory now (it is also freed when the object is collected). */
   free(): void;
 }
-/** Time limits of a gateway, and the MCP server its host offers the client's tools through. */
+/** Settings of a `Gateway`; every one optional. */
 export interface GatewayOptions {
   /** How long a held client tool call waits for the client's result (default 10 min). */
   heldCallTimeoutMs?: number;
-  /** How long a session may sit without a request before it is closed (default 30 min); a stored Responses API response is kept as long after its last use. */
+  /** How long a session may sit without a request before it is closed (default 30 min). */
   idleTtlMs?: number;
-  /** The most stored Responses API responses kept at once, the least recently used going first (default 10,000). */
+  /** The most stored Responses API responses kept (default 10,000). */
   maxStoredResponses?: number;
-  /** The name of the in-process MCP server that offers the client's tools to the CLI (default `client`): the model calls them `mcp__<clientServer>__<name>`. */
-  clientServer?: string;
+  /** The most live CLI sessions; a request that needs one more gets a 429 (default 64). */
+  maxSessions?: number;
+  /** Built-in CLI tools the model may use (they run where the CLI runs); none by default. */
+  enabledTools?: string[];
+  /** The model for requests that name one the CLI does not know (`gpt-4o`). */
+  defaultModel?: string;
+  /** A keep-alive frame on a stream quiet this long (default 15 s). */
+  pingEveryMs?: number;
+  /** How long an interrupted turn may take to end before its session is closed (default 10 s). */
+  settleGraceMs?: number;
+  /** How long a new CLI may take to answer `initialize` (default 60 s). */
+  startTimeoutMs?: number;
+  /** Seed of generated ids (random by default). */
+  seed?: number;
+  /**
+   * The wall clock at `nowMs = 0`, in Unix milliseconds, for OpenAI's `created`: 0 (the
+   * default) when `nowMs` is `Date.now()`; `Date.now() - performance.now()` when it is
+   * `performance.now()`.
+   */
+  unixEpochMs?: number;
 }
-/** What the host needs of the request besides its messages (the gateway keeps those). */
-export type GatewayRequest = Omit<CanonicalRequest, "messages" | "history_len" | "history_hash">;
-/** The content blocks of a user message for the CLI: `session.sendUserMessage({ content: prompt }, nowMs)`. */
-export type PromptContent = Json[];
-/** What a route has in common. */
-interface RouteBase {
-  /** The session, the gateway's id; the host maps it to its CLI process. */
-  session: number;
-  /** The request's fields: the model, `stream`, `include_usage`, the tools (for the MCP server), the system prompt, … */
-  request: GatewayRequest;
-  /** The `clientTools` of the request's `ResponseEncoder`: the name the model calls each client tool by → the client's name. */
-  clientTools: Record<string, string>;
-  /** Responses API: the `id` of the request's `ResponseEncoder`; its response is stored under it when the request asks (`store`). */
-  responseId?: string;
-  /** Responses API: the `previousResponseId` of the request's `ResponseEncoder`. */
-  previousResponseId?: string | null;
+/** How to start a session's CLI. */
+export interface CliSpec {
+  /** The arguments after the executable. */
+  args: string[];
+  /** Variables to set. */
+  env: [string, string][];
+  /** Variables the CLI must not inherit. */
+  env_remove: string[];
 }
-/** The request continues a live session: answer the held calls, then send the prompt, if any. */
-export interface ContinueRoute extends RouteBase {
-  kind: "continue";
-  /** The `x-ccwire-session` header. */
-  sessionKind: "continued";
-  /** Held `tools/call` requests of the session to answer now (`Session.respondMcp(requestId, result)`). */
-  answers: { requestId: string; result: McpCallResult }[];
-  /** What the request adds besides tool results, as a user message; `null` when it adds nothing. */
-  prompt: PromptContent | null;
-}
-/** The request starts a new CLI session, which gets the prompt as its first user message. */
-export interface StartRoute extends RouteBase {
-  kind: "start";
-  /** `rebuilt` when the history has assistant turns but no live session: the prompt carries the earlier turns. The `x-ccwire-session` header. */
-  sessionKind: "new" | "rebuilt";
-  prompt: PromptContent;
-  /** A live session this one replaces: close its CLI process (the gateway has forgotten it). */
-  replaces: number | null;
-}
-/** What the host must do for a request. */
-export type Route = ContinueRoute | StartRoute;
-/** What to do with a `tools/call` of the CLI. */
-export type CallAction =
-  /** Answer it now (`Session.respondMcp`). */
-  | { action: "answer"; result: McpCallResult }
-  /** Hold it: the client's result comes with a later request, or the deadline answers it. */
-  | { action: "hold" };
-/** What to do after a deadline. */
-export type GatewayAction =
-  /** Answer a held call of a session (its deadline passed: an error result with `HELD_CALL_TIMEOUT_TEXT`). */
-  | { action: "answer"; session: number; requestId: string; result: McpCallResult }
-  /** Close a session (idle too long): close the CLI's stdin, then end the process after a grace period. */
-  | { action: "close"; session: number };
-/** When the gateway wants `handleTimeout`, and why. */
+/** What the host must do, in order. */
+export type GatewayOutput =
+  | { type: "spawn"; session: number; spec: CliSpec }
+  | { type: "write"; session: number; data: string }
+  | { type: "close"; session: number }
+  | { type: "respond"; request: number; status: number; headers: [string, string][] }
+  | { type: "body"; request: number; data: string }
+  | { type: "end"; request: number };
+/** When the gateway wants `handleTimeout`, and why (in words). */
 export interface GatewayDeadline {
   atMs: number;
-  reason: "held_call" | "idle" | "stored_response";
+  reason: string;
+}
+/** How a CLI ended. */
+export interface CliExit {
+  code?: number | null;
+  signal?: number | null;
+  /** The end of what it wrote on stderr. */
+  stderr?: string;
 }
 /** The text of the error result a held call gets when the client's result does not come in time. */
 export const HELD_CALL_TIMEOUT_TEXT: string;
 /**
- * The gateway state machine of `ccwire serve`: which live CLI session a request continues or
- * starts (found from the history alone, per tenant), the client tool calls held open across
- * requests, and their deadlines. The host owns the CLI processes and sockets; it tells the
- * gateway what happened, with the time (`nowMs`, milliseconds on the host's clock), and does
- * what it answers.
+ * The gateway of `ccwire serve` as a sans-IO engine: give it requests, CLI output, exits and
+ * the time; carry out the outputs every call returns, in order.
  */
 export class Gateway {
   constructor(options?: GatewayOptions);
-  /**
-   * Parses a request body and finds the session it continues, or starts one. The session is
-   * busy until `responseDone` or `responseFailed`.
-   * @throws {ApiRequestError} An invalid request or one the CLI cannot honour (400), tool
-   * results that do not match the calls of the previous response (400, naming the ids), or a
-   * conversation busy with another request (429: answer with `Retry-After`); for a
-   * Responses request, an unknown `previous_response_id` (400). A Responses request gets a
-   * new `responseId` for its encoder.
-   */
-  route(body: string | object, options: { api: ApiName; tenant?: string }, nowMs: number): Route;
-  /** A response ended normally: the `ResponseEncoder` that built it has the assistant message and its client tool calls. */
-  responseDone(session: number, encoder: ResponseEncoder, nowMs: number): void;
-  /** A response ended normally with this assistant message (canonical form, as `ResponseEncoder.message()` returns it) and client tool calls. */
-  responseDone(session: number, message: CanonicalMessage, toolCallIds: string[], nowMs: number): void;
-  /** A response ended without completing (an error, the client went away); the session stays. */
-  responseFailed(session: number, nowMs: number): void;
-  /** The CLI calls a client tool (`mcp_tool_call` with the tool_use id in `tool_use_id`). */
-  toolCall(session: number, requestId: string, toolUseId: string | null | undefined, nowMs: number): CallAction;
-  /** The CLI cancelled a held call; a result that comes for it later is dropped. */
-  toolCancelled(session: number, toolUseId: string): void;
-  /** Forgets a session (closed, or its process ended). */
-  close(session: number): void;
-  /** When to call `handleTimeout` next, and why; `null` when nothing waits. */
+  /** A client's request; `requestId` is yours, unique among requests not ended. */
+  handleRequest(
+    requestId: number,
+    options: { api: ApiName; tenant?: string },
+    body: string | Uint8Array | object,
+    nowMs: number,
+  ): GatewayOutput[];
+  /** What a session's CLI printed on stdout. */
+  handleStdout(session: number, data: string | Uint8Array, nowMs: number): GatewayOutput[];
+  /** A session's CLI ended. */
+  handleExit(session: number, exit: CliExit, nowMs: number): GatewayOutput[];
+  /** A session's CLI could not be started. */
+  handleSpawnFailed(session: number, error: string, nowMs: number): GatewayOutput[];
+  /** The client of a request went away before its response ended. */
+  handleClientGone(requestId: number, nowMs: number): GatewayOutput[];
+  /** Applies the deadlines that passed by `nowMs`. */
+  handleTimeout(nowMs: number): GatewayOutput[];
+  /** Closes a session (shutting down). */
+  close(session: number, nowMs: number): GatewayOutput[];
+  /** When to call `handleTimeout` next; `null` when nothing waits. */
   nextDeadline(): GatewayDeadline | null;
-  /** Applies the deadlines that passed by `nowMs`; returns what to do. */
-  handleTimeout(nowMs: number): GatewayAction[];
+  /** The body of `GET /v1/models`. */
+  models(): { object: "list"; data: { id: string; display_name: string }[] };
   /** Live sessions. */
   readonly sessionCount: number;
   /** Held client tool calls, over all sessions. */
   readonly heldCount: number;
-  /** Stored Responses API responses, over all tenants. */
-  readonly storedCount: number;
-  /** Frees the WebAssembly memory now (it is also freed when the object is collected). */
+  /** Responses in flight. */
+  readonly requestCount: number;
+  /** Frees the WebAssembly memory now. */
   free(): void;
 }
 

@@ -37,11 +37,6 @@ export class ApiRequestError extends Error {
 const API_ERROR = /^ccwire-api-error (\d+) (.*)$/s;
 
 /** Calls into the module with a request body; API errors become `ApiRequestError`s. */
-/** A Responses API response id: `resp_` and 128 random bits. */
-function newResponseId() {
-  return `resp_${globalThis.crypto.randomUUID().replaceAll("-", "")}`;
-}
-
 function withRequest(call, body) {
   const text = typeof body === "string" ? body : JSON.stringify(body);
   try {
@@ -71,8 +66,6 @@ export function historyHash(body, options) {
 
 /** The chunk types a response encoder reads (from the module, on first use). */
 let encoded;
-/** The WebAssembly object of a `ResponseEncoder` (for `Gateway.responseDone`). */
-let innerOf;
 
 /**
  * One Anthropic Messages, OpenAI Chat Completions or OpenAI Responses response built from the
@@ -83,7 +76,6 @@ export class ResponseEncoder {
   #inner;
 
   static {
-    innerOf = (encoder) => encoder.#inner;
   }
 
   /**
@@ -161,76 +153,85 @@ export class ResponseEncoder {
 export const HELD_CALL_TIMEOUT_TEXT =
   "The client did not return a result for this tool call in time; the call was abandoned.";
 
+/** Text as UTF-8 bytes; bytes as they are. */
+const utf8 = new TextEncoder();
+function bytesOf(data, what) {
+  if (typeof data === "string") return utf8.encode(data);
+  if (data instanceof Uint8Array) return data;
+  throw new TypeError(`ccwire/conversation: ${what} must be a string or a Uint8Array`);
+}
+
 /**
- * The gateway state machine of `ccwire serve`: which live CLI session a request continues or
- * starts, the client tool calls held open across requests, and their deadlines. The host owns
- * the CLI processes and sockets, tells the gateway what happened (with the time), and does what
- * it answers.
+ * The gateway of `ccwire serve` as a sans-IO engine, for a gateway of your own: it owns every
+ * conversation's CLI session and the response of every request in flight. Give it what
+ * happened — a client's request, what a CLI printed, a CLI's exit, a client gone, the time —
+ * and carry out the outputs each call returns, in order:
+ *
+ * - `{type: "spawn", session, spec: {args, env, env_remove}}`: start the CLI with these
+ *   arguments; feed its stdout to `handleStdout`, its end to `handleExit` (or a failure to
+ *   start to `handleSpawnFailed`);
+ * - `{type: "write", session, data}`: write to that CLI's stdin;
+ * - `{type: "close", session}`: close its stdin, end it after a grace period;
+ * - `{type: "respond", request, status, headers}`, `{type: "body", request, data}`,
+ *   `{type: "end", request}`: the response of a request (SSE frames or a JSON body).
+ *
+ * Then call `handleTimeout` when `nextDeadline().atMs` passes.
  */
 export class Gateway {
   #inner;
 
-  /** @param {{heldCallTimeoutMs?: number, idleTtlMs?: number, clientServer?: string}} [options] */
+  /**
+   * @param {{heldCallTimeoutMs?: number, idleTtlMs?: number, maxStoredResponses?: number,
+   *   maxSessions?: number, enabledTools?: string[], defaultModel?: string,
+   *   pingEveryMs?: number, settleGraceMs?: number, startTimeoutMs?: number, seed?: number,
+   *   unixEpochMs?: number}} [options]
+   */
   constructor(options = {}) {
     check();
     if (options === null || typeof options !== "object") {
       throw new TypeError("ccwire/conversation: Gateway options must be an object");
     }
-    this.#inner = new wasm.WasmGateway(JSON.stringify(options));
+    const seed = options.seed ?? globalThis.crypto.getRandomValues(new Uint32Array(1))[0] * 2 ** 21;
+    this.#inner = new wasm.WasmGateway(JSON.stringify({ ...options, seed }));
   }
 
   /**
-   * Parses a request body and finds the session it continues, or starts one. The session is
-   * busy until `responseDone` or `responseFailed`. A Responses request gets a new response id
-   * (`route.responseId`, for its encoder), under which its response is stored when it asks.
+   * A client's request: `requestId` is the host's (unique among requests not ended), `tenant`
+   * the caller's key (it scopes conversations), `body` the request body as sent.
    */
-  route(body, { api, tenant = "" }, nowMs) {
-    const responseId = api === "responses" ? newResponseId() : undefined;
-    return withRequest(
-      (text) => this.#inner.route(api, text, String(tenant), nowMs, responseId),
-      body,
-    );
+  handleRequest(requestId, { api, tenant = "" }, body, nowMs) {
+    const data = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
+    return JSON.parse(this.#inner.handleRequest(requestId, String(api), String(tenant), bytesOf(data, "body"), nowMs));
   }
 
-  /**
-   * A response ended normally: `responseDone(session, encoder, nowMs)` with the
-   * `ResponseEncoder` that built it, or `responseDone(session, message, toolCallIds, nowMs)`
-   * with the assistant message (canonical form) and the ids of its client tool calls.
-   */
-  responseDone(session, response, toolCallIds, nowMs) {
-    if (response instanceof ResponseEncoder) {
-      if (arguments.length !== 3) {
-        throw new TypeError("ccwire/conversation: responseDone(session, encoder, nowMs) takes three arguments");
-      }
-      this.#inner.responseDoneWith(session, innerOf(response), toolCallIds);
-      return;
-    }
-    if (response === null || typeof response !== "object" || !Array.isArray(toolCallIds)) {
-      throw new TypeError(
-        "ccwire/conversation: responseDone takes (session, encoder, nowMs) or (session, message, toolCallIds, nowMs)",
-      );
-    }
-    this.#inner.responseDone(session, JSON.stringify(response), JSON.stringify(toolCallIds), nowMs);
+  /** What a session's CLI printed on stdout (any piece of it). */
+  handleStdout(session, data, nowMs) {
+    return JSON.parse(this.#inner.handleStdout(session, bytesOf(data, "stdout data"), nowMs));
   }
 
-  /** A response ended without completing (an error, the client went away); the session stays. */
-  responseFailed(session, nowMs) {
-    this.#inner.responseFailed(session, nowMs);
+  /** A session's CLI ended: its exit code or signal, and the end of its stderr. */
+  handleExit(session, { code = null, signal = null, stderr = "" } = {}, nowMs) {
+    return JSON.parse(this.#inner.handleExit(session, code ?? undefined, signal ?? undefined, String(stderr), nowMs));
   }
 
-  /** The CLI calls a client tool: answer it now, or hold it until the client's result comes. */
-  toolCall(session, requestId, toolUseId, nowMs) {
-    return JSON.parse(this.#inner.toolCall(session, String(requestId), toolUseId ?? undefined, nowMs));
+  /** A session's CLI could not be started. */
+  handleSpawnFailed(session, error, nowMs) {
+    return JSON.parse(this.#inner.handleSpawnFailed(session, String(error), nowMs));
   }
 
-  /** The CLI cancelled a held call; a result that comes for it later is dropped. */
-  toolCancelled(session, toolUseId) {
-    this.#inner.toolCancelled(session, String(toolUseId));
+  /** The client of a request went away before its response ended. */
+  handleClientGone(requestId, nowMs) {
+    return JSON.parse(this.#inner.handleClientGone(requestId, nowMs));
   }
 
-  /** Forgets a session (closed, or its process ended). */
-  close(session) {
-    this.#inner.close(session);
+  /** Applies the deadlines that passed by `nowMs`. */
+  handleTimeout(nowMs) {
+    return JSON.parse(this.#inner.handleTimeout(nowMs));
+  }
+
+  /** Closes a session (shutting down). */
+  close(session, nowMs) {
+    return JSON.parse(this.#inner.close(session, nowMs));
   }
 
   /** When to call `handleTimeout` next, and why; `null` when nothing waits. */
@@ -238,9 +239,9 @@ export class Gateway {
     return JSON.parse(this.#inner.nextDeadline());
   }
 
-  /** Applies the deadlines that passed by `nowMs`; returns what to do. */
-  handleTimeout(nowMs) {
-    return JSON.parse(this.#inner.handleTimeout(nowMs));
+  /** The body of `GET /v1/models`. */
+  models() {
+    return JSON.parse(this.#inner.models());
   }
 
   /** Live sessions. */
@@ -253,9 +254,9 @@ export class Gateway {
     return this.#inner.heldCount();
   }
 
-  /** Stored Responses API responses, over all tenants. */
-  get storedCount() {
-    return this.#inner.storedCount();
+  /** Responses in flight. */
+  get requestCount() {
+    return this.#inner.requestCount();
   }
 
   /** Frees the WebAssembly memory now (it is also freed when the object is collected). */

@@ -1,9 +1,8 @@
 //! The Anthropic and OpenAI response encoders (`ccwire/conversation`).
 
 use ccwire_core::api::replay::ReplayResponses;
-use ccwire_core::api::response::{Outcome, ResponseEncoder};
+use ccwire_core::api::response::ResponseEncoder;
 use ccwire_core::api::Api;
-use ccwire_core::conversation::Message;
 use wasm_bindgen::prelude::*;
 
 use crate::interop::{self, ChunkIn};
@@ -83,30 +82,6 @@ impl WasmResponseEncoder {
     /// The response as a canonical assistant message (JSON).
     pub fn message(&self) -> String {
         interop::message(&self.inner.message())
-    }
-}
-
-impl WasmResponseEncoder {
-    /// The message and client tool call ids of a response that finished or called tools.
-    ///
-    /// # Errors
-    /// A response that is still running or failed.
-    pub fn completed(&self) -> Result<(Message, Vec<String>), JsError> {
-        match self.inner.outcome() {
-            Some(Outcome::Finished(_) | Outcome::ToolCalls) => {
-                let calls = self.inner.tool_calls();
-                Ok((
-                    self.inner.message(),
-                    calls.into_iter().map(|c| c.id.clone()).collect(),
-                ))
-            }
-            Some(Outcome::Failed(_)) => Err(JsError::new(
-                "responseDone: the encoder's response failed; call responseFailed",
-            )),
-            _ => Err(JsError::new(
-                "responseDone: the encoder's response is not complete yet",
-            )),
-        }
     }
 }
 

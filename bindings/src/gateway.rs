@@ -1,186 +1,146 @@
-//! The gateway state machine of `ccwire serve` (`ccwire/conversation`).
+//! The gateway endpoint of `ccwire serve` for JS hosts (`ccwire/conversation`).
 
-use ccwire_core::api::Api;
-use ccwire_core::conversation::Message;
-use ccwire_core::gateway::{self, Gateway};
+use ccwire_core::gateway::{Endpoint, EndpointOutput};
 use wasm_bindgen::prelude::*;
 
 use crate::interop;
-use crate::WasmResponseEncoder;
 
-/// The gateway's bookkeeping. It keeps what it needs of each request in flight, so the host
-/// ends a response with the assistant message alone.
+/// [`Endpoint`]: every conversation's CLI session and response, driven by the host's
+/// requests, CLI output and clock. Every input returns the outputs it made, as a JSON array.
 #[wasm_bindgen]
 pub struct WasmGateway {
-    inner: Gateway,
-    client_server: String,
+    inner: Endpoint,
 }
 
 #[wasm_bindgen]
 impl WasmGateway {
-    /// A gateway; `options` is the JSON of `{heldCallTimeoutMs, idleTtlMs, clientServer}`.
+    /// A gateway; `options` is the JSON of the `Gateway` options (`interop::endpoint_config`).
     ///
     /// # Errors
     /// Options that do not have that shape.
     #[wasm_bindgen(constructor)]
     pub fn new(options: &str) -> Result<WasmGateway, JsError> {
-        let (config, client_server) = interop::gateway_options(options)?;
         Ok(WasmGateway {
-            inner: Gateway::new(config),
-            client_server,
+            inner: Endpoint::new(interop::endpoint_config(options)?),
         })
     }
 
-    /// Parses a request body of `api` and finds the session it continues or starts (JSON).
-    /// A Responses request gets `response_id` (required for it): its response is stored under
-    /// it when the request asks (`store`), and a `previous_response_id` is resolved first.
+    /// A client's request (`api`: `anthropic`, `openai` or `responses`).
     ///
     /// # Errors
-    /// An unknown `api`, or a Responses request without `response_id`; the API's validation
-    /// error, a request the CLI cannot honour, an unknown `previous_response_id`, tool results
-    /// that do not match the calls the session waits for (400) or a busy conversation (429), as
-    /// `ccwire-api-error <status> <body>`.
-    pub fn route(
+    /// An unknown `api`, a bad request id or time.
+    #[wasm_bindgen(js_name = handleRequest)]
+    pub fn handle_request(
         &mut self,
+        request: f64,
         api: &str,
-        body: &str,
         tenant: &str,
+        body: &[u8],
         now_ms: f64,
-        response_id: Option<String>,
     ) -> Result<String, JsError> {
+        let request = interop::id("request", request)?;
+        let api = interop::api(api)?;
         let now = interop::timestamp(now_ms)?;
-        let (api, parsed) = interop::parse_request(api, body)?;
-        let mut request = parsed
-            .and_then(|r| gateway::check_request(&r).map(|()| r))
-            .map_err(|err| interop::api_error(&err, api))?;
-        let response = match (api, response_id) {
-            (Api::Responses, Some(id)) => Some(id),
-            (Api::Responses, None) => {
-                return Err(JsError::new(
-                    "route: a Responses request needs a response id",
-                ))
-            }
-            (_, _) => None,
-        };
-        let previous = request.previous_response_id.clone();
-        let route = self
-            .inner
-            .route_request(
-                tenant,
-                &mut request,
-                response.as_deref().unwrap_or_default(),
-                now,
-            )
-            .map_err(|err| interop::api_error(&err, api))?;
-        Ok(interop::route(
-            &route,
-            &request,
-            &self.client_server,
-            response.as_deref().map(|id| (id, previous.as_deref())),
-        ))
+        self.inner.handle_request(now, request, api, tenant, body);
+        Ok(self.drain())
     }
 
-    /// A response ended normally with this assistant message (JSON, canonical) and client tool
-    /// calls (JSON array of ids).
-    ///
-    /// # Errors
-    /// A malformed message or id list, or a live session with no request in flight.
-    #[wasm_bindgen(js_name = responseDone)]
-    pub fn response_done(
-        &mut self,
-        session: f64,
-        message: &str,
-        tool_calls: &str,
-        now_ms: f64,
-    ) -> Result<(), JsError> {
-        let message = interop::assistant_message(message)?;
-        let tool_calls = interop::tool_call_ids(tool_calls)?;
-        self.done(session, message, tool_calls, now_ms)
-    }
-
-    /// A response ended normally: the encoder's message and client tool calls.
-    ///
-    /// # Errors
-    /// An encoder whose response did not finish or call tools, or a live session with no
-    /// request in flight.
-    #[wasm_bindgen(js_name = responseDoneWith)]
-    pub fn response_done_with(
-        &mut self,
-        session: f64,
-        encoder: &WasmResponseEncoder,
-        now_ms: f64,
-    ) -> Result<(), JsError> {
-        let (message, tool_calls) = encoder.completed()?;
-        self.done(session, message, tool_calls, now_ms)
-    }
-
-    /// A response ended without completing; the session stays.
+    /// What a session's CLI wrote to stdout.
     ///
     /// # Errors
     /// A bad session id or time.
-    #[wasm_bindgen(js_name = responseFailed)]
-    pub fn response_failed(&mut self, session: f64, now_ms: f64) -> Result<(), JsError> {
-        let session = interop::session_id(session)?;
+    #[wasm_bindgen(js_name = handleStdout)]
+    pub fn handle_stdout(
+        &mut self,
+        session: f64,
+        data: &[u8],
+        now_ms: f64,
+    ) -> Result<String, JsError> {
+        let session = interop::id("session", session)?;
         let now = interop::timestamp(now_ms)?;
-        self.inner.response_failed(session, now);
-        Ok(())
+        self.inner.handle_stdout(now, session, data);
+        Ok(self.drain())
     }
 
-    /// The CLI calls a client tool: `{"action":"answer","result":…}` or `{"action":"hold"}`.
+    /// A session's CLI ended.
     ///
     /// # Errors
     /// A bad session id or time.
-    #[wasm_bindgen(js_name = toolCall)]
-    pub fn tool_call(
+    #[wasm_bindgen(js_name = handleExit)]
+    pub fn handle_exit(
         &mut self,
         session: f64,
-        request_id: &str,
-        tool_use_id: Option<String>,
+        code: Option<i32>,
+        signal: Option<i32>,
+        stderr: &str,
         now_ms: f64,
     ) -> Result<String, JsError> {
-        let session = interop::session_id(session)?;
+        let session = interop::id("session", session)?;
         let now = interop::timestamp(now_ms)?;
-        let action = self
-            .inner
-            .tool_call(session, request_id, tool_use_id.as_deref(), now);
-        Ok(interop::call_action(&action))
+        self.inner.handle_exit(now, session, code, signal, stderr);
+        Ok(self.drain())
     }
 
-    /// The CLI cancelled a held call.
+    /// The host could not start a session's CLI.
     ///
     /// # Errors
-    /// A bad session id.
-    #[wasm_bindgen(js_name = toolCancelled)]
-    pub fn tool_cancelled(&mut self, session: f64, tool_use_id: &str) -> Result<(), JsError> {
-        let session = interop::session_id(session)?;
-        self.inner.tool_cancelled(session, tool_use_id);
-        Ok(())
+    /// A bad session id or time.
+    #[wasm_bindgen(js_name = handleSpawnFailed)]
+    pub fn handle_spawn_failed(
+        &mut self,
+        session: f64,
+        error: &str,
+        now_ms: f64,
+    ) -> Result<String, JsError> {
+        let session = interop::id("session", session)?;
+        let now = interop::timestamp(now_ms)?;
+        self.inner.handle_spawn_failed(now, session, error);
+        Ok(self.drain())
     }
 
-    /// Forgets a session.
+    /// The client of a request went away.
     ///
     /// # Errors
-    /// A bad session id.
-    pub fn close(&mut self, session: f64) -> Result<(), JsError> {
-        let session = interop::session_id(session)?;
-        self.inner.close(session);
-        Ok(())
+    /// A bad request id or time.
+    #[wasm_bindgen(js_name = handleClientGone)]
+    pub fn handle_client_gone(&mut self, request: f64, now_ms: f64) -> Result<String, JsError> {
+        let request = interop::id("request", request)?;
+        let now = interop::timestamp(now_ms)?;
+        self.inner.handle_client_gone(now, request);
+        Ok(self.drain())
     }
 
-    /// The next deadline as `{"atMs":…,"reason":"held_call"|"idle"}`, or `null`.
-    #[wasm_bindgen(js_name = nextDeadline)]
-    pub fn next_deadline(&self) -> String {
-        interop::gateway_deadline(self.inner.poll_timeout())
-    }
-
-    /// Applies the deadlines that passed by `now`; returns the actions (JSON array).
+    /// Applies the deadlines that passed by `now`.
     ///
     /// # Errors
     /// A bad time.
     #[wasm_bindgen(js_name = handleTimeout)]
     pub fn handle_timeout(&mut self, now_ms: f64) -> Result<String, JsError> {
         let now = interop::timestamp(now_ms)?;
-        Ok(interop::gateway_actions(&self.inner.handle_timeout(now)))
+        self.inner.handle_timeout(now);
+        Ok(self.drain())
+    }
+
+    /// Closes a session (shutting down).
+    ///
+    /// # Errors
+    /// A bad session id or time.
+    pub fn close(&mut self, session: f64, now_ms: f64) -> Result<String, JsError> {
+        let session = interop::id("session", session)?;
+        let now = interop::timestamp(now_ms)?;
+        self.inner.close(now, session);
+        Ok(self.drain())
+    }
+
+    /// The next deadline as `{"atMs", "reason"}`, or `null`.
+    #[wasm_bindgen(js_name = nextDeadline)]
+    pub fn next_deadline(&self) -> String {
+        interop::endpoint_deadline(self.inner.poll_timeout())
+    }
+
+    /// `GET /v1/models` (JSON).
+    pub fn models(&self) -> String {
+        self.inner.models().to_string()
     }
 
     /// Live sessions.
@@ -195,31 +155,25 @@ impl WasmGateway {
         self.inner.held_count()
     }
 
-    /// Stored Responses API responses, over all tenants.
-    #[wasm_bindgen(js_name = storedCount)]
-    pub fn stored_count(&self) -> usize {
-        self.inner.stored_count()
+    /// Responses in flight.
+    #[wasm_bindgen(js_name = requestCount)]
+    pub fn request_count(&self) -> usize {
+        self.inner.request_count()
     }
 }
 
 impl WasmGateway {
-    fn done(
-        &mut self,
-        session: f64,
-        message: Message,
-        tool_calls: Vec<String>,
-        now_ms: f64,
-    ) -> Result<(), JsError> {
-        let session = interop::session_id(session)?;
-        let now = interop::timestamp(now_ms)?;
-        let recorded = self.inner.response_done(session, &message, tool_calls, now);
-        if !recorded && self.inner.sessions().any(|s| s == session) {
-            return Err(JsError::new(&format!(
-                "session {session} has no request in flight: route a request to it first, \
-                 and end each response once"
-            )));
+    /// The outputs made so far, as one JSON array (each as [`EndpointOutput::to_json`] writes
+    /// it).
+    fn drain(&mut self) -> String {
+        let mut out = String::from("[");
+        while let Some(output) = self.inner.poll_output() {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(&EndpointOutput::to_json(&output));
         }
-        // Otherwise recorded, or closed while the response ran: nothing to record.
-        Ok(())
+        out.push(']');
+        out
     }
 }

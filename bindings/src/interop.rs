@@ -12,11 +12,8 @@ use ccwire_core::api::response::{ClientToolCall, EncoderOptions, Outcome};
 use ccwire_core::api::{
     anthropic, openai, responses, Api, ApiError, ApiErrorKind, ApiRequest, ToolChoice,
 };
-use ccwire_core::conversation::{push_block, Block, Message, Role};
-use ccwire_core::gateway::{
-    self, prompt_content, Action, CallAction, GatewayConfig, GatewayTimeout, Route, SessionId,
-    SessionKind,
-};
+use ccwire_core::conversation::Message;
+use ccwire_core::gateway::{EndpointConfig, EndpointTimeout};
 use ccwire_core::{
     Chunk, Delivery, HookMatcher, Json, McpCallResult, McpServer, Output, PermissionDecision,
     SessionConfig, TimeoutReason, Timeouts, Timestamp, UserMessage,
@@ -679,197 +676,77 @@ struct GatewayOptions {
     held_call_timeout_ms: Option<u64>,
     idle_ttl_ms: Option<u64>,
     max_stored_responses: Option<usize>,
-    client_server: Option<String>,
+    max_sessions: Option<usize>,
+    enabled_tools: Option<Vec<String>>,
+    default_model: Option<String>,
+    ping_every_ms: Option<u64>,
+    settle_grace_ms: Option<u64>,
+    start_timeout_ms: Option<u64>,
+    seed: Option<u64>,
+    unix_epoch_ms: Option<u64>,
 }
 
-/// Reads gateway options (`{heldCallTimeoutMs, idleTtlMs, maxStoredResponses, clientServer}`): the limits, and the
-/// name of the MCP server that offers the client's tools to the CLI (default `client`).
-pub fn gateway_options(text: &str) -> Result<(GatewayConfig, String), JsError> {
-    let options: GatewayOptions = parse("Gateway options", text)?;
-    let mut config = GatewayConfig::default();
-    if let Some(ms) = options.held_call_timeout_ms {
-        config.held_call_timeout_ms = ms;
+/// Reads the `Gateway` options: `{heldCallTimeoutMs, idleTtlMs, maxStoredResponses,
+/// maxSessions, enabledTools, defaultModel, pingEveryMs, settleGraceMs, startTimeoutMs, seed,
+/// unixEpochMs}`, each optional.
+pub fn endpoint_config(text: &str) -> Result<EndpointConfig, JsError> {
+    let o: GatewayOptions = parse("Gateway options", text)?;
+    let mut c = EndpointConfig::default();
+    let set = |field: &mut u64, value: Option<u64>| {
+        if let Some(v) = value {
+            *field = v;
+        }
+    };
+    set(&mut c.limits.held_call_timeout_ms, o.held_call_timeout_ms);
+    set(&mut c.limits.idle_ttl_ms, o.idle_ttl_ms);
+    set(&mut c.ping_every_ms, o.ping_every_ms);
+    set(&mut c.settle_grace_ms, o.settle_grace_ms);
+    set(&mut c.start_timeout_ms, o.start_timeout_ms);
+    set(&mut c.seed, o.seed);
+    set(&mut c.unix_epoch_ms, o.unix_epoch_ms);
+    if let Some(n) = o.max_stored_responses {
+        c.limits.max_stored_responses = n;
     }
-    if let Some(ms) = options.idle_ttl_ms {
-        config.idle_ttl_ms = ms;
+    if let Some(n) = o.max_sessions {
+        c.max_sessions = n;
     }
-    if let Some(n) = options.max_stored_responses {
-        config.max_stored_responses = n;
+    if let Some(tools) = o.enabled_tools {
+        c.enabled_tools = tools;
     }
-    Ok((
-        config,
-        options.client_server.unwrap_or_else(|| "client".to_owned()),
-    ))
+    c.default_model = o.default_model;
+    Ok(c)
 }
 
-/// A JS number as a session id.
-pub fn session_id(session: f64) -> Result<SessionId, JsError> {
-    if session.fract() == 0.0 && (1.0..=9_007_199_254_740_991.0).contains(&session) {
-        Ok(session as SessionId)
+/// A JS number as a request or session id (a positive safe integer).
+pub fn id(what: &str, value: f64) -> Result<u64, JsError> {
+    if value.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&value) {
+        Ok(value as u64)
     } else {
         Err(JsError::new(&format!(
-            "session must be a session id from route, got {session}"
+            "{what} must be an integer id >= 0, got {value}"
         )))
     }
 }
 
-/// A route as `{"kind":"continue"|"start","session","sessionKind","answers","prompt",
-/// "replaces","request","clientTools"}`; for a Responses request also `responseId` and
-/// `previousResponseId` (for the response encoder).
-pub fn route(
-    route: &Route,
-    request: &ApiRequest,
-    client_server: &str,
-    response: Option<(&str, Option<&str>)>,
-) -> String {
-    let client_tools: Map<String, Value> =
-        gateway::client_tool_names(&request.conversation, client_server)
-            .into_iter()
-            .map(|(model_name, name)| (model_name, Value::from(name)))
-            .collect();
-    let mut value = match route {
-        Route::Continue {
-            session,
-            answers,
-            prompt,
-        } => {
-            let answers: Vec<Value> = answers
-                .iter()
-                .map(|(id, result)| serde_json::json!({"requestId": id, "result": result}))
-                .collect();
-            serde_json::json!({
-                "kind": "continue",
-                "session": session,
-                "sessionKind": SessionKind::Continued.as_str(),
-                "answers": answers,
-                "prompt": prompt.as_deref().map(prompt_content),
-            })
-        }
-        Route::Start {
-            session,
-            kind,
-            prompt,
-            replaces,
-        } => serde_json::json!({
-            "kind": "start",
-            "session": session,
-            "sessionKind": kind.as_str(),
-            "prompt": prompt_content(prompt),
-            "replaces": replaces,
-        }),
-    };
-    value["request"] = Value::Object(request_fields(request));
-    value["clientTools"] = Value::Object(client_tools);
-    if let Some((id, previous)) = response {
-        value["responseId"] = id.into();
-        value["previousResponseId"] = previous.into();
-    }
-    value.to_string()
-}
-
-/// Reads the assistant message a response returned (canonical JSON, as
-/// `ResponseEncoder.message()` gives it), canonicalized again as request messages are.
-pub fn assistant_message(text: &str) -> Result<Message, JsError> {
-    let message: Value = parse("assistant message", text)?;
-    if message.get("role").and_then(Value::as_str) != Some("assistant") {
-        return Err(JsError::new(
-            "assistant message: the role must be \"assistant\"",
-        ));
-    }
-    let Some(Value::Array(blocks)) = message.get("content") else {
-        return Err(JsError::new(
-            "assistant message: `content` must be an array of canonical blocks",
-        ));
-    };
-    let mut content = Vec::new();
-    for block in blocks {
-        push_block(&mut content, canonical_block(block)?);
-    }
-    Ok(Message {
-        role: Role::Assistant,
-        content,
-    })
-}
-
-/// A block of a canonical message, from its JSON.
-fn canonical_block(block: &Value) -> Result<Block, JsError> {
-    let field = |name: &str| block.get(name).cloned().unwrap_or(Value::Null);
-    let string = |name: &str| {
-        block
-            .get(name)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| JsError::new(&format!("assistant message: a block needs `{name}`")))
-    };
-    Ok(match block.get("type").and_then(Value::as_str) {
-        Some("text") => Block::Text {
-            text: string("text")?,
-        },
-        Some("tool_use") => Block::ToolUse {
-            id: string("id")?,
-            name: string("name")?,
-            input: field("input"),
-        },
-        Some("image") => Block::Image {
-            source: field("source"),
-        },
-        Some("other") => Block::Other {
-            block: field("block"),
-        },
-        _ => {
-            return Err(JsError::new(
-                "assistant message: blocks are text, tool_use, image or other (canonical form)",
-            ))
-        }
-    })
-}
-
-/// Reads a JSON array of tool_use ids.
-pub fn tool_call_ids(text: &str) -> Result<Vec<String>, JsError> {
-    parse("tool call ids", text)
-}
-
-/// What to do with a `tools/call`: `{"action":"answer","result":…}` or `{"action":"hold"}`.
-pub fn call_action(action: &CallAction) -> String {
-    match action {
-        CallAction::Answer(result) => {
-            serde_json::json!({"action": "answer", "result": result}).to_string()
-        }
-        CallAction::Hold => r#"{"action":"hold"}"#.to_owned(),
+/// An API by name.
+///
+/// # Errors
+/// Another name.
+pub fn api(name: &str) -> Result<Api, JsError> {
+    match name {
+        "anthropic" => Ok(Api::Anthropic),
+        "openai" => Ok(Api::OpenAi),
+        "responses" => Ok(Api::Responses),
+        other => Err(JsError::new(&format!(
+            "api must be \"anthropic\", \"openai\" or \"responses\", got {other:?}"
+        ))),
     }
 }
 
-/// The gateway's next deadline as `{"atMs":…,"reason":"held_call"|"idle"}`, or `null`.
-pub fn gateway_deadline(next: Option<(Timestamp, GatewayTimeout)>) -> String {
+/// The endpoint's next deadline as `{"atMs", "reason"}` (the reason in words), or `null`.
+pub fn endpoint_deadline(next: Option<(Timestamp, EndpointTimeout)>) -> String {
     let Some((at, reason)) = next else {
         return "null".to_owned();
     };
-    let reason = match reason {
-        GatewayTimeout::HeldCall => "held_call",
-        GatewayTimeout::Idle => "idle",
-        GatewayTimeout::StoredResponse => "stored_response",
-    };
-    serde_json::json!({"atMs": at, "reason": reason}).to_string()
-}
-
-/// Gateway actions as `[{"action":"answer","session","requestId","result"} |
-/// {"action":"close","session"}]`.
-pub fn gateway_actions(actions: &[Action]) -> String {
-    let actions: Vec<Value> = actions
-        .iter()
-        .map(|action| match action {
-            Action::Answer {
-                session,
-                request_id,
-                result,
-            } => serde_json::json!({
-                "action": "answer",
-                "session": session,
-                "requestId": request_id,
-                "result": result,
-            }),
-            Action::Close { session } => serde_json::json!({"action": "close", "session": session}),
-        })
-        .collect();
-    Value::Array(actions).to_string()
+    serde_json::json!({"atMs": at, "reason": reason.to_string()}).to_string()
 }

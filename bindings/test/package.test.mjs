@@ -54,7 +54,7 @@ import { replayTranscript } from "ccwire";
 import { encodeTranscript, Gateway, historyHash } from "ccwire/conversation";
 const body = { model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "yo" }, { role: "user", content: "and?" }] };
 if (!/^[0-9a-f]{64}$/.test(historyHash(body, { api: "anthropic" }))) throw new Error("no hash");
-if (new Gateway().route(body, { api: "anthropic" }, 0).sessionKind !== "rebuilt") throw new Error("no route");
+if (new Gateway().handleRequest(1, { api: "anthropic" }, body, 0)[0]?.type !== "spawn") throw new Error("no spawn");
 const responses = encodeTranscript(readFileSync(${JSON.stringify(transcript)}), "anthropic-json");
 if (JSON.parse(responses.split("\\n")[0]).type !== "message") throw new Error("no response");
 for (const chunk of replayTranscript(readFileSync(${JSON.stringify(transcript)}))) {

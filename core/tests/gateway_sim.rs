@@ -304,8 +304,9 @@ struct Sim {
     closed: Vec<SessionId>,
     responses: BTreeMap<RequestId, Response>,
     next_request: RequestId,
-    /// Every output in order, for determinism checks.
-    log: Vec<String>,
+    /// Every input and output in order, one JSON object each (`{"in": …}` / `{"out": …}`): the
+    /// scenario the npm package's Gateway replays to show it makes the same bytes.
+    trace: Vec<String>,
     /// Sessions whose CLI prints nothing until released (to stall a start).
     muted: Vec<SessionId>,
     /// Spawns to refuse.
@@ -322,7 +323,7 @@ impl Sim {
             closed: Vec::new(),
             responses: BTreeMap::new(),
             next_request: 0,
-            log: Vec::new(),
+            trace: Vec::new(),
             muted: Vec::new(),
             fail_spawns: false,
         }
@@ -337,8 +338,18 @@ impl Sim {
         self.next_request += 1;
         let id = self.next_request;
         self.responses.insert(id, Response::default());
+        let body = body.to_string();
+        let api_name = match api {
+            Api::Anthropic => "anthropic",
+            Api::OpenAi => "openai",
+            Api::Responses => "responses",
+        };
+        self.input(
+            json!({"op": "request", "now": self.now, "request": id, "api": api_name,
+                          "tenant": tenant, "body": body}),
+        );
         self.endpoint
-            .handle_request(self.now, id, api, tenant, body.to_string().as_bytes());
+            .handle_request(self.now, id, api, tenant, body.as_bytes());
         self.run();
         id
     }
@@ -352,10 +363,12 @@ impl Sim {
         let mut stdout: VecDeque<(SessionId, String)> = VecDeque::new();
         loop {
             while let Some(output) = self.endpoint.poll_output() {
-                self.log.push(format!("{} {output:?}", self.now));
+                self.trace.push(format!("{{\"out\":{}}}", output.to_json()));
                 match output {
                     EndpointOutput::Spawn { session, spec } => {
                         if self.fail_spawns {
+                            self.input(json!({"op": "spawn_failed", "now": self.now,
+                                              "session": session, "error": "no such file"}));
                             self.endpoint
                                 .handle_spawn_failed(self.now, session, "no such file");
                             continue;
@@ -399,6 +412,7 @@ impl Sim {
             if self.muted.contains(&session) {
                 continue;
             }
+            self.input(json!({"op": "stdout", "now": self.now, "session": session, "data": l}));
             self.endpoint.handle_stdout(self.now, session, l.as_bytes());
         }
     }
@@ -411,6 +425,7 @@ impl Sim {
                 break;
             }
             self.now = self.now.max(at);
+            self.input(json!({"op": "timeout", "now": self.now}));
             self.endpoint.handle_timeout(self.now);
             self.run();
         }
@@ -418,14 +433,23 @@ impl Sim {
     }
 
     fn exit(&mut self, session: SessionId, code: i32) {
+        self.input(
+            json!({"op": "exit", "now": self.now, "session": session, "code": code,
+                          "signal": null, "stderr": "boom"}),
+        );
         self.endpoint
             .handle_exit(self.now, session, Some(code), None, "boom");
         self.run();
     }
 
     fn gone(&mut self, request: RequestId) {
+        self.input(json!({"op": "client_gone", "now": self.now, "request": request}));
         self.endpoint.handle_client_gone(self.now, request);
         self.run();
+    }
+
+    fn input(&mut self, input: Value) {
+        self.trace.push(json!({"in": input}).to_string());
     }
 
     fn cli(&self, session: SessionId) -> &FakeCli {
@@ -880,7 +904,7 @@ fn many(seed: u64) -> (Vec<String>, usize) {
         .values()
         .filter(|r| r.status == 200 && r.ended)
         .count();
-    (sim.log, ok)
+    (sim.trace, ok)
 }
 
 #[test]
@@ -889,4 +913,101 @@ fn many_conversations_give_the_same_outputs_every_time() {
     let (second, _) = many(7);
     assert_eq!(ok, 120, "every request answered");
     assert_eq!(first, second);
+}
+
+/// One scenario over the three APIs — held calls (parallel ones too), a partial request, a
+/// keep-alive, a client gone, a stored response continued, an expiry, a rebuild, a CLI that
+/// dies — kept as a snapshot of every input and output. The npm package's Gateway replays its
+/// inputs and must make the same outputs, byte for byte (`bindings/test/gateway.test.mjs`).
+#[test]
+fn scenario() {
+    let mut sim = Sim::new(EndpointConfig {
+        seed: 42,
+        unix_epoch_ms: 1_800_000_000_000,
+        ..EndpointConfig::default()
+    });
+    // Anthropic, streamed: a held call and its result.
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    sim.send(Api::Anthropic, "alice", anthropic(ask.clone(), true));
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    sim.send(Api::Anthropic, "alice", anthropic(json!(messages), true));
+    // Chat Completions: parallel calls, a partial answer (400), then both.
+    let tools = json!([{"type": "function", "function": {"name": "lookup",
+        "parameters": {"type": "object"}}}]);
+    let ask = json!([{"role": "user", "content": "lookup: rome, oslo"}]);
+    sim.send(
+        Api::OpenAi,
+        "bob",
+        json!({"model": "gpt-4o", "tools": tools, "messages": ask,
+        "stream": true, "stream_options": {"include_usage": true}}),
+    );
+    let calls = json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "toolu_1", "type": "function", "function": {"name": "lookup", "arguments": "{\"key\":\"rome\"}"}},
+        {"id": "toolu_2", "type": "function", "function": {"name": "lookup", "arguments": "{\"key\":\"oslo\"}"}}]});
+    let one =
+        json!([ask[0], calls, {"role": "tool", "tool_call_id": "toolu_1", "content": "warm"}]);
+    sim.send(
+        Api::OpenAi,
+        "bob",
+        json!({"model": "gpt-4o", "tools": tools, "messages": one}),
+    );
+    let both = json!([ask[0], calls, {"role": "tool", "tool_call_id": "toolu_1", "content": "warm"},
+                      {"role": "tool", "tool_call_id": "toolu_2", "content": "cold"}]);
+    sim.send(
+        Api::OpenAi,
+        "bob",
+        json!({"model": "gpt-4o", "tools": tools, "messages": both}),
+    );
+    // Responses: a stored response, continued by id; a stream that stalls, pings and is left.
+    let first = sim.send(
+        Api::Responses,
+        "carol",
+        json!({"model": "sonnet", "input": "Hi",
+        "store": true}),
+    );
+    let id = sim.response(first).json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    sim.send(
+        Api::Responses,
+        "carol",
+        json!({"model": "sonnet", "input": "More",
+        "previous_response_id": id}),
+    );
+    let stall = sim.send(
+        Api::Responses,
+        "dave",
+        json!({"model": "sonnet", "input": "stall",
+        "stream": true}),
+    );
+    sim.advance(15_000);
+    sim.gone(stall);
+    // A held call expires; its late result rebuilds the conversation.
+    let ask = json!([{"role": "user", "content": "lookup: lima"}]);
+    sim.send(Api::Anthropic, "erin", anthropic(ask.clone(), false));
+    sim.advance(10 * 60 * 1000);
+    let late = json!([ask[0], {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "lima"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "dry"}]}]);
+    sim.send(Api::Anthropic, "erin", anthropic(late, false));
+    // A CLI dies mid-stream; idle sessions close.
+    let dies = sim.send(
+        Api::Anthropic,
+        "frank",
+        anthropic(json!([{"role": "user", "content": "stall"}]), true),
+    );
+    let session = sim.endpoint.request_session(dies).unwrap();
+    sim.exit(session, 1);
+    sim.advance(31 * 60 * 1000);
+    assert_eq!(sim.endpoint.session_count(), 0);
+    assert!(
+        sim.responses.values().all(|r| r.status != 0),
+        "every request was answered"
+    );
+    insta::assert_snapshot!(sim.trace.join("\n"));
 }

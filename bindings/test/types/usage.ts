@@ -12,9 +12,9 @@ import {
   type CanonicalMessage,
   type ChatCompletion,
   type ClientToolCall,
-  type GatewayAction,
+  type GatewayOutput,
+  type CliSpec,
   type GatewayDeadline,
-  type Route,
   type ResponseFormat,
   type ResponseOutcome,
 } from "ccwire/conversation";
@@ -138,65 +138,61 @@ const sse: string = encodeTranscript(new Uint8Array(0), format);
 // @ts-expect-error: not a replay format
 encodeTranscript("", "chunks");
 
-// A JS gateway host: route, send the CLI what the route says, record the response, answer
-// the CLI's tool calls, apply the deadlines.
-const gateway = new Gateway({ heldCallTimeoutMs: 60_000, idleTtlMs: 600_000, clientServer: "client" });
-const route: Route = gateway.route({ model: "m", max_tokens: 1, messages: [] }, { api: "anthropic", tenant: "key" }, Date.now());
-const cli = Session.driver({ mcpServers: [{ name: "client", tools: [] }] });
-if (route.kind === "continue") {
-  for (const { requestId, result } of route.answers) cli.respondMcp(requestId, result, Date.now());
-  if (route.prompt) cli.sendUserMessage({ content: route.prompt }, Date.now());
-} else {
-  const replaced: number | null = route.replaces;
-  const header: "new" | "rebuilt" = route.sessionKind;
-  cli.sendUserMessage({ content: route.prompt }, Date.now());
-  console.log(replaced, header);
+// A JS gateway host: hand the gateway what happened, carry out what it returns.
+const gateway = new Gateway({ heldCallTimeoutMs: 60_000, idleTtlMs: 600_000, maxSessions: 8 });
+function carryOut(outputs: GatewayOutput[]): void {
+  for (const output of outputs) {
+    switch (output.type) {
+      case "spawn": {
+        const spec: CliSpec = output.spec;
+        console.log(output.session, spec.args.join(" "), spec.env_remove, spec.env);
+        break;
+      }
+      case "write":
+        console.log(output.session, output.data.length);
+        break;
+      case "close":
+        console.log(output.session);
+        break;
+      case "respond":
+        console.log(output.request, output.status, output.headers[0]?.[0]);
+        break;
+      case "body":
+        console.log(output.request, output.data);
+        break;
+      case "end":
+        console.log(output.request);
+        break;
+    }
+  }
 }
-const gatewayEncoder = new ResponseEncoder({
-  api: route.request.api,
-  stream: route.request.stream,
-  model: route.request.model,
-  includeUsage: route.request.include_usage,
-  clientTools: route.clientTools,
-});
-gateway.responseDone(route.session, gatewayEncoder, Date.now());
-gateway.responseDone(route.session, gatewayEncoder.message(), gatewayEncoder.toolCalls().map((c) => c.id), Date.now());
-gateway.responseFailed(route.session, Date.now());
-for (const chunk of chunks) {
-  if (chunk.type !== "mcp_tool_call") continue;
-  const action = gateway.toolCall(route.session, chunk.request_id, chunk.tool_use_id, Date.now());
-  if (action.action === "answer") cli.respondMcp(chunk.request_id, action.result, Date.now());
-}
-gateway.toolCancelled(route.session, "toolu_1");
+carryOut(gateway.handleRequest(1, { api: "anthropic", tenant: "key" }, { model: "m", max_tokens: 1, messages: [] }, Date.now()));
+carryOut(gateway.handleStdout(1, new Uint8Array(0), Date.now()));
+carryOut(gateway.handleStdout(1, "{}\n", Date.now()));
+carryOut(gateway.handleExit(1, { code: 1, stderr: "boom" }, Date.now()));
+carryOut(gateway.handleSpawnFailed(2, "ENOENT", Date.now()));
+carryOut(gateway.handleClientGone(1, Date.now()));
 const gatewayDeadline: GatewayDeadline | null = gateway.nextDeadline();
-const actions: GatewayAction[] = gateway.handleTimeout(gatewayDeadline?.atMs ?? Date.now());
-for (const action of actions) {
-  if (action.action === "answer") console.log(action.requestId, action.result.isError);
-  else gateway.close(action.session);
-}
-const counts: number = gateway.sessionCount + gateway.heldCount;
+carryOut(gateway.handleTimeout(gatewayDeadline?.atMs ?? Date.now()));
+carryOut(gateway.close(1, Date.now()));
+const modelIds: string[] = gateway.models().data.map((m) => m.id);
+const counts: number = gateway.sessionCount + gateway.heldCount + gateway.requestCount;
 const timeoutText: string = HELD_CALL_TIMEOUT_TEXT;
 gateway.free();
-// @ts-expect-error: the encoder form takes no tool call ids
-gateway.responseDone(route.session, gatewayEncoder, [], Date.now());
-// @ts-expect-error: the message form needs the tool call ids
-gateway.responseDone(route.session, gatewayEncoder.message(), Date.now());
 // @ts-expect-error: a time is required
-gateway.route("{}", { api: "openai" });
-// @ts-expect-error: the API is "anthropic" or "openai"
-gateway.route("{}", { api: "gemini" }, 0);
+gateway.handleRequest(1, { api: "openai" }, "{}");
+// @ts-expect-error: the API is "anthropic", "openai" or "responses"
+gateway.handleRequest(1, { api: "gemini" }, "{}", 0);
 // @ts-expect-error: session ids are numbers
-gateway.close("1");
+gateway.close("1", 0);
 // @ts-expect-error: not an option
 new Gateway({ heldCallMs: 5 });
-// @ts-expect-error: a continue route has no `replaces`
-if (route.kind === "continue") console.log(route.replaces);
-// @ts-expect-error: an answer action of toolCall has a result, not a requestId
-const noRequestId = gateway.toolCall(1, "r", "t", 0).requestId;
+// @ts-expect-error: a write has no status
+const noStatus = (gateway.handleTimeout(0)[0] as Extract<GatewayOutput, { type: "write" }>).status;
 
 // @ts-expect-error: a chunk type that does not exist
 const wrong: Chunk["type"] = "text";
 
 export { more, at, ids, lines, pushed, delivered, interrupted, wait, statuses, running, hash, wrong };
 export { frames, keepAlive, started, calls, message, anthropicBody, finish, sse };
-export { counts, timeoutText, noRequestId };
+export { counts, timeoutText, noStatus, modelIds };

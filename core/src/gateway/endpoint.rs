@@ -34,6 +34,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::{
@@ -101,7 +102,7 @@ impl Default for EndpointConfig {
 }
 
 /// How to start a CLI for a session: data, so every host starts it the same way.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CliSpec {
     /// The arguments after the executable, the stream-json flags included.
     pub args: Vec<String>,
@@ -111,8 +112,10 @@ pub struct CliSpec {
     pub env: Vec<(String, String)>,
 }
 
-/// What the host must do; drain with [`Endpoint::poll_output`].
-#[derive(Debug, Clone, PartialEq)]
+/// What the host must do; drain with [`Endpoint::poll_output`]. Serialized (as the npm package
+/// hands it out) with a `type` tag and the bytes as text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum EndpointOutput {
     /// Start a CLI process for `session`. Its stdout goes to
@@ -130,6 +133,7 @@ pub enum EndpointOutput {
         /// The session.
         session: SessionId,
         /// The bytes.
+        #[serde(rename = "data", serialize_with = "as_text")]
         bytes: Vec<u8>,
     },
     /// Close the session's stdin, then end the process after a grace period. The endpoint has
@@ -152,6 +156,7 @@ pub enum EndpointOutput {
         /// The request.
         request: RequestId,
         /// SSE frames, or the JSON body.
+        #[serde(rename = "data", serialize_with = "as_text")]
         bytes: Vec<u8>,
     },
     /// The response is complete; the request is forgotten.
@@ -159,6 +164,18 @@ pub enum EndpointOutput {
         /// The request.
         request: RequestId,
     },
+}
+
+impl EndpointOutput {
+    /// The output as one line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("outputs always serialize")
+    }
+}
+
+/// Bytes the endpoint made (always UTF-8: JSON lines, SSE frames, JSON bodies) as text.
+fn as_text<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&String::from_utf8_lossy(bytes))
 }
 
 /// Why [`Endpoint::poll_timeout`] wants to be woken.
@@ -189,6 +206,32 @@ pub enum EndpointTimeout {
         /// What it waits for.
         reason: TimeoutReason,
     },
+}
+
+impl std::fmt::Display for EndpointTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EndpointTimeout::Gateway(GatewayTimeout::HeldCall) => {
+                write!(f, "a held tool call's deadline")
+            }
+            EndpointTimeout::Gateway(GatewayTimeout::Idle) => write!(f, "an idle session's TTL"),
+            EndpointTimeout::Gateway(GatewayTimeout::StoredResponse) => {
+                write!(f, "a stored response's TTL")
+            }
+            EndpointTimeout::Ping { request } => {
+                write!(f, "a keep-alive frame for request {request}")
+            }
+            EndpointTimeout::Settle { session } => {
+                write!(f, "session {session}'s interrupted turn has not ended")
+            }
+            EndpointTimeout::Start { session } => {
+                write!(f, "session {session}'s CLI has not answered initialize")
+            }
+            EndpointTimeout::Session { session, reason } => {
+                write!(f, "session {session} is {reason}")
+            }
+        }
+    }
 }
 
 /// One live CLI.

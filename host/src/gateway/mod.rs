@@ -350,7 +350,11 @@ async fn run_cli(
             }
         }
     }
-    let grace = if grace_passed { Duration::ZERO } else { CLOSE_GRACE };
+    let grace = if grace_passed {
+        Duration::ZERO
+    } else {
+        CLOSE_GRACE
+    };
     let exit = match process.shutdown(grace).await {
         Ok(exit) => exit,
         Err(error) => {
