@@ -10,7 +10,7 @@
 //! are the headers to add to the responses of those origins. [`check_content_type`] runs on the
 //! API routes.
 
-use super::{ApiError, ApiErrorKind};
+use super::{Api, ApiError, ApiErrorKind};
 
 /// Request headers a browser client of the gateway may send: those of the Anthropic and OpenAI
 /// SDKs. Besides these, every `x-stainless-*` header is allowed.
@@ -251,6 +251,87 @@ impl BrowserPolicy {
     }
 }
 
+/// The API keys a gateway accepts. A key is also the caller's tenant: conversations and stored
+/// responses are scoped by it.
+#[derive(Clone, Default)]
+pub struct ApiKeys {
+    /// Each key with its SHA-256 digest; a key is found by comparing digests in constant time,
+    /// so the time an answer takes says nothing about how much of a key was right.
+    keys: Vec<(String, [u8; 32])>,
+}
+
+impl std::fmt::Debug for ApiKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApiKeys({} keys)", self.keys.len())
+    }
+}
+
+impl ApiKeys {
+    /// These keys (none: every caller is accepted, as one tenant).
+    pub fn new(keys: &[String]) -> ApiKeys {
+        ApiKeys {
+            keys: keys.iter().map(|k| (k.clone(), digest(k))).collect(),
+        }
+    }
+
+    /// Whether no key is needed.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The caller's tenant from its `x-api-key` or `Authorization: Bearer` header (`""` when
+    /// no keys are set).
+    ///
+    /// # Errors
+    /// A 401 for a missing or wrong key.
+    pub fn authenticate(
+        &self,
+        x_api_key: Option<&str>,
+        authorization: Option<&str>,
+    ) -> Result<String, ApiError> {
+        if self.keys.is_empty() {
+            return Ok(String::new());
+        }
+        let given = x_api_key
+            .or_else(|| authorization.and_then(|v| v.strip_prefix("Bearer ")))
+            .map(str::trim);
+        let Some(given) = given else {
+            return Err(ApiError::new(
+                ApiErrorKind::Authentication,
+                "an API key is required (x-api-key or Authorization: Bearer)",
+            ));
+        };
+        let given = digest(given);
+        // Every key is compared, found or not.
+        let mut found = None;
+        for (key, known) in &self.keys {
+            if bool::from(subtle::ConstantTimeEq::ct_eq(&known[..], &given[..])) {
+                found = Some(key);
+            }
+        }
+        found
+            .cloned()
+            .ok_or_else(|| ApiError::new(ApiErrorKind::Authentication, "invalid API key"))
+    }
+}
+
+fn digest(key: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(key.as_bytes()).into()
+}
+
+/// The API whose error shape a path's errors take: `/v1/chat/*` and `/v1/responses*` are
+/// OpenAI's, `/v1/models` too unless the client sent `anthropic-version`; the rest Anthropic's.
+pub fn api_of_path(path: &str, anthropic_version: bool) -> Api {
+    if path.starts_with("/v1/responses") {
+        Api::Responses
+    } else if path.starts_with("/v1/chat") || (path == "/v1/models" && !anthropic_version) {
+        Api::OpenAi
+    } else {
+        Api::Anthropic
+    }
+}
+
 /// Whether a request body's `Content-Type` is JSON (`application/json`, parameters allowed).
 ///
 /// # Errors
@@ -346,6 +427,39 @@ fn normalize_origin(origin: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_is_the_tenant_and_anything_else_is_a_401() {
+        let keys = ApiKeys::new(&["k-one".to_owned(), "k-two".to_owned()]);
+        assert_eq!(keys.authenticate(Some("k-two"), None).unwrap(), "k-two");
+        assert_eq!(
+            keys.authenticate(None, Some("Bearer k-one")).unwrap(),
+            "k-one"
+        );
+        assert_eq!(keys.authenticate(Some(" k-one "), None).unwrap(), "k-one");
+        for (x_api_key, authorization) in [
+            (None, None),
+            (Some("k-on"), None),
+            (Some("k-one-and-more"), None),
+            (None, Some("k-one")),
+            (None, Some("Basic k-one")),
+        ] {
+            let err = keys.authenticate(x_api_key, authorization).unwrap_err();
+            assert_eq!(err.status(), 401, "{x_api_key:?} {authorization:?}");
+        }
+        assert_eq!(ApiKeys::new(&[]).authenticate(None, None).unwrap(), "");
+        assert_eq!(format!("{keys:?}"), "ApiKeys(2 keys)", "no key in logs");
+    }
+
+    #[test]
+    fn each_path_answers_errors_in_its_api_s_shape() {
+        assert_eq!(api_of_path("/v1/responses", false), Api::Responses);
+        assert_eq!(api_of_path("/v1/chat/completions", true), Api::OpenAi);
+        assert_eq!(api_of_path("/v1/models", false), Api::OpenAi);
+        assert_eq!(api_of_path("/v1/models", true), Api::Anthropic);
+        assert_eq!(api_of_path("/v1/messages", false), Api::Anthropic);
+        assert_eq!(api_of_path("/nowhere", false), Api::Anthropic);
+    }
 
     fn loopback() -> BrowserPolicy {
         BrowserPolicy::new(true)

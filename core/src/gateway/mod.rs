@@ -713,6 +713,47 @@ impl Gateway {
     }
 }
 
+/// Built-in CLI tools that run code or change files on the machine the CLI runs on.
+pub const CODE_TOOLS: &[&str] = &[
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+];
+
+/// The prefix of the gateway's own variables (`CCWIRE_API_KEYS`, …), which no CLI inherits.
+pub const OWN_ENV_PREFIX: &str = "CCWIRE_";
+
+/// The variables no CLI may inherit, of the gateway's `inherited` ones: every `CCWIRE_*` one
+/// and those the operator `named` (a name, or a prefix ending in `*`); the names given whole
+/// are listed even when not inherited (a host may set them later).
+pub fn env_to_remove<'a>(
+    inherited: impl Iterator<Item = &'a str>,
+    named: &[String],
+) -> Vec<String> {
+    let matches = |name: &str| {
+        name.starts_with(OWN_ENV_PREFIX)
+            || named.iter().any(|n| match n.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == n,
+            })
+    };
+    let mut removed: Vec<String> = named
+        .iter()
+        .filter(|n| !n.ends_with('*'))
+        .cloned()
+        .collect();
+    for name in inherited {
+        if matches(name) && !removed.iter().any(|r| r == name) {
+            removed.push(name.to_owned());
+        }
+    }
+    removed
+}
+
 /// The names the model sees for a request's client tools (`mcp__<server>__<name>`), each with
 /// the client's own name: the map a response encoder needs to show the client its names.
 pub fn client_tool_names(conversation: &Conversation, server: &str) -> HashMap<String, String> {
@@ -903,6 +944,36 @@ pub fn rebuild_prompt(messages: &[Message]) -> Vec<Block> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_cli_inherits_the_gateway_s_variables_or_those_named() {
+        let inherited = [
+            "PATH",
+            "CCWIRE_API_KEYS",
+            "CCWIRE_X",
+            "AWS_SECRET",
+            "AWS_REGION",
+            "DB_PASSWORD",
+            "HOME",
+        ];
+        let named = [
+            "AWS_*".to_owned(),
+            "DB_PASSWORD".to_owned(),
+            "NOT_SET".to_owned(),
+        ];
+        let removed = env_to_remove(inherited.into_iter(), &named);
+        assert_eq!(
+            removed,
+            [
+                "DB_PASSWORD",
+                "NOT_SET",
+                "CCWIRE_API_KEYS",
+                "CCWIRE_X",
+                "AWS_SECRET",
+                "AWS_REGION"
+            ]
+        );
+    }
 
     fn text(t: &str) -> Block {
         Block::Text { text: t.into() }

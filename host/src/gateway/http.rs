@@ -14,15 +14,7 @@ use super::App;
 
 /// The API whose error shape a path's errors take.
 pub(super) fn api_of(path: &str, headers: &HeaderMap) -> Api {
-    let openai = path.starts_with("/v1/chat")
-        || (path == "/v1/models" && !headers.contains_key("anthropic-version"));
-    if path.starts_with("/v1/responses") {
-        Api::Responses
-    } else if openai {
-        Api::OpenAi
-    } else {
-        Api::Anthropic
-    }
+    guard::api_of_path(path, headers.contains_key("anthropic-version"))
 }
 
 /// A header's value; one that is not text reads as a value no check accepts.
@@ -108,30 +100,15 @@ pub(super) fn error_response(api: Api, error: &ApiError) -> Response {
 
 /// The caller's tenant (its key), or a 401.
 pub(super) fn authenticate(app: &App, headers: &HeaderMap) -> Result<String, ApiError> {
-    if app.options.api_keys.is_empty() {
-        return Ok(String::new());
-    }
-    let given = headers
-        .get("x-api-key")
-        .and_then(|v| v.to_str().ok())
-        .or_else(|| {
-            headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-        })
-        .map(str::trim);
-    match given {
-        Some(key) if app.options.api_keys.iter().any(|k| k == key) => Ok(key.to_owned()),
-        Some(_) => Err(ApiError::new(
-            ApiErrorKind::Authentication,
-            "invalid API key",
-        )),
-        None => Err(ApiError::new(
-            ApiErrorKind::Authentication,
-            "an API key is required (x-api-key or Authorization: Bearer)",
-        )),
-    }
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    app.keys.authenticate(
+        text(header::HeaderName::from_static("x-api-key")),
+        text(header::AUTHORIZATION),
+    )
 }
 
 pub(super) fn read_body(

@@ -27,11 +27,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::Router;
-use ccwire_core::api::guard::{BrowserPolicy, InvalidAllowance};
+use ccwire_core::api::guard::{ApiKeys, BrowserPolicy, InvalidAllowance};
 use ccwire_core::api::{Api, ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
-    CliSpec, Endpoint, EndpointConfig, EndpointOutput, GatewayConfig, RequestId, SessionId,
-    STRIPPED_ENV,
+    env_to_remove, CliSpec, Endpoint, EndpointConfig, EndpointOutput, GatewayConfig, RequestId,
+    SessionId,
 };
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -42,19 +42,7 @@ use crate::claude::find_cli;
 use crate::process::CliProcess;
 use http::{api_of, authenticate, error_response, read_body};
 
-/// Built-in CLI tools that run code or change files on the gateway's machine.
-pub const CODE_TOOLS: &[&str] = &[
-    "Bash",
-    "BashOutput",
-    "KillShell",
-    "Write",
-    "Edit",
-    "MultiEdit",
-    "NotebookEdit",
-];
-
-/// The prefix of the gateway's own variables, which no CLI inherits.
-const OWN_ENV_PREFIX: &str = "CCWIRE_";
+pub use ccwire_core::gateway::CODE_TOOLS;
 
 /// How the gateway runs.
 #[derive(Debug, Clone)]
@@ -182,6 +170,7 @@ struct App {
     /// Where token counts come from, when the CLI's environment names an API key.
     upstream: Option<upstream::Upstream>,
     browser: BrowserPolicy,
+    keys: ApiKeys,
     /// Inherited variables no CLI gets.
     env_remove: Vec<std::ffi::OsString>,
     claude: Result<PathBuf, String>,
@@ -595,7 +584,14 @@ impl Server {
         for host in &options.allow_hosts {
             browser.allow_host(host)?;
         }
-        let env_remove = removed_env(std::env::vars_os().map(|(k, _)| k), &options.env_remove);
+        let inherited: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .collect();
+        let env_remove: Vec<std::ffi::OsString> =
+            env_to_remove(inherited.iter().map(String::as_str), &options.env_remove)
+                .into_iter()
+                .map(Into::into)
+                .collect();
         let upstream = upstream::Upstream::from_cli_env(&options.env, &env_remove);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -618,6 +614,7 @@ impl Server {
             ..EndpointConfig::default()
         });
         let app = Arc::new(App {
+            keys: ApiKeys::new(&options.api_keys),
             options,
             upstream,
             browser,
@@ -747,30 +744,4 @@ async fn cli_version(path: &std::path::Path) -> Option<String> {
     .ok()?;
     let text = String::from_utf8_lossy(&output.stdout);
     text.split_whitespace().next().map(str::to_owned)
-}
-
-/// The variables no CLI inherits: every `CCWIRE_*` one, those the operator named (a name or a
-/// `PREFIX*`), and those that would let the CLI time out or background a held call.
-fn removed_env(
-    inherited: impl Iterator<Item = std::ffi::OsString>,
-    named: &[String],
-) -> Vec<std::ffi::OsString> {
-    let matches = |name: &str| {
-        name.starts_with(OWN_ENV_PREFIX)
-            || named.iter().any(|n| match n.strip_suffix('*') {
-                Some(prefix) => name.starts_with(prefix),
-                None => name == n,
-            })
-    };
-    let mut removed: Vec<std::ffi::OsString> = STRIPPED_ENV
-        .iter()
-        .map(Into::into)
-        .chain(named.iter().filter(|n| !n.ends_with('*')).map(Into::into))
-        .collect();
-    for name in inherited {
-        if name.to_str().is_some_and(matches) && !removed.contains(&name) {
-            removed.push(name);
-        }
-    }
-    removed
 }
