@@ -22,6 +22,7 @@ export {
   canonicalRequest,
   encodeTranscript,
   historyHash,
+  routeKey,
 } from "./conversation.js";
 
 /** Already done in Node; kept so code written for browsers runs unchanged. */

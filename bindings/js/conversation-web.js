@@ -11,6 +11,7 @@ export {
   canonicalRequest,
   encodeTranscript,
   historyHash,
+  routeKey,
 } from "./conversation.js";
 
 /**

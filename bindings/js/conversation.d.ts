@@ -46,6 +46,11 @@ export function canonicalRequest(
   body: string | object,
   options: { api: ApiName; tenant?: string },
 ): CanonicalRequest;
+/** Which gateway must serve a request: any (`new`), or the one that claimed `key`. */
+export function routeKey(
+  body: string | object,
+  options: { api: ApiName; tenant?: string },
+): { kind: "new" } | { kind: "conversation"; key: string };
 export function historyHash(
   body: string | object,
   options: { api: ApiName; tenant?: string },
@@ -228,6 +233,8 @@ export interface GatewayOptions {
    * `performance.now()`.
    */
   unixEpochMs?: number;
+  /** Report every change of the routing index as `claim` / `release` outputs (scale-out). */
+  publishIndex?: boolean;
 }
 /** How to start a session's CLI. */
 export interface CliSpec {
@@ -245,7 +252,11 @@ export type GatewayOutput =
   | { type: "close"; session: number }
   | { type: "respond"; request: number; status: number; headers: [string, string][] }
   | { type: "body"; request: number; data: string }
-  | { type: "end"; request: number };
+  | { type: "end"; request: number }
+  /** Requests with this routing key belong to this gateway now (with `publishIndex`). */
+  | { type: "claim"; key: string }
+  /** They no longer do. */
+  | { type: "release"; key: string };
 /** When the gateway wants `handleTimeout`, and why (in words). */
 export interface GatewayDeadline {
   atMs: number;

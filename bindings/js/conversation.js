@@ -59,6 +59,16 @@ export function canonicalRequest(body, { api, tenant = "" }) {
   return withRequest((text) => wasm.canonicalRequest(api, text, tenant), body);
 }
 
+/**
+ * Which gateway must serve a request, when several share the work: `{kind: "new"}` (any), or
+ * `{kind: "conversation", key}` — the gateway that claimed `key` (a `Gateway` with
+ * `publishIndex` reports its claims).
+ */
+export function routeKey(body, { api, tenant = "" }) {
+  check();
+  return withRequest((text) => wasm.routeKey(api, text, String(tenant)), body);
+}
+
 /** The history hash of a request body (`null` before the first assistant message). */
 export function historyHash(body, options) {
   return canonicalRequest(body, options).history_hash;

@@ -2,6 +2,8 @@
 
 use wasm_bindgen::prelude::*;
 
+use ccwire_core::gateway::{Endpoint, RouteKey};
+
 use crate::interop;
 
 /// Parses an API request body (`api` is `anthropic` or `openai`) into its canonical form with
@@ -15,4 +17,23 @@ pub fn canonical_request(api: &str, body: &str, tenant: &str) -> Result<String, 
     let (api, parsed) = interop::parse_request(api, body)?;
     let request = parsed.map_err(|err| interop::api_error(&err, api))?;
     Ok(interop::canonical_request(&request, tenant))
+}
+
+/// The key that says which gateway must serve a request (`Endpoint::route_key`), as JSON:
+/// `{"kind":"new"}` or `{"kind":"conversation","key":…}`.
+///
+/// # Errors
+/// An unknown `api`, or the API's own validation error (message `ccwire-api-error <status>
+/// <body>`).
+#[wasm_bindgen(js_name = routeKey)]
+pub fn route_key(api: &str, body: &str, tenant: &str) -> Result<String, JsError> {
+    let api = interop::api(api)?;
+    let key = Endpoint::route_key(api, tenant, body.as_bytes())
+        .map_err(|err| interop::api_error(&err, api))?;
+    Ok(match key {
+        RouteKey::New => r#"{"kind":"new"}"#.to_owned(),
+        RouteKey::Conversation(key) => {
+            serde_json::json!({"kind": "conversation", "key": key}).to_string()
+        }
+    })
 }

@@ -684,11 +684,12 @@ struct GatewayOptions {
     start_timeout_ms: Option<u64>,
     seed: Option<u64>,
     unix_epoch_ms: Option<u64>,
+    publish_index: Option<bool>,
 }
 
 /// Reads the `Gateway` options: `{heldCallTimeoutMs, idleTtlMs, maxStoredResponses,
 /// maxSessions, enabledTools, defaultModel, pingEveryMs, settleGraceMs, startTimeoutMs, seed,
-/// unixEpochMs}`, each optional.
+/// unixEpochMs, publishIndex}`, each optional.
 pub fn endpoint_config(text: &str) -> Result<EndpointConfig, JsError> {
     let o: GatewayOptions = parse("Gateway options", text)?;
     let mut c = EndpointConfig::default();
@@ -714,6 +715,7 @@ pub fn endpoint_config(text: &str) -> Result<EndpointConfig, JsError> {
         c.enabled_tools = tools;
     }
     c.default_model = o.default_model;
+    c.publish_index = o.publish_index.unwrap_or(false);
     Ok(c)
 }
 

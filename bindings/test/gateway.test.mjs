@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { Gateway, HELD_CALL_TIMEOUT_TEXT } from "ccwire/conversation";
+import { Gateway, HELD_CALL_TIMEOUT_TEXT, routeKey } from "ccwire/conversation";
 import { snapshotDir } from "./helpers.mjs";
 
 /** The inputs and outputs of the core's `gateway_sim::scenario`, in order. */
@@ -121,4 +121,33 @@ test("bad options, ids, APIs and times are errors", () => {
   // Input for a session it does not know is ignored.
   assert.deepEqual(gateway.handleStdout(99, "{}\n", 0), []);
   assert.deepEqual(gateway.handleClientGone(99, 0), []);
+});
+
+test("with publishIndex a gateway claims the key routeKey gives for the conversation's next request", () => {
+  const steps = scenario();
+  const gateway = new Gateway({ seed: 42, unixEpochMs: 1_800_000_000_000, publishIndex: true });
+  const claims = [];
+  for (const step of steps) {
+    if (!step.in) continue;
+    for (const output of feed(gateway, step.in)) {
+      if (output.type === "claim") claims.push(output.key);
+    }
+  }
+  // The scenario's first conversation, continued after its tool round trip.
+  const body = {
+    model: "sonnet", max_tokens: 100, stream: true,
+    tools: [{ name: "lookup", description: "Look a key up.", input_schema: { type: "object", properties: { key: { type: "string" } } } }],
+    messages: [
+      { role: "user", content: "lookup: paris" },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "lookup", input: { key: "paris" } }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "sunny" }] },
+      { role: "assistant", content: "done: sunny" },
+      { role: "user", content: "And now?" },
+    ],
+  };
+  const key = routeKey(body, { api: "anthropic", tenant: "alice" });
+  assert.equal(key.kind, "conversation");
+  assert.ok(claims.includes(key.key), "the gateway claimed it");
+  assert.ok(!claims.includes(routeKey(body, { api: "anthropic", tenant: "bob" }).key), "keys are per tenant");
+  assert.deepEqual(routeKey({ model: "m", max_tokens: 1, messages: [{ role: "user", content: "Hi" }] }, { api: "anthropic" }), { kind: "new" });
 });

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use ccwire_core::api::Api;
 use ccwire_core::gateway::{
-    CliSpec, Endpoint, EndpointConfig, EndpointOutput, RequestId, SessionId, HELD_CALL_TIMEOUT_TEXT,
+    CliSpec, Endpoint, EndpointConfig, EndpointOutput, RequestId, RouteKey, SessionId,
+    HELD_CALL_TIMEOUT_TEXT,
 };
 use serde_json::{json, Value};
 
@@ -403,6 +404,7 @@ impl Sim {
                         assert!(response.status != 0 && !response.ended, "one end");
                         response.ended = true;
                     }
+                    EndpointOutput::Claim { .. } | EndpointOutput::Release { .. } => {}
                     other => panic!("an output the harness does not know: {other:?}"),
                 }
             }
@@ -1010,4 +1012,77 @@ fn scenario() {
         "every request was answered"
     );
     insta::assert_snapshot!(sim.trace.join("\n"));
+}
+
+/// Two gateways behind a router that knows nothing but `route_key` and the keys each gateway
+/// claims: every request of a conversation reaches the gateway that holds it.
+#[test]
+fn a_router_with_the_published_index_keeps_each_conversation_on_its_gateway() {
+    let config = EndpointConfig {
+        publish_index: true,
+        ..EndpointConfig::default()
+    };
+    let mut gateways = [Sim::new(config.clone()), Sim::new(config)];
+    let mut owner: BTreeMap<String, usize> = BTreeMap::new();
+    let mut next_new = 0;
+    let mut conversations: Vec<Vec<Value>> = (0..4)
+        .map(|c| vec![json!({"role": "user", "content": format!("lookup: k{c}")})])
+        .collect();
+    for _round in 0..3 {
+        for (c, messages) in conversations.iter_mut().enumerate() {
+            let body = anthropic(json!(messages), false);
+            let key =
+                Endpoint::route_key(Api::Anthropic, "t", body.to_string().as_bytes()).unwrap();
+            let at = match &key {
+                RouteKey::New => {
+                    next_new += 1;
+                    next_new % 2
+                }
+                RouteKey::Conversation(key) => *owner.get(key).expect("a claimed key"),
+            };
+            let sim = &mut gateways[at];
+            let seen = sim.trace.len();
+            let id = sim.send(Api::Anthropic, "t", body);
+            let response = sim.response(id).clone();
+            let expected = if matches!(key, RouteKey::New) {
+                "new"
+            } else {
+                "continued"
+            };
+            assert_eq!(
+                response.header("x-ccwire-session"),
+                Some(expected),
+                "conversation {c}"
+            );
+            // The router learns what the gateway claimed and released.
+            for line in &sim.trace[seen..] {
+                let step: Value = serde_json::from_str(line).unwrap();
+                match step["out"]["type"].as_str() {
+                    Some("claim") => {
+                        owner.insert(step["out"]["key"].as_str().unwrap().to_owned(), at);
+                    }
+                    Some("release") => {
+                        owner.remove(step["out"]["key"].as_str().unwrap());
+                    }
+                    _ => {}
+                }
+            }
+            let content = response.json()["content"].clone();
+            messages.push(json!({"role": "assistant", "content": content}));
+            messages.push(match content[0]["type"].as_str() {
+                Some("tool_use") => json!({"role": "user", "content": [{"type": "tool_result",
+                    "tool_use_id": content[0]["id"], "content": "v"}]}),
+                _ => json!({"role": "user", "content": "lookup: again"}),
+            });
+        }
+    }
+    assert_eq!(gateways[0].endpoint.session_count(), 2);
+    assert_eq!(gateways[1].endpoint.session_count(), 2);
+    assert_eq!(owner.len(), 4, "one live key per conversation");
+    // A closed conversation releases its key: its next request may go anywhere (and rebuilds).
+    gateways[0].advance(31 * 60 * 1000);
+    assert!(gateways[0]
+        .trace
+        .iter()
+        .any(|l| l.contains(r#""type":"release""#)));
 }

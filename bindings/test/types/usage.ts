@@ -139,7 +139,7 @@ const sse: string = encodeTranscript(new Uint8Array(0), format);
 encodeTranscript("", "chunks");
 
 // A JS gateway host: hand the gateway what happened, carry out what it returns.
-const gateway = new Gateway({ heldCallTimeoutMs: 60_000, idleTtlMs: 600_000, maxSessions: 8 });
+const gateway = new Gateway({ heldCallTimeoutMs: 60_000, idleTtlMs: 600_000, maxSessions: 8, publishIndex: true });
 function carryOut(outputs: GatewayOutput[]): void {
   for (const output of outputs) {
     switch (output.type) {
@@ -162,6 +162,10 @@ function carryOut(outputs: GatewayOutput[]): void {
         break;
       case "end":
         console.log(output.request);
+        break;
+      case "claim":
+      case "release":
+        console.log(output.key);
         break;
     }
   }

@@ -31,6 +31,25 @@
 //!
 //! Every request gets exactly one `Respond`, then any number of `Body`, then one `End`. Output
 //! order is deterministic: the same inputs give the same outputs.
+//!
+//! ## Scale-out
+//!
+//! A conversation lives in one CLI process on one machine, with its held tool calls, so more
+//! than one gateway needs affinity: each request must reach the gateway that holds its
+//! conversation. The seam for that is two pieces of data, no IO:
+//!
+//! - [`Endpoint::route_key`] computes, from a request alone, the key of the conversation it
+//!   continues (the scoped history hash, or the stored response it names), or that it starts a
+//!   new one (any gateway will do). Any gateway, or a router in front of them, can compute it.
+//! - With [`EndpointConfig::publish_index`], every change of what this gateway serves comes out
+//!   as [`EndpointOutput::Claim`] and [`EndpointOutput::Release`] with such keys (digests: no
+//!   tenant key leaves the gateway).
+//!
+//! A host that scales out writes claims and releases to a shared registry (a Redis hash of key
+//! → gateway address, with the gateway's liveness as a TTL) and, for a request whose key another
+//! gateway claims, forwards it there. A key nobody claims (the owner died or expired it) is
+//! served here and rebuilt from the history, as after a restart. The in-memory registry of one
+//! gateway is the default; a shared one is a backend of the host, not a change of this engine.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -39,7 +58,7 @@ use serde_json::{json, Map, Value};
 
 use super::{
     check_request, cli_model, cli_settings_args, client_tool_names, prompt_content, CallAction,
-    Gateway, GatewayConfig, GatewayTimeout, Route, SessionId, SessionKind,
+    Gateway, GatewayConfig, GatewayTimeout, IndexChange, Route, SessionId, SessionKind,
 };
 use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
@@ -83,6 +102,9 @@ pub struct EndpointConfig {
     pub seed: u64,
     /// The wall clock at `now = 0`, in Unix milliseconds (OpenAI's `created`).
     pub unix_epoch_ms: u64,
+    /// Report every change of the routing index as `Claim` / `Release` outputs (for a host
+    /// that shares it with other gateways; see the module docs).
+    pub publish_index: bool,
 }
 
 impl Default for EndpointConfig {
@@ -97,6 +119,7 @@ impl Default for EndpointConfig {
             start_timeout_ms: 60_000,
             seed: 0,
             unix_epoch_ms: 0,
+            publish_index: false,
         }
     }
 }
@@ -164,6 +187,26 @@ pub enum EndpointOutput {
         /// The request.
         request: RequestId,
     },
+    /// Requests whose [`route_key`](Endpoint::route_key) is `key` belong to this gateway now
+    /// (only with [`EndpointConfig::publish_index`]).
+    Claim {
+        /// The key.
+        key: String,
+    },
+    /// Requests with this key no longer do.
+    Release {
+        /// The key.
+        key: String,
+    },
+}
+
+/// Which gateway a request must reach ([`Endpoint::route_key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteKey {
+    /// It starts a conversation: any gateway.
+    New,
+    /// It continues the conversation with this key: the gateway that claimed it.
+    Conversation(String),
 }
 
 impl EndpointOutput {
@@ -286,8 +329,12 @@ pub struct Endpoint {
 impl Endpoint {
     /// An endpoint with these settings.
     pub fn new(config: EndpointConfig) -> Endpoint {
+        let mut registry = Gateway::new(config.limits);
+        if config.publish_index {
+            registry.publish_index();
+        }
         Endpoint {
-            registry: Gateway::new(config.limits),
+            registry,
             config,
             lives: BTreeMap::new(),
             requests: BTreeMap::new(),
@@ -365,6 +412,35 @@ impl Endpoint {
             "first_id": ids.first().map(|(id, _)| id),
             "last_id": ids.last().map(|(id, _)| id),
         })
+    }
+
+    /// The key that says which gateway must serve a request (see the module docs): the scoped
+    /// hash of the history it continues, the stored response it names, or none for a new
+    /// conversation. Changes nothing.
+    ///
+    /// # Errors
+    /// The request's own validation error, as [`handle_request`](Self::handle_request) would
+    /// answer it.
+    pub fn route_key(api: Api, tenant: &str, body: &[u8]) -> Result<RouteKey, ApiError> {
+        let request = match api {
+            Api::Anthropic => api::anthropic::parse_request(body),
+            Api::OpenAi => api::openai::parse_request(body),
+            Api::Responses => api::responses::parse_request(body),
+        }?;
+        if let Some(previous) = &request.previous_response_id {
+            return Ok(RouteKey::Conversation(super::stored_response_key(
+                tenant, previous,
+            )));
+        }
+        let n = request.conversation.history_len();
+        if n == 0 {
+            return Ok(RouteKey::New);
+        }
+        let scope = super::request_scope(tenant, &request);
+        Ok(RouteKey::Conversation(crate::conversation::history_hash(
+            &scope,
+            &request.conversation.messages[..n],
+        )))
     }
 
     // ---- inputs --------------------------------------------------------------------------
@@ -664,6 +740,7 @@ impl Endpoint {
 
     /// The next thing for the host to do.
     pub fn poll_output(&mut self) -> Option<EndpointOutput> {
+        self.publish();
         self.outputs.pop_front()
     }
 
@@ -977,6 +1054,8 @@ impl Endpoint {
         {
             self.registry.response_failed(session, now);
         }
+        // The conversation's new key is claimed before the client can send its next request.
+        self.publish();
         if flight.responded {
             self.outputs.push_back(EndpointOutput::End { request });
             return;
@@ -995,6 +1074,16 @@ impl Endpoint {
                 let error = ApiError::new(ApiErrorKind::Api, "the response ended without a body");
                 self.respond_error(request, flight.api, &flight.headers, &error);
             }
+        }
+    }
+
+    /// Moves the routing index's changes into the outputs.
+    fn publish(&mut self) {
+        for change in self.registry.take_index_changes() {
+            self.outputs.push_back(match change {
+                IndexChange::Claim(key) => EndpointOutput::Claim { key },
+                IndexChange::Release(key) => EndpointOutput::Release { key },
+            });
         }
     }
 

@@ -11,8 +11,8 @@
 mod endpoint;
 
 pub use endpoint::{
-    CliSpec, Endpoint, EndpointConfig, EndpointOutput, EndpointTimeout, RequestId, CLIENT_SERVER,
-    STRIPPED_ENV,
+    CliSpec, Endpoint, EndpointConfig, EndpointOutput, EndpointTimeout, RequestId, RouteKey,
+    CLIENT_SERVER, STRIPPED_ENV,
 };
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -211,6 +211,31 @@ pub struct Gateway {
     stored: HashMap<StoredKey, StoredResponse>,
     /// The stored responses by the time they were last used, oldest first.
     stored_by_time: BTreeSet<(Timestamp, StoredKey)>,
+    /// Changes of the routing index, kept for a host that shares it (see
+    /// [`Endpoint`]'s scale-out notes); `None` when nobody reads them.
+    index_changes: Option<Vec<IndexChange>>,
+}
+
+/// A change of what this gateway serves: a key a front router may look up to find the gateway
+/// that holds a conversation (see [`Endpoint::route_key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexChange {
+    /// Requests with this key belong here now.
+    Claim(String),
+    /// They no longer do.
+    Release(String),
+}
+
+/// The routing key of a stored response: a digest, so the tenant (an API key) never leaves the
+/// gateway.
+pub fn stored_response_key(tenant: &str, response_id: &str) -> String {
+    use sha2::Digest;
+    let mut sha = sha2::Sha256::new();
+    sha.update(b"ccwire-stored-v1\0");
+    sha.update(tenant.as_bytes());
+    sha.update(b"\0");
+    sha.update(response_id.as_bytes());
+    crate::conversation::hex(&sha.finalize())
 }
 
 impl Gateway {
@@ -320,8 +345,11 @@ impl Gateway {
             messages,
             touched: now,
         };
-        if let Some(old) = self.stored.insert(key.clone(), stored) {
-            self.stored_by_time.remove(&(old.touched, key.clone()));
+        match self.stored.insert(key.clone(), stored) {
+            Some(old) => {
+                self.stored_by_time.remove(&(old.touched, key.clone()));
+            }
+            None => self.changed(IndexChange::Claim(stored_response_key(tenant, id))),
         }
         self.stored_by_time.insert((now, key));
         while self.stored.len() > self.config.max_stored_responses {
@@ -329,6 +357,29 @@ impl Gateway {
                 break;
             };
             self.stored.remove(&oldest);
+            self.changed(IndexChange::Release(stored_response_key(
+                &oldest.0, &oldest.1,
+            )));
+        }
+    }
+
+    /// Keeps the routing index's changes for [`take_index_changes`](Self::take_index_changes).
+    pub fn publish_index(&mut self) {
+        self.index_changes.get_or_insert_with(Vec::new);
+    }
+
+    /// The routing index's changes since the last call (none unless
+    /// [`publish_index`](Self::publish_index) was called).
+    pub fn take_index_changes(&mut self) -> Vec<IndexChange> {
+        self.index_changes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn changed(&mut self, change: IndexChange) {
+        if let Some(changes) = &mut self.index_changes {
+            changes.push(change);
         }
     }
 
@@ -359,13 +410,7 @@ impl Gateway {
             input: request.conversation.messages.clone(),
         });
         self.resolve_previous(tenant, request, now)?;
-        // A live session keeps the thinking and effort it was started with.
-        let scope = format!(
-            "{}\n{}",
-            Gateway::scope(tenant, &request.conversation, &request.model),
-            cli_settings_args(request).join(" ")
-        );
-        let route = self.route(&scope, &request.conversation, now)?;
+        let route = self.route(&request_scope(tenant, request), &request.conversation, now)?;
         let session = match &route {
             Route::Continue { session, .. } | Route::Start { session, .. } => *session,
         };
@@ -544,13 +589,16 @@ impl Gateway {
         let hash = hasher.finish();
         let store = entry.store.take();
         // One live entry per session: older hashes cannot be continued any more.
-        for old in entry.hashes.drain(..) {
-            self.by_hash.remove(&old);
-        }
+        let old: Vec<String> = entry.hashes.drain(..).collect();
         entry.hashes.push(hash.clone());
         entry.expected = tool_calls;
         entry.delivered.clear();
         entry.last_active = now;
+        for old in old {
+            self.by_hash.remove(&old);
+            self.changed(IndexChange::Release(old));
+        }
+        self.changed(IndexChange::Claim(hash.clone()));
         if let Some(previous) = self.by_hash.insert(hash, session) {
             if previous != session {
                 if let Some(other) = self.sessions.get_mut(&previous) {
@@ -623,6 +671,7 @@ impl Gateway {
         if let Some(entry) = self.sessions.remove(&session) {
             for hash in entry.hashes {
                 self.by_hash.remove(&hash);
+                self.changed(IndexChange::Release(hash));
             }
         }
     }
@@ -693,6 +742,7 @@ impl Gateway {
             }
             let (_, key) = self.stored_by_time.pop_first().expect("looked at above");
             self.stored.remove(&key);
+            self.changed(IndexChange::Release(stored_response_key(&key.0, &key.1)));
         }
         actions
     }
@@ -752,6 +802,16 @@ pub fn env_to_remove<'a>(
         }
     }
     removed
+}
+
+/// The scope a request's history is hashed in: the tenant, what a live session cannot change,
+/// and the thinking and effort a live session keeps from its start.
+pub fn request_scope(tenant: &str, request: &ApiRequest) -> String {
+    format!(
+        "{}\n{}",
+        Gateway::scope(tenant, &request.conversation, &request.model),
+        cli_settings_args(request).join(" ")
+    )
 }
 
 /// The names the model sees for a request's client tools (`mcp__<server>__<name>`), each with
