@@ -82,13 +82,15 @@ export interface ResponseEncoderOptions<A extends ApiName = ApiName> {
   showThinking?: boolean;
 }
 /** The HTTP statuses of API errors. */
-export type ApiErrorStatus = 400 | 401 | 403 | 404 | 413 | 415 | 429 | 500 | 529;
+export type ApiErrorStatus = 400 | 401 | 403 | 404 | 413 | 415 | 429 | 500 | 503 | 529;
 /** Why a response failed. */
 export interface ResponseError {
   status: ApiErrorStatus;
   message: string;
   /** The request field at fault (OpenAI `param`). */
   param: string | null;
+  /** When to try again, in seconds (the `Retry-After` header), when the model's API said. */
+  retryAfter: number | null;
   /** The error body in the encoder's API shape: the HTTP body, or the data of the stream's error event. */
   body: Json;
 }

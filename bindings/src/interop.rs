@@ -443,12 +443,11 @@ pub fn api_error_of(message: &str, status: f64) -> Result<ApiError, JsError> {
         415.0 => ApiErrorKind::UnsupportedMediaType,
         429.0 => ApiErrorKind::RateLimit,
         500.0 => ApiErrorKind::Api,
+        503.0 => ApiErrorKind::Unavailable,
         529.0 => ApiErrorKind::Overloaded,
-        other => {
-            return Err(JsError::new(&format!(
-                "status must be one of 400, 401, 403, 404, 413, 415, 429, 500, 529, got {other}"
-            )))
-        }
+        other => return Err(JsError::new(&format!(
+            "status must be one of 400, 401, 403, 404, 413, 415, 429, 500, 503, 529, got {other}"
+        ))),
     };
     Ok(ApiError::new(kind, message))
 }
@@ -505,8 +504,9 @@ pub fn encoder_chunk(text: &str) -> Result<Option<Chunk>, JsError> {
 
 /// The chunk types a response encoder reads; chunks of other types leave it unchanged, so the
 /// JS wrapper does not hand them over at all.
-pub const ENCODER_CHUNK_TYPES: [&str; 10] = [
+pub const ENCODER_CHUNK_TYPES: [&str; 11] = [
     "message_start",
+    "status",
     "text_delta",
     "tool_use",
     "tool_input_delta",
@@ -594,6 +594,16 @@ impl ChunkIn<'_> {
                 code: self.opt("code")?,
                 signal: self.opt("signal")?,
             },
+            "status" => Chunk::Status {
+                subtype: self.req("subtype")?,
+                fields: ccwire_core::Fields(
+                    self.fields
+                        .iter()
+                        .filter(|(key, _)| key != "subtype")
+                        .map(|(key, raw)| (key.clone(), Json::canonical(raw)))
+                        .collect(),
+                ),
+            },
             _ => return Ok(None),
         }))
     }
@@ -649,6 +659,7 @@ pub fn outcome(outcome: Option<&Outcome>, api: Api) -> String {
             "status": error.status(),
             "message": error.message,
             "param": error.param,
+            "retryAfter": error.retry_after,
             "body": error.body(api),
         }}),
     };

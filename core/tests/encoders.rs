@@ -541,6 +541,8 @@ fn the_cli_s_own_api_error_message_becomes_an_error_with_the_upstream_status() {
         if status == 400 {
             assert_eq!(error.kind, ApiErrorKind::InvalidRequest);
         }
+        // A server error is no limit: no wait to suggest, whatever the CLI's backoff was.
+        assert_eq!(error.retry_after, None, "{name}");
     }
 }
 

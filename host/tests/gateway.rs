@@ -415,6 +415,67 @@ async fn the_model_s_errors_keep_their_status_in_each_api_s_shape() {
     gw.stop().await;
 }
 
+/// The model's limits and outages reach the client as themselves: 401, 403, 503 and 429 keep
+/// their status, and a 429 the CLI retried carries the wait the model's API asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_statuses_keep_their_meaning_and_a_rate_limit_its_retry_after() {
+    let limited = Reply::Error {
+        status: 429,
+        error_type: "rate_limit_error".into(),
+        message: "fake: slow down".into(),
+        retry_after: Some(2),
+        should_retry: Some(true),
+    };
+    let script = Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_prompt(
+            "PLEASE-401",
+            Reply::error(401, "authentication_error", "fake: bad key"),
+        )
+        .on_prompt(
+            "PLEASE-403",
+            Reply::error(403, "permission_error", "fake: not yours"),
+        )
+        .on_prompt("PLEASE-503", Reply::error(503, "api_error", "fake: down"))
+        .on_prompt("PLEASE-429", limited)
+        .when(Match::Any, Reply::Echo);
+    let mut gw = Gw::start_with(script, |_| {}).await;
+    // One retry: the CLI waits what the model's API asked, then gives up.
+    gw.restart(|o| o.env.push(("CLAUDE_CODE_MAX_RETRIES".into(), "1".into())))
+        .await;
+    for (prompt, status, anthropic_type) in [
+        ("PLEASE-401", 401, "authentication_error"),
+        ("PLEASE-403", 403, "permission_error"),
+        ("PLEASE-503", 503, "api_error"),
+    ] {
+        let messages = json!([{"role": "user", "content": prompt}]);
+        let response = gw.post("/v1/messages", &anthropic(messages), None).await;
+        assert_eq!(response.status().as_u16(), status, "{prompt}");
+        assert!(
+            response.headers().get("retry-after").is_none(),
+            "{prompt}: no wait known"
+        );
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["type"], anthropic_type, "{body}");
+    }
+    let request =
+        json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "PLEASE-429"}]});
+    let response = gw.post("/v1/chat/completions", &request, None).await;
+    assert_eq!(response.status().as_u16(), 429);
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_owned());
+    assert_eq!(
+        retry_after.as_deref(),
+        Some("2"),
+        "the model's own Retry-After"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "rate_limit_exceeded", "{body}");
+    gw.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partial_or_unknown_tool_results_get_a_400_and_lose_nothing() {
     let gw = Gw::start(|_| {}).await;

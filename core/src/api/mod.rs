@@ -107,6 +107,8 @@ pub enum ApiErrorKind {
     RateLimit,
     /// 500: the gateway or the CLI failed.
     Api,
+    /// 503: the model's API is unavailable.
+    Unavailable,
     /// 529: the model is overloaded.
     Overloaded,
 }
@@ -123,6 +125,7 @@ impl ApiErrorKind {
             ApiErrorKind::UnsupportedMediaType => 415,
             ApiErrorKind::RateLimit => 429,
             ApiErrorKind::Api => 500,
+            ApiErrorKind::Unavailable => 503,
             ApiErrorKind::Overloaded => 529,
         }
     }
@@ -136,7 +139,7 @@ impl ApiErrorKind {
             ApiErrorKind::RequestTooLarge => "request_too_large",
             ApiErrorKind::UnsupportedMediaType => "invalid_request_error",
             ApiErrorKind::RateLimit => "rate_limit_error",
-            ApiErrorKind::Api => "api_error",
+            ApiErrorKind::Api | ApiErrorKind::Unavailable => "api_error",
             ApiErrorKind::Overloaded => "overloaded_error",
         }
     }
@@ -150,7 +153,9 @@ impl ApiErrorKind {
             ApiErrorKind::Authentication => "authentication_error",
             ApiErrorKind::NotFound => "not_found_error",
             ApiErrorKind::RateLimit => "rate_limit_exceeded",
-            ApiErrorKind::Api | ApiErrorKind::Overloaded => "server_error",
+            ApiErrorKind::Api | ApiErrorKind::Unavailable | ApiErrorKind::Overloaded => {
+                "server_error"
+            }
         }
     }
 }
@@ -165,6 +170,8 @@ pub struct ApiError {
     pub message: String,
     /// The request field at fault (OpenAI `param`).
     pub param: Option<String>,
+    /// When to try again, in seconds (the `Retry-After` header), when known.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -174,6 +181,7 @@ impl ApiError {
             kind: ApiErrorKind::InvalidRequest,
             message: message.into(),
             param: Some(param.into()),
+            retry_after: None,
         }
     }
 
@@ -183,7 +191,14 @@ impl ApiError {
             kind,
             message: message.into(),
             param: None,
+            retry_after: None,
         }
+    }
+
+    /// The same error, to be tried again after `seconds`.
+    pub fn retry_after(mut self, seconds: u64) -> ApiError {
+        self.retry_after = Some(seconds);
+        self
     }
 
     /// The HTTP status.

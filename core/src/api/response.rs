@@ -193,6 +193,9 @@ pub struct ResponseEncoder {
     pending: Vec<Chunk>,
     /// Responses API: the next event's `sequence_number`.
     sequence: u64,
+    /// The CLI's last wait before retrying the model (`api_retry`), in milliseconds: what the
+    /// upstream asked for, for the `Retry-After` of a turn that failed anyway.
+    retry_delay_ms: Option<u64>,
 }
 
 impl ResponseEncoder {
@@ -213,6 +216,7 @@ impl ResponseEncoder {
             outcome: None,
             pending: Vec::new(),
             sequence: 0,
+            retry_delay_ms: None,
         }
     }
 
@@ -470,6 +474,7 @@ impl ResponseEncoder {
                         subtype.as_deref(),
                         *api_error_status,
                         errors,
+                        self.retry_delay_ms,
                     );
                     self.finish(Outcome::Failed(error), out);
                 } else {
@@ -481,6 +486,13 @@ impl ResponseEncoder {
                         .unwrap_or_else(|| "end_turn".to_owned());
                     self.finish(Outcome::Finished(reason), out);
                 }
+            }
+            Chunk::Status { subtype, fields } if subtype == "api_retry" => {
+                self.retry_delay_ms = fields
+                    .get("retry_delay_ms")
+                    .and_then(|v| v.get().parse::<f64>().ok())
+                    .filter(|ms| ms.is_finite() && *ms >= 0.0)
+                    .map(|ms| ms as u64);
             }
             Chunk::ProcessExit { code, signal } => {
                 let error = ApiError::new(
@@ -1176,12 +1188,16 @@ impl ResponseEncoder {
     }
 }
 
-/// The error of a failed turn in API terms: the upstream status when the CLI reported one.
+/// The error of a failed turn in API terms: the upstream status when the CLI reported one, and
+/// for a limit or an outage, when to try again (the CLI's last wait before retrying — the
+/// model's API's `retry-after` with a little jitter, or the CLI's own backoff — in whole
+/// seconds, at least one).
 fn turn_error(
     result: Option<&str>,
     subtype: Option<&str>,
     status: Option<u16>,
     errors: &crate::Json,
+    retry_delay_ms: Option<u64>,
 ) -> ApiError {
     let errors: Vec<String> = serde_json::from_str(errors.get()).unwrap_or_default();
     let message = result
@@ -1191,13 +1207,23 @@ fn turn_error(
         .unwrap_or_else(|| format!("the turn ended in error ({})", subtype.unwrap_or("error")));
     let kind = match status {
         Some(400) => ApiErrorKind::InvalidRequest,
-        Some(401 | 403) => ApiErrorKind::Api,
+        Some(401) => ApiErrorKind::Authentication,
+        Some(403) => ApiErrorKind::Forbidden,
+        Some(404) => ApiErrorKind::NotFound,
         Some(413) => ApiErrorKind::RequestTooLarge,
         Some(429) => ApiErrorKind::RateLimit,
+        Some(503) => ApiErrorKind::Unavailable,
         Some(529) => ApiErrorKind::Overloaded,
         _ => ApiErrorKind::Api,
     };
-    ApiError::new(kind, message)
+    let error = ApiError::new(kind, message);
+    match (kind, retry_delay_ms) {
+        (
+            ApiErrorKind::RateLimit | ApiErrorKind::Unavailable | ApiErrorKind::Overloaded,
+            Some(ms),
+        ) => error.retry_after(((ms + 500) / 1000).max(1)),
+        _ => error,
+    }
 }
 
 /// OpenAI's `finish_reason` for an Anthropic stop reason.

@@ -558,7 +558,8 @@ impl Endpoint {
                             "the gateway runs its maximum of {} sessions; retry later",
                             self.config.max_sessions
                         ),
-                    );
+                    )
+                    .retry_after(1);
                     return self.respond_error(request, api, &headers, &error);
                 }
                 self.start(now, session, &parsed, prompt_content(&prompt));
@@ -1095,8 +1096,8 @@ impl Endpoint {
         error: &ApiError,
     ) {
         let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-        if error.kind == ApiErrorKind::RateLimit {
-            headers.push(("retry-after".to_owned(), "1".to_owned()));
+        if let Some(seconds) = error.retry_after {
+            headers.push(("retry-after".to_owned(), seconds.to_string()));
         }
         headers.extend(extra.iter().cloned());
         let body = error.body(api).to_string().into_bytes();

@@ -466,7 +466,8 @@ impl Gateway {
             return Err(ApiError::new(
                 ApiErrorKind::RateLimit,
                 "this conversation is busy with another request; retry when it has finished",
-            ));
+            )
+            .retry_after(1));
         }
         let expected: HashSet<&str> = entry.expected.iter().map(String::as_str).collect();
         let given_ids: HashSet<&str> = given.iter().map(|(id, _)| id.as_str()).collect();

@@ -90,10 +90,10 @@ pub(super) async fn require_json(request: Request, next: Next) -> Response {
 pub(super) fn error_response(api: Api, error: &ApiError) -> Response {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, axum::Json(error.body(api))).into_response();
-    if error.kind == ApiErrorKind::RateLimit {
+    if let Some(seconds) = error.retry_after {
         response
             .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
     response
 }
