@@ -300,6 +300,8 @@ export class Gateway {
   close(session: number, nowMs: number): GatewayOutput[];
   /** When to call `handleTimeout` next; `null` when nothing waits. */
   nextDeadline(): GatewayDeadline | null;
+  /** The body of `GET /metrics`: counters, gauges and latency histograms, Prometheus text. */
+  metrics(): string;
   /** The body of `GET /v1/models`. */
   models(): { object: "list"; data: { id: string; display_name: string }[] };
   /** Live sessions. */

@@ -249,6 +249,11 @@ export class Gateway {
     return JSON.parse(this.#inner.nextDeadline());
   }
 
+  /** The body of `GET /metrics`: counters, gauges and latency histograms, Prometheus text. */
+  metrics() {
+    return this.#inner.metrics();
+  }
+
   /** The body of `GET /v1/models`. */
   models() {
     return JSON.parse(this.#inner.models());

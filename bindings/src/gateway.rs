@@ -138,6 +138,11 @@ impl WasmGateway {
         interop::endpoint_deadline(self.inner.poll_timeout())
     }
 
+    /// `GET /metrics` (Prometheus text).
+    pub fn metrics(&self) -> String {
+        self.inner.metrics()
+    }
+
     /// `GET /v1/models` (JSON).
     pub fn models(&self) -> String {
         self.inner.models().to_string()

@@ -445,9 +445,11 @@ pub fn api_error_of(message: &str, status: f64) -> Result<ApiError, JsError> {
         500.0 => ApiErrorKind::Api,
         503.0 => ApiErrorKind::Unavailable,
         529.0 => ApiErrorKind::Overloaded,
-        other => return Err(JsError::new(&format!(
+        other => {
+            return Err(JsError::new(&format!(
             "status must be one of 400, 401, 403, 404, 413, 415, 429, 500, 503, 529, got {other}"
-        ))),
+        )))
+        }
     };
     Ok(ApiError::new(kind, message))
 }

@@ -64,6 +64,13 @@ test("the npm Gateway makes exactly the outputs of the core's endpoint, over a w
   assert.ok(steps.some((s) => s.out?.type === "body" && s.out.data.includes("event: response.in_progress")));
   assert.equal(gateway.sessionCount, 0);
   assert.equal(gateway.requestCount, 0);
+  const metrics = gateway.metrics();
+  const responded = steps.filter((s) => s.out?.type === "respond").length;
+  const counted = metrics
+    .split("\n")
+    .filter((l) => l.startsWith("ccwire_requests_total{"))
+    .reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
+  assert.equal(counted, responded, "every response counted once");
 });
 
 test("a request the gateway refuses is answered at once in the API's shape, and nothing starts", () => {

@@ -1086,3 +1086,45 @@ fn a_router_with_the_published_index_keeps_each_conversation_on_its_gateway() {
         .iter()
         .any(|l| l.contains(r#""type":"release""#)));
 }
+
+#[test]
+fn metrics_count_requests_turns_tokens_and_latency() {
+    let mut sim = Sim::default();
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    sim.send(Api::Anthropic, "t", anthropic(ask.clone(), true));
+    sim.advance(250);
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    sim.send(
+        Api::OpenAi,
+        "t",
+        json!({"model": "m", "n": 2, "messages": []}),
+    );
+    let text = sim.endpoint.metrics();
+    for line in [
+        "ccwire_requests_total{api=\"anthropic\",status=\"200\"} 2",
+        "ccwire_requests_total{api=\"openai\",status=\"400\"} 1",
+        "ccwire_turns_total{session=\"continued\"} 1",
+        "ccwire_turns_total{session=\"new\"} 1",
+        "ccwire_sessions 1",
+        "ccwire_held_tool_calls 0",
+        "ccwire_responses_in_flight 0",
+        "ccwire_cli_spawns_total 1",
+        // Each of the two responses had one model message: 12 in, 5 out.
+        "ccwire_tokens_total{kind=\"input\"} 24",
+        "ccwire_tokens_total{kind=\"output\"} 10",
+        "ccwire_response_seconds_count 3",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
+    // Every series is declared, and the output parses as name, optional labels, value.
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        let (series, value) = l.rsplit_once(' ').unwrap();
+        assert!(series.starts_with("ccwire_"), "{l}");
+        value.parse::<f64>().unwrap_or_else(|_| panic!("{l}"));
+    }
+}

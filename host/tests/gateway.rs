@@ -558,6 +558,17 @@ async fn keys_are_checked_and_tenants_never_share_a_session() {
         "the same history under another key is another session"
     );
     assert_eq!(gw.server().session_pids().len(), 2);
+    // Metrics need a key too: they tell how the gateway is used.
+    let scrape = |key: Option<&'static str>| {
+        let mut request = gw.http.get(gw.url("/metrics"));
+        if let Some(key) = key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        request.send()
+    };
+    assert_eq!(scrape(None).await.unwrap().status().as_u16(), 401);
+    let text = scrape(Some("key-b")).await.unwrap().text().await.unwrap();
+    assert!(text.contains("ccwire_sessions 2\n"), "{text}");
     gw.stop().await;
 }
 

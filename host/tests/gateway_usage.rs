@@ -142,6 +142,36 @@ async fn each_response_of_a_turn_split_by_a_tool_call_has_its_own_usage() {
         anthropic_usage(AFTER_RESULTS),
         "the model call after the results, not the turn's total"
     );
+    // The gateway's metrics count both responses' tokens and the one CLI they came from.
+    let response = gw.http.get(gw.url("/metrics")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        content_type.starts_with("text/plain; version=0.0.4"),
+        "{content_type}"
+    );
+    let text = response.text().await.unwrap();
+    for (kind, n) in [
+        ("input", CALLS.input_tokens + AFTER_RESULTS.input_tokens),
+        ("output", CALLS.output_tokens + AFTER_RESULTS.output_tokens),
+        (
+            "cache_read",
+            CALLS.cache_read_input_tokens + AFTER_RESULTS.cache_read_input_tokens,
+        ),
+    ] {
+        let line = format!("ccwire_tokens_total{{kind=\"{kind}\"}} {n}");
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
+    for line in [
+        "ccwire_requests_total{api=\"anthropic\",status=\"200\"} 2",
+        "ccwire_cli_spawns_total 1",
+        "ccwire_sessions 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
     gw.stop().await;
 }
 

@@ -180,6 +180,7 @@ const gatewayDeadline: GatewayDeadline | null = gateway.nextDeadline();
 carryOut(gateway.handleTimeout(gatewayDeadline?.atMs ?? Date.now()));
 carryOut(gateway.close(1, Date.now()));
 const modelIds: string[] = gateway.models().data.map((m) => m.id);
+const scrape: string = gateway.metrics();
 const counts: number = gateway.sessionCount + gateway.heldCount + gateway.requestCount;
 const timeoutText: string = HELD_CALL_TIMEOUT_TEXT;
 gateway.free();
@@ -199,4 +200,4 @@ const wrong: Chunk["type"] = "text";
 
 export { more, at, ids, lines, pushed, delivered, interrupted, wait, statuses, running, hash, wrong };
 export { frames, keepAlive, started, calls, message, anthropicBody, finish, sse };
-export { counts, timeoutText, noStatus, modelIds };
+export { counts, timeoutText, noStatus, modelIds, scrape };

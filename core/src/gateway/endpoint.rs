@@ -56,6 +56,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use super::metrics::{Gauges, Metrics};
 use super::{
     check_request, cli_model, cli_settings_args, client_tool_names, prompt_content, CallAction,
     Gateway, GatewayConfig, GatewayTimeout, IndexChange, Route, SessionId, SessionKind,
@@ -324,6 +325,11 @@ pub struct Endpoint {
     /// The CLI's model list, from the first `initialize` answer.
     models: Option<Value>,
     next_response: u64,
+    /// The time of the latest input.
+    now: Timestamp,
+    /// Each request not ended yet: its API and when it came (for the metrics).
+    arrivals: BTreeMap<RequestId, (Api, Timestamp)>,
+    metrics: Metrics,
 }
 
 impl Endpoint {
@@ -341,6 +347,9 @@ impl Endpoint {
             outputs: VecDeque::new(),
             models: None,
             next_response: 0,
+            now: 0,
+            arrivals: BTreeMap::new(),
+            metrics: Metrics::default(),
         }
     }
 
@@ -369,6 +378,21 @@ impl Endpoint {
     /// The session a request's response comes from, while it is in flight.
     pub fn request_session(&self, request: RequestId) -> Option<SessionId> {
         self.requests.get(&request).map(|r| r.session)
+    }
+
+    /// `GET /metrics`: the gateway's counters, gauges and latency histograms in the Prometheus
+    /// text format.
+    pub fn metrics(&self) -> String {
+        let starting = self.lives.values().filter(|l| l.starting.is_some()).count();
+        self.metrics.render(&Gauges {
+            sessions: self.lives.len() - starting,
+            starting,
+            pooled: 0,
+            held: self.registry.held_count(),
+            in_flight: self.requests.len(),
+            queued: 0,
+            stored: self.registry.stored_count(),
+        })
     }
 
     /// `GET /v1/models`: the CLI's models (once a CLI has said which) and its aliases, in one
@@ -456,6 +480,8 @@ impl Endpoint {
         tenant: &str,
         body: &[u8],
     ) {
+        self.now = now;
+        self.arrivals.insert(request, (api, now));
         let parsed = match api {
             Api::Anthropic => api::anthropic::parse_request(body),
             Api::OpenAi => api::openai::parse_request(body),
@@ -487,6 +513,7 @@ impl Endpoint {
             Route::Start { kind, .. } => *kind,
         };
         headers.push(("x-ccwire-session".to_owned(), kind.as_str().to_owned()));
+        *self.metrics.turns.entry(kind.as_str()).or_default() += 1;
         let encoder = ResponseEncoder::new(EncoderOptions {
             api,
             stream: parsed.stream,
@@ -585,6 +612,7 @@ impl Endpoint {
 
     /// What a session's CLI wrote to its stdout, split anywhere.
     pub fn handle_stdout(&mut self, now: Timestamp, session: SessionId, bytes: &[u8]) {
+        self.now = now;
         let Some(live) = self.lives.get_mut(&session) else {
             return;
         };
@@ -602,9 +630,12 @@ impl Endpoint {
         signal: Option<i32>,
         stderr: &str,
     ) {
+        self.now = now;
         let Some(live) = self.lives.get(&session) else {
             return;
         };
+        let how = if signal.is_some() { "signal" } else { "exit" };
+        *self.metrics.exits.entry(how).or_default() += 1;
         // The client hears why, with the CLI's last words, before the session's own account.
         if let Some(request) = live.request {
             let how = match (code, signal) {
@@ -636,9 +667,11 @@ impl Endpoint {
 
     /// The host could not start a session's CLI (`error` says why).
     pub fn handle_spawn_failed(&mut self, now: Timestamp, session: SessionId, error: &str) {
+        self.now = now;
         let Some(live) = self.lives.remove(&session) else {
             return;
         };
+        *self.metrics.exits.entry("spawn_failed").or_default() += 1;
         // What was queued for the process that never was.
         self.outputs
             .retain(|o| !matches!(o, EndpointOutput::Write { session: s, .. } if *s == session));
@@ -656,9 +689,12 @@ impl Endpoint {
     /// (the conversation stays busy until it has ended), or a session still starting is
     /// closed. Nothing more is sent for the request.
     pub fn handle_client_gone(&mut self, now: Timestamp, request: RequestId) {
+        self.now = now;
         let Some(gone) = self.requests.remove(&request) else {
             return;
         };
+        self.arrivals.remove(&request);
+        self.metrics.clients_gone += 1;
         let session = gone.session;
         let Some(live) = self.lives.get_mut(&session) else {
             return;
@@ -680,6 +716,7 @@ impl Endpoint {
 
     /// Applies every deadline at or before `now`.
     pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.now = now;
         for action in self.registry.handle_timeout(now) {
             match action {
                 super::Action::Answer {
@@ -687,6 +724,7 @@ impl Endpoint {
                     request_id,
                     result,
                 } => {
+                    self.metrics.held_call_timeouts += 1;
                     if let Some(live) = self.lives.get_mut(&session) {
                         let _ = live.session.respond_mcp(now, &request_id, result);
                         self.drain(now, session);
@@ -853,6 +891,7 @@ impl Endpoint {
             mcp_servers: servers,
             ..SessionConfig::default()
         });
+        self.metrics.spawns += 1;
         self.outputs
             .push_back(EndpointOutput::Spawn { session: id, spec });
         let init_id = match session.initialize(now, &[], Map::new()) {
@@ -877,6 +916,7 @@ impl Endpoint {
     /// Closes a session (the gateway shutting down): its response, if any, fails, and the
     /// host is asked to end its process.
     pub fn close(&mut self, now: Timestamp, session: SessionId) {
+        self.now = now;
         self.registry.close(session);
         let Some(live) = self.lives.remove(&session) else {
             return;
@@ -1006,6 +1046,7 @@ impl Endpoint {
             return;
         };
         if flight.stream && !frames.is_empty() {
+            flight.next_ping = Some(now.saturating_add(self.config.ping_every_ms));
             if !flight.responded {
                 flight.responded = true;
                 let mut headers = vec![
@@ -1018,13 +1059,16 @@ impl Endpoint {
                     status: 200,
                     headers,
                 });
+                self.responded(request, 200);
             }
             self.outputs.push_back(EndpointOutput::Body {
                 request,
                 bytes: frames.concat().into_bytes(),
             });
-            flight.next_ping = Some(now.saturating_add(self.config.ping_every_ms));
         }
+        let Some(flight) = self.requests.get(&request) else {
+            return;
+        };
         if flight.encoder.outcome().is_none() {
             return;
         }
@@ -1040,6 +1084,15 @@ impl Endpoint {
             }
         }
         if done {
+            let usage = flight.encoder.usage();
+            for (kind, n) in [
+                ("input", usage.input_tokens),
+                ("output", usage.output_tokens),
+                ("cache_read", usage.cache_read_input_tokens),
+                ("cache_creation", usage.cache_creation_input_tokens),
+            ] {
+                *self.metrics.tokens.entry(kind).or_default() += n;
+            }
             let calls = flight
                 .encoder
                 .tool_calls()
@@ -1059,6 +1112,7 @@ impl Endpoint {
         self.publish();
         if flight.responded {
             self.outputs.push_back(EndpointOutput::End { request });
+            self.ended(request);
             return;
         }
         match (flight.encoder.body(), flight.encoder.outcome()) {
@@ -1116,12 +1170,46 @@ impl Endpoint {
             status,
             headers,
         });
+        self.responded(request, status);
         self.outputs.push_back(EndpointOutput::Body {
             request,
             bytes: body,
         });
         self.outputs.push_back(EndpointOutput::End { request });
+        self.ended(request);
     }
+
+    /// Counts a response head: the request's API and status, its time to first byte.
+    fn responded(&mut self, request: RequestId, status: u16) {
+        let Some(&(api, at)) = self.arrivals.get(&request) else {
+            return;
+        };
+        *self
+            .metrics
+            .requests
+            .entry((api_label(api), status))
+            .or_default() += 1;
+        self.metrics.first_byte.observe(seconds(self.now, at));
+    }
+
+    /// Counts the end of a response.
+    fn ended(&mut self, request: RequestId) {
+        if let Some((_, at)) = self.arrivals.remove(&request) {
+            self.metrics.response.observe(seconds(self.now, at));
+        }
+    }
+}
+
+fn api_label(api: Api) -> &'static str {
+    match api {
+        Api::Anthropic => "anthropic",
+        Api::OpenAi => "openai",
+        Api::Responses => "responses",
+    }
+}
+
+fn seconds(now: Timestamp, since: Timestamp) -> f64 {
+    now.saturating_sub(since) as f64 / 1000.0
 }
 
 /// splitmix64's finalizer: spreads a seed and a counter over 64 bits.

@@ -9,11 +9,13 @@
 //! assistant message it returned, so the client's next request finds the session again.
 
 mod endpoint;
+mod metrics;
 
 pub use endpoint::{
     CliSpec, Endpoint, EndpointConfig, EndpointOutput, EndpointTimeout, RequestId, RouteKey,
     CLIENT_SERVER, STRIPPED_ENV,
 };
+pub use metrics::Histogram;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 

@@ -514,6 +514,22 @@ async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     axum::Json(list).into_response()
 }
 
+/// `GET /metrics`, for Prometheus; with keys set, a scraper sends one (`Authorization: Bearer`).
+async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(e) = authenticate(&app, &headers) {
+        return error_response(Api::Anthropic, &e);
+    }
+    let text = app.core.lock().expect("core lock").endpoint.metrics();
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
 async fn health(State(app): State<Arc<App>>) -> Response {
     let (sessions, held) = {
         let core = app.core.lock().expect("core lock");
@@ -641,6 +657,7 @@ impl Server {
         let router = Router::new()
             .merge(api_routes)
             .route("/v1/models", get(models))
+            .route("/metrics", get(metrics))
             .route("/health", get(health))
             .fallback(not_found)
             .layer(DefaultBodyLimit::max(app.options.max_body))

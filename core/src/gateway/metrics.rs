@@ -1,0 +1,225 @@
+//! The gateway's counters, gauges and histograms, written in the Prometheus text format
+//! (`GET /metrics`). Deterministic: series come out sorted.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Upper bounds (seconds) of the latency histograms' buckets.
+const SECONDS_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0, 300.0,
+];
+
+/// A cumulative histogram of durations, in Prometheus' shape.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Histogram {
+    /// Observations at or under each of [`SECONDS_BUCKETS`] (not cumulative here).
+    buckets: [u64; SECONDS_BUCKETS.len()],
+    count: u64,
+    sum_seconds: f64,
+}
+
+impl Histogram {
+    /// Records one duration.
+    pub fn observe(&mut self, seconds: f64) {
+        self.count += 1;
+        self.sum_seconds += seconds;
+        if let Some(i) = SECONDS_BUCKETS.iter().position(|b| seconds <= *b) {
+            self.buckets[i] += 1;
+        }
+    }
+
+    /// Observations so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Writes the histogram's series (`_bucket`, `_sum`, `_count`) under `name`.
+    pub fn write(&self, out: &mut String, name: &str, help: &str) {
+        header(out, name, help, "histogram");
+        let mut cumulative = 0;
+        for (bound, n) in SECONDS_BUCKETS.iter().zip(self.buckets) {
+            cumulative += n;
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {cumulative}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", self.count);
+        let _ = writeln!(out, "{name}_sum {}", self.sum_seconds);
+        let _ = writeln!(out, "{name}_count {}", self.count);
+    }
+}
+
+fn header(out: &mut String, name: &str, help: &str, kind: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// What the endpoint counts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Metrics {
+    /// Responses by (API, HTTP status).
+    pub requests: BTreeMap<(&'static str, u16), u64>,
+    /// Requests that reached a CLI turn, by how their session was found.
+    pub turns: BTreeMap<&'static str, u64>,
+    pub spawns: u64,
+    /// CLI ends by how: `exit`, `signal`, `spawn_failed`.
+    pub exits: BTreeMap<&'static str, u64>,
+    /// Tokens of completed responses, by kind.
+    pub tokens: BTreeMap<&'static str, u64>,
+    pub held_call_timeouts: u64,
+    pub clients_gone: u64,
+    /// From a request to the first byte of its response (the head of a stream, or the whole
+    /// JSON answer).
+    pub first_byte: Histogram,
+    /// From a request to the end of its response.
+    pub response: Histogram,
+}
+
+/// The gauges the endpoint reads from its state when asked.
+pub(crate) struct Gauges {
+    pub sessions: usize,
+    pub starting: usize,
+    pub pooled: usize,
+    pub held: usize,
+    pub in_flight: usize,
+    pub queued: usize,
+    pub stored: usize,
+}
+
+impl Metrics {
+    pub(crate) fn render(&self, gauges: &Gauges) -> String {
+        let mut out = String::new();
+        header(
+            &mut out,
+            "ccwire_requests_total",
+            "Responses sent, by API and HTTP status.",
+            "counter",
+        );
+        for ((api, status), n) in &self.requests {
+            let _ = writeln!(
+                out,
+                "ccwire_requests_total{{api=\"{api}\",status=\"{status}\"}} {n}"
+            );
+        }
+        header(
+            &mut out,
+            "ccwire_turns_total",
+            "Requests that reached a Claude Code turn, by how their session was found.",
+            "counter",
+        );
+        for (kind, n) in &self.turns {
+            let _ = writeln!(out, "ccwire_turns_total{{session=\"{kind}\"}} {n}");
+        }
+        let gauges = [
+            (
+                "ccwire_sessions",
+                "Live Claude Code sessions (conversations).",
+                gauges.sessions,
+            ),
+            (
+                "ccwire_sessions_starting",
+                "Claude Code processes starting for a request.",
+                gauges.starting,
+            ),
+            (
+                "ccwire_pool_sessions",
+                "Claude Code processes started ahead, waiting for a conversation.",
+                gauges.pooled,
+            ),
+            (
+                "ccwire_held_tool_calls",
+                "Client tool calls held open for the client's result.",
+                gauges.held,
+            ),
+            (
+                "ccwire_responses_in_flight",
+                "Responses being produced.",
+                gauges.in_flight,
+            ),
+            (
+                "ccwire_requests_queued",
+                "Requests waiting for a free turn.",
+                gauges.queued,
+            ),
+            (
+                "ccwire_stored_responses",
+                "Stored Responses API responses.",
+                gauges.stored,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            header(&mut out, name, help, "gauge");
+            let _ = writeln!(out, "{name} {value}");
+        }
+        let counters = [
+            (
+                "ccwire_cli_spawns_total",
+                "Claude Code processes asked for.",
+                self.spawns,
+            ),
+            (
+                "ccwire_held_call_timeouts_total",
+                "Held client tool calls answered with a timeout.",
+                self.held_call_timeouts,
+            ),
+            (
+                "ccwire_clients_gone_total",
+                "Clients that went away before their response ended.",
+                self.clients_gone,
+            ),
+        ];
+        for (name, help, value) in counters {
+            header(&mut out, name, help, "counter");
+            let _ = writeln!(out, "{name} {value}");
+        }
+        header(
+            &mut out,
+            "ccwire_cli_exits_total",
+            "Claude Code processes that ended (exit, signal) or could not start (spawn_failed).",
+            "counter",
+        );
+        for (how, n) in &self.exits {
+            let _ = writeln!(out, "ccwire_cli_exits_total{{how=\"{how}\"}} {n}");
+        }
+        header(
+            &mut out,
+            "ccwire_tokens_total",
+            "Model tokens of completed responses, by kind.",
+            "counter",
+        );
+        for (kind, n) in &self.tokens {
+            let _ = writeln!(out, "ccwire_tokens_total{{kind=\"{kind}\"}} {n}");
+        }
+        self.first_byte.write(
+            &mut out,
+            "ccwire_time_to_first_byte_seconds",
+            "From a request to the first byte of its response.",
+        );
+        self.response.write(
+            &mut out,
+            "ccwire_response_seconds",
+            "From a request to the end of its response.",
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_histogram_counts_cumulatively_with_an_infinite_bucket() {
+        let mut h = Histogram::default();
+        for s in [0.0005, 0.02, 0.02, 7.0, 1000.0] {
+            h.observe(s);
+        }
+        let mut out = String::new();
+        h.write(&mut out, "t", "T.");
+        assert!(out.contains("t_bucket{le=\"0.001\"} 1\n"));
+        assert!(out.contains("t_bucket{le=\"0.025\"} 3\n"));
+        assert!(out.contains("t_bucket{le=\"10\"} 4\n"));
+        assert!(out.contains("t_bucket{le=\"300\"} 4\n"));
+        assert!(out.contains("t_bucket{le=\"+Inf\"} 5\n"));
+        assert!(out.contains("t_count 5\n"));
+        assert!(out.starts_with("# HELP t T.\n# TYPE t histogram\n"));
+    }
+}
