@@ -1128,3 +1128,80 @@ fn metrics_count_requests_turns_tokens_and_latency() {
         value.parse::<f64>().unwrap_or_else(|_| panic!("{l}"));
     }
 }
+
+fn stall(sim: &mut Sim, tenant: &str) -> RequestId {
+    sim.send(
+        Api::Anthropic,
+        tenant,
+        anthropic(json!([{"role": "user", "content": "stall"}]), true),
+    )
+}
+
+#[test]
+fn requests_over_the_concurrency_cap_wait_in_order_and_a_full_queue_is_a_429() {
+    let mut sim = Sim::new(EndpointConfig {
+        max_concurrent: 2,
+        max_queue: 1,
+        ..EndpointConfig::default()
+    });
+    let first = stall(&mut sim, "a");
+    let _second = stall(&mut sim, "b");
+    let third = stall(&mut sim, "c");
+    assert_eq!(sim.clis.len(), 2, "the third waits");
+    assert_eq!(sim.response(third).status, 0);
+    let fourth = stall(&mut sim, "d");
+    assert_eq!(sim.response(fourth).status, 429);
+    assert_eq!(sim.response(fourth).header("retry-after"), Some("1"));
+    assert!(sim
+        .endpoint
+        .metrics()
+        .contains("ccwire_requests_queued 1\n"));
+    // A turn ends: the waiting request is served.
+    sim.gone(first);
+    assert_eq!(sim.clis.len(), 3);
+    assert_eq!(sim.response(third).status, 200);
+    assert!(sim
+        .endpoint
+        .metrics()
+        .contains("ccwire_requests_queued 0\n"));
+}
+
+#[test]
+fn a_tenant_at_its_own_cap_waits_without_holding_up_the_others() {
+    let mut sim = Sim::new(EndpointConfig {
+        max_concurrent_per_key: 1,
+        ..EndpointConfig::default()
+    });
+    let a1 = stall(&mut sim, "a");
+    let a2 = stall(&mut sim, "a");
+    let b1 = stall(&mut sim, "b");
+    assert_eq!(sim.response(a2).status, 0, "a waits for its own turn");
+    assert_eq!(sim.response(b1).status, 200, "b does not wait behind a");
+    sim.gone(a1);
+    assert_eq!(sim.response(a2).status, 200);
+}
+
+#[test]
+fn a_request_that_waits_too_long_gets_a_429() {
+    let mut sim = Sim::new(EndpointConfig {
+        max_concurrent: 1,
+        queue_timeout_ms: 5_000,
+        ..EndpointConfig::default()
+    });
+    stall(&mut sim, "a");
+    let waiting = stall(&mut sim, "b");
+    sim.advance(4_999);
+    assert_eq!(sim.response(waiting).status, 0);
+    sim.advance(1);
+    let response = sim.response(waiting);
+    assert_eq!(response.status, 429);
+    assert!(response.text().contains("for 5 s"), "{}", response.text());
+    // A client that leaves the queue is forgotten.
+    let left = stall(&mut sim, "c");
+    sim.gone(left);
+    assert_eq!(sim.endpoint.request_count(), 1);
+    assert!(sim
+        .endpoint
+        .metrics()
+        .contains("ccwire_requests_queued 0\n"));
+}

@@ -56,9 +56,21 @@ struct ServeArgs {
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 32 * 1024 * 1024)]
     max_body: usize,
-    /// The most live CLI sessions.
+    /// The most live CLI sessions (conversations); a new one over the cap gets a 429.
     #[arg(long, default_value_t = 64)]
     max_sessions: usize,
+    /// The most responses produced at once; more requests wait in a queue.
+    #[arg(long, default_value_t = 64)]
+    max_concurrent: usize,
+    /// The most responses produced at once for one API key.
+    #[arg(long)]
+    max_concurrent_per_key: Option<usize>,
+    /// The most requests waiting for a free turn; one more gets a 429.
+    #[arg(long, default_value_t = 256)]
+    max_queue: usize,
+    /// Seconds a request may wait in the queue before it gets a 429.
+    #[arg(long, default_value_t = 30.0)]
+    queue_timeout: f64,
     /// The CLI's working directory.
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -179,16 +191,23 @@ fn serve(args: ServeArgs) -> ExitCode {
     let options = GatewayOptions {
         api_keys,
         claude: args.claude,
-        enabled_tools: args.enable_tools,
-        limits: ccwire_core::gateway::GatewayConfig {
-            held_call_timeout_ms: seconds(args.held_call_timeout),
-            idle_ttl_ms: seconds(args.idle_ttl),
-            ..ccwire_core::gateway::GatewayConfig::default()
+        engine: ccwire_core::gateway::EndpointConfig {
+            limits: ccwire_core::gateway::GatewayConfig {
+                held_call_timeout_ms: seconds(args.held_call_timeout),
+                idle_ttl_ms: seconds(args.idle_ttl),
+                ..ccwire_core::gateway::GatewayConfig::default()
+            },
+            max_sessions: args.max_sessions,
+            enabled_tools: args.enable_tools,
+            default_model: args.default_model,
+            max_concurrent: args.max_concurrent,
+            max_concurrent_per_key: args.max_concurrent_per_key.unwrap_or(usize::MAX),
+            max_queue: args.max_queue,
+            queue_timeout_ms: seconds(args.queue_timeout),
+            ..ccwire_core::gateway::EndpointConfig::default()
         },
         max_body: args.max_body,
-        max_sessions: args.max_sessions,
         cwd: args.cwd,
-        default_model: args.default_model,
         env: Vec::new(),
         env_remove: args.strip_env,
         allow_origins: args.allow_origins,

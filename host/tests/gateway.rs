@@ -225,7 +225,7 @@ async fn a_restarted_gateway_rebuilds_the_conversation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_session_is_closed_and_its_conversation_rebuilt() {
     let gw = Gw::start(|o| {
-        o.limits = GatewayConfig {
+        o.engine.limits = GatewayConfig {
             idle_ttl_ms: 1500,
             ..GatewayConfig::default()
         }
@@ -262,7 +262,7 @@ async fn an_idle_session_is_closed_and_its_conversation_rebuilt() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_call_past_its_deadline_gets_an_error_and_late_results_rebuild() {
     let gw = Gw::start(|o| {
-        o.limits = GatewayConfig {
+        o.engine.limits = GatewayConfig {
             held_call_timeout_ms: 1500,
             ..GatewayConfig::default()
         }

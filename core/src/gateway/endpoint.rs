@@ -106,6 +106,14 @@ pub struct EndpointConfig {
     /// Report every change of the routing index as `Claim` / `Release` outputs (for a host
     /// that shares it with other gateways; see the module docs).
     pub publish_index: bool,
+    /// The most responses produced at once; more requests wait in the queue.
+    pub max_concurrent: usize,
+    /// The most responses produced at once for one tenant (API key).
+    pub max_concurrent_per_key: usize,
+    /// The most requests waiting for a free turn; one more gets a 429.
+    pub max_queue: usize,
+    /// How long a request may wait in the queue before it gets a 429 (ms).
+    pub queue_timeout_ms: u64,
 }
 
 impl Default for EndpointConfig {
@@ -121,6 +129,10 @@ impl Default for EndpointConfig {
             seed: 0,
             unix_epoch_ms: 0,
             publish_index: false,
+            max_concurrent: 64,
+            max_concurrent_per_key: usize::MAX,
+            max_queue: 256,
+            queue_timeout_ms: 30_000,
         }
     }
 }
@@ -243,6 +255,11 @@ pub enum EndpointTimeout {
         /// The session.
         session: SessionId,
     },
+    /// A request has waited in the queue as long as it may.
+    Queued {
+        /// The request.
+        request: RequestId,
+    },
     /// A deadline of a session's own.
     Session {
         /// The session.
@@ -270,6 +287,9 @@ impl std::fmt::Display for EndpointTimeout {
             }
             EndpointTimeout::Start { session } => {
                 write!(f, "session {session}'s CLI has not answered initialize")
+            }
+            EndpointTimeout::Queued { request } => {
+                write!(f, "request {request} has waited for a free turn too long")
             }
             EndpointTimeout::Session { session, reason } => {
                 write!(f, "session {session} is {reason}")
@@ -302,6 +322,8 @@ struct Starting {
 #[derive(Debug)]
 struct InFlight {
     session: SessionId,
+    /// The caller, for the per-key cap.
+    tenant: String,
     api: Api,
     stream: bool,
     encoder: ResponseEncoder,
@@ -330,6 +352,20 @@ pub struct Endpoint {
     /// Each request not ended yet: its API and when it came (for the metrics).
     arrivals: BTreeMap<RequestId, (Api, Timestamp)>,
     metrics: Metrics,
+    /// Requests waiting for a free turn, oldest first.
+    queue: VecDeque<Queued>,
+    /// A response ended since the queue was last looked at.
+    turn_freed: bool,
+}
+
+/// A request waiting for a free turn.
+#[derive(Debug)]
+struct Queued {
+    request: RequestId,
+    api: Api,
+    tenant: String,
+    parsed: ApiRequest,
+    deadline: Timestamp,
 }
 
 impl Endpoint {
@@ -350,6 +386,8 @@ impl Endpoint {
             now: 0,
             arrivals: BTreeMap::new(),
             metrics: Metrics::default(),
+            queue: VecDeque::new(),
+            turn_freed: false,
         }
     }
 
@@ -390,7 +428,7 @@ impl Endpoint {
             pooled: 0,
             held: self.registry.held_count(),
             in_flight: self.requests.len(),
-            queued: 0,
+            queued: self.queue.len(),
             stored: self.registry.stored_count(),
         })
     }
@@ -488,10 +526,81 @@ impl Endpoint {
             Api::Responses => api::responses::parse_request(body),
         };
         let parsed = parsed.and_then(|r| check_request(&r).map(|()| r));
-        let mut parsed = match parsed {
+        let parsed = match parsed {
             Ok(r) => r,
             Err(error) => return self.respond_error(request, api, &[], &error),
         };
+        // Requests wait their turn in order: none overtakes one already waiting.
+        if self.queue.is_empty() && self.has_room(tenant) {
+            return self.serve(now, request, api, tenant, parsed);
+        }
+        if self.queue.len() >= self.config.max_queue {
+            let error = ApiError::new(
+                ApiErrorKind::RateLimit,
+                format!(
+                    "the gateway is at its limit of concurrent requests and {} are waiting; \
+                     retry later",
+                    self.queue.len()
+                ),
+            )
+            .retry_after(1);
+            return self.respond_error(request, api, &[], &error);
+        }
+        self.queue.push_back(Queued {
+            request,
+            api,
+            tenant: tenant.to_owned(),
+            parsed,
+            deadline: now.saturating_add(self.config.queue_timeout_ms),
+        });
+        // It may fit now behind requests that wait for their own tenant's turns.
+        self.turn_freed = true;
+    }
+
+    /// Whether a response may start now for `tenant`, under the concurrency caps.
+    fn has_room(&self, tenant: &str) -> bool {
+        if self.requests.len() >= self.config.max_concurrent {
+            return false;
+        }
+        let mine = self
+            .requests
+            .values()
+            .filter(|r| r.tenant == tenant)
+            .count();
+        mine < self.config.max_concurrent_per_key
+    }
+
+    /// Serves the waiting requests that fit now, oldest first (a tenant at its own cap does
+    /// not hold up the others).
+    fn run_queue(&mut self) {
+        self.turn_freed = false;
+        let now = self.now;
+        let mut i = 0;
+        while i < self.queue.len() && self.requests.len() < self.config.max_concurrent {
+            if !self.has_room(&self.queue[i].tenant) {
+                i += 1;
+                continue;
+            }
+            let queued = self.queue.remove(i).expect("in range");
+            self.serve(
+                now,
+                queued.request,
+                queued.api,
+                &queued.tenant,
+                queued.parsed,
+            );
+        }
+    }
+
+    /// Routes a valid request and starts its response.
+    fn serve(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        api: Api,
+        tenant: &str,
+        mut parsed: ApiRequest,
+    ) {
         let mut headers = Vec::new();
         if !parsed.ignored.is_empty() {
             headers.push(("x-ccwire-ignored".to_owned(), parsed.ignored.join(", ")));
@@ -547,6 +656,7 @@ impl Endpoint {
                     request,
                     InFlight {
                         session,
+                        tenant: tenant.to_owned(),
                         api,
                         stream: parsed.stream,
                         encoder,
@@ -597,6 +707,7 @@ impl Endpoint {
                     request,
                     InFlight {
                         session,
+                        tenant: tenant.to_owned(),
                         api,
                         stream: parsed.stream,
                         encoder,
@@ -690,9 +801,16 @@ impl Endpoint {
     /// closed. Nothing more is sent for the request.
     pub fn handle_client_gone(&mut self, now: Timestamp, request: RequestId) {
         self.now = now;
+        if let Some(at) = self.queue.iter().position(|q| q.request == request) {
+            self.queue.remove(at);
+            self.arrivals.remove(&request);
+            self.metrics.clients_gone += 1;
+            return;
+        }
         let Some(gone) = self.requests.remove(&request) else {
             return;
         };
+        self.turn_freed = true;
         self.arrivals.remove(&request);
         self.metrics.clients_gone += 1;
         let session = gone.session;
@@ -762,6 +880,18 @@ impl Endpoint {
                 self.drain(now, session);
             }
         }
+        while let Some(at) = self.queue.iter().position(|q| q.deadline <= now) {
+            let queued = self.queue.remove(at).expect("in range");
+            let error = ApiError::new(
+                ApiErrorKind::RateLimit,
+                format!(
+                    "the gateway stayed at its limit of concurrent requests for {} s; retry later",
+                    self.config.queue_timeout_ms / 1000
+                ),
+            )
+            .retry_after(1);
+            self.respond_error(queued.request, queued.api, &[], &error);
+        }
         let ping_every = self.config.ping_every_ms;
         for (&request, flight) in &mut self.requests {
             if flight.next_ping.is_some_and(|t| t <= now) {
@@ -779,6 +909,9 @@ impl Endpoint {
 
     /// The next thing for the host to do.
     pub fn poll_output(&mut self) -> Option<EndpointOutput> {
+        if self.turn_freed && !self.queue.is_empty() {
+            self.run_queue();
+        }
         self.publish();
         self.outputs.pop_front()
     }
@@ -809,6 +942,14 @@ impl Endpoint {
             if let Some(at) = flight.next_ping {
                 consider(at, EndpointTimeout::Ping { request });
             }
+        }
+        if let Some(queued) = self.queue.iter().min_by_key(|q| q.deadline) {
+            consider(
+                queued.deadline,
+                EndpointTimeout::Queued {
+                    request: queued.request,
+                },
+            );
         }
         next
     }
@@ -1073,6 +1214,7 @@ impl Endpoint {
             return;
         }
         let flight = self.requests.remove(&request).expect("looked up above");
+        self.turn_freed = true;
         let session = flight.session;
         let done = matches!(
             flight.encoder.outcome(),

@@ -30,7 +30,7 @@ use axum::Router;
 use ccwire_core::api::guard::{ApiKeys, BrowserPolicy, InvalidAllowance};
 use ccwire_core::api::{Api, ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
-    env_to_remove, CliSpec, Endpoint, EndpointConfig, EndpointOutput, GatewayConfig, RequestId,
+    env_to_remove, CliSpec, Endpoint, EndpointConfig, EndpointOutput, RequestId,
     SessionId,
 };
 use serde_json::json;
@@ -51,18 +51,13 @@ pub struct GatewayOptions {
     pub api_keys: Vec<String>,
     /// The `claude` executable (found with [`find_cli`] when `None`).
     pub claude: Option<PathBuf>,
-    /// Built-in CLI tools offered to the model, by name (`Read`, `Bash`, …); none by default.
-    pub enabled_tools: Vec<String>,
-    /// Deadlines of held calls and idle sessions.
-    pub limits: GatewayConfig,
+    /// The engine's settings: deadlines, caps, enabled tools, the default model (its seed and
+    /// clock are set at start).
+    pub engine: EndpointConfig,
     /// The largest request body accepted, in bytes.
     pub max_body: usize,
-    /// The most live sessions; a new conversation over the cap gets 429.
-    pub max_sessions: usize,
     /// The CLI's working directory.
     pub cwd: Option<PathBuf>,
-    /// The model used when a request names one the CLI cannot use (not a Claude model).
-    pub default_model: Option<String>,
     /// Further CLI environment (tests point the CLI at a fake model with it).
     pub env: Vec<(String, String)>,
     /// Variables removed from the environment the CLI and its tools inherit (a name, or a
@@ -81,12 +76,9 @@ impl Default for GatewayOptions {
         GatewayOptions {
             api_keys: Vec::new(),
             claude: None,
-            enabled_tools: Vec::new(),
-            limits: GatewayConfig::default(),
+            engine: EndpointConfig::default(),
             max_body: 32 * 1024 * 1024,
-            max_sessions: 64,
             cwd: None,
-            default_model: None,
             env: Vec::new(),
             env_remove: Vec::new(),
             allow_origins: Vec::new(),
@@ -586,6 +578,7 @@ impl Server {
     pub async fn start(addr: SocketAddr, options: GatewayOptions) -> Result<Server, ServeError> {
         if !addr.ip().is_loopback() && options.api_keys.is_empty() {
             let code_tools = options
+                .engine
                 .enabled_tools
                 .iter()
                 .filter(|t| CODE_TOOLS.contains(&t.as_str()))
@@ -619,15 +612,11 @@ impl Server {
             Err(_) => None,
         };
         let endpoint = Endpoint::new(EndpointConfig {
-            limits: options.limits,
-            max_sessions: options.max_sessions,
-            enabled_tools: options.enabled_tools.clone(),
-            default_model: options.default_model.clone(),
             seed: seed(),
             unix_epoch_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
-            ..EndpointConfig::default()
+            ..options.engine.clone()
         });
         let app = Arc::new(App {
             keys: ApiKeys::new(&options.api_keys),
