@@ -1205,3 +1205,124 @@ fn a_request_that_waits_too_long_gets_a_429() {
         .metrics()
         .contains("ccwire_requests_queued 0\n"));
 }
+
+fn spawns(sim: &Sim) -> usize {
+    sim.trace
+        .iter()
+        .filter(|l| l.contains(r#""type":"spawn""#))
+        .count()
+}
+
+#[test]
+fn a_warm_pool_gives_new_conversations_a_started_cli_and_refills() {
+    let mut sim = Sim::new(EndpointConfig {
+        pool: 2,
+        ..EndpointConfig::default()
+    });
+    let first = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "One"}]), false),
+    );
+    assert_eq!(sim.response(first).status, 200);
+    assert_eq!(spawns(&sim), 3, "its own CLI, and two for the pool");
+    assert!(sim.endpoint.metrics().contains("ccwire_pool_sessions 2\n"));
+    // Both warm CLIs answered initialize and wait, with no prompt.
+    for id in [2, 3] {
+        let kinds: Vec<&str> = sim
+            .cli(id)
+            .stdin
+            .iter()
+            .map(|m| m["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["control_request"], "session {id}");
+    }
+
+    let second = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "Two"}]), false),
+    );
+    let response = sim.response(second);
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("x-ccwire-session"), Some("new"));
+    assert_eq!(response.json()["content"][0]["text"], "echo: Two");
+    let kinds: Vec<&str> = sim
+        .cli(2)
+        .stdin
+        .iter()
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["control_request", "user"],
+        "the oldest warm CLI took it"
+    );
+    assert_eq!(spawns(&sim), 4, "one more to replace it");
+    let metrics = sim.endpoint.metrics();
+    for line in [
+        "ccwire_pool_hits_total 1",
+        "ccwire_pool_misses_total 1",
+        "ccwire_pool_sessions 2",
+        "ccwire_sessions 2",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
+    // The conversation the warm CLI took goes on there.
+    let next = json!([{"role": "user", "content": "Two"}, {"role": "assistant", "content": "echo: Two"},
+                      {"role": "user", "content": "Three"}]);
+    let third = sim.send(Api::Anthropic, "t", anthropic(next, false));
+    assert_eq!(
+        sim.response(third).header("x-ccwire-session"),
+        Some("continued")
+    );
+    assert_eq!(sim.cli(2).stdin.len(), 3);
+}
+
+#[test]
+fn other_settings_miss_the_pool_and_take_the_oldest_slot() {
+    let mut sim = Sim::new(EndpointConfig {
+        pool: 1,
+        ..EndpointConfig::default()
+    });
+    sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "One"}]), false),
+    );
+    assert_eq!(spawns(&sim), 2);
+    // No client tools: other settings, so the warm CLI does not fit.
+    let plain = json!({"model": "sonnet", "max_tokens": 10, "messages": [{"role": "user", "content": "Plain"}]});
+    let id = sim.send(Api::Anthropic, "t", plain);
+    assert_eq!(sim.response(id).status, 200);
+    assert_eq!(
+        sim.closed,
+        [2],
+        "the warm CLI of the other settings made room"
+    );
+    assert_eq!(
+        spawns(&sim),
+        4,
+        "its own CLI and a warm one with its settings"
+    );
+    assert!(!sim.specs[&4].args.iter().any(|a| a == "--mcp-config"));
+}
+
+#[test]
+fn warm_clis_count_toward_the_session_cap_and_give_way_to_conversations() {
+    let mut sim = Sim::new(EndpointConfig {
+        pool: 2,
+        max_sessions: 2,
+        ..EndpointConfig::default()
+    });
+    sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "One"}]), false),
+    );
+    assert_eq!(spawns(&sim), 2, "one warm CLI fits under the cap");
+    let plain = json!({"model": "sonnet", "max_tokens": 10, "messages": [{"role": "user", "content": "Plain"}]});
+    let id = sim.send(Api::Anthropic, "t", plain);
+    assert_eq!(sim.response(id).status, 200, "a warm CLI gave way");
+    assert_eq!(sim.endpoint.session_count(), 2);
+}

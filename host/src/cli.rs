@@ -71,6 +71,10 @@ struct ServeArgs {
     /// Seconds a request may wait in the queue before it gets a 429.
     #[arg(long, default_value_t = 30.0)]
     queue_timeout: f64,
+    /// CLIs kept started ahead of need for new conversations with the settings of recent
+    /// ones (they count toward --max-sessions).
+    #[arg(long, default_value_t = 0)]
+    pool: usize,
     /// The CLI's working directory.
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -204,6 +208,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             max_concurrent_per_key: args.max_concurrent_per_key.unwrap_or(usize::MAX),
             max_queue: args.max_queue,
             queue_timeout_ms: seconds(args.queue_timeout),
+            pool: args.pool,
             ..ccwire_core::gateway::EndpointConfig::default()
         },
         max_body: args.max_body,

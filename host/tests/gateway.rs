@@ -699,3 +699,42 @@ async fn claude_code_s_request_shape_is_served_and_what_was_ignored_is_named() {
     assert_eq!(gw.server().session_pids().len(), 1);
     gw.stop().await;
 }
+
+/// With a warm pool, a new conversation with the settings of an earlier one is answered by a
+/// CLI that was started ahead, and the pool is refilled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_pool_answers_new_conversations_with_started_clis() {
+    let gw = Gw::start(|o| o.engine.pool = 2).await;
+    let first = anthropic(json!([{"role": "user", "content": "first conversation"}]));
+    let (status, kind, _) = gw.call("/v1/messages", &first, None).await;
+    assert_eq!((status, kind.as_str()), (200, "new"));
+    eventually("two CLIs started ahead", || {
+        gw.server().session_pids().len() == 3
+    })
+    .await;
+    let health = gw.health().await;
+    assert_eq!(
+        (health["sessions"].as_u64(), health["pool"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let before = gw.server().session_pids();
+    let second = anthropic(json!([{"role": "user", "content": "second conversation"}]));
+    let (status, kind, body) = gw.call("/v1/messages", &second, None).await;
+    assert_eq!((status, kind.as_str()), (200, "new"), "{body}");
+    assert!(text_of(&body).contains("second conversation"), "{body}");
+    let metrics = gw.http.get(gw.url("/metrics")).send().await.unwrap();
+    let metrics = metrics.text().await.unwrap();
+    assert!(metrics.contains("ccwire_pool_hits_total 1\n"), "{metrics}");
+    // One more CLI replaces the one the conversation took; the first three are still there.
+    eventually("the pool refilled", || {
+        gw.server().session_pids().len() == 4
+    })
+    .await;
+    let after = gw.server().session_pids();
+    assert!(
+        before.iter().all(|p| after.contains(p)),
+        "{before:?} {after:?}"
+    );
+    assert_eq!(gw.health().await["sessions"], 2);
+    gw.stop().await;
+}

@@ -114,6 +114,10 @@ pub struct EndpointConfig {
     pub max_queue: usize,
     /// How long a request may wait in the queue before it gets a 429 (ms).
     pub queue_timeout_ms: u64,
+    /// CLIs kept started and initialized ahead of need, for new conversations with the
+    /// settings (tools, system prompt, model, thinking) of recent ones; they count toward
+    /// `max_sessions`.
+    pub pool: usize,
 }
 
 impl Default for EndpointConfig {
@@ -133,6 +137,7 @@ impl Default for EndpointConfig {
             max_concurrent_per_key: usize::MAX,
             max_queue: 256,
             queue_timeout_ms: 30_000,
+            pool: 0,
         }
     }
 }
@@ -314,8 +319,16 @@ struct Live {
 #[derive(Debug)]
 struct Starting {
     init_id: String,
-    prompt: UserMessage,
+    /// The first prompt, sent once the CLI has answered; none for a warm CLI.
+    prompt: Option<UserMessage>,
     deadline: Timestamp,
+}
+
+/// A CLI started ahead of need, waiting for a conversation with its settings.
+#[derive(Debug)]
+struct Warm {
+    /// The settings it was started with (command line and client tools).
+    signature: String,
 }
 
 /// One response in flight.
@@ -356,6 +369,10 @@ pub struct Endpoint {
     queue: VecDeque<Queued>,
     /// A response ended since the queue was last looked at.
     turn_freed: bool,
+    /// CLIs started ahead of need, by session (oldest first).
+    pool: BTreeMap<SessionId, Warm>,
+    /// Warm CLIs to start, one at a time: their settings.
+    pool_wanted: VecDeque<(String, CliSpec, Vec<McpServer>)>,
 }
 
 /// A request waiting for a free turn.
@@ -388,6 +405,8 @@ impl Endpoint {
             metrics: Metrics::default(),
             queue: VecDeque::new(),
             turn_freed: false,
+            pool: BTreeMap::new(),
+            pool_wanted: VecDeque::new(),
         }
     }
 
@@ -401,6 +420,11 @@ impl Endpoint {
     /// Client tool calls held open, over all sessions.
     pub fn held_count(&self) -> usize {
         self.registry.held_count()
+    }
+
+    /// CLIs started ahead of need, waiting for a conversation.
+    pub fn pool_count(&self) -> usize {
+        self.pool.len()
     }
 
     /// Responses in flight.
@@ -421,11 +445,20 @@ impl Endpoint {
     /// `GET /metrics`: the gateway's counters, gauges and latency histograms in the Prometheus
     /// text format.
     pub fn metrics(&self) -> String {
-        let starting = self.lives.values().filter(|l| l.starting.is_some()).count();
+        let starting = self
+            .lives
+            .iter()
+            .filter(|(id, l)| l.starting.is_some() && !self.pool.contains_key(id))
+            .count();
         self.metrics.render(&Gauges {
-            sessions: self.lives.len() - starting,
+            sessions: self.lives.len() - starting - self.pool.len(),
             starting,
-            pooled: 0,
+            pooled: self.pool.len(),
+            pool_ready: self
+                .pool
+                .keys()
+                .filter(|id| self.lives.get(id).is_some_and(|l| l.starting.is_none()))
+                .count(),
             held: self.registry.held_count(),
             in_flight: self.requests.len(),
             queued: self.queue.len(),
@@ -687,19 +720,54 @@ impl Endpoint {
                 if let Some(old) = replaces {
                     self.close(now, old);
                 }
-                if self.lives.len() >= self.config.max_sessions {
-                    self.registry.close(session);
-                    let error = ApiError::new(
-                        ApiErrorKind::RateLimit,
-                        format!(
-                            "the gateway runs its maximum of {} sessions; retry later",
-                            self.config.max_sessions
-                        ),
-                    )
-                    .retry_after(1);
-                    return self.respond_error(request, api, &headers, &error);
-                }
-                self.start(now, session, &parsed, prompt_content(&prompt));
+                let (spec, servers) = self.cli_for(&parsed);
+                let signature = format!(
+                    "{}\n{}",
+                    spec.args.join("\u{0}"),
+                    serde_json::to_string(&servers).expect("servers serialize")
+                );
+                let prompt = UserMessage::blocks(prompt_content(&prompt));
+                let warm = self.take_warm(&signature);
+                let session = match warm {
+                    Some(warm) => {
+                        // A CLI started ahead takes the conversation.
+                        self.registry.rekey(session, warm);
+                        self.metrics.pool_hits += 1;
+                        let live = self.lives.get_mut(&warm).expect("warm CLIs are live");
+                        match &mut live.starting {
+                            Some(starting) => starting.prompt = Some(prompt),
+                            None => {
+                                let _ = live.session.send_user_message(now, prompt);
+                            }
+                        }
+                        warm
+                    }
+                    None => {
+                        if self.config.pool > 0 {
+                            self.metrics.pool_misses += 1;
+                        }
+                        // A conversation goes before a warm CLI of other settings.
+                        if self.lives.len() >= self.config.max_sessions {
+                            if let Some(&oldest) = self.pool.keys().next() {
+                                self.close(now, oldest);
+                            }
+                        }
+                        if self.lives.len() >= self.config.max_sessions {
+                            self.registry.close(session);
+                            let error = ApiError::new(
+                                ApiErrorKind::RateLimit,
+                                format!(
+                                    "the gateway runs its maximum of {} sessions; retry later",
+                                    self.config.max_sessions
+                                ),
+                            )
+                            .retry_after(1);
+                            return self.respond_error(request, api, &headers, &error);
+                        }
+                        self.spawn(now, session, spec.clone(), servers.clone(), Some(prompt));
+                        session
+                    }
+                };
                 if let Some(live) = self.lives.get_mut(&session) {
                     live.request = Some(request);
                 }
@@ -717,6 +785,7 @@ impl Endpoint {
                     },
                 );
                 self.drain(now, session);
+                self.refill(now, &signature, &spec, &servers, warm.is_some());
             }
         }
     }
@@ -773,6 +842,7 @@ impl Endpoint {
         live.session.handle_process_exit(now, code, signal);
         self.drain(now, session);
         self.lives.remove(&session);
+        self.pool.remove(&session);
         self.registry.close(session);
     }
 
@@ -783,6 +853,7 @@ impl Endpoint {
             return;
         };
         *self.metrics.exits.entry("spawn_failed").or_default() += 1;
+        self.pool.remove(&session);
         // What was queued for the process that never was.
         self.outputs
             .retain(|o| !matches!(o, EndpointOutput::Write { session: s, .. } if *s == session));
@@ -912,6 +983,9 @@ impl Endpoint {
         if self.turn_freed && !self.queue.is_empty() {
             self.run_queue();
         }
+        if !self.pool_wanted.is_empty() {
+            self.pool_step();
+        }
         self.publish();
         self.outputs.pop_front()
     }
@@ -964,9 +1038,9 @@ impl Endpoint {
         format!("resp_{a:016x}{b:016x}")
     }
 
-    /// Creates a session for `request` and asks for its CLI; the prompt is sent once the CLI
-    /// has answered `initialize`.
-    fn start(&mut self, now: Timestamp, id: SessionId, request: &ApiRequest, prompt: Vec<Value>) {
+    /// How to start the CLI of a new conversation of `request`: the command line and the MCP
+    /// server of the client's tools. Equal for requests a warm CLI can serve.
+    fn cli_for(&self, request: &ApiRequest) -> (CliSpec, Vec<McpServer>) {
         let enabled = &self.config.enabled_tools;
         let external: Vec<McpTool> = request
             .conversation
@@ -1027,6 +1101,19 @@ impl Endpoint {
                 "1".to_owned(),
             )],
         };
+        (spec, servers)
+    }
+
+    /// Asks for a CLI for session `id` and sends it `initialize`; `prompt` goes to it once
+    /// the CLI has answered (a warm CLI gets none until a conversation takes it).
+    fn spawn(
+        &mut self,
+        now: Timestamp,
+        id: SessionId,
+        spec: CliSpec,
+        servers: Vec<McpServer>,
+        prompt: Option<UserMessage>,
+    ) {
         let mut session = Session::driver(SessionConfig {
             seed: mix(self.config.seed ^ id.rotate_left(17)),
             mcp_servers: servers,
@@ -1046,7 +1133,7 @@ impl Endpoint {
                 request: None,
                 starting: Some(Starting {
                     init_id,
-                    prompt: UserMessage::blocks(prompt),
+                    prompt,
                     deadline: now.saturating_add(self.config.start_timeout_ms),
                 }),
                 settle_by: None,
@@ -1054,11 +1141,78 @@ impl Endpoint {
         );
     }
 
+    /// A warm CLI started for these settings, taken out of the pool (the oldest first).
+    fn take_warm(&mut self, signature: &str) -> Option<SessionId> {
+        let id = self
+            .pool
+            .iter()
+            .find(|(_, warm)| warm.signature == signature)
+            .map(|(id, _)| *id)?;
+        self.pool.remove(&id);
+        Some(id)
+    }
+
+    /// Keeps the pool stocked for the settings of a conversation that just started: one CLI
+    /// for the one a conversation took, and after a miss as many as fit, making room by
+    /// closing the oldest warm CLI of other settings (at most one). The CLIs start one at a
+    /// time ([`pool_step`](Self::pool_step)), so a burst of new conversations does not share
+    /// the machine with a burst of starting CLIs.
+    fn refill(
+        &mut self,
+        now: Timestamp,
+        signature: &str,
+        spec: &CliSpec,
+        servers: &[McpServer],
+        hit: bool,
+    ) {
+        let want = self.config.pool;
+        if want == 0 {
+            return;
+        }
+        let mut room = want.saturating_sub(self.pool.len() + self.pool_wanted.len());
+        if room == 0 {
+            let other = self
+                .pool
+                .iter()
+                .find(|(_, warm)| warm.signature != signature)
+                .map(|(id, _)| *id);
+            if let Some(oldest) = other {
+                self.close(now, oldest);
+                room = 1;
+            }
+        }
+        let count = if hit { room.min(1) } else { room };
+        for _ in 0..count {
+            self.pool_wanted
+                .push_back((signature.to_owned(), spec.clone(), servers.to_vec()));
+        }
+    }
+
+    /// Starts the next wanted warm CLI when none is starting.
+    fn pool_step(&mut self) {
+        let starting = self
+            .pool
+            .keys()
+            .any(|id| self.lives.get(id).is_some_and(|l| l.starting.is_some()));
+        if starting || self.lives.len() >= self.config.max_sessions {
+            return;
+        }
+        let Some((signature, spec, servers)) = self.pool_wanted.pop_front() else {
+            return;
+        };
+        let now = self.now;
+        let id = self.registry.allocate_id();
+        self.pool.insert(id, Warm { signature });
+        self.spawn(now, id, spec, servers, None);
+        self.drain(now, id);
+    }
+
     /// Closes a session (the gateway shutting down): its response, if any, fails, and the
     /// host is asked to end its process.
     pub fn close(&mut self, now: Timestamp, session: SessionId) {
         self.now = now;
         self.registry.close(session);
+        self.pool.remove(&session);
         let Some(live) = self.lives.remove(&session) else {
             return;
         };
@@ -1115,10 +1269,12 @@ impl Endpoint {
                             .as_ref()
                             .and_then(|r| r.to_value().get("models").cloned());
                     }
-                    if let Err(error) = live.session.send_user_message(now, starting.prompt) {
-                        if let Some(request) = live.request {
-                            let error = ApiError::new(ApiErrorKind::Api, error.to_string());
-                            self.fail(now, request, error);
+                    if let Some(prompt) = starting.prompt {
+                        if let Err(error) = live.session.send_user_message(now, prompt) {
+                            if let Some(request) = live.request {
+                                let error = ApiError::new(ApiErrorKind::Api, error.to_string());
+                                self.fail(now, request, error);
+                            }
                         }
                     }
                 } else {

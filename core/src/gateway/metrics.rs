@@ -65,6 +65,9 @@ pub(crate) struct Metrics {
     /// Tokens of completed responses, by kind.
     pub tokens: BTreeMap<&'static str, u64>,
     pub held_call_timeouts: u64,
+    /// New conversations a warm CLI took, and those that found none.
+    pub pool_hits: u64,
+    pub pool_misses: u64,
     pub clients_gone: u64,
     /// From a request to the first byte of its response (the head of a stream, or the whole
     /// JSON answer).
@@ -78,6 +81,7 @@ pub(crate) struct Gauges {
     pub sessions: usize,
     pub starting: usize,
     pub pooled: usize,
+    pub pool_ready: usize,
     pub held: usize,
     pub in_flight: usize,
     pub queued: usize,
@@ -118,6 +122,11 @@ impl Metrics {
                 "ccwire_sessions_starting",
                 "Claude Code processes starting for a request.",
                 gauges.starting,
+            ),
+            (
+                "ccwire_pool_ready",
+                "Claude Code processes started ahead that are ready (answered initialize).",
+                gauges.pool_ready,
             ),
             (
                 "ccwire_pool_sessions",
@@ -164,6 +173,16 @@ impl Metrics {
                 "ccwire_clients_gone_total",
                 "Clients that went away before their response ended.",
                 self.clients_gone,
+            ),
+            (
+                "ccwire_pool_hits_total",
+                "New conversations a CLI started ahead took.",
+                self.pool_hits,
+            ),
+            (
+                "ccwire_pool_misses_total",
+                "New conversations that found no CLI started ahead with their settings.",
+                self.pool_misses,
             ),
         ];
         for (name, help, value) in counters {

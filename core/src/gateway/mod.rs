@@ -365,6 +365,25 @@ impl Gateway {
         }
     }
 
+    /// A session id for a session the host starts ahead of need ([`rekey`](Self::rekey) gives
+    /// it a conversation later).
+    pub fn allocate_id(&mut self) -> SessionId {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Moves a conversation's state from session `from` to session `to` (a CLI started ahead
+    /// takes the conversation that [`route`](Self::route) started as `from`).
+    pub fn rekey(&mut self, from: SessionId, to: SessionId) {
+        let Some(entry) = self.sessions.remove(&from) else {
+            return;
+        };
+        for hash in &entry.hashes {
+            self.by_hash.insert(hash.clone(), to);
+        }
+        self.sessions.insert(to, entry);
+    }
+
     /// Keeps the routing index's changes for [`take_index_changes`](Self::take_index_changes).
     pub fn publish_index(&mut self) {
         self.index_changes.get_or_insert_with(Vec::new);

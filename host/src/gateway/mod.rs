@@ -30,8 +30,7 @@ use axum::Router;
 use ccwire_core::api::guard::{ApiKeys, BrowserPolicy, InvalidAllowance};
 use ccwire_core::api::{Api, ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
-    env_to_remove, CliSpec, Endpoint, EndpointConfig, EndpointOutput, RequestId,
-    SessionId,
+    env_to_remove, CliSpec, Endpoint, EndpointConfig, EndpointOutput, RequestId, SessionId,
 };
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -523,9 +522,14 @@ async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
 }
 
 async fn health(State(app): State<Arc<App>>) -> Response {
-    let (sessions, held) = {
+    let (sessions, held, pool) = {
         let core = app.core.lock().expect("core lock");
-        (core.endpoint.session_count(), core.endpoint.held_count())
+        let e = &core.endpoint;
+        (
+            e.session_count() - e.pool_count(),
+            e.held_count(),
+            e.pool_count(),
+        )
     };
     let cli = match &app.claude {
         Ok(path) => json!({"found": true, "path": path, "version": app.claude_version}),
@@ -535,6 +539,7 @@ async fn health(State(app): State<Arc<App>>) -> Response {
         "status": "ok",
         "cli": cli,
         "sessions": sessions,
+        "pool": pool,
         "held_tool_calls": held,
     }))
     .into_response()
