@@ -1326,3 +1326,74 @@ fn warm_clis_count_toward_the_session_cap_and_give_way_to_conversations() {
     assert_eq!(sim.response(id).status, 200, "a warm CLI gave way");
     assert_eq!(sim.endpoint.session_count(), 2);
 }
+
+#[test]
+fn a_drain_refuses_new_conversations_lets_held_turns_finish_and_closes_every_cli() {
+    let mut sim = Sim::new(EndpointConfig {
+        pool: 1,
+        ..EndpointConfig::default()
+    });
+    // An idle conversation, and one whose turn waits for the client's tool result.
+    sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "Idle"}]), false),
+    );
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    sim.send(Api::Anthropic, "t", anthropic(ask.clone(), false));
+    assert_eq!(
+        sim.endpoint.session_count(),
+        3,
+        "two conversations and a warm CLI"
+    );
+
+    sim.endpoint.drain(sim.now, 30_000);
+    sim.run();
+    assert_eq!(
+        sim.endpoint.session_count(),
+        1,
+        "the idle one and the warm one are closed"
+    );
+    assert!(!sim.endpoint.is_drained());
+    let new = sim.send(
+        Api::OpenAi,
+        "t",
+        json!({"model": "m", "messages": [{"role": "user", "content": "New"}]}),
+    );
+    assert_eq!(sim.response(new).status, 503);
+    assert_eq!(sim.response(new).header("retry-after"), Some("1"));
+
+    // The held turn finishes; then its CLI is closed too.
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    let done = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    assert_eq!(
+        sim.response(done).json()["content"][0]["text"],
+        "done: sunny"
+    );
+    assert!(sim.endpoint.is_drained());
+    assert_eq!(sim.endpoint.poll_timeout(), None);
+}
+
+#[test]
+fn a_drain_closes_what_still_runs_at_the_end_of_its_grace() {
+    let mut sim = Sim::default();
+    let stalled = stall(&mut sim, "t");
+    sim.endpoint.drain(sim.now, 5_000);
+    sim.run();
+    assert!(!sim.endpoint.is_drained());
+    sim.advance(5_000);
+    assert!(sim.endpoint.is_drained());
+    let response = sim.response(stalled);
+    assert!(response.ended);
+    assert!(
+        response
+            .text()
+            .contains("closed before the response was complete"),
+        "{}",
+        response.text()
+    );
+}

@@ -27,8 +27,8 @@ enum Command {
     /// Run the CLI with the given arguments, pass stdin and stdout through, and write a
     /// transcript of both directions.
     Record(crate::run::RecordArgs),
-    /// Serve the Anthropic Messages and OpenAI Chat Completions APIs over the CLI.
-    Serve(ServeArgs),
+    /// Serve the Anthropic Messages, OpenAI Chat Completions and Responses APIs over the CLI.
+    Serve(Box<ServeArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -75,6 +75,13 @@ struct ServeArgs {
     /// ones (they count toward --max-sessions).
     #[arg(long, default_value_t = 0)]
     pool: usize,
+    /// Seconds running turns have to finish when the gateway drains (SIGTERM, or
+    /// POST /admin/drain).
+    #[arg(long, default_value_t = 30.0)]
+    drain_grace: f64,
+    /// The key POST /admin/drain needs, as `Authorization: Bearer` (also CCWIRE_ADMIN_KEY).
+    #[arg(long)]
+    admin_key: Option<String>,
     /// The CLI's working directory.
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -157,7 +164,7 @@ pub fn main() -> ExitCode {
         Command::Replay(args) => replay(&args),
         Command::Run(args) => crate::run::run(args),
         Command::Record(args) => crate::run::record(args),
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
     }
 }
 
@@ -217,6 +224,11 @@ fn serve(args: ServeArgs) -> ExitCode {
         env_remove: args.strip_env,
         allow_origins: args.allow_origins,
         allow_hosts: args.allow_hosts,
+        drain_grace: std::time::Duration::from_secs_f64(args.drain_grace.max(0.0)),
+        admin_key: args
+            .admin_key
+            .or_else(|| std::env::var("CCWIRE_ADMIN_KEY").ok())
+            .filter(|k| !k.is_empty()),
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

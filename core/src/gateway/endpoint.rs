@@ -260,6 +260,8 @@ pub enum EndpointTimeout {
         /// The session.
         session: SessionId,
     },
+    /// Draining: the grace period for running turns is over.
+    Drain,
     /// A request has waited in the queue as long as it may.
     Queued {
         /// The request.
@@ -293,6 +295,7 @@ impl std::fmt::Display for EndpointTimeout {
             EndpointTimeout::Start { session } => {
                 write!(f, "session {session}'s CLI has not answered initialize")
             }
+            EndpointTimeout::Drain => write!(f, "the end of the drain's grace period"),
             EndpointTimeout::Queued { request } => {
                 write!(f, "request {request} has waited for a free turn too long")
             }
@@ -373,6 +376,8 @@ pub struct Endpoint {
     pool: BTreeMap<SessionId, Warm>,
     /// Warm CLIs to start, one at a time: their settings.
     pool_wanted: VecDeque<(String, CliSpec, Vec<McpServer>)>,
+    /// Draining (shutting down): until when running turns may finish.
+    draining: Option<Timestamp>,
 }
 
 /// A request waiting for a free turn.
@@ -407,6 +412,7 @@ impl Endpoint {
             turn_freed: false,
             pool: BTreeMap::new(),
             pool_wanted: VecDeque::new(),
+            draining: None,
         }
     }
 
@@ -650,6 +656,25 @@ impl Endpoint {
             Ok(route) => route,
             Err(error) => return self.respond_error(request, api, &headers, &error),
         };
+        if let (
+            Some(_),
+            Route::Start {
+                session, replaces, ..
+            },
+        ) = (self.draining, &route)
+        {
+            let (session, replaces) = (*session, *replaces);
+            self.registry.close(session);
+            if let Some(old) = replaces {
+                self.close(now, old);
+            }
+            let error = ApiError::new(
+                ApiErrorKind::Unavailable,
+                "the gateway is shutting down and takes no new conversations; retry on another",
+            )
+            .retry_after(1);
+            return self.respond_error(request, api, &headers, &error);
+        }
         let kind = match &route {
             Route::Continue { .. } => SessionKind::Continued,
             Route::Start { kind, .. } => *kind,
@@ -709,7 +734,7 @@ impl Endpoint {
                         self.fail(now, request, error);
                     }
                 }
-                self.drain(now, session);
+                self.drain_session(now, session);
             }
             Route::Start {
                 session,
@@ -784,7 +809,7 @@ impl Endpoint {
                         next_ping: None,
                     },
                 );
-                self.drain(now, session);
+                self.drain_session(now, session);
                 self.refill(now, &signature, &spec, &servers, warm.is_some());
             }
         }
@@ -797,7 +822,7 @@ impl Endpoint {
             return;
         };
         live.session.handle_stdout(now, bytes);
-        self.drain(now, session);
+        self.drain_session(now, session);
     }
 
     /// A session's CLI ended (`stderr`: the end of what it wrote there, for the error a
@@ -840,7 +865,7 @@ impl Endpoint {
         };
         live.session.handle_stdout_eof(now);
         live.session.handle_process_exit(now, code, signal);
-        self.drain(now, session);
+        self.drain_session(now, session);
         self.lives.remove(&session);
         self.pool.remove(&session);
         self.registry.close(session);
@@ -900,12 +925,18 @@ impl Endpoint {
         } else {
             self.registry.response_failed(session, now);
         }
-        self.drain(now, session);
+        self.drain_session(now, session);
     }
 
     /// Applies every deadline at or before `now`.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         self.now = now;
+        if self.draining.is_some_and(|until| until <= now) {
+            let all: Vec<SessionId> = self.lives.keys().copied().collect();
+            for id in all {
+                self.close(now, id);
+            }
+        }
         for action in self.registry.handle_timeout(now) {
             match action {
                 super::Action::Answer {
@@ -916,7 +947,7 @@ impl Endpoint {
                     self.metrics.held_call_timeouts += 1;
                     if let Some(live) = self.lives.get_mut(&session) {
                         let _ = live.session.respond_mcp(now, &request_id, result);
-                        self.drain(now, session);
+                        self.drain_session(now, session);
                     }
                 }
                 super::Action::Close { session } => self.close(now, session),
@@ -948,7 +979,7 @@ impl Endpoint {
             }
             if live.session.poll_timeout().is_some_and(|(t, _)| t <= now) {
                 live.session.handle_timeout(now);
-                self.drain(now, session);
+                self.drain_session(now, session);
             }
         }
         while let Some(at) = self.queue.iter().position(|q| q.deadline <= now) {
@@ -986,6 +1017,9 @@ impl Endpoint {
         if !self.pool_wanted.is_empty() {
             self.pool_step();
         }
+        if self.draining.is_some() && !self.lives.is_empty() {
+            self.close_finished(self.now);
+        }
         self.publish();
         self.outputs.pop_front()
     }
@@ -1016,6 +1050,9 @@ impl Endpoint {
             if let Some(at) = flight.next_ping {
                 consider(at, EndpointTimeout::Ping { request });
             }
+        }
+        if let Some(until) = self.draining.filter(|_| !self.lives.is_empty()) {
+            consider(until, EndpointTimeout::Drain);
         }
         if let Some(queued) = self.queue.iter().min_by_key(|q| q.deadline) {
             consider(
@@ -1204,7 +1241,45 @@ impl Endpoint {
         let id = self.registry.allocate_id();
         self.pool.insert(id, Warm { signature });
         self.spawn(now, id, spec, servers, None);
-        self.drain(now, id);
+        self.drain_session(now, id);
+    }
+
+    /// Starts shutting down: new conversations get a 503, warm CLIs are closed, every session
+    /// is closed as soon as it has no turn running (no response in flight, no tool call
+    /// waiting for the client), and whatever still runs after `grace_ms` is closed then.
+    /// [`is_drained`](Self::is_drained) says when no CLI is left.
+    pub fn drain(&mut self, now: Timestamp, grace_ms: u64) {
+        self.now = now;
+        if self.draining.is_some() {
+            return;
+        }
+        self.draining = Some(now.saturating_add(grace_ms));
+        self.pool_wanted.clear();
+        let warm: Vec<SessionId> = self.pool.keys().copied().collect();
+        for id in warm {
+            self.close(now, id);
+        }
+        self.close_finished(now);
+    }
+
+    /// Whether the gateway is draining and no CLI is left.
+    pub fn is_drained(&self) -> bool {
+        self.draining.is_some() && self.lives.is_empty()
+    }
+
+    /// While draining: closes the sessions with no turn running.
+    fn close_finished(&mut self, now: Timestamp) {
+        let done: Vec<SessionId> = self
+            .lives
+            .iter()
+            .filter(|(id, live)| {
+                live.request.is_none() && live.settle_by.is_none() && self.registry.is_idle(**id)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in done {
+            self.close(now, id);
+        }
     }
 
     /// Closes a session (the gateway shutting down): its response, if any, fails, and the
@@ -1228,7 +1303,7 @@ impl Endpoint {
 
     /// Drains a session's outputs: writes go to the host, chunks to the gateway's bookkeeping
     /// and the response in flight.
-    fn drain(&mut self, now: Timestamp, session: SessionId) {
+    fn drain_session(&mut self, now: Timestamp, session: SessionId) {
         loop {
             let Some(live) = self.lives.get_mut(&session) else {
                 return;

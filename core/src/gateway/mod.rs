@@ -365,6 +365,14 @@ impl Gateway {
         }
     }
 
+    /// Whether a session has no turn running: no request in flight and no tool call waiting
+    /// for the client (a session the gateway does not know counts as idle).
+    pub fn is_idle(&self, session: SessionId) -> bool {
+        self.sessions
+            .get(&session)
+            .is_none_or(|e| !e.busy() && e.held.is_empty() && e.expected.is_empty())
+    }
+
     /// A session id for a session the host starts ahead of need ([`rekey`](Self::rekey) gives
     /// it a conversation later).
     pub fn allocate_id(&mut self) -> SessionId {

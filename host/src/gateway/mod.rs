@@ -68,6 +68,11 @@ pub struct GatewayOptions {
     /// Host names accepted in the `Host` header on a loopback listener besides `localhost` and
     /// loopback addresses (`--allow-host`).
     pub allow_hosts: Vec<String>,
+    /// How long running turns may take to finish when the gateway drains (SIGTERM,
+    /// `POST /admin/drain`).
+    pub drain_grace: Duration,
+    /// The key `POST /admin/drain` needs (`Authorization: Bearer`); without one it is refused.
+    pub admin_key: Option<String>,
 }
 
 impl Default for GatewayOptions {
@@ -82,6 +87,8 @@ impl Default for GatewayOptions {
             env_remove: Vec::new(),
             allow_origins: Vec::new(),
             allow_hosts: Vec::new(),
+            drain_grace: Duration::from_secs(30),
+            admin_key: None,
         }
     }
 }
@@ -173,6 +180,8 @@ struct App {
     start: Instant,
     /// Wakes the timer task when a deadline may have moved.
     wake: Notify,
+    /// `POST /admin/drain` was called.
+    drain_asked: Notify,
 }
 
 impl App {
@@ -505,6 +514,38 @@ async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     axum::Json(list).into_response()
 }
 
+/// `POST /admin/drain`: starts the drain `ccwire serve` does on SIGTERM; it exits once no CLI
+/// is left.
+async fn admin_drain(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let Some(admin) = &app.options.admin_key else {
+        let error = ApiError::new(
+            ApiErrorKind::Forbidden,
+            "no admin key is set (--admin-key or CCWIRE_ADMIN_KEY)",
+        );
+        return error_response(Api::Anthropic, &error);
+    };
+    let keys = ApiKeys::new(std::slice::from_ref(admin));
+    let bearer = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if let Err(e) = keys.authenticate(None, bearer) {
+        return error_response(Api::Anthropic, &e);
+    }
+    let grace = app.options.drain_grace;
+    let sessions = app.input(|endpoint, now| {
+        endpoint.drain(now, grace.as_millis() as u64);
+        endpoint.session_count()
+    });
+    app.drain_asked.notify_one();
+    (
+        StatusCode::ACCEPTED,
+        axum::Json(
+            json!({"draining": true, "sessions": sessions, "grace_seconds": grace.as_secs()}),
+        ),
+    )
+        .into_response()
+}
+
 /// `GET /metrics`, for Prometheus; with keys set, a scraper sends one (`Authorization: Bearer`).
 async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Err(e) = authenticate(&app, &headers) {
@@ -640,6 +681,7 @@ impl Server {
             next_request: AtomicU64::new(0),
             start: Instant::now(),
             wake: Notify::new(),
+            drain_asked: Notify::new(),
         });
         tokio::spawn(timers(app.clone()));
         let api_routes = Router::new()
@@ -652,6 +694,7 @@ impl Server {
             .merge(api_routes)
             .route("/v1/models", get(models))
             .route("/metrics", get(metrics))
+            .route("/admin/drain", post(admin_drain))
             .route("/health", get(health))
             .fallback(not_found)
             .layer(DefaultBodyLimit::max(app.options.max_body))
@@ -695,6 +738,29 @@ impl Server {
         core.clis.values().map(|c| c.pid).collect()
     }
 
+    /// Drains, then shuts down: new conversations get a 503 while running turns finish (held
+    /// tool calls included, up to the drain grace), each CLI is closed once its turn is done,
+    /// and the server stops when none is left.
+    pub async fn drain(self) {
+        let grace = self.app.options.drain_grace;
+        self.app
+            .input(|endpoint, now| endpoint.drain(now, grace.as_millis() as u64));
+        // The endpoint closes what still runs at the end of the grace; this bounds the wait.
+        let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(10);
+        while !self
+            .app
+            .core
+            .lock()
+            .expect("core lock")
+            .endpoint
+            .is_drained()
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.shutdown().await;
+    }
+
     /// Stops accepting requests, closes every session (stdin closed, grace, then killed) and
     /// waits for the CLI processes to end.
     pub async fn shutdown(mut self) {
@@ -735,9 +801,14 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+        () = server.app.drain_asked.notified() => {}
     }
-    eprintln!("ccwire serve: shutting down");
-    server.shutdown().await;
+    eprintln!(
+        "ccwire serve: draining (running turns have {} s to finish)",
+        server.app.options.drain_grace.as_secs()
+    );
+    server.drain().await;
+    eprintln!("ccwire serve: stopped");
     Ok(())
 }
 

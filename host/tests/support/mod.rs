@@ -202,3 +202,81 @@ pub fn results_for(body: &Value) -> Vec<Value> {
         })
         .collect()
 }
+
+/// `ccwire serve` as a user starts it, with the pinned CLI and the fake model in its
+/// environment; killed when dropped.
+pub struct ServeProcess {
+    pub child: tokio::process::Child,
+    pub addr: String,
+}
+
+impl ServeProcess {
+    pub async fn start(
+        home: &ccwire_tests::cli::OfflineHome,
+        fake: &ccwire_tests::FakeAnthropic,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> ServeProcess {
+        use tokio::io::AsyncBufReadExt;
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_ccwire"));
+        for key in ccwire_tests::cli::inherited_to_remove() {
+            command.env_remove(key);
+        }
+        command.env_remove("CCWIRE_API_KEYS");
+        let mut child = command
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .envs(home.env(&fake.base_url()))
+            .env("CCWIRE_CLAUDE", ccwire_tests::cli::claude_path())
+            .envs(env.iter().copied())
+            .current_dir(home.workdir())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(addr) = line.strip_prefix("ccwire serve: listening on http://") {
+                    return addr.to_owned();
+                }
+            }
+            panic!("ccwire serve ended before listening");
+        })
+        .await
+        .expect("ccwire serve listens in time");
+        // Keep draining its log so it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        ServeProcess { child, addr }
+    }
+
+    /// The CLI processes it runs.
+    pub fn cli_pids(&self) -> Vec<u32> {
+        let pid = self.child.id().unwrap();
+        let mut pids = Vec::new();
+        for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .flatten()
+        {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            pids.extend(
+                children
+                    .split_whitespace()
+                    .map(|p| p.parse::<u32>().unwrap()),
+            );
+        }
+        pids
+    }
+
+    pub async fn stop(mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id().unwrap() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let status = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("ccwire serve ends on SIGTERM")
+            .unwrap();
+        assert!(status.success(), "{status}");
+    }
+}
