@@ -237,6 +237,20 @@ export interface GatewayOptions {
   unixEpochMs?: number;
   /** Report every change of the routing index as `claim` / `release` outputs (scale-out). */
   publishIndex?: boolean;
+  /** The most responses produced at once (default 64); more wait in the queue. */
+  maxConcurrent?: number;
+  /** The most responses produced at once for one tenant (no limit by default). */
+  maxConcurrentPerKey?: number;
+  /** The most requests waiting for a free turn (default 256). */
+  maxQueue?: number;
+  /** How long a request may wait in the queue (default 30 s). */
+  queueTimeoutMs?: number;
+  /** CLIs kept started ahead of need (default 0). */
+  pool?: number;
+  /** Enabled tools wait for a person's approval (`approvals`, `answerApproval`). */
+  approvals?: boolean;
+  /** How long an approval waits before the tool is denied (default 5 min). */
+  approvalTimeoutMs?: number;
 }
 /** How to start a session's CLI. */
 export interface CliSpec {
@@ -263,6 +277,30 @@ export type GatewayOutput =
 export interface GatewayDeadline {
   atMs: number;
   reason: string;
+}
+/** A permission request waiting for a person. */
+export interface Approval {
+  id: string;
+  tool_name: string;
+  input: Json;
+  tool_use_id: string | null;
+  blocked_path: string | null;
+  /** Permission updates the CLI suggests (`remember: true` applies them). */
+  suggestions: Json;
+  /** The session (conversation) it belongs to. */
+  conversation: number;
+  created_at_ms: number;
+  expires_at_ms: number;
+}
+/** A person's answer to an approval. */
+export interface ApprovalAnswer {
+  behavior: "allow" | "deny";
+  /** Told to the model when denied. */
+  message?: string;
+  /** The input to run the tool with instead. */
+  updated_input?: { [key: string]: Json };
+  /** Apply the CLI's suggested permission updates. */
+  remember?: boolean;
 }
 /** How a CLI ended. */
 export interface CliExit {
@@ -300,6 +338,21 @@ export class Gateway {
   close(session: number, nowMs: number): GatewayOutput[];
   /** When to call `handleTimeout` next; `null` when nothing waits. */
   nextDeadline(): GatewayDeadline | null;
+  /** The permission requests of a tenant's conversations waiting for a person (`approvals: true`). */
+  approvals(options?: { tenant?: string }): { object: "list"; data: Approval[] };
+  /** A person's answer to an approval; throws an `ApiRequestError` (404 unknown, 400 bad answer). */
+  answerApproval(
+    id: string,
+    options: { tenant?: string },
+    answer: ApprovalAnswer | string,
+    nowMs: number,
+  ): { decided: { id: string; behavior: "allow" | "deny" }; outputs: GatewayOutput[] };
+  /** Opens a stream (SSE) of a tenant's approval events as the response of `requestId`. */
+  handleApprovalEvents(requestId: number, options: { tenant?: string }, nowMs: number): GatewayOutput[];
+  /** Starts draining: new conversations get a 503, running turns get `graceMs` to finish. */
+  drain(graceMs: number, nowMs: number): GatewayOutput[];
+  /** Whether the gateway is draining and no CLI is left. */
+  readonly isDrained: boolean;
   /** The body of `GET /metrics`: counters, gauges and latency histograms, Prometheus text. */
   metrics(): string;
   /** The body of `GET /v1/models`. */

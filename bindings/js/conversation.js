@@ -249,6 +249,39 @@ export class Gateway {
     return JSON.parse(this.#inner.nextDeadline());
   }
 
+  /** The permission requests of `tenant`'s conversations waiting for a person (`approvals: true`). */
+  approvals({ tenant = "" } = {}) {
+    return JSON.parse(this.#inner.approvals(String(tenant)));
+  }
+
+  /**
+   * A person's answer to an approval (`{behavior: "allow" | "deny", message?, updated_input?,
+   * remember?}`): returns `{decided, outputs}`; an unknown approval or a bad answer throws an
+   * `ApiRequestError` (404, 400).
+   */
+  answerApproval(id, { tenant = "" }, answer, nowMs) {
+    const text = typeof answer === "string" ? answer : JSON.stringify(answer);
+    return withRequest(
+      (body) => this.#inner.answerApproval(String(tenant), String(id), utf8.encode(body), nowMs),
+      text,
+    );
+  }
+
+  /** Opens a stream (SSE) of `tenant`'s approval events as the response of `requestId`. */
+  handleApprovalEvents(requestId, { tenant = "" }, nowMs) {
+    return JSON.parse(this.#inner.handleApprovalEvents(requestId, String(tenant), nowMs));
+  }
+
+  /** Starts draining: new conversations are refused, running turns get `graceMs` to finish. */
+  drain(graceMs, nowMs) {
+    return JSON.parse(this.#inner.drain(graceMs, nowMs));
+  }
+
+  /** Whether the gateway is draining and no CLI is left. */
+  get isDrained() {
+    return this.#inner.isDrained();
+  }
+
   /** The body of `GET /metrics`: counters, gauges and latency histograms, Prometheus text. */
   metrics() {
     return this.#inner.metrics();

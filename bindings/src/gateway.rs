@@ -42,7 +42,7 @@ impl WasmGateway {
         let api = interop::api(api)?;
         let now = interop::timestamp(now_ms)?;
         self.inner.handle_request(now, request, api, tenant, body);
-        Ok(self.drain())
+        Ok(self.drain_outputs())
     }
 
     /// What a session's CLI wrote to stdout.
@@ -59,7 +59,7 @@ impl WasmGateway {
         let session = interop::id("session", session)?;
         let now = interop::timestamp(now_ms)?;
         self.inner.handle_stdout(now, session, data);
-        Ok(self.drain())
+        Ok(self.drain_outputs())
     }
 
     /// A session's CLI ended.
@@ -78,7 +78,7 @@ impl WasmGateway {
         let session = interop::id("session", session)?;
         let now = interop::timestamp(now_ms)?;
         self.inner.handle_exit(now, session, code, signal, stderr);
-        Ok(self.drain())
+        Ok(self.drain_outputs())
     }
 
     /// The host could not start a session's CLI.
@@ -95,7 +95,7 @@ impl WasmGateway {
         let session = interop::id("session", session)?;
         let now = interop::timestamp(now_ms)?;
         self.inner.handle_spawn_failed(now, session, error);
-        Ok(self.drain())
+        Ok(self.drain_outputs())
     }
 
     /// The client of a request went away.
@@ -107,7 +107,7 @@ impl WasmGateway {
         let request = interop::id("request", request)?;
         let now = interop::timestamp(now_ms)?;
         self.inner.handle_client_gone(now, request);
-        Ok(self.drain())
+        Ok(self.drain_outputs())
     }
 
     /// Applies the deadlines that passed by `now`.
@@ -118,7 +118,7 @@ impl WasmGateway {
     pub fn handle_timeout(&mut self, now_ms: f64) -> Result<String, JsError> {
         let now = interop::timestamp(now_ms)?;
         self.inner.handle_timeout(now);
-        Ok(self.drain())
+        Ok(self.drain_outputs())
     }
 
     /// Closes a session (shutting down).
@@ -129,7 +129,70 @@ impl WasmGateway {
         let session = interop::id("session", session)?;
         let now = interop::timestamp(now_ms)?;
         self.inner.close(now, session);
-        Ok(self.drain())
+        Ok(self.drain_outputs())
+    }
+
+    /// The pending approvals of `tenant` (JSON).
+    pub fn approvals(&self, tenant: &str) -> String {
+        self.inner.approvals(tenant).to_string()
+    }
+
+    /// A person's answer to an approval: `{"decided": …, "outputs": [...]}` (JSON).
+    ///
+    /// # Errors
+    /// A bad time; an unknown approval (404) or an answer of another shape (400), as
+    /// `ccwire-api-error <status> <body>`.
+    #[wasm_bindgen(js_name = answerApproval)]
+    pub fn answer_approval(
+        &mut self,
+        tenant: &str,
+        id: &str,
+        body: &[u8],
+        now_ms: f64,
+    ) -> Result<String, JsError> {
+        let now = interop::timestamp(now_ms)?;
+        let decided = self
+            .inner
+            .answer_approval(now, tenant, id, body)
+            .map_err(|err| interop::api_error(&err, ccwire_core::api::Api::Anthropic))?;
+        Ok(format!(
+            r#"{{"decided":{decided},"outputs":{}}}"#,
+            self.drain_outputs()
+        ))
+    }
+
+    /// Opens a stream of `tenant`'s approval events for request `request`.
+    ///
+    /// # Errors
+    /// A bad request id or time.
+    #[wasm_bindgen(js_name = handleApprovalEvents)]
+    pub fn handle_approval_events(
+        &mut self,
+        request: f64,
+        tenant: &str,
+        now_ms: f64,
+    ) -> Result<String, JsError> {
+        let request = interop::id("request", request)?;
+        let now = interop::timestamp(now_ms)?;
+        self.inner.handle_approval_events(now, request, tenant);
+        Ok(self.drain_outputs())
+    }
+
+    /// Starts draining (see `Endpoint::drain`).
+    ///
+    /// # Errors
+    /// A bad time.
+    pub fn drain(&mut self, grace_ms: f64, now_ms: f64) -> Result<String, JsError> {
+        let now = interop::timestamp(now_ms)?;
+        let grace = interop::timestamp(grace_ms)?;
+        self.inner.drain(now, grace);
+        Ok(self.drain_outputs())
+    }
+
+    /// Whether the gateway is draining and no CLI is left.
+    #[wasm_bindgen(js_name = isDrained)]
+    pub fn is_drained(&self) -> bool {
+        self.inner.is_drained()
     }
 
     /// The next deadline as `{"atMs", "reason"}`, or `null`.
@@ -170,7 +233,7 @@ impl WasmGateway {
 impl WasmGateway {
     /// The outputs made so far, as one JSON array (each as [`EndpointOutput::to_json`] writes
     /// it).
-    fn drain(&mut self) -> String {
+    fn drain_outputs(&mut self) -> String {
         let mut out = String::from("[");
         while let Some(output) = self.inner.poll_output() {
             if out.len() > 1 {

@@ -698,11 +698,19 @@ struct GatewayOptions {
     seed: Option<u64>,
     unix_epoch_ms: Option<u64>,
     publish_index: Option<bool>,
+    max_concurrent: Option<usize>,
+    max_concurrent_per_key: Option<usize>,
+    max_queue: Option<usize>,
+    queue_timeout_ms: Option<u64>,
+    pool: Option<usize>,
+    approvals: Option<bool>,
+    approval_timeout_ms: Option<u64>,
 }
 
 /// Reads the `Gateway` options: `{heldCallTimeoutMs, idleTtlMs, maxStoredResponses,
 /// maxSessions, enabledTools, defaultModel, pingEveryMs, settleGraceMs, startTimeoutMs, seed,
-/// unixEpochMs, publishIndex}`, each optional.
+/// unixEpochMs, publishIndex, maxConcurrent, maxConcurrentPerKey, maxQueue, queueTimeoutMs,
+/// pool, approvals, approvalTimeoutMs}`, each optional.
 pub fn endpoint_config(text: &str) -> Result<EndpointConfig, JsError> {
     let o: GatewayOptions = parse("Gateway options", text)?;
     let mut c = EndpointConfig::default();
@@ -729,6 +737,13 @@ pub fn endpoint_config(text: &str) -> Result<EndpointConfig, JsError> {
     }
     c.default_model = o.default_model;
     c.publish_index = o.publish_index.unwrap_or(false);
+    set(&mut c.queue_timeout_ms, o.queue_timeout_ms);
+    set(&mut c.approval_timeout_ms, o.approval_timeout_ms);
+    c.max_concurrent = o.max_concurrent.unwrap_or(c.max_concurrent);
+    c.max_concurrent_per_key = o.max_concurrent_per_key.unwrap_or(c.max_concurrent_per_key);
+    c.max_queue = o.max_queue.unwrap_or(c.max_queue);
+    c.pool = o.pool.unwrap_or(c.pool);
+    c.approvals = o.approvals.unwrap_or(false);
     Ok(c)
 }
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { Gateway, HELD_CALL_TIMEOUT_TEXT, routeKey } from "ccwire/conversation";
+import { ApiRequestError, Gateway, HELD_CALL_TIMEOUT_TEXT, routeKey } from "ccwire/conversation";
 import { snapshotDir } from "./helpers.mjs";
 
 /** The inputs and outputs of the core's `gateway_sim::scenario`, in order. */
@@ -157,4 +157,41 @@ test("with publishIndex a gateway claims the key routeKey gives for the conversa
   assert.ok(claims.includes(key.key), "the gateway claimed it");
   assert.ok(!claims.includes(routeKey(body, { api: "anthropic", tenant: "bob" }).key), "keys are per tenant");
   assert.deepEqual(routeKey({ model: "m", max_tokens: 1, messages: [{ role: "user", content: "Hi" }] }, { api: "anthropic" }), { kind: "new" });
+});
+
+test("approvals: an enabled tool's permission request waits for answerApproval, scoped by tenant", () => {
+  const gateway = new Gateway({ enabledTools: ["Bash"], approvals: true, seed: 3 });
+  const started = gateway.handleRequest(1, { api: "anthropic", tenant: "alice" },
+    { model: "sonnet", max_tokens: 10, messages: [{ role: "user", content: "List the files" }] }, 0);
+  assert.match(started[0].spec.args.join(" "), /--permission-prompt-tool stdio/);
+  const init = JSON.parse(started.find((o) => o.type === "write").data);
+  gateway.handleStdout(1, JSON.stringify({ type: "control_response",
+    response: { subtype: "success", request_id: init.request_id, response: {} } }) + "\n", 10);
+  const watching = gateway.handleApprovalEvents(2, { tenant: "alice" }, 20);
+  assert.deepEqual(watching.map((o) => o.type), ["respond", "body"]);
+  const asked = gateway.handleStdout(1, JSON.stringify({ type: "control_request", request_id: "perm_1",
+    request: { subtype: "can_use_tool", tool_name: "Bash", input: { command: "ls" }, tool_use_id: "toolu_1" } }) + "\n", 30);
+  const event = asked.find((o) => o.type === "body" && o.request === 2);
+  assert.match(event.data, /^event: approval\n/);
+  const [pending] = gateway.approvals({ tenant: "alice" }).data;
+  assert.equal(pending.tool_name, "Bash");
+  assert.deepEqual(pending.input, { command: "ls" });
+  assert.deepEqual(gateway.approvals({ tenant: "bob" }).data, []);
+  assert.throws(() => gateway.answerApproval(pending.id, { tenant: "bob" }, { behavior: "allow" }, 40),
+    (err) => err instanceof ApiRequestError && err.status === 404);
+  assert.throws(() => gateway.answerApproval(pending.id, { tenant: "alice" }, { behavior: "perhaps" }, 40),
+    (err) => err instanceof ApiRequestError && err.status === 400);
+  const { decided, outputs } = gateway.answerApproval(pending.id, { tenant: "alice" }, { behavior: "allow" }, 50);
+  assert.deepEqual(decided, { id: pending.id, behavior: "allow" });
+  const write = outputs.find((o) => o.type === "write");
+  assert.equal(JSON.parse(write.data).response.response.behavior, "allow");
+  assert.ok(outputs.some((o) => o.type === "body" && o.data.startsWith("event: resolved")));
+  // Draining ends the event stream and refuses new conversations.
+  const drained = gateway.drain(1_000, 60);
+  assert.ok(drained.some((o) => o.type === "end" && o.request === 2));
+  const refused = gateway.handleRequest(3, { api: "openai" }, { model: "m", messages: [{ role: "user", content: "Hi" }] }, 70);
+  assert.equal(refused[0].status, 503);
+  assert.equal(gateway.isDrained, false, "the turn still runs");
+  gateway.handleExit(1, { code: 0 }, 80);
+  assert.equal(gateway.isDrained, true);
 });

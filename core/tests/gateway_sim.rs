@@ -29,6 +29,8 @@ struct FakeCli {
     results: Vec<(String, String, bool)>,
     /// The model's message stalled mid-stream.
     stalled: bool,
+    /// A permission request waiting for the host: control request id → tool_use id.
+    asking: BTreeMap<String, String>,
 }
 
 impl FakeCli {
@@ -64,6 +66,24 @@ impl FakeCli {
             }
             Some("control_response") => {
                 let id = message["response"]["request_id"].as_str().unwrap();
+                if let Some(tool_use_id) = self.asking.remove(id) {
+                    let answer = &message["response"]["response"];
+                    let (text, is_error) = match answer["behavior"].as_str() {
+                        Some("allow") => {
+                            let input = answer.get("updatedInput").cloned().unwrap_or(Value::Null);
+                            let command = input["command"].as_str().unwrap_or("?").to_owned();
+                            let rules = answer["updatedPermissions"].as_array().map_or(0, Vec::len);
+                            (format!("ran {command} (rules {rules})"), false)
+                        }
+                        _ => (
+                            format!("denied: {}", answer["message"].as_str().unwrap_or("")),
+                            true,
+                        ),
+                    };
+                    self.results.push((tool_use_id, text, is_error));
+                    self.after_tools(out);
+                    return;
+                }
                 let Some((_, tool_use_id)) = self.pending.remove(id) else {
                     return;
                 };
@@ -116,6 +136,24 @@ impl FakeCli {
                                    "_meta": {"claudecode/toolUseId": id}}}}
                 })));
             }
+        } else if let Some(command) = text.strip_prefix("bash: ") {
+            self.calls += 1;
+            let id = format!("toolu_{}", self.calls);
+            let input = json!({"command": command});
+            self.message(
+                vec![json!({"type": "tool_use", "id": id, "name": "Bash", "input": input})],
+                "tool_use",
+                out,
+            );
+            let request_id = format!("perm_{}", self.calls);
+            self.asking.insert(request_id.clone(), id.clone());
+            out.push(line(json!({
+                "type": "control_request", "request_id": request_id,
+                "request": {"subtype": "can_use_tool", "tool_name": "Bash", "input": input,
+                    "tool_use_id": id, "permission_suggestions": [{"type": "addRules",
+                    "rules": [{"toolName": "Bash", "ruleContent": command}],
+                    "behavior": "allow", "destination": "session"}]}
+            })));
         } else if text == "stall" {
             self.messages += 1;
             self.stalled = true;
@@ -1396,4 +1434,140 @@ fn a_drain_closes_what_still_runs_at_the_end_of_its_grace() {
         "{}",
         response.text()
     );
+}
+
+fn approvals_sim() -> Sim {
+    Sim::new(EndpointConfig {
+        approvals: true,
+        enabled_tools: vec!["Bash".to_owned()],
+        approval_timeout_ms: 60_000,
+        unix_epoch_ms: 1_800_000_000_000,
+        ..EndpointConfig::default()
+    })
+}
+
+fn bash(sim: &mut Sim, tenant: &str, command: &str) -> RequestId {
+    let body = json!({"model": "sonnet", "max_tokens": 100, "stream": true,
+                      "messages": [{"role": "user", "content": format!("bash: {command}")}]});
+    sim.send(Api::Anthropic, tenant, body)
+}
+
+fn answer(sim: &mut Sim, tenant: &str, id: &str, body: Value) -> Result<Value, u16> {
+    let result = sim
+        .endpoint
+        .answer_approval(sim.now, tenant, id, body.to_string().as_bytes())
+        .map_err(|e| e.status());
+    sim.run();
+    result
+}
+
+#[test]
+fn an_enabled_tool_waits_for_a_person_and_runs_once_allowed() {
+    let mut sim = approvals_sim();
+    let watch = sim.next_request + 100;
+    sim.responses.insert(watch, Response::default());
+    sim.endpoint.handle_approval_events(sim.now, watch, "alice");
+    sim.run();
+    let turn = bash(&mut sim, "alice", "ls");
+    let spec = sim.specs[&1].args.join(" ");
+    assert!(spec.contains("--permission-prompt-tool stdio"), "{spec}");
+    assert!(
+        !spec.contains("--allowedTools Bash"),
+        "Bash must ask: {spec}"
+    );
+    // The turn waits; the approval is listed for its tenant only.
+    assert!(!sim.response(turn).ended);
+    let list = sim.endpoint.approvals("alice");
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    let pending = &list["data"][0];
+    assert_eq!(pending["tool_name"], "Bash");
+    assert_eq!(pending["input"], json!({"command": "ls"}));
+    assert_eq!(
+        pending["expires_at_ms"],
+        1_800_000_000_000u64 + 1_000 + 60_000
+    );
+    assert_eq!(sim.endpoint.approvals("bob")["data"], json!([]));
+    let id = pending["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        answer(&mut sim, "bob", &id, json!({"behavior": "allow"})),
+        Err(404)
+    );
+    assert_eq!(
+        answer(&mut sim, "alice", &id, json!({"behavior": "maybe"})),
+        Err(400)
+    );
+    assert!(sim
+        .endpoint
+        .metrics()
+        .contains("ccwire_pending_approvals 1\n"));
+
+    let decided = answer(
+        &mut sim,
+        "alice",
+        &id,
+        json!({"behavior": "allow", "remember": true,
+        "updated_input": {"command": "ls -la"}}),
+    );
+    assert_eq!(decided, Ok(json!({"id": id, "behavior": "allow"})));
+    let response = sim.response(turn);
+    assert!(response.ended);
+    assert!(
+        response.text().contains("done: ran ls -la (rules 1)"),
+        "{}",
+        response.text()
+    );
+    assert_eq!(
+        answer(&mut sim, "alice", &id, json!({"behavior": "allow"})),
+        Err(404),
+        "once"
+    );
+    // The watcher saw it come and go.
+    let events = sim.response(watch).text();
+    assert!(
+        events.contains("event: approval\ndata: {")
+            && events.contains(&format!(
+                "event: resolved\ndata: {{\"behavior\":\"allow\",\"id\":\"{id}\"}}"
+            )),
+        "{events}"
+    );
+}
+
+#[test]
+fn a_denied_or_unanswered_approval_tells_the_model_the_tool_did_not_run() {
+    let mut sim = approvals_sim();
+    let turn = bash(&mut sim, "alice", "rm -rf /");
+    let id = sim.endpoint.approvals("alice")["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    answer(
+        &mut sim,
+        "alice",
+        &id,
+        json!({"behavior": "deny", "message": "not that"}),
+    )
+    .unwrap();
+    assert!(sim.response(turn).text().contains("done: denied: not that"));
+
+    let next = json!([{"role": "user", "content": "bash: rm -rf /"}, {"role": "assistant", "content": "done: denied: not that"},
+                      {"role": "user", "content": "bash: rm -rf / again"}]);
+    let body = json!({"model": "sonnet", "max_tokens": 100, "messages": next});
+    let late = sim.send(Api::Anthropic, "alice", body);
+    sim.advance(60_000);
+    let text = sim.response(late).text();
+    assert!(
+        text.contains("No one answered this approval in time"),
+        "{text}"
+    );
+    assert_eq!(sim.endpoint.approvals("alice")["data"], json!([]));
+}
+
+#[test]
+fn without_approvals_a_permission_request_is_denied_at_once() {
+    let mut sim = Sim::default();
+    let turn = bash(&mut sim, "alice", "ls");
+    assert!(sim
+        .response(turn)
+        .text()
+        .contains("has no one to approve tools"));
 }

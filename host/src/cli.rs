@@ -75,6 +75,13 @@ struct ServeArgs {
     /// ones (they count toward --max-sessions).
     #[arg(long, default_value_t = 0)]
     pool: usize,
+    /// How enabled tools get permission to run: `off` runs them outright; `http` makes each
+    /// call wait for a person's answer (GET /v1/approvals, POST /v1/approvals/{id}).
+    #[arg(long, value_enum, default_value_t = Approvals::Off)]
+    approvals: Approvals,
+    /// Seconds an approval waits for its answer before the tool is denied.
+    #[arg(long, default_value_t = 300.0)]
+    approval_timeout: f64,
     /// Seconds running turns have to finish when the gateway drains (SIGTERM, or
     /// POST /admin/drain).
     #[arg(long, default_value_t = 30.0)]
@@ -120,6 +127,15 @@ struct ReplayArgs {
     /// (tools named `mcp__client__*` count as the client's tools).
     #[arg(long, value_enum, default_value_t = Format::Chunks)]
     format: Format,
+}
+
+/// How enabled tools get permission to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Approvals {
+    /// They run outright.
+    Off,
+    /// Each call waits for a person's answer over HTTP.
+    Http,
 }
 
 /// Output formats of `ccwire replay`.
@@ -216,6 +232,8 @@ fn serve(args: ServeArgs) -> ExitCode {
             max_queue: args.max_queue,
             queue_timeout_ms: seconds(args.queue_timeout),
             pool: args.pool,
+            approvals: args.approvals == Approvals::Http,
+            approval_timeout_ms: seconds(args.approval_timeout),
             ..ccwire_core::gateway::EndpointConfig::default()
         },
         max_body: args.max_body,

@@ -174,3 +174,116 @@ async fn a_slow_stream_carries_keep_alives() {
     assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
     gw.stop().await;
 }
+
+/// With `--approvals http`, the model's Bash call waits for a person: it is listed for the
+/// caller's key only, allowed over HTTP it runs (the file exists), denied it does not and the
+/// model is told why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enabled_tool_waits_for_a_person_s_approval_over_http() {
+    let script = Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_tool_result(Reply::Echo)
+        .on_prompt(
+            "PLEASE-TOUCH",
+            Reply::tool(
+                "Bash",
+                json!({"command": "touch approved.txt", "description": "Create a file"}),
+            ),
+        )
+        .on_prompt(
+            "PLEASE-REMOVE",
+            Reply::tool(
+                "Bash",
+                json!({"command": "touch denied.txt", "description": "Create another file"}),
+            ),
+        )
+        .when(Match::Any, Reply::Echo);
+    let gw = Gw::start_with(script, |o| {
+        o.api_keys = vec!["alice".into(), "bob".into()];
+        o.engine.enabled_tools = vec!["Bash".into()];
+        o.engine.approvals = true;
+    })
+    .await;
+    let pending = |key: &'static str| {
+        let request = gw
+            .http
+            .get(gw.url("/v1/approvals"))
+            .header("x-api-key", key)
+            .send();
+        async move {
+            let body: Value = request.await.unwrap().json().await.unwrap();
+            body["data"].as_array().unwrap().clone()
+        }
+    };
+    let answer = |id: String, decision: Value| {
+        gw.http
+            .post(gw.url(&format!("/v1/approvals/{id}")))
+            .header("x-api-key", "alice")
+            .json(&decision)
+            .send()
+    };
+    let turn = |prompt: &'static str| {
+        let body = anthropic(json!([{"role": "user", "content": prompt}]));
+        let request = gw
+            .http
+            .post(gw.url("/v1/messages"))
+            .header("x-api-key", "alice")
+            .json(&body)
+            .send();
+        tokio::spawn(async move { request.await.unwrap().json::<Value>().await.unwrap() })
+    };
+
+    let allowed = turn("PLEASE-TOUCH a file");
+    let mut waiting = Vec::new();
+    for _ in 0..150 {
+        waiting = pending("alice").await;
+        if !waiting.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(waiting.len(), 1, "the Bash call waits for a person");
+    assert_eq!(waiting[0]["tool_name"], "Bash");
+    assert_eq!(waiting[0]["input"]["command"], "touch approved.txt");
+    assert!(pending("bob").await.is_empty(), "another key sees nothing");
+    let workdir = gw.home.workdir();
+    assert!(!workdir.join("approved.txt").exists(), "nothing ran yet");
+    let id = waiting[0]["id"].as_str().unwrap().to_owned();
+    let response = answer(id.clone(), json!({"behavior": "allow"}))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let body = allowed.await.unwrap();
+    assert_eq!(body["stop_reason"], "end_turn", "{body}");
+    assert!(
+        workdir.join("approved.txt").exists(),
+        "the allowed command ran"
+    );
+    let again = answer(id, json!({"behavior": "allow"})).await.unwrap();
+    assert_eq!(again.status().as_u16(), 404, "an approval is answered once");
+
+    let denied = turn("PLEASE-REMOVE please");
+    let mut waiting = Vec::new();
+    for _ in 0..150 {
+        waiting = pending("alice").await;
+        if !waiting.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let id = waiting[0]["id"].as_str().unwrap().to_owned();
+    let decision = json!({"behavior": "deny", "message": "Not on this machine."});
+    assert_eq!(answer(id, decision).await.unwrap().status().as_u16(), 200);
+    let body = denied.await.unwrap();
+    assert_eq!(body["stop_reason"], "end_turn", "{body}");
+    assert!(
+        !workdir.join("denied.txt").exists(),
+        "the denied command did not run"
+    );
+    let told = gw.fake.model_calls().last().unwrap().last_user_text();
+    assert!(
+        told.contains("Not on this machine."),
+        "the model was told: {told}"
+    );
+    gw.stop().await;
+}

@@ -14,6 +14,7 @@ import {
   type ClientToolCall,
   type GatewayOutput,
   type CliSpec,
+  type Approval,
   type GatewayDeadline,
   type ResponseFormat,
   type ResponseOutcome,
@@ -139,7 +140,7 @@ const sse: string = encodeTranscript(new Uint8Array(0), format);
 encodeTranscript("", "chunks");
 
 // A JS gateway host: hand the gateway what happened, carry out what it returns.
-const gateway = new Gateway({ heldCallTimeoutMs: 60_000, idleTtlMs: 600_000, maxSessions: 8, publishIndex: true });
+const gateway = new Gateway({ heldCallTimeoutMs: 60_000, idleTtlMs: 600_000, maxSessions: 8, publishIndex: true, pool: 2, approvals: true, maxConcurrent: 4 });
 function carryOut(outputs: GatewayOutput[]): void {
   for (const output of outputs) {
     switch (output.type) {
@@ -181,6 +182,14 @@ carryOut(gateway.handleTimeout(gatewayDeadline?.atMs ?? Date.now()));
 carryOut(gateway.close(1, Date.now()));
 const modelIds: string[] = gateway.models().data.map((m) => m.id);
 const scrape: string = gateway.metrics();
+const waiting: Approval[] = gateway.approvals({ tenant: "key" }).data;
+const answered = gateway.answerApproval("appr_1", { tenant: "key" }, { behavior: "deny", message: "no" }, Date.now());
+carryOut(answered.outputs);
+carryOut(gateway.handleApprovalEvents(9, { tenant: "key" }, Date.now()));
+carryOut(gateway.drain(30_000, Date.now()));
+const drainedYet: boolean = gateway.isDrained;
+// @ts-expect-error: a behavior is allow or deny
+gateway.answerApproval("appr_1", {}, { behavior: "maybe" }, 0);
 const counts: number = gateway.sessionCount + gateway.heldCount + gateway.requestCount;
 const timeoutText: string = HELD_CALL_TIMEOUT_TEXT;
 gateway.free();
@@ -200,4 +209,4 @@ const wrong: Chunk["type"] = "text";
 
 export { more, at, ids, lines, pushed, delivered, interrupted, wait, statuses, running, hash, wrong };
 export { frames, keepAlive, started, calls, message, anthropicBody, finish, sse };
-export { counts, timeoutText, noStatus, modelIds, scrape };
+export { counts, timeoutText, noStatus, modelIds, scrape, waiting, drainedYet };

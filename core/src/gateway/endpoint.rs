@@ -64,7 +64,9 @@ use super::{
 use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::mcp::{McpServer, McpTool};
-use crate::session::{Output, Session, SessionConfig, TimeoutReason, UserMessage};
+use crate::session::{
+    Output, PermissionDecision, Session, SessionConfig, TimeoutReason, UserMessage,
+};
 use crate::{Chunk, Timestamp};
 
 /// A request's id, chosen by the host; unique among the requests the endpoint has not ended.
@@ -118,6 +120,13 @@ pub struct EndpointConfig {
     /// settings (tools, system prompt, model, thinking) of recent ones; they count toward
     /// `max_sessions`.
     pub pool: usize,
+    /// Enabled built-in tools wait for a person's approval over HTTP
+    /// ([`approvals`](Endpoint::approvals), [`answer_approval`](Endpoint::answer_approval),
+    /// [`handle_approval_events`](Endpoint::handle_approval_events)) instead of running
+    /// outright.
+    pub approvals: bool,
+    /// How long an approval waits for its answer before the tool is denied (ms).
+    pub approval_timeout_ms: u64,
 }
 
 impl Default for EndpointConfig {
@@ -138,6 +147,8 @@ impl Default for EndpointConfig {
             max_queue: 256,
             queue_timeout_ms: 30_000,
             pool: 0,
+            approvals: false,
+            approval_timeout_ms: 5 * 60 * 1000,
         }
     }
 }
@@ -262,6 +273,8 @@ pub enum EndpointTimeout {
     },
     /// Draining: the grace period for running turns is over.
     Drain,
+    /// An approval has waited for its answer as long as it may.
+    Approval,
     /// A request has waited in the queue as long as it may.
     Queued {
         /// The request.
@@ -296,6 +309,7 @@ impl std::fmt::Display for EndpointTimeout {
                 write!(f, "session {session}'s CLI has not answered initialize")
             }
             EndpointTimeout::Drain => write!(f, "the end of the drain's grace period"),
+            EndpointTimeout::Approval => write!(f, "an approval's deadline"),
             EndpointTimeout::Queued { request } => {
                 write!(f, "request {request} has waited for a free turn too long")
             }
@@ -310,6 +324,8 @@ impl std::fmt::Display for EndpointTimeout {
 #[derive(Debug)]
 struct Live {
     session: Session,
+    /// The caller whose conversation it holds (empty for a warm CLI nobody took yet).
+    tenant: String,
     /// The request whose response this session's chunks feed.
     request: Option<RequestId>,
     /// The `initialize` request not answered yet, the prompt waiting for it and the deadline.
@@ -378,6 +394,28 @@ pub struct Endpoint {
     pool_wanted: VecDeque<(String, CliSpec, Vec<McpServer>)>,
     /// Draining (shutting down): until when running turns may finish.
     draining: Option<Timestamp>,
+    /// Permission requests waiting for a person, by approval id.
+    approvals: BTreeMap<String, Approval>,
+    next_approval: u64,
+    /// Streams of approval events (`GET /v1/approvals/events`): their tenant and next
+    /// keep-alive.
+    watchers: BTreeMap<RequestId, (String, Timestamp)>,
+}
+
+/// A permission request of the CLI waiting for a person's answer.
+#[derive(Debug)]
+struct Approval {
+    session: SessionId,
+    /// The CLI's control request id.
+    request_id: String,
+    tenant: String,
+    tool_name: String,
+    tool_use_id: Option<String>,
+    input: crate::Json,
+    suggestions: crate::Json,
+    blocked_path: Option<String>,
+    created: Timestamp,
+    deadline: Timestamp,
 }
 
 /// A request waiting for a free turn.
@@ -413,6 +451,9 @@ impl Endpoint {
             pool: BTreeMap::new(),
             pool_wanted: VecDeque::new(),
             draining: None,
+            approvals: BTreeMap::new(),
+            next_approval: 0,
+            watchers: BTreeMap::new(),
         }
     }
 
@@ -469,6 +510,7 @@ impl Endpoint {
             in_flight: self.requests.len(),
             queued: self.queue.len(),
             stored: self.registry.stored_count(),
+            approvals: self.approvals.len(),
         })
     }
 
@@ -795,6 +837,7 @@ impl Endpoint {
                 };
                 if let Some(live) = self.lives.get_mut(&session) {
                     live.request = Some(request);
+                    live.tenant = tenant.to_owned();
                 }
                 self.requests.insert(
                     request,
@@ -868,6 +911,7 @@ impl Endpoint {
         self.drain_session(now, session);
         self.lives.remove(&session);
         self.pool.remove(&session);
+        self.forget_session_approvals(session);
         self.registry.close(session);
     }
 
@@ -897,6 +941,9 @@ impl Endpoint {
     /// closed. Nothing more is sent for the request.
     pub fn handle_client_gone(&mut self, now: Timestamp, request: RequestId) {
         self.now = now;
+        if self.watchers.remove(&request).is_some() {
+            return;
+        }
         if let Some(at) = self.queue.iter().position(|q| q.request == request) {
             self.queue.remove(at);
             self.arrivals.remove(&request);
@@ -982,6 +1029,27 @@ impl Endpoint {
                 self.drain_session(now, session);
             }
         }
+        let expired: Vec<String> = self
+            .approvals
+            .iter()
+            .filter(|(_, a)| a.deadline <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            let decision = PermissionDecision::deny(
+                "No one answered this approval in time; the tool did not run.",
+            );
+            self.settle_approval(now, &id, decision, "expired");
+        }
+        for (&request, (_, next_ping)) in &mut self.watchers {
+            if *next_ping <= now {
+                *next_ping = now.saturating_add(self.config.ping_every_ms);
+                self.outputs.push_back(EndpointOutput::Body {
+                    request,
+                    bytes: b": ping\n\n".to_vec(),
+                });
+            }
+        }
         while let Some(at) = self.queue.iter().position(|q| q.deadline <= now) {
             let queued = self.queue.remove(at).expect("in range");
             let error = ApiError::new(
@@ -1051,6 +1119,12 @@ impl Endpoint {
                 consider(at, EndpointTimeout::Ping { request });
             }
         }
+        if let Some(approval) = self.approvals.values().min_by_key(|a| a.deadline) {
+            consider(approval.deadline, EndpointTimeout::Approval);
+        }
+        for (&request, (_, at)) in &self.watchers {
+            consider(*at, EndpointTimeout::Ping { request });
+        }
         if let Some(until) = self.draining.filter(|_| !self.lives.is_empty()) {
             consider(until, EndpointTimeout::Drain);
         }
@@ -1063,6 +1137,240 @@ impl Endpoint {
             );
         }
         next
+    }
+
+    // ---- approvals over HTTP ----------------------------------------------------------------
+
+    /// `GET /v1/approvals`: the permission requests of `tenant`'s conversations waiting for an
+    /// answer, oldest first.
+    pub fn approvals(&self, tenant: &str) -> Value {
+        let data: Vec<Value> = self
+            .approvals
+            .iter()
+            .filter(|(_, a)| a.tenant == tenant)
+            .map(|(id, a)| self.approval_json(id, a))
+            .collect();
+        json!({"object": "list", "data": data})
+    }
+
+    /// `POST /v1/approvals/{id}`: a person's answer, `{"behavior": "allow" | "deny",
+    /// "message"?, "updated_input"?, "remember"?}` (`remember` applies the CLI's suggested
+    /// permission updates, so it stops asking for the like). Returns what was decided.
+    ///
+    /// # Errors
+    /// 404 for an id `tenant` has no pending approval under (answered, expired, another's),
+    /// 400 for a body of another shape.
+    pub fn answer_approval(
+        &mut self,
+        now: Timestamp,
+        tenant: &str,
+        id: &str,
+        body: &[u8],
+    ) -> Result<Value, ApiError> {
+        self.now = now;
+        if self.approvals.get(id).is_none_or(|a| a.tenant != tenant) {
+            return Err(ApiError::new(
+                ApiErrorKind::NotFound,
+                format!("no pending approval {id:?}"),
+            ));
+        }
+        let answer: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::invalid("body", format!("the body is not JSON: {e}")))?;
+        let message = answer.get("message").and_then(Value::as_str);
+        if answer.get("message").is_some_and(|m| !m.is_string()) {
+            return Err(ApiError::invalid("message", "message: must be a string"));
+        }
+        let remember = match answer.get("remember") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(ApiError::invalid("remember", "remember: must be a boolean")),
+        };
+        let updated_input = match answer.get("updated_input") {
+            None | Some(Value::Null) => None,
+            Some(v @ Value::Object(_)) => Some(v.clone()),
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "updated_input",
+                    "updated_input: must be an object (the tool's input)",
+                ))
+            }
+        };
+        let approval = &self.approvals[id];
+        let decision = match answer.get("behavior").and_then(Value::as_str) {
+            Some("allow") => PermissionDecision::Allow {
+                updated_input,
+                updated_permissions: if remember {
+                    match approval.suggestions.to_value() {
+                        Value::Array(updates) => updates,
+                        _ => Vec::new(),
+                    }
+                } else {
+                    Vec::new()
+                },
+            },
+            Some("deny") => PermissionDecision::deny(
+                message
+                    .unwrap_or("A person denied this tool call.")
+                    .to_owned(),
+            ),
+            _ => {
+                return Err(ApiError::invalid(
+                    "behavior",
+                    "behavior: must be \"allow\" or \"deny\"",
+                ))
+            }
+        };
+        let behavior = answer["behavior"].as_str().unwrap_or_default().to_owned();
+        self.settle_approval(now, id, decision, &behavior);
+        Ok(json!({"id": id, "behavior": behavior}))
+    }
+
+    /// `GET /v1/approvals/events`: a stream (SSE) of `tenant`'s approvals as they come
+    /// (`event: approval`, the pending ones first) and go (`event: resolved`), with
+    /// keep-alives, until the client goes away or the gateway drains.
+    pub fn handle_approval_events(&mut self, now: Timestamp, request: RequestId, tenant: &str) {
+        self.now = now;
+        self.outputs.push_back(EndpointOutput::Respond {
+            request,
+            status: 200,
+            headers: vec![
+                ("content-type".to_owned(), "text/event-stream".to_owned()),
+                ("cache-control".to_owned(), "no-cache".to_owned()),
+            ],
+        });
+        let mut frames = String::new();
+        for (id, approval) in &self.approvals {
+            if approval.tenant == tenant {
+                frames.push_str(&sse("approval", &self.approval_json(id, approval)));
+            }
+        }
+        if frames.is_empty() {
+            frames.push_str(": no approval is pending\n\n");
+        }
+        self.outputs.push_back(EndpointOutput::Body {
+            request,
+            bytes: frames.into_bytes(),
+        });
+        let next_ping = now.saturating_add(self.config.ping_every_ms);
+        self.watchers
+            .insert(request, (tenant.to_owned(), next_ping));
+    }
+
+    fn approval_json(&self, id: &str, a: &Approval) -> Value {
+        let unix = |t: Timestamp| self.config.unix_epoch_ms.saturating_add(t);
+        json!({
+            "id": id,
+            "tool_name": a.tool_name,
+            "input": a.input.as_raw(),
+            "tool_use_id": a.tool_use_id,
+            "blocked_path": a.blocked_path,
+            "suggestions": a.suggestions.as_raw(),
+            "conversation": a.session,
+            "created_at_ms": unix(a.created),
+            "expires_at_ms": unix(a.deadline),
+        })
+    }
+
+    fn on_permission_request(&mut self, now: Timestamp, session: SessionId, chunk: &Chunk) {
+        let Chunk::PermissionRequest {
+            request_id,
+            tool_use_id,
+            tool_name,
+            input,
+            suggestions,
+            blocked_path,
+            ..
+        } = chunk
+        else {
+            return;
+        };
+        let Some(live) = self.lives.get_mut(&session) else {
+            return;
+        };
+        if !self.config.approvals {
+            let decision = PermissionDecision::deny(
+                "This gateway has no one to approve tools; the tool did not run.",
+            );
+            let _ = live.session.respond_permission(now, request_id, decision);
+            return;
+        }
+        self.next_approval += 1;
+        let id = format!(
+            "appr_{:016x}",
+            mix(self.config.seed ^ self.next_approval.rotate_left(40))
+        );
+        let approval = Approval {
+            session,
+            request_id: request_id.clone(),
+            tenant: live.tenant.clone(),
+            tool_name: tool_name.clone(),
+            tool_use_id: tool_use_id.clone(),
+            input: input.clone(),
+            suggestions: suggestions.clone(),
+            blocked_path: blocked_path.clone(),
+            created: now,
+            deadline: now.saturating_add(self.config.approval_timeout_ms),
+        };
+        let event = self.approval_json(&id, &approval);
+        let tenant = approval.tenant.clone();
+        self.approvals.insert(id, approval);
+        self.approval_event(&tenant, "approval", &event);
+    }
+
+    /// Answers an approval's permission request and tells the watchers.
+    fn settle_approval(
+        &mut self,
+        now: Timestamp,
+        id: &str,
+        decision: PermissionDecision,
+        how: &str,
+    ) {
+        let Some(approval) = self.approvals.get(id) else {
+            return;
+        };
+        let (session, request_id) = (approval.session, approval.request_id.clone());
+        self.forget_approval(id, how);
+        if let Some(live) = self.lives.get_mut(&session) {
+            let _ = live.session.respond_permission(now, &request_id, decision);
+            self.drain_session(now, session);
+        }
+    }
+
+    fn forget_session_approvals(&mut self, session: SessionId) {
+        let ids: Vec<String> = self
+            .approvals
+            .iter()
+            .filter(|(_, a)| a.session == session)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            self.forget_approval(&id, "cancelled");
+        }
+    }
+
+    /// Drops an approval and tells the watchers how it ended.
+    fn forget_approval(&mut self, id: &str, how: &str) {
+        if let Some(approval) = self.approvals.remove(id) {
+            self.approval_event(
+                &approval.tenant,
+                "resolved",
+                &json!({"id": id, "behavior": how}),
+            );
+        }
+    }
+
+    fn approval_event(&mut self, tenant: &str, event: &str, data: &Value) {
+        let frame = sse(event, data);
+        let ping_every = self.config.ping_every_ms;
+        for (&request, (watching, next_ping)) in &mut self.watchers {
+            if watching == tenant {
+                *next_ping = self.now.saturating_add(ping_every);
+                self.outputs.push_back(EndpointOutput::Body {
+                    request,
+                    bytes: frame.clone().into_bytes(),
+                });
+            }
+        }
     }
 
     // ---- internals -----------------------------------------------------------------------
@@ -1121,6 +1429,11 @@ impl Endpoint {
             }}});
             args.extend(["--mcp-config".to_owned(), config.to_string()]);
         }
+        if self.config.approvals {
+            // Enabled tools ask; a person answers over HTTP.
+            allowed.retain(|t| !enabled.contains(t));
+            args.extend(["--permission-prompt-tool".to_owned(), "stdio".to_owned()]);
+        }
         if !allowed.is_empty() {
             args.extend(["--allowedTools".to_owned(), allowed.join(",")]);
         }
@@ -1167,6 +1480,7 @@ impl Endpoint {
             id,
             Live {
                 session,
+                tenant: String::new(),
                 request: None,
                 starting: Some(Starting {
                     init_id,
@@ -1255,6 +1569,9 @@ impl Endpoint {
         }
         self.draining = Some(now.saturating_add(grace_ms));
         self.pool_wanted.clear();
+        for request in std::mem::take(&mut self.watchers).into_keys() {
+            self.outputs.push_back(EndpointOutput::End { request });
+        }
         let warm: Vec<SessionId> = self.pool.keys().copied().collect();
         for id in warm {
             self.close(now, id);
@@ -1288,6 +1605,7 @@ impl Endpoint {
         self.now = now;
         self.registry.close(session);
         self.pool.remove(&session);
+        self.forget_session_approvals(session);
         let Some(live) = self.lives.remove(&session) else {
             return;
         };
@@ -1322,6 +1640,21 @@ impl Endpoint {
     }
 
     fn on_chunk(&mut self, now: Timestamp, session: SessionId, chunk: Chunk) {
+        match &chunk {
+            Chunk::PermissionRequest { .. } => self.on_permission_request(now, session, &chunk),
+            Chunk::PermissionResolved { request_id, .. } => {
+                let id = self
+                    .approvals
+                    .iter()
+                    .find(|(_, a)| a.session == session && &a.request_id == request_id)
+                    .map(|(id, _)| id.clone());
+                if let Some(id) = id {
+                    // The CLI settled it itself (the turn was interrupted).
+                    self.forget_approval(&id, "cancelled");
+                }
+            }
+            _ => {}
+        }
         let Some(live) = self.lives.get_mut(&session) else {
             return;
         };
@@ -1583,6 +1916,10 @@ fn api_label(api: Api) -> &'static str {
 
 fn seconds(now: Timestamp, since: Timestamp) -> f64 {
     now.saturating_sub(since) as f64 / 1000.0
+}
+
+fn sse(event: &str, data: &Value) -> String {
+    format!("event: {event}\ndata: {data}\n\n")
 }
 
 /// splitmix64's finalizer: spreads a seed and a counter over 64 bits.

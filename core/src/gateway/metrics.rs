@@ -86,6 +86,7 @@ pub(crate) struct Gauges {
     pub in_flight: usize,
     pub queued: usize,
     pub stored: usize,
+    pub approvals: usize,
 }
 
 impl Metrics {
@@ -147,6 +148,11 @@ impl Metrics {
                 "ccwire_requests_queued",
                 "Requests waiting for a free turn.",
                 gauges.queued,
+            ),
+            (
+                "ccwire_pending_approvals",
+                "Permission requests waiting for a person's answer.",
+                gauges.approvals,
             ),
             (
                 "ccwire_stored_responses",

@@ -454,6 +454,20 @@ async fn handle(
         Ok(body) => body,
         Err(e) => return error_response(api, &e),
     };
+    tracing::debug!(?api, "request");
+    relay(&app, api, |endpoint, now, id| {
+        endpoint.handle_request(now, id, api, &tenant, &body);
+    })
+    .await
+}
+
+/// Gives the endpoint a request (`start` hands it over under the request's id) and relays
+/// the response it makes: a stream as it comes, or a whole answer.
+async fn relay(
+    app: &Arc<App>,
+    api: Api,
+    start: impl FnOnce(&mut Endpoint, u64, RequestId),
+) -> Response {
     let id = app.next_request.fetch_add(1, Ordering::Relaxed);
     let (head, head_rx) = oneshot::channel();
     let (body_tx, mut body_rx) = mpsc::unbounded_channel();
@@ -468,8 +482,7 @@ async fn handle(
         app: app.clone(),
         id,
     };
-    tracing::debug!(?api, request = id, "request");
-    app.input(|endpoint, now| endpoint.handle_request(now, id, api, &tenant, &body));
+    app.input(|endpoint, now| start(endpoint, now, id));
     let Ok((status, response_headers)) = head_rx.await else {
         let error = ApiError::new(ApiErrorKind::Api, "the gateway dropped the request");
         return error_response(api, &error);
@@ -504,6 +517,56 @@ async fn handle(
         }
     }
     response
+}
+
+/// `GET /v1/approvals`: the caller's pending approvals.
+async fn approvals(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    match authenticate(&app, &headers) {
+        Ok(tenant) => {
+            let list = app
+                .core
+                .lock()
+                .expect("core lock")
+                .endpoint
+                .approvals(&tenant);
+            axum::Json(list).into_response()
+        }
+        Err(e) => error_response(Api::Anthropic, &e),
+    }
+}
+
+/// `POST /v1/approvals/{id}`: a person's answer.
+async fn answer_approval(
+    State(app): State<Arc<App>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let tenant = match authenticate(&app, &headers) {
+        Ok(t) => t,
+        Err(e) => return error_response(Api::Anthropic, &e),
+    };
+    let body = match read_body(&app, body) {
+        Ok(body) => body,
+        Err(e) => return error_response(Api::Anthropic, &e),
+    };
+    match app.input(|endpoint, now| endpoint.answer_approval(now, &tenant, &id, &body)) {
+        Ok(decided) => axum::Json(decided).into_response(),
+        Err(e) => error_response(Api::Anthropic, &e),
+    }
+}
+
+/// `GET /v1/approvals/events`: the caller's approvals as server-sent events.
+async fn approval_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    match authenticate(&app, &headers) {
+        Ok(tenant) => {
+            relay(&app, Api::Anthropic, |endpoint, now, id| {
+                endpoint.handle_approval_events(now, id, &tenant);
+            })
+            .await
+        }
+        Err(e) => error_response(Api::Anthropic, &e),
+    }
 }
 
 async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
@@ -689,12 +752,15 @@ impl Server {
             .route("/v1/chat/completions", post(openai_completions))
             .route("/v1/responses", post(openai_responses))
             .route("/v1/messages/count_tokens", post(upstream::count_tokens))
+            .route("/v1/approvals/{id}", post(answer_approval))
             .route_layer(middleware::from_fn(http::require_json));
         let router = Router::new()
             .merge(api_routes)
             .route("/v1/models", get(models))
             .route("/metrics", get(metrics))
             .route("/admin/drain", post(admin_drain))
+            .route("/v1/approvals", get(approvals))
+            .route("/v1/approvals/events", get(approval_events))
             .route("/health", get(health))
             .fallback(not_found)
             .layer(DefaultBodyLimit::max(app.options.max_body))
