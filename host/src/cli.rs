@@ -193,6 +193,16 @@ fn serve(args: ServeArgs) -> ExitCode {
     if let Err(err) = nix::sys::prctl::set_dumpable(false) {
         tracing::warn!(%err, "cannot make the gateway's memory unreadable to other processes");
     }
+    // Every conversation holds three pipes and a socket or two: a soft limit of 1024 open
+    // files would cap the gateway near 250 conversations. The hard limit is the operator's.
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            if let Err(err) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+                tracing::debug!(%err, "cannot raise the open-file limit");
+            }
+        }
+    }
     let code_tools: Vec<&String> = args
         .enable_tools
         .iter()

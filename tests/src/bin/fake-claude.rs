@@ -1,0 +1,171 @@
+//! A light stand-in for the `claude` CLI in stream-json mode, for load tests: it answers
+//! `initialize`, answers every prompt at once with partial messages (echoing it), and for a
+//! prompt `lookup: KEY` calls the client's `lookup` tool through the `client` MCP server first
+//! (a held call), answering once the result comes. Its argv is ignored. It exits when its
+//! stdin closes. A few kilobytes of memory and no model: thousands can run at once.
+
+use std::io::{BufRead, BufWriter, Write};
+
+use serde_json::{json, Value};
+
+fn main() {
+    let stdin = std::io::stdin();
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut cli = Fake::default();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        for reply in cli.take(&message) {
+            if writeln!(out, "{reply}").is_err() {
+                return;
+            }
+        }
+        if out.flush().is_err() {
+            return;
+        }
+    }
+}
+
+#[derive(Default)]
+struct Fake {
+    messages: u64,
+    calls: u64,
+    /// The held `tools/call`: its control request id.
+    pending: Option<String>,
+}
+
+impl Fake {
+    fn take(&mut self, message: &Value) -> Vec<Value> {
+        let mut out = Vec::new();
+        match message["type"].as_str() {
+            Some("control_request") => {
+                let id = message["request_id"].clone();
+                let response = match message["request"]["subtype"].as_str() {
+                    Some("initialize") => {
+                        json!({"models": [{"value": "default", "displayName": "Default (fake)"}]})
+                    }
+                    Some("interrupt") => {
+                        self.pending = None;
+                        out.push(self.result(true, ""));
+                        json!({})
+                    }
+                    _ => json!({}),
+                };
+                out.insert(
+                    0,
+                    json!({"type": "control_response", "response": {"subtype": "success",
+                        "request_id": id, "response": response}}),
+                );
+            }
+            Some("user") => {
+                let text = text_of(&message["message"]["content"]);
+                out.push(json!({"type": "system", "subtype": "init", "session_id": "fake"}));
+                if let Some(key) = text.strip_prefix("lookup: ") {
+                    self.calls += 1;
+                    let tool_use_id = format!("toolu_fake_{}", self.calls);
+                    let input = json!({"key": key});
+                    self.message(
+                        json!({"type": "tool_use", "id": tool_use_id, "name": "mcp__client__lookup",
+                               "input": input}),
+                        "tool_use",
+                        &mut out,
+                    );
+                    let request_id = format!("fake_call_{}", self.calls);
+                    self.pending = Some(request_id.clone());
+                    out.push(json!({"type": "control_request", "request_id": request_id,
+                        "request": {"subtype": "mcp_message", "server_name": "client", "message": {
+                            "jsonrpc": "2.0", "id": self.calls, "method": "tools/call",
+                            "params": {"name": "lookup", "arguments": input,
+                                       "_meta": {"claudecode/toolUseId": tool_use_id}}}}}));
+                } else {
+                    let answer = format!("echo: {text}");
+                    self.message(
+                        json!({"type": "text", "text": answer}),
+                        "end_turn",
+                        &mut out,
+                    );
+                    out.push(self.result(false, &answer));
+                }
+            }
+            Some("control_response") => {
+                let id = message["response"]["request_id"].as_str();
+                if id.is_some() && id == self.pending.as_deref() {
+                    self.pending = None;
+                    let result = &message["response"]["response"]["mcp_response"]["result"];
+                    let answer = format!("looked up: {}", text_of(&result["content"]));
+                    self.message(
+                        json!({"type": "text", "text": answer}),
+                        "end_turn",
+                        &mut out,
+                    );
+                    out.push(self.result(false, &answer));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// One model message as partial messages, then whole.
+    fn message(&mut self, block: Value, stop: &str, out: &mut Vec<Value>) {
+        self.messages += 1;
+        let id = format!("msg_fake_{}", self.messages);
+        let event = |event: Value| {
+            json!({"type": "stream_event", "event": event, "session_id": "fake",
+                   "parent_tool_use_id": null, "api_message_id": id})
+        };
+        let usage = json!({"input_tokens": 10, "output_tokens": 5,
+                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
+        out.push(event(
+            json!({"type": "message_start", "message": {"id": id, "type": "message",
+            "role": "assistant", "model": "fake", "content": [], "stop_reason": null,
+            "usage": usage}}),
+        ));
+        let (start, delta) = match block["type"].as_str() {
+            Some("text") => (
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": block["text"]}),
+            ),
+            _ => (
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+            ),
+        };
+        out.push(event(
+            json!({"type": "content_block_start", "index": 0, "content_block": start}),
+        ));
+        out.push(event(
+            json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        ));
+        out.push(event(json!({"type": "content_block_stop", "index": 0})));
+        out.push(
+            json!({"type": "assistant", "message": {"id": id, "type": "message",
+            "role": "assistant", "model": "fake", "content": [block], "stop_reason": null,
+            "usage": usage}, "parent_tool_use_id": null, "session_id": "fake"}),
+        );
+        out.push(event(json!({"type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": usage})));
+        out.push(event(json!({"type": "message_stop"})));
+    }
+
+    fn result(&self, is_error: bool, text: &str) -> Value {
+        let subtype = if is_error {
+            "error_during_execution"
+        } else {
+            "success"
+        };
+        json!({"type": "result", "subtype": subtype, "is_error": is_error, "result": text,
+               "stop_reason": "end_turn", "num_turns": 1, "session_id": "fake",
+               "usage": {"input_tokens": 10, "output_tokens": 5}})
+    }
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
