@@ -1156,6 +1156,10 @@ fn metrics_count_requests_turns_tokens_and_latency() {
         "ccwire_tokens_total{kind=\"input\"} 24",
         "ccwire_tokens_total{kind=\"output\"} 10",
         "ccwire_response_seconds_count 3",
+        // Both turns reached the CLI; the refused request did not.
+        "ccwire_added_seconds_count 2",
+        // The fake CLI answers at once and the engine adds no time of its own.
+        "ccwire_added_seconds_bucket{le=\"0.001\"} 2",
     ] {
         assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
     }

@@ -382,7 +382,7 @@ pub struct Endpoint {
     /// The time of the latest input.
     now: Timestamp,
     /// Each request not ended yet: its API and when it came (for the metrics).
-    arrivals: BTreeMap<RequestId, (Api, Timestamp)>,
+    arrivals: BTreeMap<RequestId, Arrival>,
     metrics: Metrics,
     /// Requests waiting for a free turn, oldest first.
     queue: VecDeque<Queued>,
@@ -416,6 +416,16 @@ struct Approval {
     blocked_path: Option<String>,
     created: Timestamp,
     deadline: Timestamp,
+}
+
+/// When a request came and, for the added-latency histogram, when its turn reached the CLI
+/// and when the CLI first answered it.
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    api: Api,
+    at: Timestamp,
+    cli_sent: Option<Timestamp>,
+    cli_first: Option<Timestamp>,
 }
 
 /// A request waiting for a free turn.
@@ -600,7 +610,15 @@ impl Endpoint {
         body: &[u8],
     ) {
         self.now = now;
-        self.arrivals.insert(request, (api, now));
+        self.arrivals.insert(
+            request,
+            Arrival {
+                api,
+                at: now,
+                cli_sent: None,
+                cli_first: None,
+            },
+        );
         let parsed = match api {
             Api::Anthropic => api::anthropic::parse_request(body),
             Api::OpenAi => api::openai::parse_request(body),
@@ -776,6 +794,7 @@ impl Endpoint {
                         self.fail(now, request, error);
                     }
                 }
+                self.sent_to_cli(request);
                 self.drain_session(now, session);
             }
             Route::Start {
@@ -805,6 +824,7 @@ impl Endpoint {
                             Some(starting) => starting.prompt = Some(prompt),
                             None => {
                                 let _ = live.session.send_user_message(now, prompt);
+                                self.sent_to_cli(request);
                             }
                         }
                         warm
@@ -1678,10 +1698,19 @@ impl Endpoint {
                             .and_then(|r| r.to_value().get("models").cloned());
                     }
                     if let Some(prompt) = starting.prompt {
-                        if let Err(error) = live.session.send_user_message(now, prompt) {
-                            if let Some(request) = live.request {
-                                let error = ApiError::new(ApiErrorKind::Api, error.to_string());
-                                self.fail(now, request, error);
+                        let request = live.request;
+                        match live.session.send_user_message(now, prompt) {
+                            Ok(()) => {
+                                if let Some(request) = request {
+                                    self.sent_to_cli(request);
+                                }
+                            }
+                            Err(error) => {
+                                if let Some(request) = request {
+                                    let error =
+                                        ApiError::new(ApiErrorKind::Api, error.to_string());
+                                    self.fail(now, request, error);
+                                }
                             }
                         }
                     }
@@ -1728,6 +1757,11 @@ impl Endpoint {
         let Some(request) = live.request else {
             return;
         };
+        if let Some(arrival) = self.arrivals.get_mut(&request) {
+            if arrival.cli_sent.is_some() && arrival.cli_first.is_none() {
+                arrival.cli_first = Some(now);
+            }
+        }
         let Some(flight) = self.requests.get_mut(&request) else {
             return;
         };
@@ -1887,21 +1921,35 @@ impl Endpoint {
 
     /// Counts a response head: the request's API and status, its time to first byte.
     fn responded(&mut self, request: RequestId, status: u16) {
-        let Some(&(api, at)) = self.arrivals.get(&request) else {
+        let Some(&arrival) = self.arrivals.get(&request) else {
             return;
         };
         *self
             .metrics
             .requests
-            .entry((api_label(api), status))
+            .entry((api_label(arrival.api), status))
             .or_default() += 1;
-        self.metrics.first_byte.observe(seconds(self.now, at));
+        let first_byte = self.now.saturating_sub(arrival.at);
+        self.metrics.first_byte.observe(first_byte as f64 / 1000.0);
+        if let (Some(sent), Some(first)) = (arrival.cli_sent, arrival.cli_first) {
+            let cli = first.saturating_sub(sent);
+            self.metrics
+                .added
+                .observe(first_byte.saturating_sub(cli) as f64 / 1000.0);
+        }
+    }
+
+    /// The request's turn reached the CLI now.
+    fn sent_to_cli(&mut self, request: RequestId) {
+        if let Some(arrival) = self.arrivals.get_mut(&request) {
+            arrival.cli_sent.get_or_insert(self.now);
+        }
     }
 
     /// Counts the end of a response.
     fn ended(&mut self, request: RequestId) {
-        if let Some((_, at)) = self.arrivals.remove(&request) {
-            self.metrics.response.observe(seconds(self.now, at));
+        if let Some(arrival) = self.arrivals.remove(&request) {
+            self.metrics.response.observe(seconds(self.now, arrival.at));
         }
     }
 }

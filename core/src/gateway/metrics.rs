@@ -74,6 +74,9 @@ pub(crate) struct Metrics {
     pub first_byte: Histogram,
     /// From a request to the end of its response.
     pub response: Histogram,
+    /// What the gateway added to a response's first byte: its time to first byte less the
+    /// CLI's own (from the turn reaching it to its first answer), a new CLI's start included.
+    pub added: Histogram,
 }
 
 /// The gauges the endpoint reads from its state when asked.
@@ -222,6 +225,11 @@ impl Metrics {
             &mut out,
             "ccwire_response_seconds",
             "From a request to the end of its response.",
+        );
+        self.added.write(
+            &mut out,
+            "ccwire_added_seconds",
+            "What the gateway added to a response's first byte (a new CLI's start included).",
         );
         out
     }
