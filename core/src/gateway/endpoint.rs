@@ -1707,8 +1707,7 @@ impl Endpoint {
                             }
                             Err(error) => {
                                 if let Some(request) = request {
-                                    let error =
-                                        ApiError::new(ApiErrorKind::Api, error.to_string());
+                                    let error = ApiError::new(ApiErrorKind::Api, error.to_string());
                                     self.fail(now, request, error);
                                 }
                             }
