@@ -37,6 +37,7 @@ pub mod framing;
 pub mod gateway;
 mod json;
 pub mod mcp;
+pub mod play;
 mod session;
 pub mod transcript;
 pub mod wire;

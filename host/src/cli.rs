@@ -29,6 +29,8 @@ enum Command {
     Record(crate::run::RecordArgs),
     /// Serve the Anthropic Messages, OpenAI Chat Completions and Responses APIs over the CLI.
     Serve(Box<ServeArgs>),
+    /// Play a recorded transcript as the `claude` executable, for the host that spawns it.
+    Play(crate::play::PlayArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -181,6 +183,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => crate::run::run(args),
         Command::Record(args) => crate::run::record(args),
         Command::Serve(args) => serve(*args),
+        Command::Play(args) => crate::play::play(args),
     }
 }
 

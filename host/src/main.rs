@@ -1,6 +1,7 @@
 //! The `ccwire` command line.
 
 mod cli;
+mod play;
 mod run;
 
 // A gateway allocates per request and per line: mimalloc keeps that cheaper than the system

@@ -362,6 +362,14 @@ async fn record_session(args: RecordArgs) -> Result<u8, Box<dyn std::error::Erro
     framer.finish(|frame| record_frame(&writer, Direction::Out, now, frame));
     let status = child.wait().await?;
     pump_in.abort();
+    // `ccwire play` exits with the recorded status.
+    if let Some(code) = status.code() {
+        let now = start.elapsed().as_millis() as u64;
+        let _ = writer
+            .lock()
+            .expect("not poisoned")
+            .note(now, &format!("CLI exit code {code}"));
+    }
     let code = status.code().unwrap_or(1).clamp(0, 255) as u8;
     Ok(code)
 }

@@ -213,6 +213,36 @@ async fn record_passes_the_session_through_and_writes_the_transcript() {
         })
         .collect();
     assert_eq!(text, "Hello from the fake model.");
+    assert_eq!(lines.last().unwrap()["note"], "CLI exit code 0");
+
+    // The recording plays the CLI's part: the same input gives the same output, checked.
+    let played = ccwire(
+        &home,
+        &server,
+        &[
+            "play",
+            transcript.to_str().unwrap(),
+            "--verify",
+            "--instant",
+        ],
+        user.as_bytes(),
+    );
+    assert_eq!(
+        played.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&played.stderr)
+    );
+    let out_lines: Vec<Value> = lines
+        .iter()
+        .filter(|l| l["dir"] == "out")
+        .map(|l| l["msg"].clone())
+        .collect();
+    let played: Vec<Value> = String::from_utf8_lossy(&played.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(played, out_lines);
 }
 
 /// The child processes of `pid`.

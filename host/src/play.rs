@@ -1,0 +1,220 @@
+//! `ccwire play`: a recorded transcript stands in for the `claude` executable
+//! ([`ccwire_core::play::Player`]), with faults to inject on purpose.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ccwire_core::play::{PlayOutput, Player};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The exit status when the host diverged from the recording (`--verify`).
+pub const DIVERGED: u8 = 3;
+
+/// `ccwire play` arguments.
+#[derive(Debug, clap::Args)]
+pub struct PlayArgs {
+    /// The transcript to play (what `ccwire record` writes).
+    transcript: PathBuf,
+    /// Check that the host says what the recorded host said (by meaning: not ids, times or
+    /// field order); the first difference is reported on stderr and play exits with status 3.
+    #[arg(long)]
+    verify: bool,
+    /// Play this many times as fast as recorded (default: as recorded).
+    #[arg(long, conflicts_with = "instant")]
+    speed: Option<f64>,
+    /// Play every line as soon as the host's lines before it have come.
+    #[arg(long)]
+    instant: bool,
+    /// A failure to inject (repeatable): `exit-mid-line@N`, `stall@N`, `garbage@N`,
+    /// `oversize@N`, `kill@N` (N: the Nth line written, from 1), `exit-code=K`.
+    #[arg(long = "fault", value_name = "FAULT")]
+    faults: Vec<String>,
+    /// The arguments a host passes to `claude` (ignored; with `--verify`, checked for the
+    /// stream-json flags).
+    #[arg(last = true, allow_hyphen_values = true)]
+    cli_args: Vec<String>,
+}
+
+/// A failure to inject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    ExitMidLine(usize),
+    Stall(usize),
+    Garbage(usize),
+    Oversize(usize),
+    Kill(usize),
+    ExitCode(i32),
+}
+
+fn parse_fault(text: &str) -> Result<Fault, String> {
+    if let Some(code) = text.strip_prefix("exit-code=") {
+        return code
+            .parse()
+            .map(Fault::ExitCode)
+            .map_err(|_| format!("--fault {text}: the exit code must be a number"));
+    }
+    let Some((kind, at)) = text.split_once('@') else {
+        return Err(format!(
+            "--fault {text}: expected exit-mid-line@N, stall@N, garbage@N, oversize@N, kill@N or exit-code=K"
+        ));
+    };
+    let at: usize = at
+        .parse()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| format!("--fault {text}: N must be a line number from 1"))?;
+    Ok(match kind {
+        "exit-mid-line" => Fault::ExitMidLine(at),
+        "stall" => Fault::Stall(at),
+        "garbage" => Fault::Garbage(at),
+        "oversize" => Fault::Oversize(at),
+        "kill" => Fault::Kill(at),
+        other => return Err(format!("--fault {text}: no fault named {other:?}")),
+    })
+}
+
+/// Runs `ccwire play`.
+pub fn play(args: PlayArgs) -> ExitCode {
+    // The official SDKs ask the executable for its version before they start it.
+    if args.cli_args.iter().any(|a| a == "-v" || a == "--version") {
+        println!("{} (Claude Code)", ccwire_host::claude::TESTED_CLI_VERSION);
+        return ExitCode::SUCCESS;
+    }
+    let faults: Vec<Fault> = match args.faults.iter().map(|f| parse_fault(f)).collect() {
+        Ok(faults) => faults,
+        Err(message) => {
+            eprintln!("ccwire play: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.verify {
+        let joined = args.cli_args.join(" ");
+        for flag in [
+            "--output-format stream-json",
+            "--input-format stream-json",
+            "--verbose",
+        ] {
+            if !args.cli_args.is_empty() && !joined.contains(flag) {
+                eprintln!(
+                    "ccwire play: diverged: the host did not pass {flag} (it passed: {joined})"
+                );
+                return ExitCode::from(DIVERGED);
+            }
+        }
+    }
+    let tape = match std::fs::read(&args.transcript) {
+        Ok(tape) => tape,
+        Err(err) => {
+            eprintln!(
+                "ccwire play: cannot read {}: {err}",
+                args.transcript.display()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let speed = if args.instant {
+        None
+    } else {
+        Some(args.speed.unwrap_or(1.0).max(1e-6))
+    };
+    let player = match Player::new(&tape, args.verify, speed) {
+        Ok(player) => player,
+        Err(err) => {
+            eprintln!("ccwire play: {}: {err}", args.transcript.display());
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("ccwire play: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(run(player, &faults));
+    ExitCode::from(code as u8)
+}
+
+async fn run(mut player: Player, faults: &[Fault]) -> i32 {
+    let start = tokio::time::Instant::now();
+    let now = || start.elapsed().as_millis() as u64;
+    let mut stdin = tokio::io::stdin();
+    let mut stdout = tokio::io::stdout();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut stdin_open = true;
+    let mut stalled = false;
+    let exit_code = faults.iter().find_map(|f| match f {
+        Fault::ExitCode(k) => Some(*k),
+        _ => None,
+    });
+    loop {
+        while let Some(output) = player.poll_output() {
+            match output {
+                PlayOutput::Write { index, bytes } => {
+                    if stalled {
+                        continue;
+                    }
+                    for fault in faults {
+                        match *fault {
+                            Fault::Garbage(n) if n == index => {
+                                let _ = stdout.write_all(b"this is not JSON \xff\xfe\n").await;
+                            }
+                            Fault::Oversize(n) if n == index => {
+                                let line = vec![b'x'; 100 * 1024 * 1024];
+                                let _ = stdout.write_all(&line).await;
+                                let _ = stdout.write_all(b"\n").await;
+                            }
+                            Fault::ExitMidLine(n) if n == index => {
+                                let _ = stdout.write_all(&bytes[..bytes.len() / 2]).await;
+                                let _ = stdout.flush().await;
+                                return 1;
+                            }
+                            Fault::Kill(n) if n == index => {
+                                let _ = stdout.flush().await;
+                                let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+                            }
+                            Fault::Stall(n) if n == index => stalled = true,
+                            _ => {}
+                        }
+                    }
+                    if stalled {
+                        continue;
+                    }
+                    if stdout.write_all(&bytes).await.is_err() || stdout.flush().await.is_err() {
+                        // The host is gone.
+                        return 0;
+                    }
+                }
+                PlayOutput::Diverged(divergence) => {
+                    eprintln!("ccwire play: diverged: {divergence}");
+                    return i32::from(DIVERGED);
+                }
+                PlayOutput::Exit(code) => return exit_code.unwrap_or(code),
+                _ => {}
+            }
+        }
+        let due = player.poll_timeout();
+        let sleep = due.map_or(Duration::from_secs(86_400), |at| {
+            Duration::from_millis(at.saturating_sub(now()))
+        });
+        tokio::select! {
+            read = stdin.read(&mut buf), if stdin_open => match read {
+                Ok(0) | Err(_) => {
+                    stdin_open = false;
+                    if stalled {
+                        // A stalled CLI ignores its stdin closing: the host must end it.
+                        continue;
+                    }
+                    player.handle_stdin_eof(now());
+                }
+                Ok(n) => player.handle_stdin(now(), &buf[..n]),
+            },
+            () = tokio::time::sleep(sleep), if due.is_some() => player.handle_timeout(now()),
+            () = std::future::pending(), if !stdin_open && due.is_none() => {}
+        }
+    }
+}

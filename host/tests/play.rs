@@ -1,0 +1,284 @@
+//! `ccwire play` as the `claude` executable of real hosts: ccwire's Rust `Client`, `ccwire
+//! run` and the gateway run recorded sessions with no model, `--verify` catches a host that
+//! decides otherwise, and the injected faults reach each host as the errors they are.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ccwire_core::{Chunk, McpCallResult, PermissionDecision};
+use ccwire_host::client::Tool;
+use ccwire_host::{Client, ClientError, ClientOptions};
+use serde_json::{json, Value};
+
+fn corpus(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/corpus")
+        .join(format!("{name}.jsonl"))
+}
+
+/// A `claude` stand-in: a script that runs `ccwire play` on a transcript with these options
+/// (the host's own arguments go after `--`, as they would to the CLI).
+fn player(dir: &Path, name: &str, options: &[&str]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join(format!(
+        "claude-{name}-{}",
+        options.join("_").replace(['@', '='], "-")
+    ));
+    let text = format!(
+        "#!/bin/sh\nexec '{}' play '{}' --instant {} -- \"$@\"\n",
+        env!("CARGO_BIN_EXE_ccwire"),
+        corpus(name).display(),
+        options.join(" ")
+    );
+    std::fs::write(&script, text).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+/// The recorded result text of a transcript's turn.
+fn recorded_result(name: &str) -> String {
+    std::fs::read_to_string(corpus(name))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["msg"]["type"] == "result")
+        .and_then(|e| e["msg"]["result"].as_str().map(str::to_owned))
+        .unwrap()
+}
+
+fn options(claude: PathBuf) -> ClientOptions {
+    let mut options = ClientOptions::default();
+    options.claude.claude = Some(claude);
+    options
+}
+
+fn result_of(chunks: &[Chunk]) -> Option<String> {
+    chunks.iter().find_map(|c| match c {
+        Chunk::TurnComplete { result, .. } => result.clone(),
+        _ => None,
+    })
+}
+
+#[tokio::test]
+async fn a_client_with_a_permission_handler_gets_the_recorded_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = player(dir.path(), "b_bash_allow", &["--verify"]);
+    let mut client =
+        Client::connect(options(claude).on_permission(|_| async { PermissionDecision::allow() }))
+            .await
+            .unwrap();
+    let chunks = client
+        .query("Run echo hi in the shell, writing it to out.txt.")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert!(chunks
+        .iter()
+        .any(|c| matches!(c, Chunk::PermissionRequest { tool_name, .. } if tool_name == "Bash")));
+    assert_eq!(result_of(&chunks), Some(recorded_result("b_bash_allow")));
+    let exit = client.close().await.unwrap();
+    assert_eq!(exit.code, Some(0), "exits as the CLI did");
+}
+
+#[tokio::test]
+async fn verify_catches_a_host_that_denies_what_the_recording_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = player(dir.path(), "b_bash_allow", &["--verify"]);
+    let mut client = Client::connect(
+        options(claude).on_permission(|_| async { PermissionDecision::deny("No shell here.") }),
+    )
+    .await
+    .unwrap();
+    let turn = client
+        .query("Run echo hi in the shell, writing it to out.txt.")
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    let Err(ClientError::ProcessExited { exit, stderr, .. }) = turn else {
+        panic!("the player stopped the session: {turn:?}");
+    };
+    assert_eq!(exit.code, Some(3));
+    assert!(
+        stderr.contains("diverged") && stderr.contains("\"deny\""),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn hooks_and_in_process_tools_are_played_with_the_host_s_own_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    let claude = player(dir.path(), "i_hook_pretooluse", &["--verify"]);
+    let mut options = options(claude)
+        .hook("PreToolUse", Some("Bash"), |_| async {
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                "permissionDecision": "allow", "permissionDecisionReason": "allowed by the recording hook"}})
+        })
+        .hook("PostToolUse", None, move |input| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(input["hook_event_name"].clone());
+                json!({})
+            }
+        });
+    options.claude.allowed_tools = vec!["Bash".into()];
+    let mut client = Client::connect(options).await.unwrap();
+    let turn = client.query("Echo something in the shell.").await.unwrap();
+    // The hook answers are compared by meaning (--verify): the reason text must match too.
+    let chunks = turn.collect().await.unwrap();
+    assert_eq!(
+        result_of(&chunks),
+        Some(recorded_result("i_hook_pretooluse"))
+    );
+    assert_eq!(calls.lock().unwrap().as_slice(), [json!("PostToolUse")]);
+
+    let claude = player(dir.path(), "d_sdk_mcp", &[]);
+    let add = Tool::new(
+        "add",
+        "Add two numbers",
+        json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
+        |args| async move {
+            let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
+            McpCallResult::text(sum.to_string())
+        },
+    );
+    let mut client = Client::connect(options_with_tool(claude, add))
+        .await
+        .unwrap();
+    let chunks = client
+        .query("Use the calc tool to add 2 and 3.")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert!(chunks
+        .iter()
+        .any(|c| matches!(c, Chunk::McpToolCall { .. })));
+    assert_eq!(result_of(&chunks), Some(recorded_result("d_sdk_mcp")));
+}
+
+fn options_with_tool(claude: PathBuf, tool: Tool) -> ClientOptions {
+    options(claude).tool_server("calc", vec![tool])
+}
+
+#[tokio::test]
+async fn an_interrupt_is_answered_from_the_tape() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = player(dir.path(), "g_interrupt_tool", &["--verify"]);
+    let mut client =
+        Client::connect(options(claude).on_permission(|_| async { PermissionDecision::allow() }))
+            .await
+            .unwrap();
+    let handle = client.handle();
+    let mut turn = client
+        .query("Sleep for a while in the shell.")
+        .await
+        .unwrap();
+    let mut interrupted = false;
+    let mut ended = None;
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(10), turn.next())
+        .await
+        .expect("the tape goes on")
+    {
+        let chunk = chunk.unwrap();
+        if !interrupted && matches!(chunk, Chunk::ToolStatus { .. }) {
+            interrupted = true;
+            // The tape answers the interrupt as the CLI did.
+            handle.interrupt().await.unwrap();
+        }
+        if let Chunk::TurnComplete { subtype, .. } = chunk {
+            ended = subtype;
+        }
+    }
+    assert!(interrupted);
+    assert_eq!(ended.as_deref(), Some("error_during_execution"));
+}
+
+/// `ccwire run` with a faulty CLI: each fault reaches the user as the error it is.
+#[test]
+fn run_survives_each_fault_with_the_right_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |fault: &str| {
+        let claude = player(dir.path(), "a_text", &["--fault", fault]);
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_ccwire"))
+            .args(["run", "--json", "--claude"])
+            .arg(&claude)
+            .arg("What is 2 + 2?")
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    // Garbage and an oversized line are errors in the stream; the turn still ends well.
+    let (code, stdout, _) = run("garbage@3");
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("malformed_line"), "{stdout}");
+    let (code, stdout, _) = run("oversize@3");
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.contains("line_too_long"),
+        "{}",
+        &stdout[..stdout.len().min(2000)]
+    );
+    // A CLI that dies mid-line, is killed, or fails: run says so and exits 1.
+    let (code, _, stderr) = run("exit-mid-line@4");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("exit code 1") || stderr.contains("status 1"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run("kill@4");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("signal 9") || stderr.contains("SIGKILL"),
+        "{stderr}"
+    );
+    let (code, _, _) = run("exit-code=7");
+    assert_eq!(code, Some(0), "the turn ended before the CLI's exit status");
+}
+
+/// The gateway in front of a played CLI: the recorded answer, and a killed CLI as a 500 that
+/// says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_serves_a_played_cli_and_reports_one_that_is_killed() {
+    use ccwire_host::gateway::{GatewayOptions, Server};
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let body = json!({"model": "sonnet", "max_tokens": 100,
+                      "messages": [{"role": "user", "content": "What is 2 + 2?"}]});
+    for (fault, status) in [(None, 200), (Some("kill@4"), 500)] {
+        let options: Vec<&str> = fault.map(|f| vec!["--fault", f]).unwrap_or_default();
+        let server = Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            GatewayOptions {
+                claude: Some(player(dir.path(), "a_text", &options)),
+                ..GatewayOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+        let response = http
+            .post(format!("http://{}/v1/messages", server.addr()))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), status, "{fault:?}");
+        let answer: Value = response.json().await.unwrap();
+        if status == 200 {
+            assert_eq!(answer["content"][0]["text"], recorded_result("a_text"));
+        } else {
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(message.contains("killed by signal 9"), "{message}");
+        }
+        server.shutdown().await;
+    }
+}
