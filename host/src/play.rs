@@ -76,6 +76,7 @@ fn parse_fault(text: &str) -> Result<Fault, String> {
 
 /// Runs `ccwire play`.
 pub fn play(args: PlayArgs) -> ExitCode {
+    // (Every path out of `run` ends the process itself; see below.)
     // The official SDKs ask the executable for its version before they start it.
     if args.cli_args.iter().any(|a| a == "-v" || a == "--version") {
         println!("{} (Claude Code)", ccwire_host::claude::TESTED_CLI_VERSION);
@@ -136,7 +137,9 @@ pub fn play(args: PlayArgs) -> ExitCode {
         }
     };
     let code = runtime.block_on(run(player, &faults));
-    ExitCode::from(code as u8)
+    // Now, as the CLI would: the runtime's reader of stdin may still wait for a line that
+    // will not come, and dropping the runtime would wait for it.
+    std::process::exit(code)
 }
 
 async fn run(mut player: Player, faults: &[Fault]) -> i32 {
