@@ -35,15 +35,15 @@ fn player(dir: &Path, name: &str, options: &[&str]) -> PathBuf {
     script
 }
 
-/// The recorded result text of a transcript's turn.
-fn recorded_result(name: &str) -> String {
-    std::fs::read_to_string(corpus(name))
+/// The recorded result text of a transcript's turn (none for a turn that was interrupted).
+fn recorded_result(name: &str) -> Option<String> {
+    let result = std::fs::read_to_string(corpus(name))
         .unwrap()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .find(|e| e["msg"]["type"] == "result")
-        .and_then(|e| e["msg"]["result"].as_str().map(str::to_owned))
-        .unwrap()
+        .expect("the transcript has a result");
+    result["msg"]["result"].as_str().map(str::to_owned)
 }
 
 fn options(claude: PathBuf) -> ClientOptions {
@@ -77,7 +77,7 @@ async fn a_client_with_a_permission_handler_gets_the_recorded_session() {
     assert!(chunks
         .iter()
         .any(|c| matches!(c, Chunk::PermissionRequest { tool_name, .. } if tool_name == "Bash")));
-    assert_eq!(result_of(&chunks), Some(recorded_result("b_bash_allow")));
+    assert_eq!(result_of(&chunks), recorded_result("b_bash_allow"));
     let exit = client.close().await.unwrap();
     assert_eq!(exit.code, Some(0), "exits as the CLI did");
 }
@@ -108,6 +108,40 @@ async fn verify_catches_a_host_that_denies_what_the_recording_allowed() {
 }
 
 #[tokio::test]
+async fn verify_catches_a_host_that_allows_what_the_recording_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = player(dir.path(), "c_bash_deny_interrupt", &["--verify"]);
+    let prompt = "Run echo hi in the shell, writing it to out.txt.";
+    // The recorded decision: denied, with its message, interrupting the turn.
+    let deny = || async {
+        PermissionDecision::Deny {
+            message: "The user refused this command.".into(),
+            interrupt: true,
+        }
+    };
+    let mut client = Client::connect(options(claude.clone()).on_permission(move |_| deny()))
+        .await
+        .unwrap();
+    let chunks = client.query(prompt).await.unwrap().collect().await.unwrap();
+    assert_eq!(result_of(&chunks), recorded_result("c_bash_deny_interrupt"));
+    // This host allows it.
+    let mut client =
+        Client::connect(options(claude).on_permission(|_| async { PermissionDecision::allow() }))
+            .await
+            .unwrap();
+    let turn = client.query(prompt).await.unwrap().collect().await;
+    let Err(ClientError::ProcessExited { exit, stderr, .. }) = turn else {
+        panic!("the player stopped the session: {turn:?}");
+    };
+    assert_eq!(exit.code, Some(3));
+    assert!(stderr.contains(r#""behavior":"allow""#), "{stderr}");
+    assert!(
+        stderr.contains("The user refused this command."),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
 async fn hooks_and_in_process_tools_are_played_with_the_host_s_own_ids() {
     let dir = tempfile::tempdir().unwrap();
     let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -130,10 +164,7 @@ async fn hooks_and_in_process_tools_are_played_with_the_host_s_own_ids() {
     let turn = client.query("Echo something in the shell.").await.unwrap();
     // The hook answers are compared by meaning (--verify): the reason text must match too.
     let chunks = turn.collect().await.unwrap();
-    assert_eq!(
-        result_of(&chunks),
-        Some(recorded_result("i_hook_pretooluse"))
-    );
+    assert_eq!(result_of(&chunks), recorded_result("i_hook_pretooluse"));
     assert_eq!(calls.lock().unwrap().as_slice(), [json!("PostToolUse")]);
 
     let claude = player(dir.path(), "d_sdk_mcp", &[]);
@@ -159,7 +190,7 @@ async fn hooks_and_in_process_tools_are_played_with_the_host_s_own_ids() {
     assert!(chunks
         .iter()
         .any(|c| matches!(c, Chunk::McpToolCall { .. })));
-    assert_eq!(result_of(&chunks), Some(recorded_result("d_sdk_mcp")));
+    assert_eq!(result_of(&chunks), recorded_result("d_sdk_mcp"));
 }
 
 fn options_with_tool(claude: PathBuf, tool: Tool) -> ClientOptions {
@@ -274,7 +305,10 @@ async fn the_gateway_serves_a_played_cli_and_reports_one_that_is_killed() {
         assert_eq!(response.status().as_u16(), status, "{fault:?}");
         let answer: Value = response.json().await.unwrap();
         if status == 200 {
-            assert_eq!(answer["content"][0]["text"], recorded_result("a_text"));
+            assert_eq!(
+                answer["content"][0]["text"],
+                recorded_result("a_text").unwrap()
+            );
         } else {
             let message = answer["error"]["message"].as_str().unwrap();
             assert!(message.contains("killed by signal 9"), "{message}");

@@ -101,3 +101,100 @@ test("the README's example runs and prints what it says", () => {
     execFileSync('rm', ['-rf', dir]);
   }
 });
+
+function tapePlayer(tape, ...options) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ccwire-play-'));
+  const script = path.join(dir, `claude-${tape}`);
+  writeFileSync(
+    script,
+    `#!/bin/sh\nexec '${CCWIRE_BIN}' play '${path.join(repo, 'tests/corpus', `${tape}.jsonl`)}' --instant ${options.join(' ')} -- "$@"\n`,
+  );
+  chmodSync(script, 0o755);
+  return script;
+}
+
+function resultOf(tape) {
+  for (const line of readFileSync(path.join(repo, 'tests/corpus', `${tape}.jsonl`), 'utf8').split('\n').filter(Boolean)) {
+    const entry = JSON.parse(line);
+    if (entry.msg?.type === 'result') return entry.msg.result ?? '';
+  }
+  throw new Error('the tape has a result');
+}
+
+/** One turn with these options; `onMessage` sees every message (with the session). */
+async function oneTurn(text, options, onMessage = async () => {}) {
+  // The input stays open until the turn is over, so the session can still be interrupted (the
+  // SDK closes the CLI's stdin when its input ends).
+  let finish;
+  const over = new Promise((resolve) => {
+    finish = resolve;
+  });
+  async function* input() {
+    yield { type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: '' };
+    await over;
+  }
+  const session = query({ prompt: input(), options });
+  try {
+    for await (const message of session) {
+      await onMessage(session, message);
+      if (message.type === 'result') return message;
+    }
+  } finally {
+    finish();
+    session.close();
+  }
+  throw new Error('no result');
+}
+
+test('hooks are called with the recorded inputs', async () => {
+  const calls = [];
+  const result = await oneTurn('Echo something in the shell.', {
+    pathToClaudeCodeExecutable: tapePlayer('i_hook_pretooluse'),
+    hooks: {
+      PreToolUse: [{ matcher: 'Bash', hooks: [async (input) => {
+        calls.push(['PreToolUse', input.tool_name]);
+        return { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'allow',
+          permissionDecisionReason: 'allowed by the recording hook' } };
+      }] }],
+      PostToolUse: [{ hooks: [async (input) => {
+        calls.push(['PostToolUse', input.tool_name]);
+        return {};
+      }] }],
+    },
+  });
+  assert.equal(result.result, resultOf('i_hook_pretooluse'));
+  assert.deepEqual(calls, [['PreToolUse', 'Bash'], ['PostToolUse', 'Bash']]);
+});
+
+test('an in-process MCP tool is called by the recorded model', async () => {
+  const { createSdkMcpServer, tool } = await import('@anthropic-ai/claude-agent-sdk');
+  const { z } = await import('zod');
+  const called = [];
+  const add = tool('add', 'Add two numbers', { a: z.number(), b: z.number() }, async ({ a, b }) => {
+    called.push([a, b]);
+    return { content: [{ type: 'text', text: String(a + b) }] };
+  });
+  const result = await oneTurn('Use the calc tool to add 2 and 3.', {
+    pathToClaudeCodeExecutable: tapePlayer('d_sdk_mcp'),
+    mcpServers: { calc: createSdkMcpServer({ name: 'calc', version: '1.0.0', tools: [add] }) },
+    allowedTools: ['mcp__calc__add'],
+  });
+  assert.deepEqual(called, [[2, 3]]);
+  assert.equal(result.result, resultOf('d_sdk_mcp'));
+});
+
+test('an interrupt is answered from the tape', async () => {
+  let interrupted = false;
+  const result = await oneTurn(
+    'Sleep for a while in the shell.',
+    { pathToClaudeCodeExecutable: tapePlayer('g_interrupt_tool', '--verify') },
+    async (session, message) => {
+      if (!interrupted && message.type === 'assistant' && message.message.content.some((b) => b.type === 'tool_use')) {
+        interrupted = true;
+        await session.interrupt();
+      }
+    },
+  );
+  assert.ok(interrupted);
+  assert.equal(result.subtype, 'error_during_execution');
+});
