@@ -316,3 +316,67 @@ async fn the_gateway_serves_a_played_cli_and_reports_one_that_is_killed() {
         server.shutdown().await;
     }
 }
+
+/// A CLI that stalls mid-turn: the client gives up, the gateway interrupts the turn, and when
+/// the CLI does not settle it is closed — nothing is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_closes_a_cli_that_stalls() {
+    use ccwire_host::gateway::{GatewayOptions, Server};
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = GatewayOptions {
+        claude: Some(player(dir.path(), "a_text", &["--fault", "stall@4"])),
+        ..GatewayOptions::default()
+    };
+    options.engine.settle_grace_ms = 300;
+    let server = Server::start("127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .unwrap();
+    let body = json!({"model": "sonnet", "max_tokens": 100, "stream": true,
+                      "messages": [{"role": "user", "content": "What is 2 + 2?"}]});
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_millis(800))
+        .build()
+        .unwrap();
+    let gave_up = async {
+        let response = http
+            .post(format!("http://{}/v1/messages", server.addr()))
+            .json(&body)
+            .send()
+            .await?;
+        response.text().await
+    }
+    .await;
+    assert!(
+        gave_up.is_err(),
+        "the stalled answer never ended: {gave_up:?}"
+    );
+    let pids = server.session_pids();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !server.session_pids().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stalled CLI was closed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // It ignores its stdin closing, as a stalled CLI may: after the grace it is terminated.
+    let running = |pid: &u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .to_owned();
+        !state.is_empty() && !state.starts_with('Z')
+    };
+    assert_eq!(pids.len(), 1);
+    while pids.iter().any(running) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stalled CLI ended"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.shutdown().await;
+}
