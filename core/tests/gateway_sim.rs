@@ -1575,3 +1575,32 @@ fn without_approvals_a_permission_request_is_denied_at_once() {
         .text()
         .contains("has no one to approve tools"));
 }
+
+#[test]
+fn an_account_limit_the_cli_reported_gives_the_429_its_retry_after() {
+    let mut sim = Sim::new(EndpointConfig {
+        unix_epoch_ms: 1_800_000_000_000,
+        ..EndpointConfig::default()
+    });
+    let asked = sim.send(
+        Api::OpenAi,
+        "t",
+        json!({"model": "m", "messages": [{"role": "user", "content": "stall"}]}),
+    );
+    // Now = 1 s after the epoch; the limit lifts 90 s later.
+    let resets_at = (1_800_000_000_000u64 + 1_000) / 1000 + 90;
+    for line in [
+        json!({"type": "rate_limit_event", "rate_limit_info": {"status": "rejected",
+               "resetsAt": resets_at, "rateLimitType": "five_hour"}, "session_id": "s"}),
+        json!({"type": "result", "subtype": "success", "is_error": true, "api_error_status": 429,
+               "result": "Claude usage limit reached.", "session_id": "s"}),
+    ] {
+        sim.endpoint
+            .handle_stdout(sim.now, 1, format!("{line}\n").as_bytes());
+        sim.run();
+    }
+    let response = sim.response(asked);
+    assert_eq!(response.status, 429, "{}", response.text());
+    assert_eq!(response.header("retry-after"), Some("90"));
+    assert!(response.text().contains("usage limit reached"));
+}

@@ -333,6 +333,9 @@ struct Live {
     /// The turn was interrupted (its client went away): close the session if it has not ended
     /// by then.
     settle_by: Option<Timestamp>,
+    /// When the account's rate limit lifts (Unix ms), after the CLI said it was reached
+    /// (`rate_limit_event`, status `rejected`).
+    rate_limit_resets_ms: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -1508,6 +1511,7 @@ impl Endpoint {
                     deadline: now.saturating_add(self.config.start_timeout_ms),
                 }),
                 settle_by: None,
+                rate_limit_resets_ms: None,
             },
         );
     }
@@ -1746,6 +1750,20 @@ impl Endpoint {
                 tool_use_id: Some(id),
                 ..
             } => self.registry.tool_cancelled(session, id),
+            Chunk::Unknown { message } if message.get().contains("\"rate_limit_event\"") => {
+                let event = message.to_value();
+                let info = &event["rate_limit_info"];
+                if event["type"] == "rate_limit_event" && info["status"] == "rejected" {
+                    // `resetsAt` is in Unix seconds (milliseconds accepted too).
+                    live.rate_limit_resets_ms = info["resetsAt"].as_f64().map(|at| {
+                        if at < 1e11 {
+                            (at * 1000.0) as u64
+                        } else {
+                            at as u64
+                        }
+                    });
+                }
+            }
             Chunk::TurnComplete { .. } if live.settle_by.is_some() => {
                 // The interrupted turn has ended: the conversation takes requests again.
                 live.settle_by = None;
@@ -1861,7 +1879,18 @@ impl Endpoint {
                 self.respond_whole(request, 200, headers, body.to_string().into_bytes());
             }
             (None, Some(Outcome::Failed(error))) => {
-                let error = error.clone();
+                let mut error = error.clone();
+                // An account limit the CLI reported says when it lifts.
+                let resets = self
+                    .lives
+                    .get(&session)
+                    .and_then(|l| l.rate_limit_resets_ms);
+                if let (ApiErrorKind::RateLimit, None, Some(resets)) =
+                    (error.kind, error.retry_after, resets)
+                {
+                    let wall = self.config.unix_epoch_ms.saturating_add(now);
+                    error = error.retry_after(resets.saturating_sub(wall).div_ceil(1000).max(1));
+                }
                 self.respond_error(request, flight.api, &flight.headers, &error);
             }
             (None, _) => {
