@@ -1,72 +1,27 @@
 //! [`Endpoint`]: the whole gateway as one sans-IO state machine.
-//!
-//! It is to [`Session`] what quinn-proto's `Endpoint` is to its `Connection`: it owns every
-//! conversation's CLI [`Session`] and the [`ResponseEncoder`] of every response in flight, the
-//! history-hash index and held client tool calls ([`Gateway`]), the session cap and the CLI's
-//! spawn policy. A host (`ccwire serve`, the npm `Gateway`) only moves bytes and time:
-//!
-//! ```text
-//! loop {
-//!     select! {
-//!         http request  => endpoint.handle_request(now, req, api, tenant, body),
-//!         client gone   => endpoint.handle_client_gone(now, req),
-//!         CLI stdout    => endpoint.handle_stdout(now, session, bytes),
-//!         CLI exited    => endpoint.handle_exit(now, session, code, signal, stderr),
-//!         spawn failed  => endpoint.handle_spawn_failed(now, session, error),
-//!         timer         => endpoint.handle_timeout(now),
-//!     }
-//!     while let Some(output) = endpoint.poll_output() {
-//!         match output {
-//!             Spawn { session, spec }        => start the CLI with spec.args, without spec.env_remove,
-//!             Write { session, bytes }       => write to that CLI's stdin,
-//!             Close { session }              => close its stdin; kill it after a grace period,
-//!             Respond { request, status, headers } => send the response head,
-//!             Body { request, bytes }        => send body bytes (SSE frames or JSON),
-//!             End { request }                => finish the response,
-//!         }
-//!     }
-//!     timer = endpoint.poll_timeout();
-//! }
-//! ```
-//!
-//! Every request gets exactly one `Respond`, then any number of `Body`, then one `End`. Output
-//! order is deterministic: the same inputs give the same outputs.
-//!
-//! ## Scale-out
-//!
-//! A conversation lives in one CLI process on one machine, with its held tool calls, so more
-//! than one gateway needs affinity: each request must reach the gateway that holds its
-//! conversation. The seam for that is two pieces of data, no IO:
-//!
-//! - [`Endpoint::route_key`] computes, from a request alone, the key of the conversation it
-//!   continues (the scoped history hash, or the stored response it names), or that it starts a
-//!   new one (any gateway will do). Any gateway, or a router in front of them, can compute it.
-//! - With [`EndpointConfig::publish_index`], every change of what this gateway serves comes out
-//!   as [`EndpointOutput::Claim`] and [`EndpointOutput::Release`] with such keys (digests: no
-//!   tenant key leaves the gateway).
-//!
-//! A host that scales out writes claims and releases to a shared registry (a Redis hash of key
-//! → gateway address, with the gateway's liveness as a TTL) and, for a request whose key another
-//! gateway claims, forwards it there. A key nobody claims (the owner died or expired it) is
-//! served here and rebuilt from the history, as after a restart. The in-memory registry of one
-//! gateway is the default; a shared one is a backend of the host, not a change of this engine.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+
+mod approvals;
+mod pool;
+mod types;
+
+pub use types::{CliSpec, EndpointConfig, EndpointOutput, EndpointTimeout, RouteKey};
+
+use approvals::Approval;
+use pool::Warm;
 
 use super::metrics::{Gauges, Metrics};
 use super::{
-    check_request, cli_model, cli_settings_args, client_tool_names, prompt_content, CallAction,
-    Gateway, GatewayConfig, GatewayTimeout, IndexChange, Route, SessionId, SessionKind,
+    check_request, client_tool_names, prompt_content, CallAction, Gateway, IndexChange, Route,
+    SessionId, SessionKind,
 };
 use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
-use crate::mcp::{McpServer, McpTool};
-use crate::session::{
-    Output, PermissionDecision, Session, SessionConfig, TimeoutReason, UserMessage,
-};
+use crate::mcp::McpServer;
+use crate::session::{Output, PermissionDecision, Session, UserMessage};
 use crate::{Chunk, Timestamp};
 
 /// A request's id, chosen by the host; unique among the requests the endpoint has not ended.
@@ -82,243 +37,6 @@ pub const STRIPPED_ENV: &[&str] = &[
     "CLAUDE_CODE_SDK_MCP_TOOL_IDLE_TIMEOUT",
     "CLAUDE_AUTO_BACKGROUND_TASKS",
 ];
-
-/// Settings of an [`Endpoint`].
-#[derive(Debug, Clone)]
-pub struct EndpointConfig {
-    /// Held-call and idle deadlines, stored responses.
-    pub limits: GatewayConfig,
-    /// The most live CLI sessions at once; a request that needs one more gets a 429.
-    pub max_sessions: usize,
-    /// Built-in CLI tools the model may use (they run on the gateway's machine).
-    pub enabled_tools: Vec<String>,
-    /// The model for requests that name a model the CLI does not know (`gpt-4o`).
-    pub default_model: Option<String>,
-    /// A keep-alive frame on a stream that sent nothing for this long (ms).
-    pub ping_every_ms: u64,
-    /// How long an interrupted turn (client gone) may take to end before its session is
-    /// closed (ms).
-    pub settle_grace_ms: u64,
-    /// How long a new CLI may take to answer `initialize` (ms).
-    pub start_timeout_ms: u64,
-    /// Seed of generated ids (Responses API response ids); a host passes randomness in here.
-    pub seed: u64,
-    /// The wall clock at `now = 0`, in Unix milliseconds (OpenAI's `created`).
-    pub unix_epoch_ms: u64,
-    /// Report every change of the routing index as `Claim` / `Release` outputs (for a host
-    /// that shares it with other gateways; see the module docs).
-    pub publish_index: bool,
-    /// The most responses produced at once; more requests wait in the queue.
-    pub max_concurrent: usize,
-    /// The most responses produced at once for one tenant (API key).
-    pub max_concurrent_per_key: usize,
-    /// The most requests waiting for a free turn; one more gets a 429.
-    pub max_queue: usize,
-    /// How long a request may wait in the queue before it gets a 429 (ms).
-    pub queue_timeout_ms: u64,
-    /// CLIs kept started and initialized ahead of need, for new conversations with the
-    /// settings (tools, system prompt, model, thinking) of recent ones; they count toward
-    /// `max_sessions`.
-    pub pool: usize,
-    /// Enabled built-in tools wait for a person's approval over HTTP
-    /// ([`approvals`](Endpoint::approvals), [`answer_approval`](Endpoint::answer_approval),
-    /// [`handle_approval_events`](Endpoint::handle_approval_events)) instead of running
-    /// outright.
-    pub approvals: bool,
-    /// How long an approval waits for its answer before the tool is denied (ms).
-    pub approval_timeout_ms: u64,
-}
-
-impl Default for EndpointConfig {
-    fn default() -> Self {
-        EndpointConfig {
-            limits: GatewayConfig::default(),
-            max_sessions: 64,
-            enabled_tools: Vec::new(),
-            default_model: None,
-            ping_every_ms: 15_000,
-            settle_grace_ms: 10_000,
-            start_timeout_ms: 60_000,
-            seed: 0,
-            unix_epoch_ms: 0,
-            publish_index: false,
-            max_concurrent: 64,
-            max_concurrent_per_key: usize::MAX,
-            max_queue: 256,
-            queue_timeout_ms: 30_000,
-            pool: 0,
-            approvals: false,
-            approval_timeout_ms: 5 * 60 * 1000,
-        }
-    }
-}
-
-/// How to start a CLI for a session: data, so every host starts it the same way.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CliSpec {
-    /// The arguments after the executable, the stream-json flags included.
-    pub args: Vec<String>,
-    /// Variables the CLI must not inherit (besides those the host removes of its own).
-    pub env_remove: Vec<String>,
-    /// Variables to set.
-    pub env: Vec<(String, String)>,
-}
-
-/// What the host must do; drain with [`Endpoint::poll_output`]. Serialized (as the npm package
-/// hands it out) with a `type` tag and the bytes as text.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum EndpointOutput {
-    /// Start a CLI process for `session`. Its stdout goes to
-    /// [`handle_stdout`](Endpoint::handle_stdout), its end to
-    /// [`handle_exit`](Endpoint::handle_exit); a failure to start to
-    /// [`handle_spawn_failed`](Endpoint::handle_spawn_failed).
-    Spawn {
-        /// The session.
-        session: SessionId,
-        /// Arguments and environment.
-        spec: CliSpec,
-    },
-    /// Write these bytes (whole lines) to the session's stdin, in order.
-    Write {
-        /// The session.
-        session: SessionId,
-        /// The bytes.
-        #[serde(rename = "data", serialize_with = "as_text")]
-        bytes: Vec<u8>,
-    },
-    /// Close the session's stdin, then end the process after a grace period. The endpoint has
-    /// forgotten the session; its later output and its exit are ignored.
-    Close {
-        /// The session.
-        session: SessionId,
-    },
-    /// Send the response head of a request.
-    Respond {
-        /// The request.
-        request: RequestId,
-        /// The HTTP status.
-        status: u16,
-        /// Response headers (`content-type` among them).
-        headers: Vec<(String, String)>,
-    },
-    /// Send body bytes of a request's response.
-    Body {
-        /// The request.
-        request: RequestId,
-        /// SSE frames, or the JSON body.
-        #[serde(rename = "data", serialize_with = "as_text")]
-        bytes: Vec<u8>,
-    },
-    /// The response is complete; the request is forgotten.
-    End {
-        /// The request.
-        request: RequestId,
-    },
-    /// Requests whose [`route_key`](Endpoint::route_key) is `key` belong to this gateway now
-    /// (only with [`EndpointConfig::publish_index`]).
-    Claim {
-        /// The key.
-        key: String,
-    },
-    /// Requests with this key no longer do.
-    Release {
-        /// The key.
-        key: String,
-    },
-}
-
-/// Which gateway a request must reach ([`Endpoint::route_key`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RouteKey {
-    /// It starts a conversation: any gateway.
-    New,
-    /// It continues the conversation with this key: the gateway that claimed it.
-    Conversation(String),
-}
-
-impl EndpointOutput {
-    /// The output as one line of JSON.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("outputs always serialize")
-    }
-}
-
-/// Bytes the endpoint made (always UTF-8: JSON lines, SSE frames, JSON bodies) as text.
-fn as_text<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&String::from_utf8_lossy(bytes))
-}
-
-/// Why [`Endpoint::poll_timeout`] wants to be woken.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum EndpointTimeout {
-    /// A held call, idle session or stored response deadline.
-    Gateway(GatewayTimeout),
-    /// A quiet stream is due a keep-alive frame.
-    Ping {
-        /// The request.
-        request: RequestId,
-    },
-    /// An interrupted turn has not ended in time; its session will be closed.
-    Settle {
-        /// The session.
-        session: SessionId,
-    },
-    /// A new CLI has not answered `initialize` in time.
-    Start {
-        /// The session.
-        session: SessionId,
-    },
-    /// Draining: the grace period for running turns is over.
-    Drain,
-    /// An approval has waited for its answer as long as it may.
-    Approval,
-    /// A request has waited in the queue as long as it may.
-    Queued {
-        /// The request.
-        request: RequestId,
-    },
-    /// A deadline of a session's own.
-    Session {
-        /// The session.
-        session: SessionId,
-        /// What it waits for.
-        reason: TimeoutReason,
-    },
-}
-
-impl std::fmt::Display for EndpointTimeout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EndpointTimeout::Gateway(GatewayTimeout::HeldCall) => {
-                write!(f, "a held tool call's deadline")
-            }
-            EndpointTimeout::Gateway(GatewayTimeout::Idle) => write!(f, "an idle session's TTL"),
-            EndpointTimeout::Gateway(GatewayTimeout::StoredResponse) => {
-                write!(f, "a stored response's TTL")
-            }
-            EndpointTimeout::Ping { request } => {
-                write!(f, "a keep-alive frame for request {request}")
-            }
-            EndpointTimeout::Settle { session } => {
-                write!(f, "session {session}'s interrupted turn has not ended")
-            }
-            EndpointTimeout::Start { session } => {
-                write!(f, "session {session}'s CLI has not answered initialize")
-            }
-            EndpointTimeout::Drain => write!(f, "the end of the drain's grace period"),
-            EndpointTimeout::Approval => write!(f, "an approval's deadline"),
-            EndpointTimeout::Queued { request } => {
-                write!(f, "request {request} has waited for a free turn too long")
-            }
-            EndpointTimeout::Session { session, reason } => {
-                write!(f, "session {session} is {reason}")
-            }
-        }
-    }
-}
 
 /// One live CLI.
 #[derive(Debug)]
@@ -346,13 +64,6 @@ struct Starting {
     deadline: Timestamp,
 }
 
-/// A CLI started ahead of need, waiting for a conversation with its settings.
-#[derive(Debug)]
-struct Warm {
-    /// The settings it was started with (command line and client tools).
-    signature: String,
-}
-
 /// One response in flight.
 #[derive(Debug)]
 struct InFlight {
@@ -370,8 +81,59 @@ struct InFlight {
     next_ping: Option<Timestamp>,
 }
 
-/// The gateway: conversations, their CLI sessions and the responses in flight. See the
-/// [module docs](self).
+/// The whole gateway as one sans-IO state machine: conversations, their CLI sessions and
+/// the responses in flight.
+///
+/// It is to [`Session`] what quinn-proto's `Endpoint` is to its `Connection`: it owns every
+/// conversation's CLI [`Session`] and the [`ResponseEncoder`] of every response in flight, the
+/// history-hash index and held client tool calls ([`Gateway`]), the session cap and the CLI's
+/// spawn policy. A host (`ccwire serve`, the npm `Gateway`) only moves bytes and time:
+///
+/// ```text
+/// loop {
+///     select! {
+///         http request  => endpoint.handle_request(now, req, api, tenant, body),
+///         client gone   => endpoint.handle_client_gone(now, req),
+///         CLI stdout    => endpoint.handle_stdout(now, session, bytes),
+///         CLI exited    => endpoint.handle_exit(now, session, code, signal, stderr),
+///         spawn failed  => endpoint.handle_spawn_failed(now, session, error),
+///         timer         => endpoint.handle_timeout(now),
+///     }
+///     while let Some(output) = endpoint.poll_output() {
+///         match output {
+///             Spawn { session, spec }        => start the CLI with spec.args, without spec.env_remove,
+///             Write { session, bytes }       => write to that CLI's stdin,
+///             Close { session }              => close its stdin; kill it after a grace period,
+///             Respond { request, status, headers } => send the response head,
+///             Body { request, bytes }        => send body bytes (SSE frames or JSON),
+///             End { request }                => finish the response,
+///         }
+///     }
+///     timer = endpoint.poll_timeout();
+/// }
+/// ```
+///
+/// Every request gets exactly one `Respond`, then any number of `Body`, then one `End`. Output
+/// order is deterministic: the same inputs give the same outputs.
+///
+/// # Scale-out
+///
+/// A conversation lives in one CLI process on one machine, with its held tool calls, so more
+/// than one gateway needs affinity: each request must reach the gateway that holds its
+/// conversation. The seam for that is two pieces of data, no IO:
+///
+/// - [`Endpoint::route_key`] computes, from a request alone, the key of the conversation it
+///   continues (the scoped history hash, or the stored response it names), or that it starts a
+///   new one (any gateway will do). Any gateway, or a router in front of them, can compute it.
+/// - With [`EndpointConfig::publish_index`], every change of what this gateway serves comes out
+///   as [`EndpointOutput::Claim`] and [`EndpointOutput::Release`] with such keys (digests: no
+///   tenant key leaves the gateway).
+///
+/// A host that scales out writes claims and releases to a shared registry (a Redis hash of key
+/// → gateway address, with the gateway's liveness as a TTL) and, for a request whose key another
+/// gateway claims, forwards it there. A key nobody claims (the owner died or expired it) is
+/// served here and rebuilt from the history, as after a restart. The in-memory registry of one
+/// gateway is the default; a shared one is a backend of the host, not a change of this engine.
 #[derive(Debug)]
 pub struct Endpoint {
     config: EndpointConfig,
@@ -403,22 +165,6 @@ pub struct Endpoint {
     /// Streams of approval events (`GET /v1/approvals/events`): their tenant and next
     /// keep-alive.
     watchers: BTreeMap<RequestId, (String, Timestamp)>,
-}
-
-/// A permission request of the CLI waiting for a person's answer.
-#[derive(Debug)]
-struct Approval {
-    session: SessionId,
-    /// The CLI's control request id.
-    request_id: String,
-    tenant: String,
-    tool_name: String,
-    tool_use_id: Option<String>,
-    input: crate::Json,
-    suggestions: crate::Json,
-    blocked_path: Option<String>,
-    created: Timestamp,
-    deadline: Timestamp,
 }
 
 /// When a request came and, for the added-latency histogram, when its turn reached the CLI
@@ -570,7 +316,7 @@ impl Endpoint {
         })
     }
 
-    /// The key that says which gateway must serve a request (see the module docs): the scoped
+    /// The key that says which gateway must serve a request (see "Scale-out" above): the scoped
     /// hash of the history it continues, the stored response it names, or none for a new
     /// conversation. Changes nothing.
     ///
@@ -1162,240 +908,6 @@ impl Endpoint {
         next
     }
 
-    // ---- approvals over HTTP ----------------------------------------------------------------
-
-    /// `GET /v1/approvals`: the permission requests of `tenant`'s conversations waiting for an
-    /// answer, oldest first.
-    pub fn approvals(&self, tenant: &str) -> Value {
-        let data: Vec<Value> = self
-            .approvals
-            .iter()
-            .filter(|(_, a)| a.tenant == tenant)
-            .map(|(id, a)| self.approval_json(id, a))
-            .collect();
-        json!({"object": "list", "data": data})
-    }
-
-    /// `POST /v1/approvals/{id}`: a person's answer, `{"behavior": "allow" | "deny",
-    /// "message"?, "updated_input"?, "remember"?}` (`remember` applies the CLI's suggested
-    /// permission updates, so it stops asking for the like). Returns what was decided.
-    ///
-    /// # Errors
-    /// 404 for an id `tenant` has no pending approval under (answered, expired, another's),
-    /// 400 for a body of another shape.
-    pub fn answer_approval(
-        &mut self,
-        now: Timestamp,
-        tenant: &str,
-        id: &str,
-        body: &[u8],
-    ) -> Result<Value, ApiError> {
-        self.now = now;
-        if self.approvals.get(id).is_none_or(|a| a.tenant != tenant) {
-            return Err(ApiError::new(
-                ApiErrorKind::NotFound,
-                format!("no pending approval {id:?}"),
-            ));
-        }
-        let answer: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::invalid("body", format!("the body is not JSON: {e}")))?;
-        let message = answer.get("message").and_then(Value::as_str);
-        if answer.get("message").is_some_and(|m| !m.is_string()) {
-            return Err(ApiError::invalid("message", "message: must be a string"));
-        }
-        let remember = match answer.get("remember") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(ApiError::invalid("remember", "remember: must be a boolean")),
-        };
-        let updated_input = match answer.get("updated_input") {
-            None | Some(Value::Null) => None,
-            Some(v @ Value::Object(_)) => Some(v.clone()),
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    "updated_input",
-                    "updated_input: must be an object (the tool's input)",
-                ))
-            }
-        };
-        let approval = &self.approvals[id];
-        let decision = match answer.get("behavior").and_then(Value::as_str) {
-            Some("allow") => PermissionDecision::Allow {
-                updated_input,
-                updated_permissions: if remember {
-                    match approval.suggestions.to_value() {
-                        Value::Array(updates) => updates,
-                        _ => Vec::new(),
-                    }
-                } else {
-                    Vec::new()
-                },
-            },
-            Some("deny") => PermissionDecision::deny(
-                message
-                    .unwrap_or("A person denied this tool call.")
-                    .to_owned(),
-            ),
-            _ => {
-                return Err(ApiError::invalid(
-                    "behavior",
-                    "behavior: must be \"allow\" or \"deny\"",
-                ))
-            }
-        };
-        let behavior = answer["behavior"].as_str().unwrap_or_default().to_owned();
-        self.settle_approval(now, id, decision, &behavior);
-        Ok(json!({"id": id, "behavior": behavior}))
-    }
-
-    /// `GET /v1/approvals/events`: a stream (SSE) of `tenant`'s approvals as they come
-    /// (`event: approval`, the pending ones first) and go (`event: resolved`), with
-    /// keep-alives, until the client goes away or the gateway drains.
-    pub fn handle_approval_events(&mut self, now: Timestamp, request: RequestId, tenant: &str) {
-        self.now = now;
-        self.outputs.push_back(EndpointOutput::Respond {
-            request,
-            status: 200,
-            headers: vec![
-                ("content-type".to_owned(), "text/event-stream".to_owned()),
-                ("cache-control".to_owned(), "no-cache".to_owned()),
-            ],
-        });
-        let mut frames = String::new();
-        for (id, approval) in &self.approvals {
-            if approval.tenant == tenant {
-                frames.push_str(&sse("approval", &self.approval_json(id, approval)));
-            }
-        }
-        if frames.is_empty() {
-            frames.push_str(": no approval is pending\n\n");
-        }
-        self.outputs.push_back(EndpointOutput::Body {
-            request,
-            bytes: frames.into_bytes(),
-        });
-        let next_ping = now.saturating_add(self.config.ping_every_ms);
-        self.watchers
-            .insert(request, (tenant.to_owned(), next_ping));
-    }
-
-    fn approval_json(&self, id: &str, a: &Approval) -> Value {
-        let unix = |t: Timestamp| self.config.unix_epoch_ms.saturating_add(t);
-        json!({
-            "id": id,
-            "tool_name": a.tool_name,
-            "input": a.input.as_raw(),
-            "tool_use_id": a.tool_use_id,
-            "blocked_path": a.blocked_path,
-            "suggestions": a.suggestions.as_raw(),
-            "conversation": a.session,
-            "created_at_ms": unix(a.created),
-            "expires_at_ms": unix(a.deadline),
-        })
-    }
-
-    fn on_permission_request(&mut self, now: Timestamp, session: SessionId, chunk: &Chunk) {
-        let Chunk::PermissionRequest {
-            request_id,
-            tool_use_id,
-            tool_name,
-            input,
-            suggestions,
-            blocked_path,
-            ..
-        } = chunk
-        else {
-            return;
-        };
-        let Some(live) = self.lives.get_mut(&session) else {
-            return;
-        };
-        if !self.config.approvals {
-            let decision = PermissionDecision::deny(
-                "This gateway has no one to approve tools; the tool did not run.",
-            );
-            let _ = live.session.respond_permission(now, request_id, decision);
-            return;
-        }
-        self.next_approval += 1;
-        let id = format!(
-            "appr_{:016x}",
-            mix(self.config.seed ^ self.next_approval.rotate_left(40))
-        );
-        let approval = Approval {
-            session,
-            request_id: request_id.clone(),
-            tenant: live.tenant.clone(),
-            tool_name: tool_name.clone(),
-            tool_use_id: tool_use_id.clone(),
-            input: input.clone(),
-            suggestions: suggestions.clone(),
-            blocked_path: blocked_path.clone(),
-            created: now,
-            deadline: now.saturating_add(self.config.approval_timeout_ms),
-        };
-        let event = self.approval_json(&id, &approval);
-        let tenant = approval.tenant.clone();
-        self.approvals.insert(id, approval);
-        self.approval_event(&tenant, "approval", &event);
-    }
-
-    /// Answers an approval's permission request and tells the watchers.
-    fn settle_approval(
-        &mut self,
-        now: Timestamp,
-        id: &str,
-        decision: PermissionDecision,
-        how: &str,
-    ) {
-        let Some(approval) = self.approvals.get(id) else {
-            return;
-        };
-        let (session, request_id) = (approval.session, approval.request_id.clone());
-        self.forget_approval(id, how);
-        if let Some(live) = self.lives.get_mut(&session) {
-            let _ = live.session.respond_permission(now, &request_id, decision);
-            self.drain_session(now, session);
-        }
-    }
-
-    fn forget_session_approvals(&mut self, session: SessionId) {
-        let ids: Vec<String> = self
-            .approvals
-            .iter()
-            .filter(|(_, a)| a.session == session)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in ids {
-            self.forget_approval(&id, "cancelled");
-        }
-    }
-
-    /// Drops an approval and tells the watchers how it ended.
-    fn forget_approval(&mut self, id: &str, how: &str) {
-        if let Some(approval) = self.approvals.remove(id) {
-            self.approval_event(
-                &approval.tenant,
-                "resolved",
-                &json!({"id": id, "behavior": how}),
-            );
-        }
-    }
-
-    fn approval_event(&mut self, tenant: &str, event: &str, data: &Value) {
-        let frame = sse(event, data);
-        let ping_every = self.config.ping_every_ms;
-        for (&request, (watching, next_ping)) in &mut self.watchers {
-            if watching == tenant {
-                *next_ping = self.now.saturating_add(ping_every);
-                self.outputs.push_back(EndpointOutput::Body {
-                    request,
-                    bytes: frame.clone().into_bytes(),
-                });
-            }
-        }
-    }
-
     // ---- internals -----------------------------------------------------------------------
 
     /// A Responses API id: `resp_` and 32 hex digits from the seed and a counter.
@@ -1404,182 +916,6 @@ impl Endpoint {
         let a = mix(self.config.seed ^ self.next_response);
         let b = mix(a ^ self.next_response.rotate_left(32));
         format!("resp_{a:016x}{b:016x}")
-    }
-
-    /// How to start the CLI of a new conversation of `request`: the command line and the MCP
-    /// server of the client's tools. Equal for requests a warm CLI can serve.
-    fn cli_for(&self, request: &ApiRequest) -> (CliSpec, Vec<McpServer>) {
-        let enabled = &self.config.enabled_tools;
-        let external: Vec<McpTool> = request
-            .conversation
-            .tools
-            .iter()
-            .filter(|t| !enabled.contains(&t.name))
-            .map(|t| {
-                let mut tool = McpTool::new(&t.name, &t.description, t.input_schema.clone());
-                // Lets the CLI ask for every call of one message at once (HOLD.md §4).
-                tool.annotations = Some(json!({"readOnlyHint": true}));
-                tool
-            })
-            .collect();
-        let mut args: Vec<String> = [
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--input-format",
-            "stream-json",
-        ]
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-        if let Some(system) = &request.conversation.system {
-            args.extend(["--system-prompt".to_owned(), system.clone()]);
-        }
-        if let Some(model) = cli_model(&request.model, self.config.default_model.as_deref()) {
-            args.extend(["--model".to_owned(), model]);
-        }
-        args.extend(["--tools".to_owned(), enabled.join(",")]);
-        let mut allowed = enabled.clone();
-        let mut servers = Vec::new();
-        if !external.is_empty() {
-            allowed.push(format!("mcp__{CLIENT_SERVER}"));
-            let mut server = McpServer::new(CLIENT_SERVER);
-            server.tools = external;
-            servers.push(server);
-            let config = json!({"mcpServers": {CLIENT_SERVER: {
-                "type": "sdk", "name": CLIENT_SERVER,
-                "alwaysLoad": true, "disableAutoBackground": true,
-            }}});
-            args.extend(["--mcp-config".to_owned(), config.to_string()]);
-        }
-        if self.config.approvals {
-            // Enabled tools ask; a person answers over HTTP.
-            allowed.retain(|t| !enabled.contains(t));
-            args.extend(["--permission-prompt-tool".to_owned(), "stdio".to_owned()]);
-        }
-        if !allowed.is_empty() {
-            args.extend(["--allowedTools".to_owned(), allowed.join(",")]);
-        }
-        args.push("--include-partial-messages".to_owned());
-        args.extend(cli_settings_args(request));
-        let spec = CliSpec {
-            args,
-            // A parent Claude Code session (`CLAUDECODE`) would make the CLI think it is nested.
-            env_remove: std::iter::once("CLAUDECODE")
-                .chain(STRIPPED_ENV.iter().copied())
-                .map(str::to_owned)
-                .collect(),
-            env: vec![(
-                "CLAUDE_CODE_SDK_READS_SESSION_STATE".to_owned(),
-                "1".to_owned(),
-            )],
-        };
-        (spec, servers)
-    }
-
-    /// Asks for a CLI for session `id` and sends it `initialize`; `prompt` goes to it once
-    /// the CLI has answered (a warm CLI gets none until a conversation takes it).
-    fn spawn(
-        &mut self,
-        now: Timestamp,
-        id: SessionId,
-        spec: CliSpec,
-        servers: Vec<McpServer>,
-        prompt: Option<UserMessage>,
-    ) {
-        let mut session = Session::driver(SessionConfig {
-            seed: mix(self.config.seed ^ id.rotate_left(17)),
-            mcp_servers: servers,
-            ..SessionConfig::default()
-        });
-        self.metrics.spawns += 1;
-        self.outputs
-            .push_back(EndpointOutput::Spawn { session: id, spec });
-        let init_id = match session.initialize(now, &[], Map::new()) {
-            Ok((init_id, _)) => init_id,
-            Err(_) => unreachable!("a new driver session takes commands"),
-        };
-        self.lives.insert(
-            id,
-            Live {
-                session,
-                tenant: String::new(),
-                request: None,
-                starting: Some(Starting {
-                    init_id,
-                    prompt,
-                    deadline: now.saturating_add(self.config.start_timeout_ms),
-                }),
-                settle_by: None,
-                rate_limit_resets_ms: None,
-            },
-        );
-    }
-
-    /// A warm CLI started for these settings, taken out of the pool (the oldest first).
-    fn take_warm(&mut self, signature: &str) -> Option<SessionId> {
-        let id = self
-            .pool
-            .iter()
-            .find(|(_, warm)| warm.signature == signature)
-            .map(|(id, _)| *id)?;
-        self.pool.remove(&id);
-        Some(id)
-    }
-
-    /// Keeps the pool stocked for the settings of a conversation that just started: one CLI
-    /// for the one a conversation took, and after a miss as many as fit, making room by
-    /// closing the oldest warm CLI of other settings (at most one). The CLIs start one at a
-    /// time ([`pool_step`](Self::pool_step)), so a burst of new conversations does not share
-    /// the machine with a burst of starting CLIs.
-    fn refill(
-        &mut self,
-        now: Timestamp,
-        signature: &str,
-        spec: &CliSpec,
-        servers: &[McpServer],
-        hit: bool,
-    ) {
-        let want = self.config.pool;
-        if want == 0 {
-            return;
-        }
-        let mut room = want.saturating_sub(self.pool.len() + self.pool_wanted.len());
-        if room == 0 {
-            let other = self
-                .pool
-                .iter()
-                .find(|(_, warm)| warm.signature != signature)
-                .map(|(id, _)| *id);
-            if let Some(oldest) = other {
-                self.close(now, oldest);
-                room = 1;
-            }
-        }
-        let count = if hit { room.min(1) } else { room };
-        for _ in 0..count {
-            self.pool_wanted
-                .push_back((signature.to_owned(), spec.clone(), servers.to_vec()));
-        }
-    }
-
-    /// Starts the next wanted warm CLI when none is starting.
-    fn pool_step(&mut self) {
-        let starting = self
-            .pool
-            .keys()
-            .any(|id| self.lives.get(id).is_some_and(|l| l.starting.is_some()));
-        if starting || self.lives.len() >= self.config.max_sessions {
-            return;
-        }
-        let Some((signature, spec, servers)) = self.pool_wanted.pop_front() else {
-            return;
-        };
-        let now = self.now;
-        let id = self.registry.allocate_id();
-        self.pool.insert(id, Warm { signature });
-        self.spawn(now, id, spec, servers, None);
-        self.drain_session(now, id);
     }
 
     /// Starts shutting down: new conversations get a 503, warm CLIs are closed, every session
@@ -1992,10 +1328,6 @@ fn api_label(api: Api) -> &'static str {
 
 fn seconds(now: Timestamp, since: Timestamp) -> f64 {
     now.saturating_sub(since) as f64 / 1000.0
-}
-
-fn sse(event: &str, data: &Value) -> String {
-    format!("event: {event}\ndata: {data}\n\n")
 }
 
 /// splitmix64's finalizer: spreads a seed and a counter over 64 bits.

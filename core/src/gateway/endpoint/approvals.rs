@@ -1,0 +1,268 @@
+//! Approvals over HTTP: permission requests of the CLI that wait for a person's answer.
+
+use serde_json::{json, Value};
+
+use super::{mix, Endpoint, EndpointOutput, RequestId};
+use crate::api::{ApiError, ApiErrorKind};
+use crate::gateway::SessionId;
+use crate::session::PermissionDecision;
+use crate::{Chunk, Timestamp};
+
+/// A permission request of the CLI waiting for a person's answer.
+#[derive(Debug)]
+pub(super) struct Approval {
+    pub(super) session: SessionId,
+    /// The CLI's control request id.
+    pub(super) request_id: String,
+    pub(super) tenant: String,
+    pub(super) tool_name: String,
+    pub(super) tool_use_id: Option<String>,
+    pub(super) input: crate::Json,
+    pub(super) suggestions: crate::Json,
+    pub(super) blocked_path: Option<String>,
+    pub(super) created: Timestamp,
+    pub(super) deadline: Timestamp,
+}
+
+impl Endpoint {
+    /// `GET /v1/approvals`: the permission requests of `tenant`'s conversations waiting for an
+    /// answer, oldest first.
+    pub fn approvals(&self, tenant: &str) -> Value {
+        let data: Vec<Value> = self
+            .approvals
+            .iter()
+            .filter(|(_, a)| a.tenant == tenant)
+            .map(|(id, a)| self.approval_json(id, a))
+            .collect();
+        json!({"object": "list", "data": data})
+    }
+
+    /// `POST /v1/approvals/{id}`: a person's answer, `{"behavior": "allow" | "deny",
+    /// "message"?, "updated_input"?, "remember"?}` (`remember` applies the CLI's suggested
+    /// permission updates, so it stops asking for the like). Returns what was decided.
+    ///
+    /// # Errors
+    /// 404 for an id `tenant` has no pending approval under (answered, expired, another's),
+    /// 400 for a body of another shape.
+    pub fn answer_approval(
+        &mut self,
+        now: Timestamp,
+        tenant: &str,
+        id: &str,
+        body: &[u8],
+    ) -> Result<Value, ApiError> {
+        self.now = now;
+        if self.approvals.get(id).is_none_or(|a| a.tenant != tenant) {
+            return Err(ApiError::new(
+                ApiErrorKind::NotFound,
+                format!("no pending approval {id:?}"),
+            ));
+        }
+        let answer: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::invalid("body", format!("the body is not JSON: {e}")))?;
+        let message = answer.get("message").and_then(Value::as_str);
+        if answer.get("message").is_some_and(|m| !m.is_string()) {
+            return Err(ApiError::invalid("message", "message: must be a string"));
+        }
+        let remember = match answer.get("remember") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(ApiError::invalid("remember", "remember: must be a boolean")),
+        };
+        let updated_input = match answer.get("updated_input") {
+            None | Some(Value::Null) => None,
+            Some(v @ Value::Object(_)) => Some(v.clone()),
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "updated_input",
+                    "updated_input: must be an object (the tool's input)",
+                ))
+            }
+        };
+        let approval = &self.approvals[id];
+        let decision = match answer.get("behavior").and_then(Value::as_str) {
+            Some("allow") => PermissionDecision::Allow {
+                updated_input,
+                updated_permissions: if remember {
+                    match approval.suggestions.to_value() {
+                        Value::Array(updates) => updates,
+                        _ => Vec::new(),
+                    }
+                } else {
+                    Vec::new()
+                },
+            },
+            Some("deny") => PermissionDecision::deny(
+                message
+                    .unwrap_or("A person denied this tool call.")
+                    .to_owned(),
+            ),
+            _ => {
+                return Err(ApiError::invalid(
+                    "behavior",
+                    "behavior: must be \"allow\" or \"deny\"",
+                ))
+            }
+        };
+        let behavior = answer["behavior"].as_str().unwrap_or_default().to_owned();
+        self.settle_approval(now, id, decision, &behavior);
+        Ok(json!({"id": id, "behavior": behavior}))
+    }
+
+    /// `GET /v1/approvals/events`: a stream (SSE) of `tenant`'s approvals as they come
+    /// (`event: approval`, the pending ones first) and go (`event: resolved`), with
+    /// keep-alives, until the client goes away or the gateway drains.
+    pub fn handle_approval_events(&mut self, now: Timestamp, request: RequestId, tenant: &str) {
+        self.now = now;
+        self.outputs.push_back(EndpointOutput::Respond {
+            request,
+            status: 200,
+            headers: vec![
+                ("content-type".to_owned(), "text/event-stream".to_owned()),
+                ("cache-control".to_owned(), "no-cache".to_owned()),
+            ],
+        });
+        let mut frames = String::new();
+        for (id, approval) in &self.approvals {
+            if approval.tenant == tenant {
+                frames.push_str(&sse("approval", &self.approval_json(id, approval)));
+            }
+        }
+        if frames.is_empty() {
+            frames.push_str(": no approval is pending\n\n");
+        }
+        self.outputs.push_back(EndpointOutput::Body {
+            request,
+            bytes: frames.into_bytes(),
+        });
+        let next_ping = now.saturating_add(self.config.ping_every_ms);
+        self.watchers
+            .insert(request, (tenant.to_owned(), next_ping));
+    }
+
+    pub(super) fn approval_json(&self, id: &str, a: &Approval) -> Value {
+        let unix = |t: Timestamp| self.config.unix_epoch_ms.saturating_add(t);
+        json!({
+            "id": id,
+            "tool_name": a.tool_name,
+            "input": a.input.as_raw(),
+            "tool_use_id": a.tool_use_id,
+            "blocked_path": a.blocked_path,
+            "suggestions": a.suggestions.as_raw(),
+            "conversation": a.session,
+            "created_at_ms": unix(a.created),
+            "expires_at_ms": unix(a.deadline),
+        })
+    }
+
+    pub(super) fn on_permission_request(
+        &mut self,
+        now: Timestamp,
+        session: SessionId,
+        chunk: &Chunk,
+    ) {
+        let Chunk::PermissionRequest {
+            request_id,
+            tool_use_id,
+            tool_name,
+            input,
+            suggestions,
+            blocked_path,
+            ..
+        } = chunk
+        else {
+            return;
+        };
+        let Some(live) = self.lives.get_mut(&session) else {
+            return;
+        };
+        if !self.config.approvals {
+            let decision = PermissionDecision::deny(
+                "This gateway has no one to approve tools; the tool did not run.",
+            );
+            let _ = live.session.respond_permission(now, request_id, decision);
+            return;
+        }
+        self.next_approval += 1;
+        let id = format!(
+            "appr_{:016x}",
+            mix(self.config.seed ^ self.next_approval.rotate_left(40))
+        );
+        let approval = Approval {
+            session,
+            request_id: request_id.clone(),
+            tenant: live.tenant.clone(),
+            tool_name: tool_name.clone(),
+            tool_use_id: tool_use_id.clone(),
+            input: input.clone(),
+            suggestions: suggestions.clone(),
+            blocked_path: blocked_path.clone(),
+            created: now,
+            deadline: now.saturating_add(self.config.approval_timeout_ms),
+        };
+        let event = self.approval_json(&id, &approval);
+        let tenant = approval.tenant.clone();
+        self.approvals.insert(id, approval);
+        self.approval_event(&tenant, "approval", &event);
+    }
+
+    /// Answers an approval's permission request and tells the watchers.
+    pub(super) fn settle_approval(
+        &mut self,
+        now: Timestamp,
+        id: &str,
+        decision: PermissionDecision,
+        how: &str,
+    ) {
+        let Some(approval) = self.approvals.get(id) else {
+            return;
+        };
+        let (session, request_id) = (approval.session, approval.request_id.clone());
+        self.forget_approval(id, how);
+        if let Some(live) = self.lives.get_mut(&session) {
+            let _ = live.session.respond_permission(now, &request_id, decision);
+            self.drain_session(now, session);
+        }
+    }
+
+    pub(super) fn forget_session_approvals(&mut self, session: SessionId) {
+        let ids: Vec<String> = self
+            .approvals
+            .iter()
+            .filter(|(_, a)| a.session == session)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            self.forget_approval(&id, "cancelled");
+        }
+    }
+
+    /// Drops an approval and tells the watchers how it ended.
+    pub(super) fn forget_approval(&mut self, id: &str, how: &str) {
+        if let Some(approval) = self.approvals.remove(id) {
+            self.approval_event(
+                &approval.tenant,
+                "resolved",
+                &json!({"id": id, "behavior": how}),
+            );
+        }
+    }
+
+    pub(super) fn approval_event(&mut self, tenant: &str, event: &str, data: &Value) {
+        let frame = sse(event, data);
+        let ping_every = self.config.ping_every_ms;
+        for (&request, (watching, next_ping)) in &mut self.watchers {
+            if watching == tenant {
+                *next_ping = self.now.saturating_add(ping_every);
+                self.outputs.push_back(EndpointOutput::Body {
+                    request,
+                    bytes: frame.clone().into_bytes(),
+                });
+            }
+        }
+    }
+}
+
+fn sse(event: &str, data: &Value) -> String {
+    format!("event: {event}\ndata: {data}\n\n")
+}

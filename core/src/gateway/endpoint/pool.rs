@@ -1,0 +1,196 @@
+//! New CLIs: the command line and MCP server of a conversation's settings, their start, and
+//! the pool of CLIs started ahead of need.
+
+use serde_json::{json, Map};
+
+use super::{mix, CliSpec, Endpoint, EndpointOutput, Live, Starting, CLIENT_SERVER, STRIPPED_ENV};
+use crate::api::ApiRequest;
+use crate::gateway::{cli_model, cli_settings_args, SessionId};
+use crate::mcp::{McpServer, McpTool};
+use crate::session::{Session, SessionConfig, UserMessage};
+use crate::Timestamp;
+
+/// A CLI started ahead of need, waiting for a conversation with its settings.
+#[derive(Debug)]
+pub(super) struct Warm {
+    /// The settings it was started with (command line and client tools).
+    pub(super) signature: String,
+}
+
+impl Endpoint {
+    /// How to start the CLI of a new conversation of `request`: the command line and the MCP
+    /// server of the client's tools. Equal for requests a warm CLI can serve.
+    pub(super) fn cli_for(&self, request: &ApiRequest) -> (CliSpec, Vec<McpServer>) {
+        let enabled = &self.config.enabled_tools;
+        let external: Vec<McpTool> = request
+            .conversation
+            .tools
+            .iter()
+            .filter(|t| !enabled.contains(&t.name))
+            .map(|t| {
+                let mut tool = McpTool::new(&t.name, &t.description, t.input_schema.clone());
+                // Lets the CLI ask for every call of one message at once (HOLD.md §4).
+                tool.annotations = Some(json!({"readOnlyHint": true}));
+                tool
+            })
+            .collect();
+        let mut args: Vec<String> = [
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+        if let Some(system) = &request.conversation.system {
+            args.extend(["--system-prompt".to_owned(), system.clone()]);
+        }
+        if let Some(model) = cli_model(&request.model, self.config.default_model.as_deref()) {
+            args.extend(["--model".to_owned(), model]);
+        }
+        args.extend(["--tools".to_owned(), enabled.join(",")]);
+        let mut allowed = enabled.clone();
+        let mut servers = Vec::new();
+        if !external.is_empty() {
+            allowed.push(format!("mcp__{CLIENT_SERVER}"));
+            let mut server = McpServer::new(CLIENT_SERVER);
+            server.tools = external;
+            servers.push(server);
+            let config = json!({"mcpServers": {CLIENT_SERVER: {
+                "type": "sdk", "name": CLIENT_SERVER,
+                "alwaysLoad": true, "disableAutoBackground": true,
+            }}});
+            args.extend(["--mcp-config".to_owned(), config.to_string()]);
+        }
+        if self.config.approvals {
+            // Enabled tools ask; a person answers over HTTP.
+            allowed.retain(|t| !enabled.contains(t));
+            args.extend(["--permission-prompt-tool".to_owned(), "stdio".to_owned()]);
+        }
+        if !allowed.is_empty() {
+            args.extend(["--allowedTools".to_owned(), allowed.join(",")]);
+        }
+        args.push("--include-partial-messages".to_owned());
+        args.extend(cli_settings_args(request));
+        let spec = CliSpec {
+            args,
+            // A parent Claude Code session (`CLAUDECODE`) would make the CLI think it is nested.
+            env_remove: std::iter::once("CLAUDECODE")
+                .chain(STRIPPED_ENV.iter().copied())
+                .map(str::to_owned)
+                .collect(),
+            env: vec![(
+                "CLAUDE_CODE_SDK_READS_SESSION_STATE".to_owned(),
+                "1".to_owned(),
+            )],
+        };
+        (spec, servers)
+    }
+
+    /// Asks for a CLI for session `id` and sends it `initialize`; `prompt` goes to it once
+    /// the CLI has answered (a warm CLI gets none until a conversation takes it).
+    pub(super) fn spawn(
+        &mut self,
+        now: Timestamp,
+        id: SessionId,
+        spec: CliSpec,
+        servers: Vec<McpServer>,
+        prompt: Option<UserMessage>,
+    ) {
+        let mut session = Session::driver(SessionConfig {
+            seed: mix(self.config.seed ^ id.rotate_left(17)),
+            mcp_servers: servers,
+            ..SessionConfig::default()
+        });
+        self.metrics.spawns += 1;
+        self.outputs
+            .push_back(EndpointOutput::Spawn { session: id, spec });
+        let init_id = match session.initialize(now, &[], Map::new()) {
+            Ok((init_id, _)) => init_id,
+            Err(_) => unreachable!("a new driver session takes commands"),
+        };
+        self.lives.insert(
+            id,
+            Live {
+                session,
+                tenant: String::new(),
+                request: None,
+                starting: Some(Starting {
+                    init_id,
+                    prompt,
+                    deadline: now.saturating_add(self.config.start_timeout_ms),
+                }),
+                settle_by: None,
+                rate_limit_resets_ms: None,
+            },
+        );
+    }
+
+    /// A warm CLI started for these settings, taken out of the pool (the oldest first).
+    pub(super) fn take_warm(&mut self, signature: &str) -> Option<SessionId> {
+        let id = self
+            .pool
+            .iter()
+            .find(|(_, warm)| warm.signature == signature)
+            .map(|(id, _)| *id)?;
+        self.pool.remove(&id);
+        Some(id)
+    }
+
+    /// Keeps the pool stocked for the settings of a conversation that just started: one CLI
+    /// for the one a conversation took, and after a miss as many as fit, making room by
+    /// closing the oldest warm CLI of other settings (at most one). The CLIs start one at a
+    /// time ([`pool_step`](Self::pool_step)), so a burst of new conversations does not share
+    /// the machine with a burst of starting CLIs.
+    pub(super) fn refill(
+        &mut self,
+        now: Timestamp,
+        signature: &str,
+        spec: &CliSpec,
+        servers: &[McpServer],
+        hit: bool,
+    ) {
+        let want = self.config.pool;
+        if want == 0 {
+            return;
+        }
+        let mut room = want.saturating_sub(self.pool.len() + self.pool_wanted.len());
+        if room == 0 {
+            let other = self
+                .pool
+                .iter()
+                .find(|(_, warm)| warm.signature != signature)
+                .map(|(id, _)| *id);
+            if let Some(oldest) = other {
+                self.close(now, oldest);
+                room = 1;
+            }
+        }
+        let count = if hit { room.min(1) } else { room };
+        for _ in 0..count {
+            self.pool_wanted
+                .push_back((signature.to_owned(), spec.clone(), servers.to_vec()));
+        }
+    }
+
+    /// Starts the next wanted warm CLI when none is starting.
+    pub(super) fn pool_step(&mut self) {
+        let starting = self
+            .pool
+            .keys()
+            .any(|id| self.lives.get(id).is_some_and(|l| l.starting.is_some()));
+        if starting || self.lives.len() >= self.config.max_sessions {
+            return;
+        }
+        let Some((signature, spec, servers)) = self.pool_wanted.pop_front() else {
+            return;
+        };
+        let now = self.now;
+        let id = self.registry.allocate_id();
+        self.pool.insert(id, Warm { signature });
+        self.spawn(now, id, spec, servers, None);
+        self.drain_session(now, id);
+    }
+}

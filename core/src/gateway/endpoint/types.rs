@@ -1,0 +1,244 @@
+//! The endpoint's settings, outputs and timeout reasons.
+
+use serde::Serialize;
+
+use super::RequestId;
+use crate::gateway::{GatewayConfig, GatewayTimeout, SessionId};
+use crate::session::TimeoutReason;
+
+/// Settings of an [`Endpoint`](super::Endpoint).
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// Held-call and idle deadlines, stored responses.
+    pub limits: GatewayConfig,
+    /// The most live CLI sessions at once; a request that needs one more gets a 429.
+    pub max_sessions: usize,
+    /// Built-in CLI tools the model may use (they run on the gateway's machine).
+    pub enabled_tools: Vec<String>,
+    /// The model for requests that name a model the CLI does not know (`gpt-4o`).
+    pub default_model: Option<String>,
+    /// A keep-alive frame on a stream that sent nothing for this long (ms).
+    pub ping_every_ms: u64,
+    /// How long an interrupted turn (client gone) may take to end before its session is
+    /// closed (ms).
+    pub settle_grace_ms: u64,
+    /// How long a new CLI may take to answer `initialize` (ms).
+    pub start_timeout_ms: u64,
+    /// Seed of generated ids (Responses API response ids); a host passes randomness in here.
+    pub seed: u64,
+    /// The wall clock at `now = 0`, in Unix milliseconds (OpenAI's `created`).
+    pub unix_epoch_ms: u64,
+    /// Report every change of the routing index as `Claim` / `Release` outputs (for a host
+    /// that shares it with other gateways; see [`Endpoint`](super::Endpoint), "Scale-out").
+    pub publish_index: bool,
+    /// The most responses produced at once; more requests wait in the queue.
+    pub max_concurrent: usize,
+    /// The most responses produced at once for one tenant (API key).
+    pub max_concurrent_per_key: usize,
+    /// The most requests waiting for a free turn; one more gets a 429.
+    pub max_queue: usize,
+    /// How long a request may wait in the queue before it gets a 429 (ms).
+    pub queue_timeout_ms: u64,
+    /// CLIs kept started and initialized ahead of need, for new conversations with the
+    /// settings (tools, system prompt, model, thinking) of recent ones; they count toward
+    /// `max_sessions`.
+    pub pool: usize,
+    /// Enabled built-in tools wait for a person's approval over HTTP
+    /// ([`approvals`](super::Endpoint::approvals), [`answer_approval`](super::Endpoint::answer_approval),
+    /// [`handle_approval_events`](super::Endpoint::handle_approval_events)) instead of running
+    /// outright.
+    pub approvals: bool,
+    /// How long an approval waits for its answer before the tool is denied (ms).
+    pub approval_timeout_ms: u64,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            limits: GatewayConfig::default(),
+            max_sessions: 64,
+            enabled_tools: Vec::new(),
+            default_model: None,
+            ping_every_ms: 15_000,
+            settle_grace_ms: 10_000,
+            start_timeout_ms: 60_000,
+            seed: 0,
+            unix_epoch_ms: 0,
+            publish_index: false,
+            max_concurrent: 64,
+            max_concurrent_per_key: usize::MAX,
+            max_queue: 256,
+            queue_timeout_ms: 30_000,
+            pool: 0,
+            approvals: false,
+            approval_timeout_ms: 5 * 60 * 1000,
+        }
+    }
+}
+
+/// How to start a CLI for a session: data, so every host starts it the same way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CliSpec {
+    /// The arguments after the executable, the stream-json flags included.
+    pub args: Vec<String>,
+    /// Variables the CLI must not inherit (besides those the host removes of its own).
+    pub env_remove: Vec<String>,
+    /// Variables to set.
+    pub env: Vec<(String, String)>,
+}
+
+/// What the host must do; drain with [`Endpoint::poll_output`](super::Endpoint::poll_output). Serialized (as the npm package
+/// hands it out) with a `type` tag and the bytes as text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EndpointOutput {
+    /// Start a CLI process for `session`. Its stdout goes to
+    /// [`handle_stdout`](super::Endpoint::handle_stdout), its end to
+    /// [`handle_exit`](super::Endpoint::handle_exit); a failure to start to
+    /// [`handle_spawn_failed`](super::Endpoint::handle_spawn_failed).
+    Spawn {
+        /// The session.
+        session: SessionId,
+        /// Arguments and environment.
+        spec: CliSpec,
+    },
+    /// Write these bytes (whole lines) to the session's stdin, in order.
+    Write {
+        /// The session.
+        session: SessionId,
+        /// The bytes.
+        #[serde(rename = "data", serialize_with = "as_text")]
+        bytes: Vec<u8>,
+    },
+    /// Close the session's stdin, then end the process after a grace period. The endpoint has
+    /// forgotten the session; its later output and its exit are ignored.
+    Close {
+        /// The session.
+        session: SessionId,
+    },
+    /// Send the response head of a request.
+    Respond {
+        /// The request.
+        request: RequestId,
+        /// The HTTP status.
+        status: u16,
+        /// Response headers (`content-type` among them).
+        headers: Vec<(String, String)>,
+    },
+    /// Send body bytes of a request's response.
+    Body {
+        /// The request.
+        request: RequestId,
+        /// SSE frames, or the JSON body.
+        #[serde(rename = "data", serialize_with = "as_text")]
+        bytes: Vec<u8>,
+    },
+    /// The response is complete; the request is forgotten.
+    End {
+        /// The request.
+        request: RequestId,
+    },
+    /// Requests whose [`route_key`](super::Endpoint::route_key) is `key` belong to this gateway now
+    /// (only with [`EndpointConfig::publish_index`]).
+    Claim {
+        /// The key.
+        key: String,
+    },
+    /// Requests with this key no longer do.
+    Release {
+        /// The key.
+        key: String,
+    },
+}
+
+/// Which gateway a request must reach ([`Endpoint::route_key`](super::Endpoint::route_key)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteKey {
+    /// It starts a conversation: any gateway.
+    New,
+    /// It continues the conversation with this key: the gateway that claimed it.
+    Conversation(String),
+}
+
+impl EndpointOutput {
+    /// The output as one line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("outputs always serialize")
+    }
+}
+
+/// Bytes the endpoint made (always UTF-8: JSON lines, SSE frames, JSON bodies) as text.
+fn as_text<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&String::from_utf8_lossy(bytes))
+}
+
+/// Why [`Endpoint::poll_timeout`](super::Endpoint::poll_timeout) wants to be woken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndpointTimeout {
+    /// A held call, idle session or stored response deadline.
+    Gateway(GatewayTimeout),
+    /// A quiet stream is due a keep-alive frame.
+    Ping {
+        /// The request.
+        request: RequestId,
+    },
+    /// An interrupted turn has not ended in time; its session will be closed.
+    Settle {
+        /// The session.
+        session: SessionId,
+    },
+    /// A new CLI has not answered `initialize` in time.
+    Start {
+        /// The session.
+        session: SessionId,
+    },
+    /// Draining: the grace period for running turns is over.
+    Drain,
+    /// An approval has waited for its answer as long as it may.
+    Approval,
+    /// A request has waited in the queue as long as it may.
+    Queued {
+        /// The request.
+        request: RequestId,
+    },
+    /// A deadline of a session's own.
+    Session {
+        /// The session.
+        session: SessionId,
+        /// What it waits for.
+        reason: TimeoutReason,
+    },
+}
+
+impl std::fmt::Display for EndpointTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EndpointTimeout::Gateway(GatewayTimeout::HeldCall) => {
+                write!(f, "a held tool call's deadline")
+            }
+            EndpointTimeout::Gateway(GatewayTimeout::Idle) => write!(f, "an idle session's TTL"),
+            EndpointTimeout::Gateway(GatewayTimeout::StoredResponse) => {
+                write!(f, "a stored response's TTL")
+            }
+            EndpointTimeout::Ping { request } => {
+                write!(f, "a keep-alive frame for request {request}")
+            }
+            EndpointTimeout::Settle { session } => {
+                write!(f, "session {session}'s interrupted turn has not ended")
+            }
+            EndpointTimeout::Start { session } => {
+                write!(f, "session {session}'s CLI has not answered initialize")
+            }
+            EndpointTimeout::Drain => write!(f, "the end of the drain's grace period"),
+            EndpointTimeout::Approval => write!(f, "an approval's deadline"),
+            EndpointTimeout::Queued { request } => {
+                write!(f, "request {request} has waited for a free turn too long")
+            }
+            EndpointTimeout::Session { session, reason } => {
+                write!(f, "session {session} is {reason}")
+            }
+        }
+    }
+}
