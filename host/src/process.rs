@@ -142,6 +142,7 @@ impl CliProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        die_with_parent(&mut command);
         if let Some(cwd) = cwd {
             command.current_dir(cwd).env("PWD", cwd);
         }
@@ -253,6 +254,23 @@ impl CliProcess {
         self.group_killed = signal == Signal::SIGKILL;
     }
 }
+
+/// Has the CLI killed when ccwire dies, even by SIGKILL, when no code of ccwire runs to end
+/// it (Linux: the parent-death signal). A CLI would end on its stdin closing anyway; one that
+/// hangs would not.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_parent(command: &mut Command) {
+    // SAFETY: the closure runs in the child between fork and exec and only makes one system
+    // call (prctl), which is async-signal-safe; it touches no memory of the parent's.
+    unsafe {
+        command
+            .pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from));
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_: &mut Command) {}
 
 impl Drop for CliProcess {
     fn drop(&mut self) {

@@ -380,3 +380,77 @@ async fn the_gateway_closes_a_cli_that_stalls() {
     }
     server.shutdown().await;
 }
+
+/// A gateway killed with SIGKILL runs no code to end its CLIs: they die with it all the same,
+/// even one that hangs and would never notice its stdin closing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clis_die_with_a_gateway_killed_by_sigkill() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let claude = player(dir.path(), "e_partial_messages", &["--fault", "stall@8"]);
+    let mut gateway = tokio::process::Command::new(env!("CARGO_BIN_EXE_ccwire"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--claude"])
+        .arg(&claude)
+        .env("HOME", dir.path())
+        .env_remove("CCWIRE_API_KEYS")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(gateway.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("ccwire serve says where it listens");
+        if let Some(addr) = line.strip_prefix("ccwire serve: listening on http://") {
+            break addr.to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let body = json!({"model": "sonnet", "max_tokens": 100, "stream": true,
+                      "messages": [{"role": "user", "content": "What is 2 + 2?"}]});
+    let response = reqwest::Client::new()
+        .post(format!("http://{addr}/v1/messages"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status(),
+        200,
+        "the turn started, then the CLI stalled"
+    );
+    let gateway_pid = gateway.id().unwrap();
+    let mut clis: Vec<u32> = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{gateway_pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        clis.extend(text.split_whitespace().map(|p| p.parse::<u32>().unwrap()));
+    }
+    assert_eq!(clis.len(), 1, "one CLI");
+    gateway.start_kill().unwrap();
+    gateway.wait().await.unwrap();
+    let running = |pid: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .to_owned();
+        !state.is_empty() && !state.starts_with('Z')
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while running(clis[0]) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the CLI outlived its gateway"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(response);
+}
