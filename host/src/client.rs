@@ -114,6 +114,10 @@ pub struct ClientOptions {
     pub initialize_timeout: Option<Duration>,
     /// How long to wait for the CLI to answer a control request (default: forever).
     pub request_timeout: Option<Duration>,
+    /// How long the CLI may write nothing while a turn runs and it waits for nothing from
+    /// this client (no permission, hook or tool answer owed) before it is stopped, and the turn
+    /// fails saying so (default: forever — a long tool run can be silent).
+    pub stall_timeout: Option<Duration>,
     /// Write a transcript of the session here.
     pub record: Option<std::path::PathBuf>,
 }
@@ -401,6 +405,8 @@ impl Client {
             last_error_result: None,
             recorder,
             framer: ccwire_core::framing::LineFramer::new(ccwire_core::framing::DEFAULT_LINE_LIMIT),
+            stall_timeout: options.stall_timeout,
+            last_output: Instant::now(),
         };
         let task = tokio::spawn(driver.run(command_rx, init_id, ready_tx));
         let mut client = Client {
@@ -678,6 +684,9 @@ struct Driver {
     last_error_result: Option<String>,
     recorder: Option<Recorder>,
     framer: ccwire_core::framing::LineFramer,
+    stall_timeout: Option<Duration>,
+    /// When the CLI last wrote anything.
+    last_output: Instant,
 }
 
 /// Records the wire lines of a client session, in the order the session handles them.
@@ -731,10 +740,18 @@ impl Driver {
                 .session
                 .poll_timeout()
                 .map(|(at, _)| self.start + Duration::from_millis(at));
+            let stall_at = self.stall_timeout.filter(|_| {
+                !terminated
+                    && self.session.turn_running()
+                    && self.session.tool_wait().blocked_on.is_empty()
+                    && self.handlers.is_empty()
+            });
+            let stall_at = stall_at.map(|limit| self.last_output + limit);
             tokio::select! {
                 read = stdout.read(&mut buf) => match read {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
+                        self.last_output = Instant::now();
                         let mut frames = Vec::new();
                         self.framer.push(&buf[..n], |frame| frames.push(owned(frame)));
                         for frame in &frames {
@@ -756,6 +773,17 @@ impl Driver {
                 _ = sleep_until(deadline), if deadline.is_some() => {
                     let now = self.now();
                     self.session.handle_timeout(now);
+                }
+                _ = sleep_until(stall_at), if stall_at.is_some() => {
+                    let limit = self.stall_timeout.unwrap_or_default();
+                    tracing::warn!(?limit, "the CLI stalled in a turn; stopping it");
+                    self.last_error_result = Some(format!(
+                        "the CLI wrote nothing for {} s during a turn (stall timeout) and was stopped",
+                        limit.as_secs_f64()
+                    ));
+                    self.process.terminate();
+                    terminated = true;
+                    escalate_at = Some(Instant::now() + Duration::from_secs(5));
                 }
                 _ = sleep_until(escalate_at), if escalate_at.is_some() => {
                     if terminated {

@@ -32,6 +32,11 @@ pub struct RunArgs {
     /// Write a transcript of the session to this file.
     #[arg(long)]
     record: Option<PathBuf>,
+    /// Stop the CLI, and fail, when it writes nothing for this many seconds during the turn
+    /// while it waits for nothing from ccwire (default: no limit; a long tool run can be
+    /// silent).
+    #[arg(long, value_name = "SECS")]
+    stall_timeout: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -105,6 +110,9 @@ async fn run_prompt(args: RunArgs) -> Result<bool, ClientError> {
     let options = ClientOptions {
         claude,
         record: args.record.clone(),
+        stall_timeout: args
+            .stall_timeout
+            .map(|s| std::time::Duration::from_secs_f64(s.max(0.0))),
         ..ClientOptions::default()
     }
     .on_permission(move |request| async move { decide(mode, request).await });

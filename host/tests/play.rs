@@ -274,6 +274,22 @@ fn run_survives_each_fault_with_the_right_error() {
     );
     let (code, _, _) = run("exit-code=7");
     assert_eq!(code, Some(0), "the turn ended before the CLI's exit status");
+    // A CLI that stalls mid-turn: with a stall timeout, run stops it and says why.
+    let claude = player(dir.path(), "a_text", &["--fault", "stall@4"]);
+    let started = std::time::Instant::now();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ccwire"))
+        .args(["run", "--stall-timeout", "1", "--claude"])
+        .arg(&claude)
+        .arg("What is 2 + 2?")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("wrote nothing for 1 s during a turn (stall timeout)"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 /// The gateway in front of a played CLI: the recorded answer, and a killed CLI as a 500 that
