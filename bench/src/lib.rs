@@ -1,6 +1,12 @@
 //! Shared pieces of the benchmark programs.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::Layer;
 
 /// Builds a large transcript by repeating the recorded corpus until it holds at least
 /// `min_bytes`. Every copy gets its own tool, message and request ids, so the engine sees new
@@ -48,4 +54,45 @@ pub fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The wire lines the gateway wrote to and read from its CLIs (the `ccwire::wire` trace
+/// events): when, and the line (`< ` from the CLI, `> ` to it).
+#[derive(Clone, Default)]
+pub struct WireLog(Arc<Mutex<Vec<(Instant, String)>>>);
+
+impl WireLog {
+    /// The lines logged since the last call.
+    pub fn take(&self) -> Vec<(Instant, String)> {
+        std::mem::take(&mut *self.0.lock().expect("not poisoned"))
+    }
+}
+
+struct MessageText(String);
+
+impl Visit for MessageText {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for WireLog {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let at = Instant::now();
+        let mut text = MessageText(String::new());
+        event.record(&mut text);
+        self.0.lock().expect("not poisoned").push((at, text.0));
+    }
+}
+
+/// The value at rank `p` (0–1) of `values`, which it sorts.
+pub fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = ((values.len() as f64 - 1.0) * p).round() as usize;
+    values[rank]
 }

@@ -89,6 +89,15 @@ impl MessageType {
     }
 }
 
+/// The arguments that make the CLI speak this wire: stream-json out and in, every message.
+pub const STREAM_JSON_ARGS: [&str; 5] = [
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--input-format",
+    "stream-json",
+];
+
 /// `system` subtypes named in PROTOCOL.md §3.3 and the corpus. Every other subtype is still a
 /// `system` frame and becomes a `status` chunk.
 pub const SYSTEM_SUBTYPES: &[&str] = &[

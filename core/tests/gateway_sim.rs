@@ -507,6 +507,17 @@ fn anthropic(messages: Value, stream: bool) -> Value {
            "messages": messages})
 }
 
+/// A one-call conversation `ask` continued: the model's call of `lookup` for `key` (the fake
+/// CLI's first call, `toolu_1`) and the client's `result`.
+fn with_result(ask: &Value, key: &str, result: &str) -> Vec<Value> {
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": key}}]}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": result}]}));
+    messages
+}
+
 /// The SSE `data:` payloads of a body.
 fn events(body: &str) -> Vec<Value> {
     body.lines()
@@ -586,11 +597,7 @@ fn a_held_tool_call_ends_the_response_and_the_result_continues_the_turn() {
     );
     assert_eq!(sim.endpoint.held_count(), 1);
 
-    let mut messages = ask.as_array().unwrap().clone();
-    messages.push(json!({"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
-    messages.push(json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    let messages = with_result(&ask, "paris", "sunny");
     let second = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
     let response = sim.response(second);
     assert_eq!(response.header("x-ccwire-session"), Some("continued"));
@@ -670,11 +677,7 @@ fn a_held_call_past_its_deadline_gets_an_error_and_a_late_result_rebuilds() {
     assert_eq!(result["isError"], true);
     assert_eq!(result["content"][0]["text"], HELD_CALL_TIMEOUT_TEXT);
 
-    let mut messages = ask.as_array().unwrap().clone();
-    messages.push(json!({"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
-    messages.push(json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    let messages = with_result(&ask, "paris", "sunny");
     let late = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
     assert_eq!(
         sim.response(late).header("x-ccwire-session"),
@@ -742,11 +745,7 @@ fn a_conversation_is_busy_until_its_interrupted_turn_ends_then_closed_if_it_neve
     let mut sim = Sim::default();
     let ask = json!([{"role": "user", "content": "lookup: paris"}]);
     sim.send(Api::Anthropic, "t", anthropic(ask.clone(), false));
-    let mut messages = ask.as_array().unwrap().clone();
-    messages.push(json!({"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
-    messages.push(json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    let messages = with_result(&ask, "paris", "sunny");
     // The CLI goes quiet: the result is delivered, but the turn never ends.
     sim.muted.push(1);
     let second = sim.send(
@@ -969,11 +968,7 @@ fn scenario() {
     // Anthropic, streamed: a held call and its result.
     let ask = json!([{"role": "user", "content": "lookup: paris"}]);
     sim.send(Api::Anthropic, "alice", anthropic(ask.clone(), true));
-    let mut messages = ask.as_array().unwrap().clone();
-    messages.push(json!({"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
-    messages.push(json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    let messages = with_result(&ask, "paris", "sunny");
     sim.send(Api::Anthropic, "alice", anthropic(json!(messages), true));
     // Chat Completions: parallel calls, a partial answer (400), then both.
     let tools = json!([{"type": "function", "function": {"name": "lookup",
@@ -1131,11 +1126,7 @@ fn metrics_count_requests_turns_tokens_and_latency() {
     let ask = json!([{"role": "user", "content": "lookup: paris"}]);
     sim.send(Api::Anthropic, "t", anthropic(ask.clone(), true));
     sim.advance(250);
-    let mut messages = ask.as_array().unwrap().clone();
-    messages.push(json!({"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
-    messages.push(json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    let messages = with_result(&ask, "paris", "sunny");
     sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
     sim.send(
         Api::OpenAi,
@@ -1406,11 +1397,7 @@ fn a_drain_refuses_new_conversations_lets_held_turns_finish_and_closes_every_cli
     assert_eq!(sim.response(new).header("retry-after"), Some("1"));
 
     // The held turn finishes; then its CLI is closed too.
-    let mut messages = ask.as_array().unwrap().clone();
-    messages.push(json!({"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"key": "paris"}}]}));
-    messages.push(json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    let messages = with_result(&ask, "paris", "sunny");
     let done = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
     assert_eq!(
         sim.response(done).json()["content"][0]["text"],

@@ -114,16 +114,10 @@ pub struct ClaudeOptions {
 impl ClaudeOptions {
     /// The arguments after the executable.
     pub fn args(&self) -> Vec<OsString> {
-        let mut args: Vec<OsString> = [
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--input-format",
-            "stream-json",
-        ]
-        .into_iter()
-        .map(OsString::from)
-        .collect();
+        let mut args: Vec<OsString> = ccwire_core::wire::STREAM_JSON_ARGS
+            .into_iter()
+            .map(OsString::from)
+            .collect();
         let mut flag = |name: &str, value: Option<String>| {
             args.push(OsString::from(name));
             if let Some(v) = value {

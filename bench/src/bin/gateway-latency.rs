@@ -21,7 +21,6 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ccwire_host::gateway::{GatewayOptions, Server};
@@ -29,40 +28,12 @@ use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
 use futures::StreamExt;
 use serde_json::{json, Value};
-use tracing::field::{Field, Visit};
 use tracing_subscriber::filter::Targets;
-use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
-/// The wire lines seen so far: when, and the line (`<` from the CLI, `>` to it).
-#[derive(Clone, Default)]
-struct WireLog(Arc<Mutex<Vec<(Instant, String)>>>);
-
-impl WireLog {
-    fn take(&self) -> Vec<(Instant, String)> {
-        std::mem::take(&mut *self.0.lock().expect("not poisoned"))
-    }
-}
-
-struct MessageText(String);
-
-impl Visit for MessageText {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl<S: tracing::Subscriber> Layer<S> for WireLog {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        let at = Instant::now();
-        let mut text = MessageText(String::new());
-        event.record(&mut text);
-        self.0.lock().expect("not poisoned").push((at, text.0));
-    }
-}
+use ccwire_bench::{percentile, WireLog};
 
 /// One turn as the client and as the CLI saw it, in microseconds.
 #[derive(Debug, Clone, Copy)]
@@ -136,12 +107,6 @@ async fn turn(http: &reqwest::Client, url: &str, body: &Value, log: &WireLog) ->
         inbound: micros(prompt - sent),
     };
     (turn, String::from_utf8_lossy(&bytes).into_owned())
-}
-
-fn percentile(values: &mut [f64], p: f64) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let rank = ((values.len() as f64 - 1.0) * p).round() as usize;
-    values[rank]
 }
 
 fn report(name: &str, turns: &[Turn]) -> (f64, f64) {

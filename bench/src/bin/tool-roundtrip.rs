@@ -22,7 +22,6 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ccwire_core::McpCallResult;
@@ -32,41 +31,12 @@ use ccwire_host::{Client, ClientOptions};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
 use serde_json::{json, Value};
-use tracing::field::{Field, Visit};
 use tracing_subscriber::filter::Targets;
-use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
-/// The wire lines the gateway wrote to and read from its CLIs: when, and the line (`<` from
-/// the CLI, `>` to it).
-#[derive(Clone, Default)]
-struct WireLog(Arc<Mutex<Vec<(Instant, String)>>>);
-
-impl WireLog {
-    fn take(&self) -> Vec<(Instant, String)> {
-        std::mem::take(&mut *self.0.lock().expect("not poisoned"))
-    }
-}
-
-struct MessageText(String);
-
-impl Visit for MessageText {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl<S: tracing::Subscriber> Layer<S> for WireLog {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        let at = Instant::now();
-        let mut text = MessageText(String::new());
-        event.record(&mut text);
-        self.0.lock().expect("not poisoned").push((at, text.0));
-    }
-}
+use ccwire_bench::{percentile, WireLog};
 
 /// Where a gateway round's time went, in microseconds: the CLI's own time from the prompt to
 /// its result (its wait for the client's result included), and that wait alone — from the
@@ -257,13 +227,6 @@ fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn percentile(values: &[f64], p: f64) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[rank]
-}
-
 #[tokio::main]
 async fn main() {
     let rounds: usize = std::env::args()
@@ -364,25 +327,26 @@ async fn main() {
     println!();
     println!("| path | round trip p50 | p90 | max | p50 / direct p50 | CLI prompt → result p50 | CLI waiting for the client's result p50 |");
     println!("|---|---|---|---|---|---|---|");
-    let direct_p50 = percentile(&direct, 0.5);
+    let direct_p50 = percentile(&mut direct, 0.5);
     let ms = |us: f64| us / 1000.0;
     let p50_of = |values: &[f64]| {
         if values.is_empty() {
             "–".to_owned()
         } else {
-            format!("{:.1} ms", ms(percentile(values, 0.5)))
+            format!("{:.1} ms", ms(percentile(&mut values.to_vec(), 0.5)))
         }
     };
     println!(
         "| CLI driven directly (Rust `Client`) | {:.1} ms | {:.1} ms | {:.1} ms | 1.00 | {} | – |",
         ms(direct_p50),
-        ms(percentile(&direct, 0.9)),
-        ms(percentile(&direct, 1.0)),
+        ms(percentile(&mut direct, 0.9)),
+        ms(percentile(&mut direct, 1.0)),
         p50_of(&direct_cli),
     );
     let mut worst: f64 = 0.0;
     for ((conversation, times), split) in conversations.iter().zip(&through).zip(&splits) {
-        let p50 = percentile(times, 0.5);
+        let mut times = times.clone();
+        let p50 = percentile(&mut times, 0.5);
         worst = worst.max(p50 / direct_p50);
         let cli: Vec<f64> = split.iter().map(|s| s.cli).collect();
         let held: Vec<f64> = split.iter().map(|s| s.held).collect();
@@ -390,8 +354,8 @@ async fn main() {
             "| gateway, {} | {:.1} ms | {:.1} ms | {:.1} ms | **{:.2}** | {} | {} |",
             conversation.path,
             ms(p50),
-            ms(percentile(times, 0.9)),
-            ms(percentile(times, 1.0)),
+            ms(percentile(&mut times, 0.9)),
+            ms(percentile(&mut times, 1.0)),
             p50 / direct_p50,
             p50_of(&cli),
             p50_of(&held),

@@ -81,6 +81,28 @@ struct InFlight {
     next_ping: Option<Timestamp>,
 }
 
+impl InFlight {
+    fn new(
+        session: SessionId,
+        tenant: &str,
+        api: Api,
+        stream: bool,
+        encoder: ResponseEncoder,
+        headers: Vec<(String, String)>,
+    ) -> InFlight {
+        InFlight {
+            session,
+            tenant: tenant.to_owned(),
+            api,
+            stream,
+            encoder,
+            responded: false,
+            headers,
+            next_ping: None,
+        }
+    }
+}
+
 /// The whole gateway as one sans-IO state machine: conversations, their CLI sessions and
 /// the responses in flight.
 ///
@@ -519,19 +541,8 @@ impl Endpoint {
                     return self.respond_error(request, api, &headers, &error);
                 };
                 live.request = Some(request);
-                self.requests.insert(
-                    request,
-                    InFlight {
-                        session,
-                        tenant: tenant.to_owned(),
-                        api,
-                        stream: parsed.stream,
-                        encoder,
-                        responded: false,
-                        headers,
-                        next_ping: None,
-                    },
-                );
+                let flight = InFlight::new(session, tenant, api, parsed.stream, encoder, headers);
+                self.requests.insert(request, flight);
                 for (request_id, result) in answers {
                     // A call the CLI gave up on meanwhile is answered no more.
                     let _ = live.session.respond_mcp(now, &request_id, result);
@@ -608,19 +619,8 @@ impl Endpoint {
                     live.request = Some(request);
                     live.tenant = tenant.to_owned();
                 }
-                self.requests.insert(
-                    request,
-                    InFlight {
-                        session,
-                        tenant: tenant.to_owned(),
-                        api,
-                        stream: parsed.stream,
-                        encoder,
-                        responded: false,
-                        headers,
-                        next_ping: None,
-                    },
-                );
+                let flight = InFlight::new(session, tenant, api, parsed.stream, encoder, headers);
+                self.requests.insert(request, flight);
                 self.drain_session(now, session);
                 self.refill(now, &signature, &spec, &servers, warm.is_some());
             }

@@ -34,16 +34,10 @@ impl Endpoint {
                 tool
             })
             .collect();
-        let mut args: Vec<String> = [
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--input-format",
-            "stream-json",
-        ]
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
+        let mut args: Vec<String> = crate::wire::STREAM_JSON_ARGS
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
         if let Some(system) = &request.conversation.system {
             args.extend(["--system-prompt".to_owned(), system.clone()]);
         }
