@@ -34,6 +34,8 @@ pub mod api;
 mod chunk;
 pub mod conversation;
 pub mod framing;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gateway;
 mod json;
 pub mod mcp;

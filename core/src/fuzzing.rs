@@ -1,0 +1,523 @@
+//! What the fuzz targets in `fuzz/` run, here so that the committed inputs replay through the
+//! same code in the ordinary test suite. Not a part of the API.
+//!
+//! Each function takes the fuzzer's bytes, drives one part of the core with them and asserts
+//! what a host relies on; a panic is a finding.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use crate::api::response::{EncoderOptions, ResponseEncoder};
+use crate::api::{anthropic, openai, responses, Api, ApiError, ApiErrorKind};
+use crate::conversation::HistoryHasher;
+use crate::gateway::{Endpoint, EndpointConfig, EndpointOutput, RequestId, SessionId};
+use crate::mcp::McpCallResult;
+use crate::play::Player;
+use crate::{
+    Chunk, Delivery, Output, PermissionDecision, Replayer, Session, SessionConfig, Timeouts,
+    UserMessage,
+};
+
+/// Splits `data` into operations: an op byte, a length byte, then that many payload bytes.
+fn ops(mut data: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
+    std::iter::from_fn(move || {
+        let (&op, tail) = data.split_first()?;
+        let len = usize::from(tail.first().copied().unwrap_or(0));
+        let tail = tail.get(1..).unwrap_or(&[]);
+        let (payload, after) = tail.split_at(len.min(tail.len()));
+        data = after;
+        Some((op, payload))
+    })
+}
+
+/// Every chunk serializes to JSON that parses.
+fn check_chunk(chunk: &Chunk) {
+    serde_json::from_str::<Value>(&chunk.to_json()).expect("chunk JSON parses");
+}
+
+/// Framing and the observer session: arbitrary bytes, split at a step taken from the input,
+/// fed as both directions, with timeouts, end of output and an exit.
+pub fn session(data: &[u8]) {
+    let Some((&shape, rest)) = data.split_first() else {
+        return;
+    };
+    let mut session = Session::observer(SessionConfig {
+        line_limit: 4096,
+        ..SessionConfig::default()
+    });
+    let step = usize::from(shape % 31) + 1;
+    let mut now = 0;
+    for (i, piece) in rest.chunks(step).enumerate() {
+        now += u64::from(shape);
+        if i % 7 == 6 {
+            session.handle_stdin(now, piece);
+        } else {
+            session.handle_stdout(now, piece);
+        }
+        drain_session(&mut session, None);
+        if shape & 0x80 != 0 && i % 5 == 4 {
+            session.handle_timeout(now);
+        }
+    }
+    session.handle_stdout_eof(now);
+    if shape & 1 == 1 {
+        session.handle_process_exit(now, Some(1), None);
+    }
+    drain_session(&mut session, None);
+    serde_json::to_string(session.tool_wait()).expect("the tool wait serializes");
+}
+
+/// Drains a session, checking every chunk and every write; request ids the CLI asked are
+/// collected into `asked`.
+fn drain_session(session: &mut Session, mut asked: Option<&mut Vec<String>>) {
+    while let Some(output) = session.poll_output() {
+        match output {
+            Output::Chunk(chunk) => {
+                check_chunk(&chunk);
+                if let (
+                    Some(asked),
+                    Chunk::PermissionRequest { request_id, .. }
+                    | Chunk::HookRequest { request_id, .. }
+                    | Chunk::McpToolCall { request_id, .. },
+                ) = (asked.as_deref_mut(), &chunk)
+                {
+                    asked.push(request_id.clone());
+                }
+            }
+            Output::Write(bytes) => {
+                let line = bytes.strip_suffix(b"\n").expect("a write is a whole line");
+                assert!(!line.contains(&b'\n'), "a write is one line");
+                let frame: Value = serde_json::from_slice(line).expect("a write is JSON");
+                assert!(frame["type"].is_string(), "a write has a type");
+            }
+        }
+    }
+}
+
+/// Transcript replay of arbitrary bytes, whole and split in two: both give the same chunks.
+pub fn replay(data: &[u8]) {
+    let whole: Vec<String> = crate::replay(data).iter().map(Chunk::to_json).collect();
+    let at = data
+        .first()
+        .map_or(0, |b| usize::from(*b) % (data.len() + 1));
+    let mut replayer = Replayer::new();
+    replayer.push(&data[..at]);
+    replayer.push(&data[at..]);
+    replayer.finish();
+    let split: Vec<String> = std::iter::from_fn(|| replayer.poll_chunk())
+        .map(|c| c.to_json())
+        .collect();
+    assert_eq!(
+        whole, split,
+        "replay does not depend on how the bytes arrive"
+    );
+}
+
+/// The driver session with CLI output and host actions in any order: answers to requests the
+/// CLI made and to ids it never sent, prompts, interrupts, control requests, timeouts, end of
+/// output and exit. Every write to the CLI is one JSON line; every request the CLI makes is
+/// settled at most once (a second answer is refused).
+pub fn driver(data: &[u8]) {
+    let Some((&shape, rest)) = data.split_first() else {
+        return;
+    };
+    let timeout = |bit: u8| (shape & bit != 0).then_some(u64::from(shape) * 10);
+    let mut session = Session::driver(SessionConfig {
+        line_limit: 8192,
+        seed: u64::from(shape),
+        timeouts: Timeouts {
+            permission_ms: timeout(1),
+            hook_ms: timeout(2),
+            mcp_call_ms: timeout(4),
+            request_ms: timeout(8),
+        },
+        mcp_servers: serde_json::from_value(serde_json::json!([
+            {"name": "app", "tools": [{"name": "lookup", "inputSchema": {"type": "object"}}]}
+        ]))
+        .expect("the server list parses"),
+    });
+    let mut asked: Vec<String> = Vec::new();
+    let mut now = 0u64;
+    let mut ended = false;
+    for (op, payload) in ops(rest) {
+        let pick = usize::from(payload.first().copied().unwrap_or(0));
+        let id = asked.get(pick % asked.len().max(1)).cloned();
+        let text = String::from_utf8_lossy(payload).into_owned();
+        match op % 12 {
+            0..=3 => session.handle_stdout(now, payload),
+            4 => {
+                if let Some(id) = id {
+                    let first = session.respond_permission(now, &id, PermissionDecision::allow());
+                    let again =
+                        session.respond_permission(now, &id, PermissionDecision::deny("no"));
+                    assert!(
+                        !matches!((first, again), (Ok(Delivery::Sent), Ok(Delivery::Sent))),
+                        "a request is answered once"
+                    );
+                }
+            }
+            5 => {
+                if let Some(id) = id {
+                    let _ = session.respond_hook(now, &id, serde_json::json!({}));
+                }
+            }
+            6 => {
+                if let Some(id) = id {
+                    let _ = session.respond_mcp(now, &id, McpCallResult::text(text));
+                }
+            }
+            7 => {
+                let target = id.unwrap_or(text);
+                let _ = session.respond_error(now, &target, "no");
+                let _ =
+                    session.respond_permission(now, "req_never_sent", PermissionDecision::allow());
+            }
+            8 => {
+                let _ = match pick % 4 {
+                    0 => session
+                        .send_user_message(now, UserMessage::text(text))
+                        .map(|()| String::new()),
+                    1 => session.interrupt(now),
+                    2 => session.set_model(now, Some(&text)),
+                    _ => session.send_control(now, "mcp_status", serde_json::Map::new()),
+                };
+            }
+            9 => {
+                now += u64::from(shape) * (pick as u64 + 1);
+                session.handle_timeout(now);
+            }
+            10 => {
+                if let Some((at, _)) = session.poll_timeout() {
+                    now = now.max(at);
+                    session.handle_timeout(now);
+                }
+            }
+            _ => {
+                if pick % 3 == 0 {
+                    session.handle_process_exit(now, Some(i32::from(payload.len() as u8)), None);
+                } else if !ended {
+                    session.handle_stdout_eof(now);
+                }
+                ended = true;
+            }
+        }
+        drain_session(&mut session, Some(&mut asked));
+        if let Some((at, _)) = session.poll_timeout() {
+            assert!(at < u64::MAX, "a deadline is a time");
+        }
+    }
+    serde_json::to_string(session.tool_wait()).expect("the tool wait serializes");
+}
+
+/// Each API's request parser on arbitrary bytes: a request that parses has a conversation
+/// whose history hash is the same however it is computed.
+pub fn api_requests(data: &[u8]) {
+    for parsed in [
+        anthropic::parse_request(data),
+        openai::parse_request(data),
+        responses::parse_request(data),
+    ] {
+        let Ok(request) = parsed else { continue };
+        let conversation = &request.conversation;
+        let n = conversation.history_len();
+        let Some(hash) = conversation.history_hash("t") else {
+            assert_eq!(n, 0, "a history has a hash");
+            continue;
+        };
+        let mut hasher = HistoryHasher::new("t");
+        for message in &conversation.messages[..n] {
+            hasher.extend(std::slice::from_ref(message));
+        }
+        assert_eq!(hasher.finish(), hash, "a message at a time hashes alike");
+        assert_ne!(
+            conversation.history_hash("u"),
+            Some(hash),
+            "tenants hash apart"
+        );
+        conversation.tool_signature();
+    }
+}
+
+/// Two requests (split at the first `0xff`, each parsed by the API its first byte picks):
+/// their histories hash alike exactly when their canonical forms are equal.
+pub fn history(data: &[u8]) {
+    let (a, b) = match data.iter().position(|b| *b == 0xff) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => return,
+    };
+    let parse = |bytes: &[u8]| {
+        let (&pick, body) = bytes.split_first()?;
+        let parsed = match pick % 3 {
+            0 => anthropic::parse_request(body),
+            1 => openai::parse_request(body),
+            _ => responses::parse_request(body),
+        };
+        parsed.ok().map(|r| r.conversation)
+    };
+    let (Some(a), Some(b)) = (parse(a), parse(b)) else {
+        return;
+    };
+    let (Some(hash_a), Some(hash_b)) = (a.history_hash("t"), b.history_hash("t")) else {
+        return;
+    };
+    let equal = a.messages[..a.history_len()] == b.messages[..b.history_len()];
+    assert_eq!(
+        hash_a == hash_b,
+        equal,
+        "equal hashes ⇔ equal canonical forms"
+    );
+}
+
+/// The response encoders of the three APIs, streaming and not, on the chunks a transcript
+/// (arbitrary bytes) replays to, optionally failed at a point the input picks. Every SSE frame
+/// is well formed (`event:`/`data:` lines, JSON data, a blank line after); Anthropic frames
+/// name their data's type; Responses events number in order; a finished response has a body.
+pub fn encoders(data: &[u8]) {
+    let Some((&shape, transcript)) = data.split_first() else {
+        return;
+    };
+    let chunks = crate::replay(transcript);
+    let fail_at = (shape & 0x80 != 0).then(|| usize::from(shape & 0x7f));
+    for api in [Api::Anthropic, Api::OpenAi, Api::Responses] {
+        for stream in [false, true] {
+            let mut encoder = ResponseEncoder::new(EncoderOptions {
+                api,
+                stream,
+                model: "m".to_owned(),
+                id: None,
+                created: 0,
+                include_usage: shape & 1 != 0,
+                client_tools: HashMap::from([(
+                    "mcp__client__lookup".to_owned(),
+                    "lookup".to_owned(),
+                )]),
+                client_tool_prefix: (shape & 2 != 0).then(|| "mcp__".to_owned()),
+                previous_response_id: None,
+                store: shape & 4 != 0,
+                show_thinking: shape & 8 != 0,
+            });
+            let mut sequence = None;
+            for (i, chunk) in chunks.iter().enumerate() {
+                let frames = if fail_at == Some(i) {
+                    encoder.fail(ApiError::new(ApiErrorKind::Api, "failed"))
+                } else {
+                    encoder.push(chunk)
+                };
+                assert!(stream || frames.is_empty(), "frames only when streaming");
+                for frame in &frames {
+                    check_frame(api, frame, &mut sequence);
+                }
+                if i % 16 == 15 && stream {
+                    check_frame(api, &encoder.ping(), &mut sequence);
+                }
+            }
+            if let Some(body) = encoder.body() {
+                serde_json::to_string(&body).expect("the body serializes");
+            }
+            serde_json::to_string(&encoder.message()).expect("the message serializes");
+            encoder.usage();
+        }
+    }
+}
+
+/// One SSE frame: `event:` and `data:` lines, then a blank line.
+fn check_frame(api: Api, frame: &str, sequence: &mut Option<u64>) {
+    let body = frame
+        .strip_suffix("\n\n")
+        .expect("a frame ends with a blank line");
+    if body.starts_with(':') {
+        return;
+    }
+    let mut event = None;
+    let mut data = None;
+    for line in body.split('\n') {
+        if let Some(name) = line.strip_prefix("event: ") {
+            assert!(event.replace(name).is_none(), "one event line");
+        } else if let Some(json) = line.strip_prefix("data: ") {
+            assert!(data.replace(json).is_none(), "one data line");
+        } else {
+            panic!("a frame line is event: or data: ({line:?})");
+        }
+    }
+    let data = data.expect("a frame has data");
+    if data == "[DONE]" {
+        assert_eq!(
+            api,
+            Api::OpenAi,
+            "[DONE] ends Chat Completions streams only"
+        );
+        return;
+    }
+    let value: Value = serde_json::from_str(data).expect("frame data is JSON");
+    match api {
+        Api::Anthropic => {
+            assert_eq!(
+                value["type"].as_str(),
+                event,
+                "the event names its data's type"
+            );
+        }
+        Api::Responses => {
+            assert_eq!(
+                value["type"].as_str(),
+                event,
+                "the event names its data's type"
+            );
+            if let Some(n) = value["sequence_number"].as_u64() {
+                assert!(
+                    sequence.is_none_or(|last| n > last),
+                    "events number in order"
+                );
+                *sequence = Some(n);
+            }
+        }
+        Api::OpenAi => assert!(event.is_none(), "Chat Completions frames are data only"),
+    }
+}
+
+/// The transcript player on an arbitrary tape (the bytes before the first `0xff`) and host
+/// input (the rest, split at every `0xfe`).
+pub fn play(data: &[u8]) {
+    let (tape, input) = match data.iter().position(|b| *b == 0xff) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, &[][..]),
+    };
+    let Ok(mut player) = Player::new(tape, data.len() % 2 == 0, None) else {
+        return;
+    };
+    for (now, piece) in input.split(|b| *b == 0xfe).enumerate() {
+        player.handle_stdin(now as u64, piece);
+        while player.poll_output().is_some() {}
+    }
+    player.handle_stdin_eof(u64::MAX / 2);
+    while player.poll_output().is_some() {}
+}
+
+/// The gateway endpoint driven by arbitrary operations — requests of the three APIs, CLI
+/// output, exits, spawn failures, clients gone, approvals, a drain, time — checking what every
+/// host relies on: a request gets one head before any body, and one end; nothing is written to
+/// a CLI that was never started or was closed.
+pub fn gateway(data: &[u8]) {
+    let Some((&shape, rest)) = data.split_first() else {
+        return;
+    };
+    let mut endpoint = Endpoint::new(EndpointConfig {
+        pool: usize::from(shape % 3),
+        max_sessions: 4,
+        max_concurrent: 3,
+        max_queue: 2,
+        approvals: shape & 4 != 0,
+        enabled_tools: vec!["Bash".to_owned()],
+        publish_index: shape & 8 != 0,
+        ..EndpointConfig::default()
+    });
+    let mut now = 0;
+    let mut next_request: RequestId = 0;
+    let mut responses: BTreeMap<RequestId, (bool, bool)> = BTreeMap::new();
+    let mut clis: BTreeMap<SessionId, bool> = BTreeMap::new();
+    for (op, payload) in ops(rest) {
+        let pick = usize::from(payload.first().copied().unwrap_or(0));
+        let live: Vec<SessionId> = clis
+            .iter()
+            .filter(|(_, open)| **open)
+            .map(|(s, _)| *s)
+            .collect();
+        let open_requests: Vec<RequestId> = responses
+            .iter()
+            .filter(|(_, (_, ended))| !ended)
+            .map(|(r, _)| *r)
+            .collect();
+        match op % 9 {
+            0..=2 => {
+                next_request += 1;
+                responses.insert(next_request, (false, false));
+                let api = [Api::Anthropic, Api::OpenAi, Api::Responses][usize::from(op % 3)];
+                endpoint.handle_request(now, next_request, api, "t", payload);
+            }
+            3 | 4 => {
+                if let Some(&session) = live.get(pick % live.len().max(1)) {
+                    endpoint.handle_stdout(now, session, payload);
+                }
+            }
+            5 => {
+                now += u64::from(shape) * 1000 + (pick as u64) * 60_000;
+                endpoint.handle_timeout(now);
+            }
+            6 => {
+                if let Some(&request) = open_requests.get(pick % open_requests.len().max(1)) {
+                    endpoint.handle_client_gone(now, request);
+                    responses.remove(&request);
+                }
+            }
+            7 => {
+                if let Some(&session) = live.get(pick % live.len().max(1)) {
+                    if pick % 2 == 0 {
+                        endpoint.handle_exit(now, session, Some(1), None, "gone");
+                    } else {
+                        endpoint.handle_spawn_failed(now, session, "gone");
+                    }
+                    clis.insert(session, false);
+                }
+            }
+            _ => {
+                if pick % 5 == 0 {
+                    endpoint.drain(now, 1_000);
+                } else {
+                    let list = endpoint.approvals("t");
+                    if let Some(id) = list["data"][0]["id"].as_str() {
+                        let _ = endpoint.answer_approval(now, "t", id, payload);
+                    }
+                    let _ = endpoint.answer_approval(now, "t", "appr_none", payload);
+                }
+            }
+        }
+        while let Some(output) = endpoint.poll_output() {
+            check(&output, &mut responses, &mut clis);
+        }
+        assert!(endpoint.poll_timeout().is_none_or(|(at, _)| at < u64::MAX));
+    }
+    assert!(
+        endpoint.metrics().contains("ccwire_sessions"),
+        "metrics render"
+    );
+}
+
+fn check(
+    output: &EndpointOutput,
+    responses: &mut BTreeMap<RequestId, (bool, bool)>,
+    clis: &mut BTreeMap<SessionId, bool>,
+) {
+    match output {
+        EndpointOutput::Spawn { session, .. } => {
+            assert!(
+                clis.insert(*session, true).is_none(),
+                "one spawn per session"
+            );
+        }
+        EndpointOutput::Write { session, .. } => {
+            assert_eq!(clis.get(session), Some(&true), "writes go to a live CLI");
+        }
+        EndpointOutput::Close { session } => {
+            clis.insert(*session, false);
+        }
+        EndpointOutput::Respond { request, .. } => {
+            if let Some(state) = responses.get_mut(request) {
+                assert!(!state.0, "one head per response");
+                state.0 = true;
+            }
+        }
+        EndpointOutput::Body { request, .. } => {
+            if let Some(state) = responses.get(request) {
+                assert!(state.0 && !state.1, "a body between head and end");
+            }
+        }
+        EndpointOutput::End { request } => {
+            if let Some(state) = responses.get_mut(request) {
+                assert!(state.0 && !state.1, "one end, after the head");
+                state.1 = true;
+            }
+        }
+        _ => {}
+    }
+}
