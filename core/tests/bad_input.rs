@@ -178,6 +178,32 @@ fn a_cancel_for_an_unknown_request_is_kept_as_unknown() {
 }
 
 #[test]
+fn a_repeated_request_id_is_reported_and_answered_once() {
+    let mut s = Session::driver(SessionConfig::default());
+    let request = r#"{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"},"tool_use_id":"t1"}}"#;
+    let first = feed(&mut s, format!("{request}\n").as_bytes());
+    assert_eq!(first[0]["type"], "permission_request");
+    let again = feed(&mut s, format!("{request}\n").as_bytes());
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(error_kind(&again[0]), "invalid_message");
+    assert!(again[0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("reuses the id r1"));
+    assert_eq!(
+        s.respond_permission(0, "r1", ccwire_core::PermissionDecision::allow()),
+        Ok(ccwire_core::Delivery::Sent)
+    );
+    let (_, writes) = drain(&mut s);
+    assert_eq!(writes.len(), 1, "one answer");
+    assert_eq!(
+        s.respond_permission(0, "r1", ccwire_core::PermissionDecision::allow()),
+        Ok(ccwire_core::Delivery::Dropped)
+    );
+    assert_alive(&mut s);
+}
+
+#[test]
 fn streamed_tool_input_that_is_not_json_is_reported() {
     let mut s = observer();
     let lines = [

@@ -26,8 +26,13 @@ pub struct PlayArgs {
     /// Play every line as soon as the host's lines before it have come.
     #[arg(long)]
     instant: bool,
-    /// A failure to inject (repeatable): `exit-mid-line@N`, `stall@N`, `garbage@N`,
-    /// `oversize@N`, `kill@N` (N: the Nth line written, from 1), `exit-code=K`.
+    /// A failure to inject (repeatable; N is the Nth line written, from 1): `garbage@N` (a line
+    /// that is not JSON nor UTF-8 before line N), `oversize@N` (a 100 MiB line before it),
+    /// `duplicate@N` (line N twice: a control request twice with one id),
+    /// `unknown-response@N` / `unknown-cancel@N` (a control response / cancel for a request id
+    /// the host never used, before line N), `exit-mid-line@N` (half of line N, then exit 1),
+    /// `kill@N` (SIGKILL itself before line N), `stall@N` (write nothing from line N on and
+    /// ignore stdin closing), `exit-code=K` (exit with K when the tape is over).
     #[arg(long = "fault", value_name = "FAULT")]
     faults: Vec<String>,
     /// The arguments a host passes to `claude` (ignored; with `--verify`, checked for the
@@ -44,8 +49,18 @@ enum Fault {
     Garbage(usize),
     Oversize(usize),
     Kill(usize),
+    Duplicate(usize),
+    UnknownResponse(usize),
+    UnknownCancel(usize),
     ExitCode(i32),
 }
+
+/// The `--fault` forms, for errors.
+const FAULTS: &str = "exit-mid-line@N, stall@N, garbage@N, oversize@N, kill@N, duplicate@N, \
+                      unknown-response@N, unknown-cancel@N or exit-code=K";
+
+/// The request id the injected control lines name: one the host never used.
+const UNKNOWN_ID: &str = "req_ccwire_play_unknown";
 
 fn parse_fault(text: &str) -> Result<Fault, String> {
     if let Some(code) = text.strip_prefix("exit-code=") {
@@ -55,9 +70,7 @@ fn parse_fault(text: &str) -> Result<Fault, String> {
             .map_err(|_| format!("--fault {text}: the exit code must be a number"));
     }
     let Some((kind, at)) = text.split_once('@') else {
-        return Err(format!(
-            "--fault {text}: expected exit-mid-line@N, stall@N, garbage@N, oversize@N, kill@N or exit-code=K"
-        ));
+        return Err(format!("--fault {text}: expected {FAULTS}"));
     };
     let at: usize = at
         .parse()
@@ -70,7 +83,14 @@ fn parse_fault(text: &str) -> Result<Fault, String> {
         "garbage" => Fault::Garbage(at),
         "oversize" => Fault::Oversize(at),
         "kill" => Fault::Kill(at),
-        other => return Err(format!("--fault {text}: no fault named {other:?}")),
+        "duplicate" => Fault::Duplicate(at),
+        "unknown-response" => Fault::UnknownResponse(at),
+        "unknown-cancel" => Fault::UnknownCancel(at),
+        other => {
+            return Err(format!(
+                "--fault {text}: no fault named {other:?} (expected {FAULTS})"
+            ))
+        }
     })
 }
 
@@ -181,6 +201,21 @@ async fn run(mut player: Player, faults: &[Fault]) -> i32 {
                                 let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
                             }
                             Fault::Stall(n) if n == index => stalled = true,
+                            Fault::Duplicate(n) if n == index => {
+                                let _ = stdout.write_all(&bytes).await;
+                            }
+                            Fault::UnknownResponse(n) if n == index => {
+                                let line = format!(
+                                    "{{\"type\":\"control_response\",\"response\":{{\"subtype\":\"success\",\"request_id\":\"{UNKNOWN_ID}\",\"response\":{{}}}}}}\n"
+                                );
+                                let _ = stdout.write_all(line.as_bytes()).await;
+                            }
+                            Fault::UnknownCancel(n) if n == index => {
+                                let line = format!(
+                                    "{{\"type\":\"control_cancel_request\",\"request_id\":\"{UNKNOWN_ID}\"}}\n"
+                                );
+                                let _ = stdout.write_all(line.as_bytes()).await;
+                            }
                             _ => {}
                         }
                     }

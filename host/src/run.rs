@@ -263,8 +263,15 @@ impl TextView {
                 errors,
                 ..
             } => {
+                // The turn's error goes to stderr, as ccwire's own errors do: stdout keeps the
+                // answer only.
                 let text = result.clone().unwrap_or_else(|| errors.to_string());
-                self.line(&mut out, &format!("error: {text}"));
+                if self.mid_line {
+                    let _ = out.write_all(b"\n");
+                    self.mid_line = false;
+                }
+                let _ = out.flush();
+                eprintln!("ccwire run: the turn failed: {text}");
             }
             _ => {}
         }

@@ -274,6 +274,45 @@ fn run_survives_each_fault_with_the_right_error() {
     );
     let (code, _, _) = run("exit-code=7");
     assert_eq!(code, Some(0), "the turn ended before the CLI's exit status");
+    // Control lines for ids run never used are shown; the session goes on.
+    let (code, stdout, _) = run("unknown-response@3");
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(
+        stdout.contains(r#""request_id":"req_ccwire_play_unknown""#),
+        "{stdout}"
+    );
+    let (code, stdout, _) = run("unknown-cancel@3");
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains(r#""type":"unknown""#), "{stdout}");
+    // A permission request sent twice under one id is asked and answered once.
+    let duplicate = format!("duplicate@{}", line_with("b_bash_allow", "can_use_tool"));
+    let claude = player(dir.path(), "b_bash_allow", &["--fault", &duplicate]);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ccwire"))
+        .args(["run", "--json", "--permission", "allow", "--claude"])
+        .arg(&claude)
+        .arg("Go.")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("reuses the id"), "{stdout}");
+    assert_eq!(stdout.matches(r#""type":"permission_request""#).count(), 1);
+    // A CLI that reports an API error and exits 1: the error is what run says.
+    let claude = player(dir.path(), "f_api_error_400", &["--fault", "exit-code=1"]);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ccwire"))
+        .args(["run", "--claude"])
+        .arg(&claude)
+        .arg("Go.")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let recorded = recorded_result("f_api_error_400").unwrap();
+    assert!(
+        stderr.contains(&recorded),
+        "{stderr} / {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
     // A CLI that stalls mid-turn: with a stall timeout, run stops it and says why.
     let claude = player(dir.path(), "a_text", &["--fault", "stall@4"]);
     let started = std::time::Instant::now();
@@ -469,4 +508,274 @@ async fn clis_die_with_a_gateway_killed_by_sigkill() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     drop(response);
+}
+
+/// The number (from 1) of the first line the CLI wrote in a transcript that contains `text`:
+/// where a `--fault …@N` hits it.
+fn line_with(name: &str, text: &str) -> usize {
+    let out: Vec<Value> = std::fs::read_to_string(corpus(name))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["dir"] == "out" && e.get("msg").is_some())
+        .collect();
+    1 + out
+        .iter()
+        .position(|e| e["msg"].to_string().contains(text))
+        .unwrap_or_else(|| panic!("{name} has no line with {text}"))
+}
+
+/// Whether a process runs (a zombie or a reaped one does not).
+fn running(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .trim_start()
+        .to_owned();
+    !state.is_empty() && !state.starts_with('Z')
+}
+
+/// What a turn of the Rust `Client` gave: its chunks and how it ended.
+struct Outcome {
+    chunks: Vec<Chunk>,
+    error: Option<String>,
+}
+
+impl Outcome {
+    fn has_error(&self, kind: &str, detail: &str) -> bool {
+        self.chunks.iter().any(|c| {
+            matches!(c, Chunk::Error { kind: k, detail: d, .. }
+                if serde_json::to_value(k).unwrap() == kind && d.contains(detail))
+        })
+    }
+}
+
+/// The Rust `Client` with a faulty CLI: every fault reaches the app as what it is — an error
+/// chunk while the turn goes on, or the turn's error when the CLI is gone — the client closes,
+/// and the CLI's process is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_gets_each_fault_as_what_it_is_and_no_process_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let permission = line_with("b_bash_allow", "can_use_tool");
+    let duplicate = format!("duplicate@{permission}");
+    type Check = Box<dyn Fn(&Outcome)>;
+    let cases: Vec<(&str, Vec<&str>, Check)> = vec![
+        (
+            "a_text",
+            vec!["garbage@3"],
+            Box::new(|o: &Outcome| {
+                assert!(o.error.is_none(), "{:?}", o.error);
+                assert!(o.has_error("malformed_line", ""), "{:?}", o.chunks);
+                assert_eq!(result_of(&o.chunks), recorded_result("a_text"));
+            }),
+        ),
+        (
+            "a_text",
+            vec!["oversize@3"],
+            Box::new(|o: &Outcome| {
+                assert!(o.error.is_none(), "{:?}", o.error);
+                assert!(o.has_error("line_too_long", ""));
+                assert_eq!(result_of(&o.chunks), recorded_result("a_text"));
+            }),
+        ),
+        (
+            "b_bash_allow",
+            vec![&duplicate],
+            Box::new(|o: &Outcome| {
+                assert!(o.error.is_none(), "{:?}", o.error);
+                assert!(
+                    o.has_error("invalid_message", "reuses the id"),
+                    "{:?}",
+                    o.chunks
+                );
+                let asked = o
+                    .chunks
+                    .iter()
+                    .filter(|c| matches!(c, Chunk::PermissionRequest { .. }))
+                    .count();
+                assert_eq!(asked, 1, "the app is asked once");
+                assert_eq!(result_of(&o.chunks), recorded_result("b_bash_allow"));
+            }),
+        ),
+        (
+            "a_text",
+            vec!["unknown-response@3"],
+            Box::new(|o: &Outcome| {
+                assert!(o.error.is_none(), "{:?}", o.error);
+                assert!(
+                    o.chunks
+                        .iter()
+                        .any(|c| matches!(c, Chunk::ControlResult { request_id, .. }
+                        if request_id == "req_ccwire_play_unknown")),
+                    "{:?}",
+                    o.chunks
+                );
+                assert_eq!(result_of(&o.chunks), recorded_result("a_text"));
+            }),
+        ),
+        (
+            "a_text",
+            vec!["unknown-cancel@3"],
+            Box::new(|o: &Outcome| {
+                assert!(o.error.is_none(), "{:?}", o.error);
+                assert!(
+                    o.chunks
+                        .iter()
+                        .any(|c| matches!(c, Chunk::Unknown { message }
+                        if message.to_string().contains("req_ccwire_play_unknown"))),
+                    "{:?}",
+                    o.chunks
+                );
+                assert_eq!(result_of(&o.chunks), recorded_result("a_text"));
+            }),
+        ),
+        (
+            "a_text",
+            vec!["exit-mid-line@4"],
+            Box::new(|o: &Outcome| {
+                let error = o.error.as_deref().expect("the turn fails");
+                assert!(
+                    error.contains("exit code 1") || error.contains("status 1"),
+                    "{error}"
+                );
+            }),
+        ),
+        (
+            "a_text",
+            vec!["kill@4"],
+            Box::new(|o: &Outcome| {
+                let error = o.error.as_deref().expect("the turn fails");
+                assert!(error.contains("signal 9"), "{error}");
+            }),
+        ),
+        (
+            "a_text",
+            vec!["stall@4"],
+            Box::new(|o: &Outcome| {
+                let error = o.error.as_deref().expect("the turn fails");
+                assert!(error.contains("stall timeout"), "{error}");
+            }),
+        ),
+        (
+            "f_api_error_400",
+            vec!["exit-code=1"],
+            Box::new(|o: &Outcome| {
+                assert!(o.error.is_none(), "{:?}", o.error);
+                assert!(o
+                    .chunks
+                    .iter()
+                    .any(|c| matches!(c, Chunk::TurnComplete { is_error: true, .. })));
+            }),
+        ),
+    ];
+    for (tape, faults, check) in cases {
+        let mut args = Vec::new();
+        for fault in &faults {
+            args.extend(["--fault", fault]);
+        }
+        let mut options = options(player(dir.path(), tape, &args))
+            .on_permission(|_| async { PermissionDecision::allow() });
+        options.stall_timeout = Some(Duration::from_secs(1));
+        let mut client = Client::connect(options).await.unwrap();
+        let pid = client.pid();
+        let mut outcome = Outcome {
+            chunks: Vec::new(),
+            error: None,
+        };
+        let turn = tokio::time::timeout(Duration::from_secs(20), async {
+            let mut turn = client.query("Go.").await.unwrap();
+            while let Some(next) = turn.next().await {
+                match next {
+                    Ok(chunk) => outcome.chunks.push(chunk),
+                    Err(error) => outcome.error = Some(error.to_string()),
+                }
+            }
+        })
+        .await;
+        assert!(turn.is_ok(), "{tape} {faults:?}: the turn ended");
+        check(&outcome);
+        let exit = tokio::time::timeout(Duration::from_secs(20), client.close())
+            .await
+            .unwrap_or_else(|_| panic!("{tape} {faults:?}: the client closed"));
+        if faults == ["exit-code=1"] {
+            assert_eq!(
+                exit.unwrap().code,
+                Some(1),
+                "the CLI's exit code reaches the app"
+            );
+        }
+        assert!(!running(pid), "{tape} {faults:?}: the CLI is gone");
+    }
+}
+
+/// The gateway in front of a faulty CLI: a fault the session survives leaves the answer as
+/// recorded; a CLI that dies mid-turn is a 500 that says how; an API error the CLI reports is
+/// the client's error; and after shutdown no CLI is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_answers_each_fault_as_what_it_is_and_leaves_no_process() {
+    use ccwire_host::gateway::{GatewayOptions, Server};
+    let dir = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let duplicate = format!("duplicate@{}", line_with("b_bash_allow", "can_use_tool"));
+    let api_error = recorded_result("f_api_error_400").unwrap();
+    let cases: Vec<(&str, &str, u16, &str)> = vec![
+        ("a_text", "garbage@3", 200, ""),
+        ("a_text", "oversize@3", 200, ""),
+        ("a_text", "unknown-response@3", 200, ""),
+        ("a_text", "unknown-cancel@3", 200, ""),
+        ("b_bash_allow", &duplicate, 200, ""),
+        ("a_text", "exit-mid-line@4", 500, "exited with status 1"),
+        ("a_text", "kill@4", 500, "killed by signal 9"),
+        ("f_api_error_400", "exit-code=1", 400, &api_error),
+    ];
+    for (tape, fault, status, message) in cases {
+        let server = Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            GatewayOptions {
+                claude: Some(player(dir.path(), tape, &["--fault", fault])),
+                ..GatewayOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+        let body = json!({"model": "sonnet", "max_tokens": 100,
+                          "messages": [{"role": "user", "content": "Go."}]});
+        let response = tokio::time::timeout(
+            Duration::from_secs(20),
+            http.post(format!("http://{}/v1/messages", server.addr()))
+                .json(&body)
+                .send(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{tape} {fault}: answered"))
+        .unwrap();
+        assert_eq!(response.status().as_u16(), status, "{tape} {fault}");
+        let answer: Value = response.json().await.unwrap();
+        if status == 200 {
+            let text = answer["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<String>();
+            // The response holds every model message of the turn; the result is the last.
+            let recorded = recorded_result(tape).unwrap();
+            assert!(text.ends_with(&recorded), "{tape} {fault}: {text}");
+        } else {
+            let error = answer["error"]["message"].as_str().unwrap();
+            assert!(error.contains(message), "{tape} {fault}: {error}");
+        }
+        let pids = server.session_pids();
+        server.shutdown().await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while pids.iter().any(|p| running(*p)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{tape} {fault}: no CLI is left"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }

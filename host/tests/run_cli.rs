@@ -146,7 +146,8 @@ async fn run_exits_1_when_the_turn_fails() {
         b"",
     );
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("error:"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("ccwire run: the turn failed: "), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,8 +3,8 @@
 use serde_json::{json, Value};
 
 use super::state::{Incoming, IncomingKind, Outgoing, State};
-use super::{CommandError, Delivery, Mode, PermissionDecision};
-use crate::chunk::{Behavior, Chunk, ResolveReason, StatusReason, ToolStatus};
+use super::{line_error, CommandError, Delivery, Mode, PermissionDecision};
+use crate::chunk::{Behavior, Chunk, ErrorKind, ResolveReason, StatusReason, ToolStatus};
 use crate::json::Json;
 use crate::mcp::{self, McpCallResult};
 use crate::wire::{
@@ -30,6 +30,20 @@ impl State {
             self.invalid("`request` needs a string `subtype`", text);
             return;
         };
+        if self.incoming.iter().any(|r| r.request_id == request_id) {
+            // One answer settles the CLI's one pending request under this id: the repeat is
+            // reported and gets no second request chunk (nor a second answer).
+            let chunk = line_error(
+                ErrorKind::InvalidMessage,
+                format!(
+                    "a control_request reuses the id {request_id} of a request still open; \
+                     the repeat was dropped"
+                ),
+                text.as_bytes(),
+            );
+            self.emit(chunk);
+            return;
+        }
         let request_id = request_id.to_owned();
         match InboundRequest::from_wire(&body.subtype) {
             Some(InboundRequest::CanUseTool) => self.on_can_use_tool(now, request_id, &body),
