@@ -51,9 +51,94 @@ pub fn peak_rss_kib() -> Option<u64> {
 
 /// The current resident set size of this process in KiB (`VmRSS`).
 pub fn rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    process_rss_kib("self")
+}
+
+/// The resident set size of process `pid` (or `self`) in KiB (`VmRSS`).
+pub fn process_rss_kib(pid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The child processes of `pid` (the CLIs a gateway runs).
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .flat_map(|t| {
+            std::fs::read_to_string(t.path().join("children"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// Whether process `pid` is a zombie (ended, not yet reaped by its parent).
+pub fn is_zombie(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(')')
+        .next()
+        .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+}
+
+/// The open file descriptors of process `pid`.
+pub fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// A program built beside this one (`ccwire`, `fake-claude`); exits with the build command
+/// when it is missing.
+pub fn sibling(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the benchmark's path");
+    let path = exe.parent().expect("a directory").join(name);
+    if !path.exists() {
+        eprintln!(
+            "{} is missing: build it first with `cargo build --release -p ccwire-host -p ccwire-tests --bins`",
+            path.display()
+        );
+        std::process::exit(2);
+    }
+    path
+}
+
+/// Lets this process and the gateway it starts hold one descriptor per socket and pipe.
+pub fn raise_fd_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+}
+
+/// Starts `ccwire serve` on a free loopback port with `fake-claude` as its CLI and these
+/// further arguments; returns the process and its address (`host:port`).
+pub fn serve_fake(home: &std::path::Path, args: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut gateway = std::process::Command::new(sibling("ccwire"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--claude"])
+        .arg(sibling("fake-claude"))
+        .args(args)
+        .env("HOME", home)
+        .env_remove("CCWIRE_API_KEYS")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ccwire serve starts");
+    let mut lines = std::io::BufReader::new(gateway.stderr.take().expect("stderr")).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("ccwire serve prints its address")
+            .expect("a line");
+        if let Some(addr) = line.strip_prefix("ccwire serve: listening on http://") {
+            break addr.to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (gateway, addr)
 }
 
 /// The wire lines the gateway wrote to and read from its CLIs (the `ccwire::wire` trace

@@ -19,72 +19,17 @@
 //! For each phase: requests, errors, p50 / p99 / max latency, and the gateway's resident
 //! memory after it.
 
-use std::io::BufRead;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use ccwire_bench::{children, percentile, raise_fd_limit, serve_fake};
 
 use futures::future::join_all;
 use serde_json::{json, Value};
-
-fn sibling(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the benchmark's path");
-    let path = exe.parent().expect("a directory").join(name);
-    if !path.exists() {
-        eprintln!(
-            "{} is missing: build it first with `cargo build --release -p ccwire-host -p ccwire-tests --bins`",
-            path.display()
-        );
-        std::process::exit(2);
-    }
-    path
-}
-
-/// Lets this process and the gateway it starts hold one descriptor per socket and pipe.
-fn raise_fd_limit() {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
-    }
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Children of `pid` (the CLI processes the gateway runs).
-fn children(pid: u32) -> usize {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    tasks
-        .flatten()
-        .map(|t| {
-            std::fs::read_to_string(t.path().join("children"))
-                .unwrap_or_default()
-                .split_whitespace()
-                .count()
-        })
-        .sum()
-}
 
 struct Phase {
     latencies: Vec<f64>,
     errors: usize,
     wall: f64,
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 async fn post(http: &reqwest::Client, url: &str, body: &Value) -> (f64, Option<Value>) {
@@ -151,31 +96,21 @@ async fn main() {
         .nth(1)
         .map_or(1000, |a| a.parse().expect("CONVERSATIONS is a number"));
     raise_fd_limit();
-    let ccwire = sibling("ccwire");
-    let fake = sibling("fake-claude");
     let home = tempfile::tempdir().expect("a home");
     let limit = (n + 50).to_string();
-    let mut gateway = Command::new(&ccwire)
-        .args(["serve", "--listen", "127.0.0.1:0", "--claude"])
-        .arg(&fake)
-        .args(["--max-sessions", &limit, "--max-concurrent", &limit])
-        .args(["--max-queue", &limit, "--queue-timeout", "600"])
-        .env("HOME", home.path())
-        .env_remove("CCWIRE_API_KEYS")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ccwire serve starts");
-    let mut lines = std::io::BufReader::new(gateway.stderr.take().expect("stderr")).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("ccwire serve prints its address")
-            .expect("a line");
-        if let Some(addr) = line.strip_prefix("ccwire serve: listening on http://") {
-            break addr.to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let (mut gateway, addr) = serve_fake(
+        home.path(),
+        &[
+            "--max-sessions",
+            &limit,
+            "--max-concurrent",
+            &limit,
+            "--max-queue",
+            &limit,
+            "--queue-timeout",
+            "600",
+        ],
+    );
     let pid = gateway.id();
     let url = format!("http://{addr}/v1/messages");
     let http = reqwest::Client::builder()
@@ -183,6 +118,7 @@ async fn main() {
         .timeout(Duration::from_secs(600))
         .build()
         .expect("a client");
+    let rss_kib = |pid: u32| ccwire_bench::process_rss_kib(&pid.to_string()).unwrap_or(0);
     let idle_rss = rss_kib(pid);
 
     let mut histories: Vec<Vec<Value>> = vec![Vec::new(); n];
@@ -191,7 +127,7 @@ async fn main() {
         user(format!("Hello from {i}."))
     })
     .await;
-    let clis = children(pid);
+    let clis = children(pid).len();
     let new_rss = rss_kib(pid);
     let again = phase(&http, &url, &mut histories, |i| {
         user(format!("Again from {i}."))
@@ -229,9 +165,9 @@ async fn main() {
             "| {name} | {} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.2} s | {:.1} MiB |",
             p.latencies.len(),
             p.errors,
-            percentile(&p.latencies, 0.5),
-            percentile(&p.latencies, 0.99),
-            percentile(&p.latencies, 1.0),
+            percentile(&mut p.latencies.clone(), 0.5),
+            percentile(&mut p.latencies.clone(), 0.99),
+            percentile(&mut p.latencies.clone(), 1.0),
             p.wall,
             rss as f64 / 1024.0
         );

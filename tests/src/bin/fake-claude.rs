@@ -1,23 +1,49 @@
 //! A light stand-in for the `claude` CLI in stream-json mode, for load tests: it answers
 //! `initialize`, answers every prompt at once with partial messages (echoing it), and for a
 //! prompt `lookup: KEY` calls the client's `lookup` tool through the `client` MCP server first
-//! (a held call), answering once the result comes. Its argv is ignored. It exits when its
+//! (a held call), answering once the result comes; a prompt `slow: MS …` is answered after MS
+//! milliseconds unless an interrupt comes first. Its argv is ignored. It exits when its
 //! stdin closes. A few kilobytes of memory and no model: thousands can run at once.
 
 use std::io::{BufRead, BufWriter, Write};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 fn main() {
-    let stdin = std::io::stdin();
+    // Lines are read on a thread of their own, so that a slow answer can be interrupted.
+    let (lines, input) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut cli = Fake::default();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
-            continue;
+    loop {
+        let line = match cli.slow.as_ref().map(|(at, _)| *at) {
+            Some(at) => match input.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                Ok(line) => Some(line),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
+            },
+            None => match input.recv() {
+                Ok(line) => Some(line),
+                Err(_) => return,
+            },
         };
-        for reply in cli.take(&message) {
+        let replies = match line {
+            Some(line) => match serde_json::from_str::<Value>(&line) {
+                Ok(message) => cli.take(&message),
+                Err(_) => continue,
+            },
+            None => cli.answer_slow(),
+        };
+        for reply in replies {
             if writeln!(out, "{reply}").is_err() {
                 return;
             }
@@ -34,6 +60,8 @@ struct Fake {
     calls: u64,
     /// The held `tools/call`: its control request id.
     pending: Option<String>,
+    /// A `slow: MS …` prompt being answered: when, and the answer.
+    slow: Option<(Instant, String)>,
 }
 
 impl Fake {
@@ -48,6 +76,7 @@ impl Fake {
                     }
                     Some("interrupt") => {
                         self.pending = None;
+                        self.slow = None;
                         out.push(self.result(true, ""));
                         json!({})
                     }
@@ -79,6 +108,13 @@ impl Fake {
                             "jsonrpc": "2.0", "id": self.calls, "method": "tools/call",
                             "params": {"name": "lookup", "arguments": input,
                                        "_meta": {"claudecode/toolUseId": tool_use_id}}}}}));
+                } else if let Some((ms, _)) = text
+                    .strip_prefix("slow: ")
+                    .and_then(|rest| rest.split_once(' '))
+                {
+                    let ms = ms.parse().unwrap_or(1000);
+                    let at = Instant::now() + Duration::from_millis(ms);
+                    self.slow = Some((at, format!("echo: {text}")));
                 } else {
                     let answer = format!("echo: {text}");
                     self.message(
@@ -104,6 +140,20 @@ impl Fake {
                 }
             }
             _ => {}
+        }
+        out
+    }
+
+    /// The answer to a `slow:` prompt, when its time has come.
+    fn answer_slow(&mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        if let Some((_, answer)) = self.slow.take() {
+            self.message(
+                json!({"type": "text", "text": answer}),
+                "end_turn",
+                &mut out,
+            );
+            out.push(self.result(false, &answer));
         }
         out
     }
