@@ -23,10 +23,13 @@ if ! command -v chromium >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
 fi
 # The JavaScript dependencies, exactly as locked (skipped when installed from this lock).
-for dir in bindings www; do
+# (tests/sdk/drift reads the Agent SDK's types only: its optional native CLI is not needed.)
+for dir in bindings www tests/sdk/drift; do
   stamp="$dir/node_modules/.ccwire-installed-lock"
+  omit=""
+  [ "$dir" != tests/sdk/drift ] || omit="--omit=optional"
   if ! cmp -s "$dir/package-lock.json" "$stamp" 2>/dev/null; then
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error $omit)
     cp "$dir/package-lock.json" "$stamp"
   fi
 done

@@ -22,6 +22,8 @@ CCWIRE_WASM_ENTRY="$PWD/target/wasm32-unknown-unknown/wasm-release/ccwire_wasm_e
   cargo test --workspace
 echo "== SDK end-to-end tests: the official Python and TypeScript clients and the AI SDK against ccwire serve"
 cargo build --quiet -p ccwire-host -p ccwire-tests --bins
+echo "== drift: every message type of the Agent SDK release ccwire follows is modelled"
+node tests/sdk/drift/drift.mjs
 tests/sdk/python/run.sh
 tests/sdk/ts/run.sh
 echo "== www: the inspector in Chromium"

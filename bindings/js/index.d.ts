@@ -252,6 +252,42 @@ export interface ErrorChunk {
   excerpt?: string;
   bytes?: number;
 }
+/** The account's rate limit (`rate_limit_event`). */
+export interface RateLimitChunk {
+  type: "rate_limit";
+  status: "allowed" | "allowed_warning" | "rejected" | (string & {});
+  /** When the limit resets, in Unix seconds. */
+  resets_at: number | null;
+  rate_limit_type: string | null;
+  /** How much of the limit is used, 0 to 1. */
+  utilization: number | null;
+  /** Every field of the wire's `rate_limit_info`. */
+  info: Json;
+}
+/** A summary of tool calls (`tool_use_summary`). */
+export interface ToolUseSummaryChunk {
+  type: "tool_use_summary";
+  summary: string;
+  tool_use_ids: string[];
+}
+/** The CLI's authentication progress (`auth_status`). */
+export interface AuthStatusChunk {
+  type: "auth_status";
+  authenticating: boolean;
+  output: string[];
+  error: string | null;
+}
+/** A prompt the user might send next (`prompt_suggestion`). */
+export interface PromptSuggestionChunk {
+  type: "prompt_suggestion";
+  suggestion: string;
+}
+/** The conversation was reset (`conversation_reset`). */
+export interface ConversationResetChunk {
+  type: "conversation_reset";
+  new_conversation_id: string;
+  trigger: "clear" | "plan_mode_exit" | "fresh_session" | "onboarding" | (string & {}) | null;
+}
 export interface UnknownChunk {
   type: "unknown";
   message: Json;
@@ -289,6 +325,11 @@ export type Chunk =
   | McpRequestChunk
   | RequestCancelledChunk
   | StatusChunk
+  | RateLimitChunk
+  | ToolUseSummaryChunk
+  | AuthStatusChunk
+  | PromptSuggestionChunk
+  | ConversationResetChunk
   | TurnCompleteChunk
   | ControlResultChunk
   | ReadyChunk

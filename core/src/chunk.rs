@@ -303,6 +303,49 @@ pub enum Chunk {
         #[serde(flatten)]
         fields: Fields,
     },
+    /// The account's rate limit (`rate_limit_event`): allowed, close to the limit
+    /// (`allowed_warning`) or reached (`rejected`), and when it resets.
+    RateLimit {
+        /// `allowed`, `allowed_warning` or `rejected`.
+        status: String,
+        /// When the limit resets (Unix seconds), when known.
+        resets_at: Option<u64>,
+        /// Which limit (`five_hour`, `seven_day`, …), when known.
+        rate_limit_type: Option<String>,
+        /// How much of it is used (0 to 1), when known.
+        utilization: Option<f64>,
+        /// Every field of `rate_limit_info` (overage state and more).
+        info: Json,
+    },
+    /// A summary of tool calls the CLI made (`tool_use_summary`).
+    ToolUseSummary {
+        /// The summary text.
+        summary: String,
+        /// The tool_use ids it summarizes.
+        tool_use_ids: Vec<String>,
+    },
+    /// The CLI's authentication progress (`auth_status`).
+    AuthStatus {
+        /// Whether it is authenticating now.
+        authenticating: bool,
+        /// Lines of its output (a URL to open, a code to enter, …).
+        output: Vec<String>,
+        /// What went wrong, when something did.
+        error: Option<String>,
+    },
+    /// A prompt the user might send next (`prompt_suggestion`).
+    PromptSuggestion {
+        /// The suggested prompt.
+        suggestion: String,
+    },
+    /// The conversation was reset (`conversation_reset`: `/clear`, leaving plan mode, …): the
+    /// model's context starts afresh under a new id.
+    ConversationReset {
+        /// The new conversation id.
+        new_conversation_id: String,
+        /// What reset it (`clear`, `plan_mode_exit`, `fresh_session`, `onboarding`), when said.
+        trigger: Option<String>,
+    },
     /// A turn ended (`result`).
     TurnComplete {
         /// `success` or an `error_*` subtype.
@@ -578,6 +621,11 @@ impl Chunk {
             Chunk::McpRequest { .. } => "mcp_request",
             Chunk::RequestCancelled { .. } => "request_cancelled",
             Chunk::Status { .. } => "status",
+            Chunk::RateLimit { .. } => "rate_limit",
+            Chunk::ToolUseSummary { .. } => "tool_use_summary",
+            Chunk::AuthStatus { .. } => "auth_status",
+            Chunk::PromptSuggestion { .. } => "prompt_suggestion",
+            Chunk::ConversationReset { .. } => "conversation_reset",
             Chunk::TurnComplete { .. } => "turn_complete",
             Chunk::ControlResult { .. } => "control_result",
             Chunk::Ready { .. } => "ready",

@@ -1,4 +1,6 @@
-//! The message channel: system, assistant, user, result, stream_event and tool_progress frames.
+//! The message channel: system, assistant, user, result, stream_event and tool_progress frames,
+//! and the informational messages (rate limits, tool-use summaries, auth status, prompt
+//! suggestions, conversation resets).
 
 use std::borrow::Cow;
 
@@ -7,7 +9,9 @@ use serde_json::value::RawValue;
 use super::state::{State, StreamedBlock};
 use crate::chunk::{Chunk, ErrorKind, Fields, ToolStatus};
 use crate::json::Json;
-use crate::wire::{ApiMessage, Block, BlockKind, Content, RawFields, StreamEvent, WireMessage};
+use crate::wire::{
+    ApiMessage, Block, BlockKind, Content, MessageType, RawFields, StreamEvent, WireMessage,
+};
 
 fn canon(raw: Option<&RawValue>) -> Json {
     raw.map(Json::canonical).unwrap_or_else(Json::null)
@@ -614,6 +618,113 @@ impl State {
             });
         } else {
             self.emit(Chunk::ToolProgress { id, elapsed_s });
+        }
+    }
+
+    // ---- information: rate limits, summaries, auth, suggestions, resets -------------------
+
+    /// `rate_limit_event`, `tool_use_summary`, `auth_status`, `prompt_suggestion` and
+    /// `conversation_reset`: each becomes its chunk.
+    pub fn on_info(&mut self, ty: MessageType, text: &str) {
+        use serde::Deserialize;
+        #[derive(Deserialize)]
+        struct RateLimit<'a> {
+            #[serde(borrow)]
+            rate_limit_info: &'a RawValue,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct RateLimitInfo<'a> {
+            #[serde(borrow)]
+            status: Cow<'a, str>,
+            resets_at: Option<f64>,
+            #[serde(borrow)]
+            rate_limit_type: Option<Cow<'a, str>>,
+            utilization: Option<f64>,
+        }
+        #[derive(Deserialize)]
+        struct Summary<'a> {
+            #[serde(borrow)]
+            summary: Cow<'a, str>,
+            #[serde(default)]
+            preceding_tool_use_ids: Vec<String>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Auth<'a> {
+            is_authenticating: bool,
+            #[serde(default)]
+            output: Vec<String>,
+            #[serde(borrow)]
+            error: Option<Cow<'a, str>>,
+        }
+        #[derive(Deserialize)]
+        struct Suggestion<'a> {
+            #[serde(borrow)]
+            suggestion: Cow<'a, str>,
+        }
+        #[derive(Deserialize)]
+        struct Reset<'a> {
+            #[serde(borrow)]
+            new_conversation_id: Cow<'a, str>,
+            #[serde(borrow)]
+            trigger: Option<Cow<'a, str>>,
+        }
+        let chunk = match ty {
+            MessageType::RateLimitEvent => {
+                serde_json::from_str::<RateLimit<'_>>(text).and_then(|m| {
+                    let info: RateLimitInfo<'_> = serde_json::from_str(m.rate_limit_info.get())?;
+                    Ok(Chunk::RateLimit {
+                        status: info.status.into_owned(),
+                        // Unix seconds (milliseconds, as some releases sent, converted).
+                        resets_at: info
+                            .resets_at
+                            .filter(|t| t.is_finite() && *t >= 0.0)
+                            .map(|t| {
+                                if t < 1e11 {
+                                    t as u64
+                                } else {
+                                    (t / 1000.0) as u64
+                                }
+                            }),
+                        rate_limit_type: info.rate_limit_type.map(Cow::into_owned),
+                        utilization: info.utilization,
+                        info: Json::canonical(m.rate_limit_info),
+                    })
+                })
+            }
+            MessageType::ToolUseSummary => {
+                serde_json::from_str::<Summary<'_>>(text).map(|m| Chunk::ToolUseSummary {
+                    summary: m.summary.into_owned(),
+                    tool_use_ids: m.preceding_tool_use_ids,
+                })
+            }
+            MessageType::AuthStatus => {
+                serde_json::from_str::<Auth<'_>>(text).map(|m| Chunk::AuthStatus {
+                    authenticating: m.is_authenticating,
+                    output: m.output,
+                    error: m.error.map(Cow::into_owned),
+                })
+            }
+            MessageType::PromptSuggestion => {
+                serde_json::from_str::<Suggestion<'_>>(text).map(|m| Chunk::PromptSuggestion {
+                    suggestion: m.suggestion.into_owned(),
+                })
+            }
+            MessageType::ConversationReset => {
+                serde_json::from_str::<Reset<'_>>(text).map(|m| Chunk::ConversationReset {
+                    new_conversation_id: m.new_conversation_id.into_owned(),
+                    trigger: m.trigger.map(Cow::into_owned),
+                })
+            }
+            _ => {
+                self.unknown(text);
+                return;
+            }
+        };
+        match chunk {
+            Ok(chunk) => self.emit(chunk),
+            Err(err) => self.invalid(&err.to_string(), text),
         }
     }
 

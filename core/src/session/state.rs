@@ -269,6 +269,11 @@ impl State {
             MessageType::Result => self.on_result(msg),
             MessageType::StreamEvent => self.on_stream_event(msg, text),
             MessageType::ToolProgress => self.on_tool_progress(msg),
+            MessageType::RateLimitEvent
+            | MessageType::ToolUseSummary
+            | MessageType::AuthStatus
+            | MessageType::PromptSuggestion
+            | MessageType::ConversationReset => self.on_info(ty, text),
             MessageType::ControlRequest => self.on_cli_request(now, msg, text),
             MessageType::ControlResponse => self.on_cli_response(msg, text),
             MessageType::ControlCancelRequest => self.on_cli_cancel(msg, text),

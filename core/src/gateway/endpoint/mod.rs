@@ -1086,19 +1086,10 @@ impl Endpoint {
                 tool_use_id: Some(id),
                 ..
             } => self.registry.tool_cancelled(session, id),
-            Chunk::Unknown { message } if message.get().contains("\"rate_limit_event\"") => {
-                let event = message.to_value();
-                let info = &event["rate_limit_info"];
-                if event["type"] == "rate_limit_event" && info["status"] == "rejected" {
-                    // `resetsAt` is in Unix seconds (milliseconds accepted too).
-                    live.rate_limit_resets_ms = info["resetsAt"].as_f64().map(|at| {
-                        if at < 1e11 {
-                            (at * 1000.0) as u64
-                        } else {
-                            at as u64
-                        }
-                    });
-                }
+            Chunk::RateLimit {
+                status, resets_at, ..
+            } if status == "rejected" => {
+                live.rate_limit_resets_ms = resets_at.map(|at| at * 1000);
             }
             Chunk::TurnComplete { .. } if live.settle_by.is_some() => {
                 // The interrupted turn has ended: the conversation takes requests again.
