@@ -215,6 +215,20 @@ export class Session {
     return JSON.parse(this.#inner.respondHook(time(nowMs), requestId, JSON.stringify(output)));
   }
 
+  /** Answers an `elicitation_request`: `{action:"accept", content}`, `{action:"decline"}` or `{action:"cancel"}`. */
+  respondElicitation(requestId, answer, nowMs) {
+    return JSON.parse(
+      this.#inner.respondElicitation(time(nowMs), requestId, JSON.stringify(answer)),
+    );
+  }
+
+  /** Answers a `dialog_request`: `{behavior:"completed", result}` or `{behavior:"cancelled"}`. */
+  respondUserDialog(requestId, answer, nowMs) {
+    return JSON.parse(
+      this.#inner.respondUserDialog(time(nowMs), requestId, JSON.stringify(answer)),
+    );
+  }
+
   /** Answers an `mcp_tool_call` with `{content: [...], isError?}`. */
   respondMcp(requestId, result, nowMs) {
     return JSON.parse(this.#inner.respondMcp(time(nowMs), requestId, JSON.stringify(result)));

@@ -28,7 +28,7 @@ export type ErrorKind =
 
 export interface BlockedOn {
   request_id: string;
-  kind: "permission" | "mcp_tool_call" | "hook";
+  kind: "permission" | "mcp_tool_call" | "hook" | "elicitation" | "dialog";
   tool_use_id: string;
 }
 /** Is the CLI waiting for the embedder to deliver something a tool needs? */
@@ -252,6 +252,41 @@ export interface ErrorChunk {
   excerpt?: string;
   bytes?: number;
 }
+/** An MCP server asks the user for input (`elicitation`). */
+export interface ElicitationRequestChunk {
+  type: "elicitation_request";
+  request_id: string;
+  server: string;
+  message: string;
+  mode: "form" | "url" | (string & {}) | null;
+  url: string | null;
+  elicitation_id: string | null;
+  /** The JSON Schema of the content asked for (`form` mode). */
+  requested_schema: Json;
+  title: string | null;
+  display_name: string | null;
+  description: string | null;
+  /** The running tool of that server it holds up, when there is one. */
+  tool_use_id: string | null;
+  deadline_ms: number | null;
+}
+/** The CLI asks the host to render a dialog of a kind it declared (`request_user_dialog`). */
+export interface DialogRequestChunk {
+  type: "dialog_request";
+  request_id: string;
+  dialog_kind: string;
+  payload: Json;
+  tool_use_id: string | null;
+  deadline_ms: number | null;
+}
+/** An elicitation or a dialog was settled. */
+export interface RequestResolvedChunk {
+  type: "request_resolved";
+  request_id: string;
+  reason: "host" | "timeout" | "default";
+  /** The answer the CLI got. */
+  response: Json;
+}
 /** The account's rate limit (`rate_limit_event`). */
 export interface RateLimitChunk {
   type: "rate_limit";
@@ -323,6 +358,9 @@ export type Chunk =
   | McpToolCallChunk
   | McpToolCancelledChunk
   | McpRequestChunk
+  | ElicitationRequestChunk
+  | DialogRequestChunk
+  | RequestResolvedChunk
   | RequestCancelledChunk
   | StatusChunk
   | RateLimitChunk
@@ -362,7 +400,7 @@ export interface ResponseStep extends Step {
 export interface Deadline {
   atMs: number;
   reason:
-    | { kind: "permission" | "hook" | "mcp_call"; requestId: string }
+    | { kind: "permission" | "hook" | "mcp_call" | "elicitation" | "dialog"; requestId: string }
     | { kind: "request"; requestId: string; subtype: string }
     | { kind: "other" };
   description: string;
@@ -391,9 +429,18 @@ export interface SessionOptions {
     hookMs?: number;
     mcpCallMs?: number;
     requestMs?: number;
+    /** An elicitation not answered in time is cancelled. */
+    elicitationMs?: number;
+    /** A dialog not answered in time is dismissed. */
+    dialogMs?: number;
   };
   /** In-process MCP servers whose handshake a driver session answers itself. */
   mcpServers?: McpServerDefinition[];
+  /**
+   * The embedder answers elicitations itself (`respondElicitation`); otherwise a driver
+   * session declines each at once, as the official SDKs do with no handler.
+   */
+  elicitations?: boolean;
 }
 export interface InitializeOptions {
   hooks?: { event: string; matcher?: string | null; timeoutS?: number }[];
@@ -409,6 +456,11 @@ export interface UserMessage {
 export type PermissionDecision =
   | { behavior: "allow"; updatedInput?: Json; updatedPermissions?: Json[] }
   | { behavior: "deny"; message: string; interrupt?: boolean };
+/** MCP's `ElicitResult`. */
+export type ElicitationAnswer =
+  | { action: "accept"; content?: { [field: string]: Json } }
+  | { action: "decline" | "cancel" };
+export type DialogAnswer = { behavior: "completed"; result: Json } | { behavior: "cancelled" };
 export interface McpCallResult {
   content: Json[];
   isError?: boolean;
@@ -442,6 +494,8 @@ export class Session {
   respondPermission(requestId: string, decision: PermissionDecision, nowMs: number): ResponseStep;
   respondHook(requestId: string, output: Json, nowMs: number): ResponseStep;
   respondMcp(requestId: string, result: McpCallResult, nowMs: number): ResponseStep;
+  respondElicitation(requestId: string, answer: ElicitationAnswer, nowMs: number): ResponseStep;
+  respondUserDialog(requestId: string, answer: DialogAnswer, nowMs: number): ResponseStep;
   respondError(requestId: string, message: string, nowMs: number): ResponseStep;
   interrupt(nowMs: number): RequestStep;
   setModel(model: string | null, nowMs: number): RequestStep;

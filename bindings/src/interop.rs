@@ -49,6 +49,8 @@ struct Options {
     timeouts: TimeoutOptions,
     #[serde(default)]
     mcp_servers: Vec<McpServer>,
+    #[serde(default)]
+    elicitations: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -58,9 +60,11 @@ struct TimeoutOptions {
     hook_ms: Option<u64>,
     mcp_call_ms: Option<u64>,
     request_ms: Option<u64>,
+    elicitation_ms: Option<u64>,
+    dialog_ms: Option<u64>,
 }
 
-/// Reads the session options (`{lineLimit, seed, timeouts, mcpServers}`).
+/// Reads the session options (`{lineLimit, seed, timeouts, mcpServers, elicitations}`).
 pub fn session_config(options: &str) -> Result<SessionConfig, JsError> {
     let options: Options = parse("session options", options)?;
     let mut config = SessionConfig::default();
@@ -73,8 +77,11 @@ pub fn session_config(options: &str) -> Result<SessionConfig, JsError> {
         hook_ms: options.timeouts.hook_ms,
         mcp_call_ms: options.timeouts.mcp_call_ms,
         request_ms: options.timeouts.request_ms,
+        elicitation_ms: options.timeouts.elicitation_ms,
+        dialog_ms: options.timeouts.dialog_ms,
     };
     config.mcp_servers = options.mcp_servers;
+    config.elicitations = options.elicitations;
     Ok(config)
 }
 
@@ -175,6 +182,15 @@ pub fn hook_output(text: &str) -> Result<Value, JsError> {
     parse("hook output", text)
 }
 
+/// Reads an answer to an elicitation or a dialog (a JSON object).
+pub fn request_answer(what: &str, text: &str) -> Result<Value, JsError> {
+    let answer: Value = parse(what, text)?;
+    if !answer.is_object() {
+        return Err(JsError::new(&format!("{what}: expected a JSON object")));
+    }
+    Ok(answer)
+}
+
 /// Reads an MCP tool result (`{content: [...], isError?}`).
 pub fn mcp_result(text: &str) -> Result<McpCallResult, JsError> {
     parse("MCP tool result", text)
@@ -266,6 +282,12 @@ pub fn deadline(next: Option<(Timestamp, TimeoutReason)>) -> String {
         }
         TimeoutReason::McpCall { request_id } => {
             serde_json::json!({"kind": "mcp_call", "requestId": request_id})
+        }
+        TimeoutReason::Elicitation { request_id } => {
+            serde_json::json!({"kind": "elicitation", "requestId": request_id})
+        }
+        TimeoutReason::Dialog { request_id } => {
+            serde_json::json!({"kind": "dialog", "requestId": request_id})
         }
         TimeoutReason::Request {
             request_id,

@@ -306,6 +306,52 @@ impl WasmSession {
             .finish())
     }
 
+    /// Answers an elicitation; `answer` is the JSON of MCP's `ElicitResult`
+    /// (`{action:"accept", content}`, `{action:"decline"}`, `{action:"cancel"}`).
+    ///
+    /// # Errors
+    /// An answer that is not an object, an unknown request, or a command the session refuses.
+    #[wasm_bindgen(js_name = respondElicitation)]
+    pub fn respond_elicitation(
+        &mut self,
+        now_ms: f64,
+        request_id: &str,
+        answer: &str,
+    ) -> Result<String, JsError> {
+        let answer = interop::request_answer("elicitation answer", answer)?;
+        let delivery = self
+            .inner
+            .respond_elicitation(timestamp(now_ms)?, request_id, answer)
+            .map_err(command_error)?;
+        Ok(self
+            .step()
+            .with("delivery", interop::delivery(delivery))
+            .finish())
+    }
+
+    /// Answers a dialog; `answer` is the JSON of `{behavior:"completed", result}` or
+    /// `{behavior:"cancelled"}`.
+    ///
+    /// # Errors
+    /// An answer that is not an object, an unknown request, or a command the session refuses.
+    #[wasm_bindgen(js_name = respondUserDialog)]
+    pub fn respond_user_dialog(
+        &mut self,
+        now_ms: f64,
+        request_id: &str,
+        answer: &str,
+    ) -> Result<String, JsError> {
+        let answer = interop::request_answer("dialog answer", answer)?;
+        let delivery = self
+            .inner
+            .respond_user_dialog(timestamp(now_ms)?, request_id, answer)
+            .map_err(command_error)?;
+        Ok(self
+            .step()
+            .with("delivery", interop::delivery(delivery))
+            .finish())
+    }
+
     /// Answers an MCP tool call; `result` is the JSON of `{content, isError}`.
     ///
     /// # Errors

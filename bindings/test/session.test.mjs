@@ -96,6 +96,59 @@ test("a permission deadline is reported and applied by handleTimeout", () => {
   assert.equal(session.nextDeadline(), null);
 });
 
+const elicitation = (requestId) =>
+  JSON.stringify({
+    type: "control_request",
+    request_id: requestId,
+    request: {
+      subtype: "elicitation",
+      mcp_server_name: "notes",
+      message: "Which folder?",
+      mode: "form",
+      requested_schema: { type: "object", properties: { folder: { type: "string" } } },
+    },
+  }) + "\n";
+
+test("an elicitation is declined at once unless the embedder answers elicitations", () => {
+  const declined = Session.driver().push(elicitation("e-1"), 0);
+  assert.equal(declined.chunks[0].type, "elicitation_request");
+  assert.deepEqual(JSON.parse(declined.stdin[0]).response.response, { action: "decline" });
+  assert.deepEqual(declined.chunks.at(-1), {
+    type: "request_resolved",
+    request_id: "e-1",
+    reason: "default",
+    response: { action: "decline" },
+  });
+
+  const session = Session.driver({ elicitations: true, timeouts: { elicitationMs: 500 } });
+  const asked = session.push(elicitation("e-2"), 100);
+  assert.deepEqual(asked.stdin, []);
+  assert.equal(asked.chunks[0].server, "notes");
+  assert.equal(asked.chunks[0].deadline_ms, 600);
+  assert.deepEqual(session.nextDeadline().reason, { kind: "elicitation", requestId: "e-2" });
+  const answer = { action: "accept", content: { folder: "inbox" } };
+  const answered = session.respondElicitation("e-2", answer, 200);
+  assert.equal(answered.delivery, "sent");
+  assert.deepEqual(JSON.parse(answered.stdin[0]).response.response, answer);
+  assert.equal(answered.chunks[0].reason, "host");
+  assert.throws(() => session.respondElicitation("e-2", "accept", 300), Error);
+});
+
+test("a dialog waits for respondUserDialog", () => {
+  const session = Session.driver();
+  const dialog = JSON.stringify({
+    type: "control_request",
+    request_id: "d-1",
+    request: { subtype: "request_user_dialog", dialog_kind: "refusal_fallback_prompt", payload: {} },
+  });
+  const asked = session.push(dialog + "\n", 0);
+  assert.equal(asked.chunks[0].type, "dialog_request");
+  assert.equal(asked.chunks[0].dialog_kind, "refusal_fallback_prompt");
+  assert.deepEqual(asked.stdin, [], "never answered for the embedder");
+  const answered = session.respondUserDialog("d-1", { behavior: "cancelled" }, 10);
+  assert.deepEqual(JSON.parse(answered.stdin[0]).response.response, { behavior: "cancelled" });
+});
+
 test("commands return their request id", () => {
   const session = Session.driver({ seed: 7 });
   const init = session.initialize({ hooks: [{ event: "PreToolUse", matcher: "Bash" }] }, 0);

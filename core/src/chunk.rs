@@ -289,6 +289,51 @@ pub enum Chunk {
         /// The JSON-RPC method.
         method: Option<String>,
     },
+    /// An MCP server asks the user for input (`elicitation`), through the CLI. Answer with
+    /// [`Session::respond_elicitation`](crate::Session::respond_elicitation) when
+    /// [`SessionConfig::elicitations`](crate::SessionConfig) is set; otherwise the session
+    /// declines it at once.
+    ElicitationRequest {
+        /// The control request id to answer.
+        request_id: String,
+        /// The MCP server asking.
+        server: String,
+        /// What it asks.
+        message: String,
+        /// How to show it and what to collect.
+        #[serde(flatten)]
+        details: Box<ElicitationDetails>,
+        /// The running tool of that server the elicitation holds up, when there is one.
+        tool_use_id: Option<String>,
+        /// When the request times out (ms), when a timeout policy is set.
+        deadline_ms: Option<u64>,
+    },
+    /// The CLI asks the host to render a dialog of a kind it declared
+    /// (`request_user_dialog`, `initialize.supportedDialogKinds`). Answer with
+    /// [`Session::respond_user_dialog`](crate::Session::respond_user_dialog).
+    DialogRequest {
+        /// The control request id to answer.
+        request_id: String,
+        /// Which dialog (`refusal_fallback_prompt`, …).
+        dialog_kind: String,
+        /// The dialog's data, shaped by its kind.
+        payload: Json,
+        /// The tool call it belongs to, when there is one.
+        tool_use_id: Option<String>,
+        /// When the request times out (ms), when a timeout policy is set.
+        deadline_ms: Option<u64>,
+    },
+    /// An elicitation or a dialog was settled: by the host, by the session's default (an
+    /// elicitation with no handler is declined), or by its deadline. (A request the CLI
+    /// withdraws is a `request_cancelled`.)
+    RequestResolved {
+        /// The control request id.
+        request_id: String,
+        /// Who settled it.
+        reason: ResolveReason,
+        /// The answer the CLI got.
+        response: Json,
+    },
     /// The CLI withdrew a request other than a permission (`control_cancel_request`); an answer
     /// to it is no longer wanted.
     RequestCancelled {
@@ -432,6 +477,26 @@ pub enum Chunk {
     },
 }
 
+/// What an [`Chunk::ElicitationRequest`] asks for and how to show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ElicitationDetails {
+    /// `form` (answer with content matching `requested_schema`) or `url` (the user opens
+    /// `url`).
+    pub mode: Option<String>,
+    /// The URL to open (`url` mode).
+    pub url: Option<String>,
+    /// The server's id for the elicitation.
+    pub elicitation_id: Option<String>,
+    /// The JSON Schema of the content asked for (`form` mode).
+    pub requested_schema: Json,
+    /// A title to show, from the server's permission display.
+    pub title: Option<String>,
+    /// A short server or tool label to show.
+    pub display_name: Option<String>,
+    /// A description to show.
+    pub description: Option<String>,
+}
+
 /// A tool call's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -510,6 +575,8 @@ pub enum ResolveReason {
     Timeout,
     /// The CLI withdrew the request, or the tool got its result first.
     Cancelled,
+    /// No handler was registered, and the session answered as the official SDKs do.
+    Default,
 }
 
 /// Kinds of [`Chunk::Error`].
@@ -563,6 +630,10 @@ pub enum BlockedKind {
     McpToolCall,
     /// A pre-execution hook callback.
     Hook,
+    /// An MCP server's elicitation, during its tool's call.
+    Elicitation,
+    /// A dialog for a tool call.
+    Dialog,
 }
 
 /// The fields of a frame, in wire order, each in canonical form.
@@ -619,6 +690,9 @@ impl Chunk {
             Chunk::McpToolCall { .. } => "mcp_tool_call",
             Chunk::McpToolCancelled { .. } => "mcp_tool_cancelled",
             Chunk::McpRequest { .. } => "mcp_request",
+            Chunk::ElicitationRequest { .. } => "elicitation_request",
+            Chunk::DialogRequest { .. } => "dialog_request",
+            Chunk::RequestResolved { .. } => "request_resolved",
             Chunk::RequestCancelled { .. } => "request_cancelled",
             Chunk::Status { .. } => "status",
             Chunk::RateLimit { .. } => "rate_limit",

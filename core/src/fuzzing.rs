@@ -79,7 +79,9 @@ fn drain_session(session: &mut Session, mut asked: Option<&mut Vec<String>>) {
                     Some(asked),
                     Chunk::PermissionRequest { request_id, .. }
                     | Chunk::HookRequest { request_id, .. }
-                    | Chunk::McpToolCall { request_id, .. },
+                    | Chunk::McpToolCall { request_id, .. }
+                    | Chunk::ElicitationRequest { request_id, .. }
+                    | Chunk::DialogRequest { request_id, .. },
                 ) = (asked.as_deref_mut(), &chunk)
                 {
                     asked.push(request_id.clone());
@@ -131,7 +133,10 @@ pub fn driver(data: &[u8]) {
             hook_ms: timeout(2),
             mcp_call_ms: timeout(4),
             request_ms: timeout(8),
+            elicitation_ms: timeout(16),
+            dialog_ms: timeout(32),
         },
+        elicitations: shape & 64 != 0,
         mcp_servers: serde_json::from_value(serde_json::json!([
             {"name": "app", "tools": [{"name": "lookup", "inputSchema": {"type": "object"}}]}
         ]))
@@ -159,7 +164,19 @@ pub fn driver(data: &[u8]) {
             }
             5 => {
                 if let Some(id) = id {
-                    let _ = session.respond_hook(now, &id, serde_json::json!({}));
+                    let _ = match pick % 3 {
+                        0 => session.respond_hook(now, &id, serde_json::json!({})),
+                        1 => session.respond_elicitation(
+                            now,
+                            &id,
+                            serde_json::json!({"action": "accept"}),
+                        ),
+                        _ => session.respond_user_dialog(
+                            now,
+                            &id,
+                            serde_json::json!({"behavior": "cancelled"}),
+                        ),
+                    };
                 }
             }
             6 => {

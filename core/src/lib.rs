@@ -48,8 +48,8 @@ pub mod wire;
 pub type Timestamp = u64;
 
 pub use chunk::{
-    Behavior, BlockedKind, BlockedOn, Chunk, ErrorKind, Fields, ResolveReason, StatusReason,
-    ToolStatus, ToolWait,
+    Behavior, BlockedKind, BlockedOn, Chunk, ElicitationDetails, ErrorKind, Fields, ResolveReason,
+    StatusReason, ToolStatus, ToolWait,
 };
 pub use json::Json;
 pub use mcp::{McpCallResult, McpServer, McpTool};

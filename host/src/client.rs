@@ -16,7 +16,7 @@ use ccwire_core::{
 };
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -46,6 +46,16 @@ pub type PermissionHandler =
 
 /// Answers a hook: gets the hook input, returns the hook output (`{}` = no opinion).
 pub type HookHandler = Arc<dyn Fn(Value) -> BoxFuture<'static, Value> + Send + Sync>;
+
+/// Answers an MCP server's elicitation: gets the `elicitation_request` chunk (as JSON: `server`,
+/// `message`, `mode`, `requested_schema`, …), returns MCP's `ElicitResult`
+/// (`{"action":"accept","content":{…}}`, `{"action":"decline"}` or `{"action":"cancel"}`).
+pub type ElicitationHandler = Arc<dyn Fn(Value) -> BoxFuture<'static, Value> + Send + Sync>;
+
+/// Renders a dialog: gets the `dialog_request` chunk (as JSON: `dialog_kind`, `payload`,
+/// `tool_use_id`), returns `{"behavior":"completed","result":…}` or
+/// `{"behavior":"cancelled"}`.
+pub type DialogHandler = Arc<dyn Fn(Value) -> BoxFuture<'static, Value> + Send + Sync>;
 
 /// Runs an in-process MCP tool: gets the arguments, returns the result.
 pub type ToolHandler = Arc<dyn Fn(Value) -> BoxFuture<'static, McpCallResult> + Send + Sync>;
@@ -120,6 +130,14 @@ pub struct ClientOptions {
     pub stall_timeout: Option<Duration>,
     /// Write a transcript of the session here.
     pub record: Option<std::path::PathBuf>,
+    /// Answers MCP servers' elicitations; without one, each is declined at once (as the
+    /// official SDKs do).
+    pub elicitation: Option<ElicitationHandler>,
+    /// Renders the dialogs of [`dialog_kinds`](ClientOptions::dialog_kinds).
+    pub user_dialog: Option<DialogHandler>,
+    /// The dialog kinds the handler renders (`initialize.supportedDialogKinds`): the CLI sends
+    /// only these, and without any it sends none.
+    pub dialog_kinds: Vec<String>,
 }
 
 impl ClientOptions {
@@ -147,6 +165,28 @@ impl ClientOptions {
             },
             handler: Arc::new(move |input| Box::pin(handler(input))),
         });
+        self
+    }
+
+    /// Sets the elicitation handler from an async function.
+    pub fn on_elicitation<F, Fut>(mut self, handler: F) -> ClientOptions
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Value> + Send + 'static,
+    {
+        self.elicitation = Some(Arc::new(move |req| Box::pin(handler(req))));
+        self
+    }
+
+    /// Sets the dialog handler from an async function, for these dialog kinds
+    /// (`refusal_fallback_prompt`, …).
+    pub fn on_user_dialog<F, Fut>(mut self, kinds: &[&str], handler: F) -> ClientOptions
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Value> + Send + 'static,
+    {
+        self.user_dialog = Some(Arc::new(move |req| Box::pin(handler(req))));
+        self.dialog_kinds = kinds.iter().map(|k| (*k).to_owned()).collect();
         self
     }
 
@@ -364,6 +404,7 @@ impl Client {
                 ..Timeouts::default()
             },
             mcp_servers: servers,
+            elicitations: options.elicitation.is_some(),
             ..SessionConfig::default()
         };
         let recorder = match &options.record {
@@ -378,8 +419,13 @@ impl Client {
         let mut session = Session::driver(config);
         let start = Instant::now();
         let matchers: Vec<HookMatcher> = options.hooks.iter().map(|h| h.matcher.clone()).collect();
-        let (init_id, callback_ids) =
-            session.initialize(0, &matchers, options.initialize.clone())?;
+        let mut initialize = options.initialize.clone();
+        if !options.dialog_kinds.is_empty() {
+            initialize
+                .entry("supportedDialogKinds")
+                .or_insert_with(|| json!(options.dialog_kinds));
+        }
+        let (init_id, callback_ids) = session.initialize(0, &matchers, initialize)?;
         let hooks: HashMap<String, HookHandler> = callback_ids
             .into_iter()
             .zip(options.hooks.iter().map(|h| h.handler.clone()))
@@ -398,6 +444,8 @@ impl Client {
             events: event_tx,
             waiters: HashMap::new(),
             permission: options.permission.clone(),
+            elicitation: options.elicitation.clone(),
+            user_dialog: options.user_dialog.clone(),
             hooks,
             tools,
             held,
@@ -660,6 +708,8 @@ enum HandlerDone {
     Permission(String, PermissionDecision),
     Hook(String, Value),
     Tool(String, McpCallResult),
+    Elicitation(String, Value),
+    Dialog(String, Value),
 }
 
 type Waiter = oneshot::Sender<Result<ControlAnswer, ClientError>>;
@@ -677,6 +727,8 @@ struct Driver {
     events: mpsc::UnboundedSender<Event>,
     waiters: HashMap<String, (String, Waiter)>,
     permission: Option<PermissionHandler>,
+    elicitation: Option<ElicitationHandler>,
+    user_dialog: Option<DialogHandler>,
     hooks: HashMap<String, HookHandler>,
     tools: HashMap<(String, String), ToolHandler>,
     held: std::collections::HashSet<String>,
@@ -687,6 +739,11 @@ struct Driver {
     stall_timeout: Option<Duration>,
     /// When the CLI last wrote anything.
     last_output: Instant,
+}
+
+/// A chunk as the JSON value its handler gets.
+fn chunk_value(chunk: &Chunk) -> Value {
+    serde_json::to_value(chunk).expect("chunks always serialize")
 }
 
 /// Records the wire lines of a client session, in the order the session handles them.
@@ -869,6 +926,10 @@ impl Driver {
             }
             HandlerDone::Hook(id, output) => self.session.respond_hook(now, &id, output),
             HandlerDone::Tool(id, result) => self.session.respond_mcp(now, &id, result),
+            HandlerDone::Elicitation(id, answer) => {
+                self.session.respond_elicitation(now, &id, answer)
+            }
+            HandlerDone::Dialog(id, answer) => self.session.respond_user_dialog(now, &id, answer),
         };
         if let Err(err) = result {
             tracing::warn!(%err, "an answer was refused");
@@ -965,6 +1026,25 @@ impl Driver {
                     };
                     HandlerDone::Hook(id, output)
                 }));
+            }
+            Chunk::ElicitationRequest { request_id, .. } => {
+                // Without a handler the session has declined it already.
+                if let Some(handler) = self.elicitation.clone() {
+                    let (id, request) = (request_id.clone(), chunk_value(&chunk));
+                    self.handlers.push(Box::pin(async move {
+                        HandlerDone::Elicitation(id, handler(request).await)
+                    }));
+                }
+            }
+            Chunk::DialogRequest { request_id, .. } => {
+                // Without a handler it is left unanswered, as the official SDKs do: another
+                // client may render it, else the CLI's own deadline settles it.
+                if let Some(handler) = self.user_dialog.clone() {
+                    let (id, request) = (request_id.clone(), chunk_value(&chunk));
+                    self.handlers.push(Box::pin(async move {
+                        HandlerDone::Dialog(id, handler(request).await)
+                    }));
+                }
             }
             Chunk::McpToolCall { server, .. } if self.held.contains(server) => {}
             Chunk::McpToolCall {

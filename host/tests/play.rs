@@ -779,3 +779,143 @@ async fn the_gateway_answers_each_fault_as_what_it_is_and_leaves_no_process() {
         }
     }
 }
+
+/// A tape made from a recorded session with an MCP server's elicitation and a dialog put in
+/// before its result, each answered as `answers` says.
+fn tape_with_requests(dir: &Path, answers: [Value; 2]) -> PathBuf {
+    let text = std::fs::read_to_string(corpus("a_text")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains(r#""type": "result""#))
+        .unwrap();
+    let entry = |dir: &str, msg: Value| json!({"dir": dir, "t_ms": 1, "msg": msg}).to_string();
+    let [elicited, dialog] = answers;
+    let inserted = [
+        entry(
+            "out",
+            json!({"type": "control_request", "request_id": "e1", "request": {
+                "subtype": "elicitation", "mcp_server_name": "notes",
+                "message": "Which folder?", "mode": "form",
+                "requested_schema": {"type": "object",
+                    "properties": {"folder": {"type": "string"}}}}}),
+        ),
+        entry(
+            "in",
+            json!({"type": "control_response", "response": {"subtype": "success",
+                "request_id": "e1", "response": elicited}}),
+        ),
+        entry(
+            "out",
+            json!({"type": "control_request", "request_id": "d1", "request": {
+                "subtype": "request_user_dialog", "dialog_kind": "refusal_fallback_prompt",
+                "payload": {"model": "claude-x"}}}),
+        ),
+        entry(
+            "in",
+            json!({"type": "control_response", "response": {"subtype": "success",
+                "request_id": "d1", "response": dialog}}),
+        ),
+    ];
+    lines.splice(at..at, inserted);
+    let path = dir.join("tape-requests.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+/// The host's answers in a client's recording of its session.
+fn answers_in(recording: &Path) -> Vec<Value> {
+    std::fs::read_to_string(recording)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["dir"] == "in" && e["msg"]["type"] == "control_response")
+        .map(|e| e["msg"]["response"].clone())
+        .collect()
+}
+
+/// The Rust `Client` answers an MCP server's elicitation and renders a dialog through its
+/// handlers; the dialog kinds it renders go to the CLI in `initialize`.
+#[tokio::test]
+async fn a_client_answers_elicitations_and_dialogs_through_its_handlers() {
+    let dir = tempfile::tempdir().unwrap();
+    let accept = json!({"action": "accept", "content": {"folder": "inbox"}});
+    let completed = json!({"behavior": "completed", "result": {"choice": "retry"}});
+    let tape = tape_with_requests(dir.path(), [accept.clone(), completed.clone()]);
+    let claude = dir.path().join("claude-requests");
+    std::fs::write(
+        &claude,
+        format!(
+            "#!/bin/sh\nexec '{}' play '{}' --instant -- \"$@\"\n",
+            env!("CARGO_BIN_EXE_ccwire"),
+            tape.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let recording = dir.path().join("session.jsonl");
+    let mut with_handlers = options(claude.clone())
+        .on_elicitation(|request| async move {
+            assert_eq!(request["server"], "notes");
+            assert_eq!(
+                request["requested_schema"]["properties"]["folder"]["type"],
+                "string"
+            );
+            json!({"action": "accept", "content": {"folder": "inbox"}})
+        })
+        .on_user_dialog(&["refusal_fallback_prompt"], |request| async move {
+            assert_eq!(request["payload"]["model"], "claude-x");
+            json!({"behavior": "completed", "result": {"choice": "retry"}})
+        });
+    with_handlers.record = Some(recording.clone());
+    let mut client = Client::connect(with_handlers).await.unwrap();
+    let chunks = client.query("Go.").await.unwrap().collect().await.unwrap();
+    client.close().await;
+    for kind in ["elicitation_request", "dialog_request", "request_resolved"] {
+        assert!(
+            chunks.iter().any(|c| c.kind() == kind),
+            "{kind} reaches the app"
+        );
+    }
+    let answers = answers_in(&recording);
+    let answer_to = |id: &str| {
+        answers
+            .iter()
+            .find(|a| a["request_id"] == id)
+            .unwrap_or_else(|| panic!("{id} answered: {answers:?}"))["response"]
+            .clone()
+    };
+    assert_eq!(answer_to("e1"), accept);
+    assert_eq!(answer_to("d1"), completed);
+    let initialize = std::fs::read_to_string(&recording)
+        .unwrap()
+        .lines()
+        .find(|l| l.contains(r#""subtype":"initialize""#))
+        .map(str::to_owned)
+        .unwrap();
+    assert!(initialize.contains(r#""supportedDialogKinds":["refusal_fallback_prompt"]"#));
+
+    // With no handlers: the elicitation is declined at once and the dialog left alone.
+    let recording = dir.path().join("session-2.jsonl");
+    let mut without = options(claude);
+    without.record = Some(recording.clone());
+    let mut client = Client::connect(without).await.unwrap();
+    {
+        let mut turn = client.query("Go.").await.unwrap();
+        while let Some(chunk) = turn.next().await {
+            if matches!(chunk.unwrap(), Chunk::DialogRequest { .. }) {
+                break;
+            }
+        }
+    }
+    client.close().await;
+    let answers = answers_in(&recording);
+    assert!(answers
+        .iter()
+        .any(|a| a["request_id"] == "e1" && a["response"] == json!({"action": "decline"})));
+    assert!(
+        !answers.iter().any(|a| a["request_id"] == "d1"),
+        "a dialog is never answered for the app: {answers:?}"
+    );
+}

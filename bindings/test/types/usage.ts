@@ -54,6 +54,16 @@ function describe(chunk: Chunk): string {
       return `${chunk.kind}: ${chunk.detail}`;
     case "status":
       return chunk.subtype;
+    case "elicitation_request":
+      return `${chunk.server} asks ${chunk.message} (${chunk.mode ?? "form"})`;
+    case "dialog_request":
+      return chunk.dialog_kind;
+    case "request_resolved":
+      return `${chunk.request_id} settled by ${chunk.reason}`;
+    case "rate_limit":
+      return `${chunk.status} until ${chunk.resets_at ?? "?"}`;
+    case "prompt_suggestion":
+      return chunk.suggestion;
     default:
       return chunk.type;
   }
@@ -78,6 +88,8 @@ const answer = session.respondPermission("req", { behavior: "deny", message: "no
 const delivered: "sent" | "dropped" = answer.delivery;
 session.respondMcp("req", { content: [{ type: "text", text: "ok" }], isError: false }, 4);
 session.respondHook("req", {}, 5);
+session.respondElicitation("req", { action: "accept", content: { folder: "inbox" } }, 5);
+session.respondUserDialog("req", { behavior: "completed", result: { choice: 1 } }, 5);
 session.respondError("req", "failed", 6);
 const interrupted: string = session.interrupt(7).requestId;
 session.setModel(null, 8);

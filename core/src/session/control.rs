@@ -1,10 +1,15 @@
 //! The control channel: requests both ways, their answers, cancellations and deadlines.
 
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::state::{Incoming, IncomingKind, Outgoing, State};
 use super::{line_error, CommandError, Delivery, Mode, PermissionDecision};
-use crate::chunk::{Behavior, Chunk, ErrorKind, ResolveReason, StatusReason, ToolStatus};
+use crate::chunk::{
+    Behavior, Chunk, ElicitationDetails, ErrorKind, ResolveReason, StatusReason, ToolStatus,
+};
 use crate::json::Json;
 use crate::mcp::{self, McpCallResult};
 use crate::wire::{
@@ -13,9 +18,9 @@ use crate::wire::{
 };
 use crate::Timestamp;
 
-/// Control requests the official SDKs deliberately leave unanswered.
+/// Control requests the official SDKs deliberately leave unanswered (as they do dialogs).
 fn left_unanswered(subtype: &str) -> bool {
-    subtype == "request_user_dialog" || subtype.starts_with("remote_")
+    subtype.starts_with("remote_")
 }
 
 impl State {
@@ -49,15 +54,11 @@ impl State {
             Some(InboundRequest::CanUseTool) => self.on_can_use_tool(now, request_id, &body),
             Some(InboundRequest::HookCallback) => self.on_hook_callback(now, request_id, &body),
             Some(InboundRequest::McpMessage) => self.on_mcp_message(now, request_id, &body, text),
-            Some(InboundRequest::Elicitation) => {
-                self.unknown(text);
-                self.push_incoming(request_id.clone(), IncomingKind::Other, None, None);
-                if self.mode == Mode::Driver {
-                    // What the official SDKs answer when no handler is set.
-                    self.answer_success(now, &request_id, json!({"action": "decline"}));
-                }
+            Some(InboundRequest::Elicitation) => self.on_elicitation(now, request_id, raw, text),
+            Some(InboundRequest::RequestUserDialog) => {
+                self.on_user_dialog(now, request_id, raw, text);
             }
-            Some(InboundRequest::RequestUserDialog) | None => {
+            None => {
                 self.unknown(text);
                 if left_unanswered(&body.subtype) {
                     return;
@@ -69,6 +70,141 @@ impl State {
                 }
             }
         }
+    }
+
+    fn on_elicitation(&mut self, now: Timestamp, request_id: String, raw: &RawValue, text: &str) {
+        #[derive(serde::Deserialize)]
+        struct Elicitation<'a> {
+            #[serde(borrow)]
+            mcp_server_name: Cow<'a, str>,
+            #[serde(borrow)]
+            message: Cow<'a, str>,
+            #[serde(borrow, default)]
+            mode: Option<Cow<'a, str>>,
+            #[serde(borrow, default)]
+            url: Option<Cow<'a, str>>,
+            #[serde(borrow, default)]
+            elicitation_id: Option<Cow<'a, str>>,
+            #[serde(borrow, default)]
+            requested_schema: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            title: Option<Cow<'a, str>>,
+            #[serde(borrow, default)]
+            display_name: Option<Cow<'a, str>>,
+            #[serde(borrow, default)]
+            description: Option<Cow<'a, str>>,
+        }
+        let own = |s: Option<Cow<'_, str>>| s.map(Cow::into_owned);
+        let handled = self.mode == Mode::Observer || self.config.elicitations;
+        match serde_json::from_str::<Elicitation<'_>>(raw.get()) {
+            Ok(e) => {
+                // The elicitation holds up the running call of that server's tool, if any.
+                let prefix = format!("mcp__{}__", e.mcp_server_name);
+                let tool_use_id = self.running_tool(&prefix);
+                let deadline = if handled && self.mode == Mode::Driver {
+                    self.config.timeouts.elicitation_ms.map(|t| now + t)
+                } else {
+                    None
+                };
+                self.emit(Chunk::ElicitationRequest {
+                    request_id: request_id.clone(),
+                    server: e.mcp_server_name.into_owned(),
+                    message: e.message.into_owned(),
+                    details: Box::new(ElicitationDetails {
+                        mode: own(e.mode),
+                        url: own(e.url),
+                        elicitation_id: own(e.elicitation_id),
+                        requested_schema: e
+                            .requested_schema
+                            .map(Json::canonical)
+                            .unwrap_or_else(Json::null),
+                        title: own(e.title),
+                        display_name: own(e.display_name),
+                        description: own(e.description),
+                    }),
+                    tool_use_id: tool_use_id.clone(),
+                    deadline_ms: deadline,
+                });
+                self.push_incoming(
+                    request_id.clone(),
+                    IncomingKind::Elicitation,
+                    tool_use_id,
+                    deadline,
+                );
+            }
+            Err(err) => {
+                self.invalid(&format!("an elicitation {err}"), text);
+                self.push_incoming(request_id.clone(), IncomingKind::Elicitation, None, None);
+            }
+        }
+        if !handled {
+            // What the official SDKs answer when no handler is set.
+            self.resolve(
+                now,
+                &request_id,
+                ResolveReason::Default,
+                json!({"action": "decline"}),
+            );
+        }
+    }
+
+    fn on_user_dialog(&mut self, now: Timestamp, request_id: String, raw: &RawValue, text: &str) {
+        #[derive(serde::Deserialize)]
+        struct Dialog<'a> {
+            #[serde(borrow)]
+            dialog_kind: Cow<'a, str>,
+            #[serde(borrow, default)]
+            payload: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            tool_use_id: Option<Cow<'a, str>>,
+        }
+        match serde_json::from_str::<Dialog<'_>>(raw.get()) {
+            Ok(d) => {
+                let deadline = if self.mode == Mode::Driver {
+                    self.config.timeouts.dialog_ms.map(|t| now + t)
+                } else {
+                    None
+                };
+                let tool_use_id = d.tool_use_id.map(Cow::into_owned);
+                self.emit(Chunk::DialogRequest {
+                    request_id: request_id.clone(),
+                    dialog_kind: d.dialog_kind.into_owned(),
+                    payload: d
+                        .payload
+                        .map(Json::canonical)
+                        .unwrap_or_else(Json::empty_object),
+                    tool_use_id: tool_use_id.clone(),
+                    deadline_ms: deadline,
+                });
+                self.push_incoming(request_id, IncomingKind::Dialog, tool_use_id, deadline);
+            }
+            // Left unanswered, as any dialog: the host must not answer a kind it cannot show.
+            Err(err) => self.invalid(&format!("a request_user_dialog {err}"), text),
+        }
+    }
+
+    /// The running tool whose name starts with `prefix`, the latest first.
+    fn running_tool(&self, prefix: &str) -> Option<String> {
+        self.turn_tools
+            .iter()
+            .rev()
+            .find(|id| {
+                self.tools.get(*id).is_some_and(|t| {
+                    t.name.starts_with(prefix) && !t.has_result && !t.status.is_final()
+                })
+            })
+            .cloned()
+    }
+
+    /// Answers an elicitation or a dialog and says who settled it.
+    fn resolve(&mut self, now: Timestamp, request_id: &str, reason: ResolveReason, answer: Value) {
+        let response = Json::parse(&answer.to_string()).expect("a Value is JSON");
+        self.answer_success(now, request_id, answer);
+        self.emit(Chunk::RequestResolved {
+            request_id: request_id.to_owned(),
+            reason,
+            response,
+        });
     }
 
     fn push_incoming(
@@ -426,6 +562,19 @@ impl State {
         };
         self.settle(req.request_id.clone());
         let ok = body.subtype == "success";
+        if matches!(req.kind, IncomingKind::Elicitation | IncomingKind::Dialog)
+            && self.mode == Mode::Observer
+        {
+            // (A driver's own answers say who settled them as they are written.)
+            self.emit(Chunk::RequestResolved {
+                request_id: req.request_id.clone(),
+                reason: ResolveReason::Host,
+                response: body
+                    .response
+                    .map(Json::canonical)
+                    .unwrap_or_else(Json::null),
+            });
+        }
         match req.kind {
             IncomingKind::Permission { .. } => {
                 let answer = body
@@ -530,6 +679,46 @@ impl State {
             }
         };
         self.answer_success(now, request_id, payload);
+        Ok(Delivery::Sent)
+    }
+
+    pub fn respond_elicitation(
+        &mut self,
+        now: Timestamp,
+        request_id: &str,
+        answer: Value,
+    ) -> Result<Delivery, CommandError> {
+        self.respond_request(now, request_id, answer, "elicitation", |k| {
+            matches!(k, IncomingKind::Elicitation)
+        })
+    }
+
+    pub fn respond_user_dialog(
+        &mut self,
+        now: Timestamp,
+        request_id: &str,
+        answer: Value,
+    ) -> Result<Delivery, CommandError> {
+        self.respond_request(now, request_id, answer, "dialog", |k| {
+            matches!(k, IncomingKind::Dialog)
+        })
+    }
+
+    fn respond_request(
+        &mut self,
+        now: Timestamp,
+        request_id: &str,
+        answer: Value,
+        expected: &'static str,
+        is: fn(&IncomingKind) -> bool,
+    ) -> Result<Delivery, CommandError> {
+        let Some(req) = self.find_incoming(request_id)? else {
+            return Ok(Delivery::Dropped);
+        };
+        if !is(&req.kind) {
+            return Err(Self::wrong_kind(request_id, expected, req));
+        }
+        self.resolve(now, request_id, ResolveReason::Host, answer);
         Ok(Delivery::Sent)
     }
 
@@ -644,6 +833,14 @@ impl State {
                         format!("The client did not return a result for tool '{tool}' in time.");
                     let answer = mcp::call_result(&rpc_id.to_value(), &McpCallResult::error(text));
                     self.answer_success(now, &request_id, json!({"mcp_response": answer}));
+                }
+                IncomingKind::Elicitation => {
+                    let answer = json!({"action": "cancel"});
+                    self.resolve(now, &request_id, ResolveReason::Timeout, answer);
+                }
+                IncomingKind::Dialog => {
+                    let answer = json!({"behavior": "cancelled"});
+                    self.resolve(now, &request_id, ResolveReason::Timeout, answer);
                 }
                 IncomingKind::Other => {}
             }

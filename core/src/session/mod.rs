@@ -38,6 +38,10 @@ pub struct Timeouts {
     pub mcp_call_ms: Option<u64>,
     /// A control request of the embedder not answered in time fails with `timeout`.
     pub request_ms: Option<u64>,
+    /// An `elicitation` not answered in time is cancelled (`{"action":"cancel"}`).
+    pub elicitation_ms: Option<u64>,
+    /// A `request_user_dialog` not answered in time is dismissed (`{"behavior":"cancelled"}`).
+    pub dialog_ms: Option<u64>,
 }
 
 /// Session settings.
@@ -51,6 +55,11 @@ pub struct SessionConfig {
     pub timeouts: Timeouts,
     /// In-process MCP servers whose handshake the session answers (driver mode).
     pub mcp_servers: Vec<McpServer>,
+    /// The embedder answers MCP servers' elicitations itself
+    /// ([`Session::respond_elicitation`]). When `false` (the default) the session declines each
+    /// at once, as the official SDKs do for a host with no elicitation handler; the
+    /// `elicitation_request` chunk is still emitted, followed by its `request_resolved`.
+    pub elicitations: bool,
 }
 
 impl Default for SessionConfig {
@@ -60,6 +69,7 @@ impl Default for SessionConfig {
             seed: 0,
             timeouts: Timeouts::default(),
             mcp_servers: Vec::new(),
+            elicitations: false,
         }
     }
 }
@@ -92,6 +102,16 @@ pub enum TimeoutReason {
         /// The control request id.
         request_id: String,
     },
+    /// An elicitation waits for the embedder.
+    Elicitation {
+        /// The control request id.
+        request_id: String,
+    },
+    /// A dialog waits for the embedder.
+    Dialog {
+        /// The control request id.
+        request_id: String,
+    },
     /// A request of the embedder waits for the CLI.
     Request {
         /// The request id.
@@ -112,6 +132,12 @@ impl fmt::Display for TimeoutReason {
             }
             TimeoutReason::McpCall { request_id } => {
                 write!(f, "waiting on MCP tool call {request_id}")
+            }
+            TimeoutReason::Elicitation { request_id } => {
+                write!(f, "waiting on elicitation {request_id}")
+            }
+            TimeoutReason::Dialog { request_id } => {
+                write!(f, "waiting on dialog {request_id}")
             }
             TimeoutReason::Request {
                 request_id,
@@ -518,6 +544,39 @@ impl Session {
         result: McpCallResult,
     ) -> Result<Delivery, CommandError> {
         let result = self.state.respond_mcp(now, request_id, &result);
+        self.state.refresh_tool_wait();
+        result
+    }
+
+    /// Answers an `elicitation_request`: `{"action":"accept","content":{…}}`, `{"action":
+    /// "decline"}` or `{"action":"cancel"}` (MCP's `ElicitResult`).
+    ///
+    /// # Errors
+    /// As [`respond_permission`](Session::respond_permission), for elicitations.
+    pub fn respond_elicitation(
+        &mut self,
+        now: Timestamp,
+        request_id: &str,
+        answer: Value,
+    ) -> Result<Delivery, CommandError> {
+        let result = self.state.respond_elicitation(now, request_id, answer);
+        self.state.refresh_tool_wait();
+        result
+    }
+
+    /// Answers a `dialog_request`: `{"behavior":"completed","result":…}`, or
+    /// `{"behavior":"cancelled"}` when the user dismissed it (or the kind is not one the
+    /// embedder renders: the CLI then applies the dialog's default).
+    ///
+    /// # Errors
+    /// As [`respond_permission`](Session::respond_permission), for dialogs.
+    pub fn respond_user_dialog(
+        &mut self,
+        now: Timestamp,
+        request_id: &str,
+        answer: Value,
+    ) -> Result<Delivery, CommandError> {
+        let result = self.state.respond_user_dialog(now, request_id, answer);
         self.state.refresh_tool_wait();
         result
     }

@@ -56,6 +56,8 @@ pub(crate) enum IncomingKind {
         rpc_id: Json,
         tool: String,
     },
+    Elicitation,
+    Dialog,
     Other,
 }
 
@@ -65,6 +67,8 @@ impl IncomingKind {
             IncomingKind::Permission { .. } => "permission",
             IncomingKind::Hook { .. } => "hook",
             IncomingKind::McpCall { .. } => "MCP tool call",
+            IncomingKind::Elicitation => "elicitation",
+            IncomingKind::Dialog => "dialog",
             IncomingKind::Other => "other",
         }
     }
@@ -494,6 +498,8 @@ impl State {
                 IncomingKind::Permission { .. } => BlockedKind::Permission,
                 IncomingKind::McpCall { .. } => BlockedKind::McpToolCall,
                 IncomingKind::Hook { pre_tool: true } => BlockedKind::Hook,
+                IncomingKind::Elicitation => BlockedKind::Elicitation,
+                IncomingKind::Dialog => BlockedKind::Dialog,
                 _ => continue,
             };
             let Some(tool_use_id) = req.tool_use_id.as_ref() else {
@@ -531,6 +537,8 @@ impl State {
                 IncomingKind::Permission { .. } => TimeoutReason::Permission { request_id },
                 IncomingKind::Hook { .. } => TimeoutReason::Hook { request_id },
                 IncomingKind::McpCall { .. } => TimeoutReason::McpCall { request_id },
+                IncomingKind::Elicitation => TimeoutReason::Elicitation { request_id },
+                IncomingKind::Dialog => TimeoutReason::Dialog { request_id },
                 IncomingKind::Other => return None,
             };
             Some((deadline, reason))
