@@ -254,7 +254,12 @@ export class Session {
     return JSON.parse(this.#inner.setPermissionMode(time(nowMs), mode));
   }
 
-  /** Sends any control request. */
+    /** Sends a typed control request (`{subtype: "mcp_status"}`, `{subtype: "stop_task", task_id}`, …). */
+  request(request, nowMs) {
+    return JSON.parse(this.#inner.request(time(nowMs), JSON.stringify(request)));
+  }
+
+/** Sends any control request. */
   sendControl(subtype, fields, nowMs) {
     return JSON.parse(this.#inner.sendControl(time(nowMs), subtype, JSON.stringify(fields ?? {})));
   }

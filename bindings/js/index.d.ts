@@ -456,6 +456,69 @@ export interface UserMessage {
 export type PermissionDecision =
   | { behavior: "allow"; updatedInput?: Json; updatedPermissions?: Json[] }
   | { behavior: "deny"; message: string; interrupt?: boolean };
+type JsonObject = { [field: string]: Json };
+/** A control request from the host to the CLI: every subtype a host sends, with its fields. */
+export type HostRequest =
+  | { subtype: "interrupt"; cancel_queued?: boolean }
+  | { subtype: "set_permission_mode"; mode: string }
+  | { subtype: "set_model"; model: string | null }
+  | {
+      subtype: "set_max_thinking_tokens";
+      max_thinking_tokens: number | null;
+      thinking_display?: "summarized" | "omitted" | "highlights";
+    }
+  | { subtype: "rename_session"; title: string; source?: "remote" | "host"; session_id?: string }
+  | { subtype: "set_color"; color: string }
+  | { subtype: "mcp_status"; liveReply?: boolean }
+  | { subtype: "get_context_usage"; detail?: "summary" | "full" }
+  | { subtype: "get_session_cost" }
+  | { subtype: "list_models" }
+  | { subtype: "get_usage"; skip_behaviors?: boolean }
+  | { subtype: "get_binary_version" }
+  | {
+      subtype: "mcp_call";
+      tool: string;
+      arguments?: JsonObject;
+      expires_at?: string;
+      timeout_ms?: number;
+      result_not_for_model?: boolean;
+      check_permissions?: boolean;
+      input_files?: Json;
+      output_files?: Json;
+    }
+  | { subtype: "file_suggestions"; query: string }
+  | { subtype: "rewind_files"; user_message_id: string; dry_run?: boolean }
+  | { subtype: "cancel_async_message"; message_uuid: string }
+  | { subtype: "read_file"; path: string; max_bytes?: number; encoding?: "utf-8" | "base64" }
+  | { subtype: "seed_read_state"; path: string; mtime: number }
+  | { subtype: "mcp_set_servers"; servers: JsonObject }
+  | {
+      subtype: "register_repo_root";
+      directory: string;
+      reload_claude_md?: boolean;
+      reload_plugins?: boolean;
+      reload_skills?: boolean;
+    }
+  | {
+      subtype: "reload_plugins";
+      hold_on_cache_impact?: boolean;
+      add_plugins?: Json[];
+      refuse_if_busy?: boolean;
+    }
+  | { subtype: "reload_skills" }
+  | { subtype: "reload_output_styles" }
+  | { subtype: "mcp_reconnect"; serverName: string }
+  | { subtype: "mcp_toggle"; serverName: string; enabled: boolean }
+  | { subtype: "set_has_subscribers"; has_subscribers: boolean | null }
+  | { subtype: "stop_task"; task_id: string }
+  | { subtype: "background_tasks"; tool_use_id?: string }
+  | { subtype: "get_task_output"; task_id: string }
+  | { subtype: "apply_flag_settings"; settings: JsonObject }
+  | { subtype: "get_settings" }
+  | { subtype: "get_hooks_listing" }
+  | { subtype: "update_settings"; source: "localSettings" | "userSettings"; settings: JsonObject }
+  | { subtype: "list_permission_rules" }
+  | { subtype: "mcp_read_resource"; serverName: string; uri: string };
 /** MCP's `ElicitResult`. */
 export type ElicitationAnswer =
   | { action: "accept"; content?: { [field: string]: Json } }
@@ -500,6 +563,8 @@ export class Session {
   interrupt(nowMs: number): RequestStep;
   setModel(model: string | null, nowMs: number): RequestStep;
   setPermissionMode(mode: string, nowMs: number): RequestStep;
+  /** A typed control request; its answer comes as a `control_result` chunk. */
+  request(request: HostRequest, nowMs: number): RequestStep;
   sendControl(subtype: string, fields: { [field: string]: Json } | undefined, nowMs: number): RequestStep;
   free(): void;
 }

@@ -191,6 +191,23 @@ pub fn request_answer(what: &str, text: &str) -> Result<Value, JsError> {
     Ok(answer)
 }
 
+/// Reads a host request (`{subtype, ...fields}`) of a subtype ccwire types. Its fields are
+/// typed by the TypeScript declarations; checking them here would cost the module the size of
+/// a deserializer per subtype.
+pub fn host_request(text: &str) -> Result<(String, Map<String, Value>), JsError> {
+    let mut fields: Map<String, Value> = parse("request", text)?;
+    let subtype = match fields.remove("subtype") {
+        Some(Value::String(subtype)) => subtype,
+        _ => return Err(JsError::new("request: `subtype` must be a string")),
+    };
+    if !ccwire_core::HostRequest::SUBTYPES.contains(&subtype.as_str()) {
+        return Err(JsError::new(&format!(
+            "request: ccwire has no typed request {subtype:?} (sendControl sends any subtype)"
+        )));
+    }
+    Ok((subtype, fields))
+}
+
 /// Reads an MCP tool result (`{content: [...], isError?}`).
 pub fn mcp_result(text: &str) -> Result<McpCallResult, JsError> {
     parse("MCP tool result", text)

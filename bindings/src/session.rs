@@ -452,6 +452,21 @@ impl WasmSession {
         Ok(self.request(&id))
     }
 
+    /// Sends a typed control request: the JSON of a `HostRequest` (`{subtype:"mcp_status"}`,
+    /// `{subtype:"stop_task", task_id}`, …).
+    ///
+    /// # Errors
+    /// A subtype ccwire does not type, or a command the session refuses.
+    #[wasm_bindgen(js_name = request)]
+    pub fn host_request(&mut self, now_ms: f64, request: &str) -> Result<String, JsError> {
+        let (subtype, fields) = interop::host_request(request)?;
+        let id = self
+            .inner
+            .send_control(timestamp(now_ms)?, &subtype, fields)
+            .map_err(command_error)?;
+        Ok(self.request(&id))
+    }
+
     fn request(&mut self, id: &str) -> String {
         self.step().with("requestId", &interop::string(id)).finish()
     }

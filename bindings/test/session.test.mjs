@@ -149,6 +149,16 @@ test("a dialog waits for respondUserDialog", () => {
   assert.deepEqual(JSON.parse(answered.stdin[0]).response.response, { behavior: "cancelled" });
 });
 
+test("typed control requests are written as the CLI reads them, and checked", () => {
+  const session = Session.driver({ seed: 3 });
+  const step = session.request({ subtype: "mcp_toggle", serverName: "notes", enabled: false }, 0);
+  const written = JSON.parse(step.stdin[0]);
+  assert.equal(written.request_id, step.requestId);
+  assert.deepEqual(written.request, { subtype: "mcp_toggle", serverName: "notes", enabled: false });
+  assert.throws(() => session.request({ subtype: "no_such_thing" }, 1), /no_such_thing/);
+  assert.throws(() => session.request({ mode: "plan" }, 1), /subtype/);
+});
+
 test("commands return their request id", () => {
   const session = Session.driver({ seed: 7 });
   const init = session.initialize({ hooks: [{ event: "PreToolUse", matcher: "Bash" }] }, 0);

@@ -40,6 +40,7 @@ pub mod gateway;
 mod json;
 pub mod mcp;
 pub mod play;
+pub mod requests;
 mod session;
 pub mod transcript;
 pub mod wire;
@@ -53,6 +54,7 @@ pub use chunk::{
 };
 pub use json::Json;
 pub use mcp::{McpCallResult, McpServer, McpTool};
+pub use requests::HostRequest;
 pub use session::{
     CommandError, Delivery, HookMatcher, Mode, Output, PermissionDecision, Session, SessionConfig,
     TimeoutReason, Timeouts, UserMessage,

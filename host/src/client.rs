@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ccwire_core::{
-    Chunk, HookMatcher, McpCallResult, McpServer, McpTool, Output, PermissionDecision, Session,
-    SessionConfig, Timeouts, UserMessage,
+    Chunk, HookMatcher, HostRequest, McpCallResult, McpServer, McpTool, Output, PermissionDecision,
+    Session, SessionConfig, Timeouts, UserMessage,
 };
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
@@ -545,6 +545,16 @@ impl Client {
         let mut fields = Map::new();
         fields.insert("mode".into(), mode.into());
         self.control("set_permission_mode", fields).await
+    }
+
+    /// Sends a typed control request ([`HostRequest`]: `mcp_status`, `get_context_usage`,
+    /// `stop_task`, `apply_flag_settings`, …) and waits for its answer.
+    ///
+    /// # Errors
+    /// When the CLI refuses or the process has ended.
+    pub async fn request(&self, request: HostRequest) -> Result<ControlAnswer, ClientError> {
+        let (subtype, fields) = request.into_parts();
+        self.control(&subtype, fields).await
     }
 
     /// Sends any control request and waits for its answer.

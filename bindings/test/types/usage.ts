@@ -88,6 +88,8 @@ const answer = session.respondPermission("req", { behavior: "deny", message: "no
 const delivered: "sent" | "dropped" = answer.delivery;
 session.respondMcp("req", { content: [{ type: "text", text: "ok" }], isError: false }, 4);
 session.respondHook("req", {}, 5);
+session.request({ subtype: "get_context_usage", detail: "full" }, 5);
+session.request({ subtype: "mcp_toggle", serverName: "notes", enabled: true }, 5);
 session.respondElicitation("req", { action: "accept", content: { folder: "inbox" } }, 5);
 session.respondUserDialog("req", { behavior: "completed", result: { choice: 1 } }, 5);
 session.respondError("req", "failed", 6);

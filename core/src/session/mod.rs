@@ -633,6 +633,21 @@ impl Session {
         self.send_control(now, "set_permission_mode", fields)
     }
 
+    /// Sends a typed control request ([`HostRequest`](crate::requests::HostRequest): every
+    /// subtype a host sends, with its fields). Returns the request id; the answer arrives as a
+    /// `control_result` chunk.
+    ///
+    /// # Errors
+    /// [`CommandError::NotDriver`] in observer mode, [`CommandError::ProcessEnded`] after exit.
+    pub fn request(
+        &mut self,
+        now: Timestamp,
+        request: crate::requests::HostRequest,
+    ) -> Result<String, CommandError> {
+        let (subtype, fields) = request.into_parts();
+        self.send_control(now, &subtype, fields)
+    }
+
     /// Sends any control request (`mcp_status`, `get_context_usage`, `stop_task`, …). Returns
     /// the request id; the answer arrives as a `control_result` chunk.
     ///

@@ -1,4 +1,5 @@
-// Lists the wire message types of an Agent SDK release that ccwire does not model.
+// Lists the wire message types and control requests of an Agent SDK release that ccwire does not
+// model.
 //
 //   node tests/sdk/drift/drift.mjs                 # the release in package.json (0.3.330)
 //   node tests/sdk/drift/drift.mjs 0.4.0           # another release, fetched with npm pack
@@ -8,8 +9,10 @@
 // `SDKMessage` union (and every `type`/`subtype` pair it allows), builds one stream-json line
 // per pair with every required field filled in, and runs each line through `ccwire replay`
 // (CCWIRE_BIN, default target/debug/ccwire). A line that comes out as an `unknown` chunk is a
-// type ccwire does not model. It prints the pairs and what each became, and exits 1 when any
-// is unknown. `--json` prints the report as JSON instead.
+// type ccwire does not model. It does the same for every subtype of the control request union:
+// a request the CLI sends must become a chunk that is not `unknown`, one a host sends must be a
+// typed request (`Session.request` of the npm package, built in bindings/). It prints each and
+// what it became, and exits 1 when any is unknown. `--json` prints the report as JSON instead.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -113,6 +116,21 @@ function messages() {
   return rows;
 }
 
+/** Every subtype of the control request union, with a sample `request` for each. */
+function controlRequests() {
+  const union = alias("SDKControlRequestInner");
+  const rows = [];
+  for (const member of union.isUnion() ? union.types : [union]) {
+    for (const subtype of literals(propertyType(member, "subtype") ?? checker.getNeverType())) {
+      rows.push({ subtype, name: member.aliasSymbol?.name ?? subtype, request: { ...sample(member), subtype } });
+    }
+  }
+  return rows;
+}
+
+// The requests the CLI sends the host; every other subtype is one a host sends.
+const FROM_CLI = new Set(["can_use_tool", "hook_callback", "mcp_message", "elicitation", "request_user_dialog"]);
+
 const ccwire = process.env.CCWIRE_BIN ?? join(repo, "target/debug/ccwire");
 if (!existsSync(ccwire)) {
   console.error(`drift: ${ccwire} is missing (cargo build -p ccwire-host)`);
@@ -129,14 +147,56 @@ const report = messages().map((row) => {
   return { ...row, chunks: chunks.map((c) => c.type) };
 });
 // A line that gives no chunk at all is dropped: as bad as unknown.
-const unknown = report.filter((r) => r.chunks.includes("unknown") || r.chunks.length === 0);
+const unknownMessages = report.filter((r) => r.chunks.includes("unknown") || r.chunks.length === 0);
+
+// Control requests: one the CLI sends must become a chunk that is not `unknown`; one a host
+// sends must be a typed request of the npm package's `Session.request`.
+const { Session } = await import(join(repo, "bindings/js/node.js"));
+const controls = controlRequests().map((row) => {
+  if (FROM_CLI.has(row.subtype)) {
+    const line = { type: "control_request", request_id: "r1", request: row.request };
+    const out = execFileSync(ccwire, ["replay", "-"], { input: `${JSON.stringify(line)}\n` });
+    const chunks = out.toString().split("\n").filter(Boolean).map((l) => JSON.parse(l).type);
+    return { ...row, direction: "cli→host", outcome: chunks.join(", "), ok: !chunks.includes("unknown") && chunks.length > 0 };
+  }
+  if (row.subtype === "initialize") {
+    return { ...row, direction: "host→cli", outcome: "Session.initialize", ok: true };
+  }
+  try {
+    Session.driver().request({ subtype: row.subtype }, 0);
+    return { ...row, direction: "host→cli", outcome: "Session.request", ok: true };
+  } catch (err) {
+    const typed = !/has no typed request/.test(String(err));
+    return { ...row, direction: "host→cli", outcome: typed ? "Session.request" : "not typed", ok: typed };
+  }
+});
+const unknownControls = controls.filter((c) => !c.ok);
+const unknown = [...unknownMessages, ...unknownControls];
 if (json) {
-  console.log(JSON.stringify({ sdk: file, messages: report, unknown: unknown.map((r) => r.key) }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        sdk: file,
+        messages: report,
+        controls,
+        unknown: [...unknownMessages.map((r) => r.key), ...unknownControls.map((c) => `control_request/${c.subtype}`)],
+      },
+      null,
+      2,
+    ),
+  );
 } else {
   for (const r of report) {
-    const mark = unknown.includes(r) ? "UNKNOWN" : "ok";
+    const mark = unknownMessages.includes(r) ? "UNKNOWN" : "ok";
     console.log(`${mark.padEnd(8)} ${r.key.padEnd(40)} ${r.name.padEnd(36)} → ${r.chunks.join(", ") || "(nothing)"}`);
   }
-  console.log(`\n${report.length} message types and subtypes in ${file}; ${unknown.length} unknown to ccwire`);
+  for (const c of controls) {
+    const mark = c.ok ? "ok" : "UNKNOWN";
+    console.log(`${mark.padEnd(8)} ${`control_request/${c.subtype}`.padEnd(40)} ${c.direction.padEnd(36)} → ${c.outcome}`);
+  }
+  console.log(
+    `\n${report.length} message types and subtypes and ${controls.length} control request subtypes in ${file}; ` +
+      `${unknown.length} unknown to ccwire`,
+  );
 }
 process.exit(unknown.length ? 1 : 0);
