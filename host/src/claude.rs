@@ -69,6 +69,17 @@ pub enum SystemPrompt {
     Append(String),
 }
 
+/// How the model thinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thinking {
+    /// The model decides how much to think.
+    Adaptive,
+    /// Up to this many tokens.
+    Budget(u64),
+    /// No thinking.
+    Disabled,
+}
+
 /// How to start the CLI.
 #[derive(Debug, Clone, Default)]
 pub struct ClaudeOptions {
@@ -107,6 +118,32 @@ pub struct ClaudeOptions {
     pub env: Vec<(OsString, OsString)>,
     /// Variables removed from the CLI's environment.
     pub env_remove: Vec<OsString>,
+    /// External MCP servers by name, each as the CLI's `--mcp-config` takes it:
+    /// `{"type":"stdio","command":…,"args":[…],"env":{…}}`, `{"type":"http","url":…,
+    /// "headers":{…}}` or `{"type":"sse","url":…}`.
+    pub mcp_servers: Vec<(String, Value)>,
+    /// `--strict-mcp-config`: only the MCP servers given here, none from settings files.
+    pub strict_mcp_config: bool,
+    /// `--settings`: a settings file, or settings as JSON.
+    pub settings: Option<String>,
+    /// `--setting-sources`: which settings files load (`user`, `project`, `local`); `Some` of
+    /// an empty list loads none.
+    pub setting_sources: Option<Vec<String>>,
+    /// `--add-dir`: more directories the CLI may work in.
+    pub add_dirs: Vec<PathBuf>,
+    /// `--fallback-model`: the model to use when the main one is overloaded.
+    pub fallback_model: Option<String>,
+    /// `--betas`: beta headers for the API requests.
+    pub betas: Vec<String>,
+    /// `--max-budget-usd`: stop when the session has cost this much.
+    pub max_budget_usd: Option<f64>,
+    /// Extended thinking: `--thinking=adaptive`, `--max-thinking-tokens N` or
+    /// `--thinking=disabled`.
+    pub thinking: Option<Thinking>,
+    /// `--effort` (`low`, `medium`, `high`, `max`).
+    pub effort: Option<String>,
+    /// `--agents`: custom sub-agents by name (`{"reviewer":{"description":…,"prompt":…}}`).
+    pub agents: Option<Value>,
     /// Further arguments, appended as given.
     pub extra_args: Vec<OsString>,
 }
@@ -150,8 +187,8 @@ impl ClaudeOptions {
         if self.permission_prompts {
             flag("--permission-prompt-tool", Some("stdio".into()));
         }
-        if !self.sdk_mcp_servers.is_empty() {
-            let servers: Map<String, Value> = self
+        if !self.sdk_mcp_servers.is_empty() || !self.mcp_servers.is_empty() {
+            let mut servers: Map<String, Value> = self
                 .sdk_mcp_servers
                 .iter()
                 .map(|(name, extra)| {
@@ -163,10 +200,53 @@ impl ClaudeOptions {
                     (name.clone(), config)
                 })
                 .collect();
+            servers.extend(self.mcp_servers.iter().cloned());
             flag(
                 "--mcp-config",
                 Some(json!({"mcpServers": servers}).to_string()),
             );
+        }
+        if self.strict_mcp_config {
+            flag("--strict-mcp-config", None);
+        }
+        if let Some(settings) = &self.settings {
+            flag("--settings", Some(settings.clone()));
+        }
+        if let Some(sources) = &self.setting_sources {
+            flag(&format!("--setting-sources={}", sources.join(",")), None);
+        }
+        for dir in &self.add_dirs {
+            args.push(OsString::from("--add-dir"));
+            args.push(dir.clone().into_os_string());
+        }
+        let mut flag = |name: &str, value: Option<String>| {
+            args.push(OsString::from(name));
+            if let Some(v) = value {
+                args.push(OsString::from(v));
+            }
+        };
+        if let Some(model) = &self.fallback_model {
+            flag("--fallback-model", Some(model.clone()));
+        }
+        if !self.betas.is_empty() {
+            flag("--betas", Some(self.betas.join(",")));
+        }
+        if let Some(budget) = self.max_budget_usd {
+            flag("--max-budget-usd", Some(budget.to_string()));
+        }
+        match self.thinking {
+            None => {}
+            Some(Thinking::Adaptive) => flag("--thinking=adaptive", None),
+            Some(Thinking::Disabled) => flag("--thinking=disabled", None),
+            Some(Thinking::Budget(tokens)) => {
+                flag("--max-thinking-tokens", Some(tokens.to_string()));
+            }
+        }
+        if let Some(effort) = &self.effort {
+            flag("--effort", Some(effort.clone()));
+        }
+        if let Some(agents) = &self.agents {
+            flag("--agents", Some(agents.to_string()));
         }
         if self.include_partial_messages {
             flag("--include-partial-messages", None);
@@ -220,6 +300,63 @@ mod tests {
                 "stream-json"
             ]
         );
+    }
+
+    #[test]
+    fn the_full_set_of_cli_settings_become_flags() {
+        let options = ClaudeOptions {
+            sdk_mcp_servers: vec![("client".into(), Map::new())],
+            mcp_servers: vec![(
+                "files".into(),
+                json!({"type": "stdio", "command": "files-server", "args": ["--ro"]}),
+            )],
+            strict_mcp_config: true,
+            settings: Some(r#"{"cleanupPeriodDays":7}"#.into()),
+            setting_sources: Some(vec![]),
+            add_dirs: vec!["/data".into(), "/more".into()],
+            fallback_model: Some("sonnet".into()),
+            betas: vec!["context-1m-2025-08-07".into()],
+            max_budget_usd: Some(2.5),
+            thinking: Some(Thinking::Budget(4096)),
+            effort: Some("high".into()),
+            agents: Some(json!({"reviewer": {"description": "Reviews", "prompt": "Review."}})),
+            ..ClaudeOptions::default()
+        };
+        let args = strings(options.args());
+        let after = |flag: &str| args[args.iter().position(|a| a == flag).unwrap() + 1].clone();
+        assert_eq!(
+            serde_json::from_str::<Value>(&after("--mcp-config")).unwrap(),
+            json!({"mcpServers": {
+                "client": {"type": "sdk", "name": "client"},
+                "files": {"type": "stdio", "command": "files-server", "args": ["--ro"]}}})
+        );
+        assert!(args.contains(&"--strict-mcp-config".to_owned()));
+        assert_eq!(after("--settings"), r#"{"cleanupPeriodDays":7}"#);
+        assert!(
+            args.contains(&"--setting-sources=".to_owned()),
+            "none: {args:?}"
+        );
+        let dirs: Vec<&String> = args
+            .iter()
+            .zip(args.iter().skip(1))
+            .filter(|(flag, _)| *flag == "--add-dir")
+            .map(|(_, dir)| dir)
+            .collect();
+        assert_eq!(dirs, ["/data", "/more"]);
+        assert_eq!(after("--fallback-model"), "sonnet");
+        assert_eq!(after("--betas"), "context-1m-2025-08-07");
+        assert_eq!(after("--max-budget-usd"), "2.5");
+        assert_eq!(after("--max-thinking-tokens"), "4096");
+        assert_eq!(after("--effort"), "high");
+        assert_eq!(
+            serde_json::from_str::<Value>(&after("--agents")).unwrap()["reviewer"]["prompt"],
+            "Review."
+        );
+        let adaptive = ClaudeOptions {
+            thinking: Some(Thinking::Adaptive),
+            ..ClaudeOptions::default()
+        };
+        assert!(strings(adaptive.args()).contains(&"--thinking=adaptive".to_owned()));
     }
 
     #[test]

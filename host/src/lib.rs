@@ -11,7 +11,7 @@ pub mod gateway;
 pub mod process;
 pub mod record;
 
-pub use claude::{find_cli, ClaudeOptions, CliNotFound, SystemPrompt};
+pub use claude::{find_cli, ClaudeOptions, CliNotFound, SystemPrompt, Thinking};
 pub use client::{
     Client, ClientError, ClientHandle, ClientOptions, ControlAnswer, Event, Hook,
     PermissionRequest, Tool, ToolServer, Turn,

@@ -10,6 +10,7 @@ use ccwire_host::client::PermissionRequest;
 use ccwire_host::record::{Direction, TranscriptWriter};
 use ccwire_host::{ClaudeOptions, Client, ClientError, ClientOptions};
 use clap::ValueEnum;
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Arguments of `ccwire run`.
@@ -149,40 +150,91 @@ async fn decide(mode: PermissionMode, request: PermissionRequest) -> PermissionD
             PermissionDecision::deny("Denied by `ccwire run --permission deny`.")
         }
         PermissionMode::Ask => {
+            // The CLI's suggestions (a rule for this command, a mode, a directory) are what
+            // "always" saves: the CLI applies them, to the session or to the settings file each
+            // names, so it does not ask again.
+            let suggestions: Vec<Value> =
+                request.suggestions.as_array().cloned().unwrap_or_default();
+            let always = (!suggestions.is_empty())
+                .then(|| describe_suggestions(&suggestions))
+                .map(|what| format!(", a = always ({what})"))
+                .unwrap_or_default();
             let question = format!(
-                "\nAllow {} {}? [y/N] ",
+                "\nAllow {} {}? [y = yes, N = no{always}] ",
                 request.tool_name,
                 serde_json::to_string(&request.input).unwrap_or_default()
             );
-            let yes = tokio::task::spawn_blocking(move || ask(&question))
+            let answer = tokio::task::spawn_blocking(move || ask(&question))
                 .await
-                .unwrap_or(false);
-            if yes {
-                PermissionDecision::allow()
-            } else {
-                PermissionDecision::deny("The user refused this tool.")
+                .unwrap_or_default();
+            match answer.as_str() {
+                "y" | "yes" => PermissionDecision::allow(),
+                "a" | "always" if !suggestions.is_empty() => PermissionDecision::Allow {
+                    updated_input: None,
+                    updated_permissions: suggestions,
+                },
+                _ => PermissionDecision::deny("The user refused this tool."),
             }
         }
     }
 }
 
-/// Asks y/n on the terminal; no terminal means no.
-fn ask(question: &str) -> bool {
+/// What permission suggestions would save, in words: `Bash(npm test:*) in the local settings`.
+fn describe_suggestions(suggestions: &[Value]) -> String {
+    let mut parts = Vec::new();
+    for suggestion in suggestions {
+        let what = match suggestion["type"].as_str() {
+            Some("addRules" | "replaceRules") => suggestion["rules"]
+                .as_array()
+                .map(|rules| {
+                    rules
+                        .iter()
+                        .map(|r| match r["ruleContent"].as_str() {
+                            Some(content) => {
+                                format!("{}({content})", r["toolName"].as_str().unwrap_or(""))
+                            }
+                            None => r["toolName"].as_str().unwrap_or("").to_owned(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default(),
+            Some("setMode") => format!("mode {}", suggestion["mode"].as_str().unwrap_or("")),
+            Some("addDirectories") => format!("directories {}", suggestion["directories"]),
+            Some(other) => other.to_owned(),
+            None => continue,
+        };
+        let where_ = match suggestion["destination"].as_str() {
+            Some("session") => "for this session".to_owned(),
+            Some("localSettings") => "in the local settings".to_owned(),
+            Some("projectSettings") => "in the project settings".to_owned(),
+            Some("userSettings") => "in the user settings".to_owned(),
+            Some(other) => format!("in {other}"),
+            None => String::new(),
+        };
+        parts.push(format!("{what} {where_}").trim().to_owned());
+    }
+    parts.join("; ")
+}
+
+/// Asks on the terminal and returns the answer, trimmed and lowercase; no terminal means no
+/// answer.
+fn ask(question: &str) -> String {
     let Ok(tty) = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
     else {
-        return false;
+        return String::new();
     };
     if !tty.is_terminal() {
-        return false;
+        return String::new();
     }
     let mut writer = &tty;
     let _ = writer.write_all(question.as_bytes());
     let mut answer = String::new();
     let _ = io::BufReader::new(&tty).read_line(&mut answer);
-    matches!(answer.trim(), "y" | "Y" | "yes")
+    answer.trim().to_lowercase()
 }
 
 /// Streams text to stdout and tool calls with their status as they change.

@@ -727,3 +727,72 @@ async fn every_typed_host_request_is_answered_by_the_cli() {
     }
     client.close().await;
 }
+
+/// An external stdio MCP server given in `ClaudeOptions::mcp_servers`: the model calls its
+/// tools, and when one asks the user a question (an MCP elicitation) the client's
+/// `on_elicitation` handler answers it.
+#[tokio::test]
+async fn an_external_mcp_server_s_elicitation_is_answered_by_the_client() {
+    let script = Script::new()
+        .on_tool_result(Reply::Echo)
+        .on_prompt("save", Reply::tool("mcp__ask__ask", json!({})))
+        .on_prompt("echo", Reply::tool("mcp__ask__echo", json!({"text": "hi"})));
+    let mut h = Harness::new(script).await;
+    let server =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/ask-server.mjs");
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    let mut options = h.options().on_elicitation(move |request| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async move {
+            assert_eq!(request["server"], "ask");
+            assert_eq!(request["message"], "Which folder?");
+            json!({"action": "accept", "content": {"folder": "inbox"}})
+        }
+    });
+    options.claude.mcp_servers = vec![(
+        "ask".into(),
+        json!({"type": "stdio", "command": "node", "args": [server]}),
+    )];
+    options.claude.strict_mcp_config = true;
+    options.claude.allowed_tools = vec!["mcp__ask__ask".into(), "mcp__ask__echo".into()];
+    // The rest of the CLI's settings, which the CLI must accept as given.
+    let extra = h.home.workdir().join("extra");
+    std::fs::create_dir_all(&extra).unwrap();
+    options.claude.add_dirs = vec![extra];
+    options.claude.settings = Some(r#"{"cleanupPeriodDays": 30}"#.into());
+    options.claude.setting_sources = Some(vec![]);
+    options.claude.fallback_model = Some("claude-haiku-4-5".into());
+    options.claude.betas = vec!["context-1m-2025-08-07".into()];
+    options.claude.max_budget_usd = Some(5.0);
+    options.claude.effort = Some("high".into());
+    options.claude.thinking = Some(ccwire_host::Thinking::Budget(2048));
+    options.claude.agents =
+        Some(json!({"reviewer": {"description": "Reviews", "prompt": "Review."}}));
+    let mut client = Client::connect(options).await.unwrap();
+    let mut seen = Seen::default();
+    let chunks = seen.turn(&mut client, "echo something").await;
+    let result = |chunks: &[Chunk]| {
+        chunks.iter().find_map(|c| match c {
+            Chunk::ToolResult { content, .. } => Some(content.to_string()),
+            _ => None,
+        })
+    };
+    assert!(result(&chunks).unwrap().contains("echo: hi"), "{chunks:?}");
+    let chunks = seen.turn(&mut client, "save the note").await;
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "the handler was asked once"
+    );
+    assert!(chunks
+        .iter()
+        .any(|c| matches!(c, Chunk::ElicitationRequest { server, .. } if server == "ask")));
+    let content = result(&chunks).expect("the tool's result");
+    assert!(content.contains("folder: inbox"), "{content}");
+    // The settings reached the model requests.
+    let body = h.server.model_calls().last().unwrap().body.clone();
+    assert_eq!(body["thinking"]["budget_tokens"], 2048, "{}", body["thinking"]);
+    let transcript = h.transcripts[0].clone();
+    seen.close(client, &transcript).await;
+}

@@ -44,6 +44,13 @@ fn script() -> Script {
             Reply::error(500, "api_error", "fake failure"),
         )
         .on_prompt("PLEASE-GREET", Reply::text("Hello from the fake model."))
+        .on_prompt(
+            "PLEASE-ECHO",
+            Reply::tool(
+                "Bash",
+                json!({"command": "node -p \"'hello-' + 'from-bash'\"", "description": "greet"}),
+            ),
+        )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -315,4 +322,76 @@ fn running(pid: i32) -> bool {
                 .map(|(_, rest)| !rest.starts_with('Z'))
         })
         .unwrap_or(false)
+}
+
+/// `ccwire run` on a terminal: "a" (always) at the permission prompt saves the CLI's suggested
+/// rule, so the next run of the same command is not asked at all — even with
+/// `--permission deny`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_at_the_prompt_saves_the_rule_for_the_next_run() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` to give ccwire run a terminal");
+        return;
+    }
+    let server = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let line = format!(
+        "{} run --model {MODEL} {}",
+        quote(env!("CARGO_BIN_EXE_ccwire")),
+        quote("PLEASE-ECHO something")
+    );
+    let mut command = Command::new("script");
+    for key in inherited_to_remove() {
+        command.env_remove(key);
+    }
+    let mut child = command
+        .args(["-qec", &line, "/dev/null"])
+        .envs(home.env(&server.base_url()))
+        .env("CCWIRE_CLAUDE", claude_path())
+        .current_dir(home.workdir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"a\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("a = always (Bash(node -p"),
+        "the prompt offers to always allow the command: {shown}"
+    );
+    assert!(shown.contains("hello-from-bash"), "{shown}");
+    let settings = std::fs::read_to_string(home.workdir().join(".claude/settings.local.json"))
+        .expect("the rule is saved in the local settings");
+    assert!(settings.contains("Bash(node -p"), "{settings}");
+
+    let again = ccwire(
+        &home,
+        &server,
+        &[
+            "run",
+            "--json",
+            "--model",
+            MODEL,
+            "--permission",
+            "deny",
+            "PLEASE-ECHO again",
+        ],
+        b"",
+    );
+    let chunks: Vec<Value> = String::from_utf8_lossy(&again.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(again.status.code(), Some(0));
+    assert!(
+        !chunks.iter().any(|c| c["type"] == "permission_request"),
+        "not asked again"
+    );
+    let result = chunks.iter().find(|c| c["type"] == "tool_result").unwrap();
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(result["content"].to_string().contains("hello-from-bash"));
 }
