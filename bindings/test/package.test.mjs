@@ -25,6 +25,8 @@ test("the packed tarball installs and replays a transcript", () => {
     assert.deepEqual(files, [
       "README.md",
       "js/api.js",
+      "js/client.d.ts",
+      "js/client.js",
       "js/conversation-node.js",
       "js/conversation-web.js",
       "js/conversation.d.ts",
@@ -52,6 +54,8 @@ test("the packed tarball installs and replays a transcript", () => {
       `import { readFileSync } from "node:fs";
 import { replayTranscript } from "ccwire";
 import { encodeTranscript, Gateway, historyHash } from "ccwire/conversation";
+import { claudeArgs } from "ccwire/node";
+if (claudeArgs({ model: "m" }).join(" ") !== "--output-format stream-json --verbose --input-format stream-json --model m") throw new Error("no ccwire/node");
 const body = { model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "yo" }, { role: "user", content: "and?" }] };
 if (!/^[0-9a-f]{64}$/.test(historyHash(body, { api: "anthropic" }))) throw new Error("no hash");
 if (new Gateway().handleRequest(1, { api: "anthropic" }, body, 0)[0]?.type !== "spawn") throw new Error("no spawn");

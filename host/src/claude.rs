@@ -303,6 +303,63 @@ mod tests {
     }
 
     #[test]
+    fn the_npm_client_builds_the_same_arguments() {
+        // The same options and the same list as tests/sdk/ts/test/node-host.test.mjs checks for
+        // `claudeArgs` of `ccwire/node`.
+        let options = ClaudeOptions {
+            system_prompt: SystemPrompt::Custom(String::new()),
+            model: Some("sonnet".into()),
+            max_turns: 3,
+            allowed_tools: vec!["Read".into(), "mcp__calc".into()],
+            permission_prompts: true,
+            sdk_mcp_servers: vec![("calc".into(), Map::new())],
+            mcp_servers: vec![(
+                "files".into(),
+                json!({"type": "stdio", "command": "files-server"}),
+            )],
+            setting_sources: Some(vec![]),
+            add_dirs: vec!["/data".into()],
+            thinking: Some(Thinking::Budget(4096)),
+            include_partial_messages: true,
+            resume: Some("-id".into()),
+            ..ClaudeOptions::default()
+        };
+        let expected = [
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+            "--system-prompt",
+            "",
+            "--model",
+            "sonnet",
+            "--max-turns",
+            "3",
+            "--allowedTools",
+            "Read,mcp__calc",
+            "--permission-prompt-tool",
+            "stdio",
+            "--mcp-config",
+            r#"{"mcpServers":{"calc":{"type":"sdk","name":"calc"},"files":{"type":"stdio","command":"files-server"}}}"#,
+            "--setting-sources=",
+            "--add-dir",
+            "/data",
+            "--max-thinking-tokens",
+            "4096",
+            "--include-partial-messages",
+            "--resume=-id",
+        ];
+        let mut args = strings(options.args());
+        let at = args.iter().position(|a| a == "--mcp-config").unwrap() + 1;
+        // The same JSON; the keys in JavaScript's order or serde_json's.
+        let config: Value = serde_json::from_str(&args[at]).unwrap();
+        assert_eq!(config, serde_json::from_str::<Value>(expected[at]).unwrap());
+        args[at] = expected[at].to_owned();
+        assert_eq!(args, expected);
+    }
+
+    #[test]
     fn the_full_set_of_cli_settings_become_flags() {
         let options = ClaudeOptions {
             sdk_mcp_servers: vec![("client".into(), Map::new())],

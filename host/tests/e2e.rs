@@ -792,7 +792,11 @@ async fn an_external_mcp_server_s_elicitation_is_answered_by_the_client() {
     assert!(content.contains("folder: inbox"), "{content}");
     // The settings reached the model requests.
     let body = h.server.model_calls().last().unwrap().body.clone();
-    assert_eq!(body["thinking"]["budget_tokens"], 2048, "{}", body["thinking"]);
+    assert_eq!(
+        body["thinking"]["budget_tokens"], 2048,
+        "{}",
+        body["thinking"]
+    );
     let transcript = h.transcripts[0].clone();
     seen.close(client, &transcript).await;
 }

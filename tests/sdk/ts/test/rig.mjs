@@ -222,7 +222,7 @@ export function makeHome() {
 }
 
 /** The environment for `ccwire serve` (and so for the CLI it starts): offline, on the fake. */
-function serveEnv(home, fakeUrl) {
+export function serveEnv(home, fakeUrl) {
   const env = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (/^(ANTHROPIC_|CLAUDE|OTEL_)/.test(k)) continue;
