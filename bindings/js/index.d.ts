@@ -207,10 +207,157 @@ export interface RequestCancelledChunk {
   request_id: string;
 }
 /** A `system` frame other than `init`, with every field of the frame. */
-export interface StatusChunk {
+/**
+ * A `system` frame other than `init`: its subtype and every field of the frame. The subtypes of
+ * the Agent SDK's wire are typed below (task and hook lifecycle, compact boundaries, API retries
+ * with their delay, …); any other subtype is a `StatusChunkOf<string>` with its fields as sent.
+ */
+export type StatusChunk =
+  | ApiRetryStatus
+  | CompactBoundaryStatus
+  | StatusStatus
+  | TaskStartedStatus
+  | TaskProgressStatus
+  | TaskUpdatedStatus
+  | TaskNotificationStatus
+  | BackgroundTasksChangedStatus
+  | HookStartedStatus
+  | HookProgressStatus
+  | HookResponseStatus
+  | SessionStateChangedStatus
+  | PermissionDeniedStatus
+  | NotificationStatus
+  | InformationalStatus
+  | ThinkingTokensStatus
+  | ModelRefusalFallbackStatus
+  | ElicitationCompleteStatus
+  | LocalCommandOutputStatus
+  | StatusChunkOf<string>;
+/** A `status` chunk of one subtype, with every field of the frame. */
+export interface StatusChunkOf<S extends string> {
   type: "status";
-  subtype: string;
+  subtype: S;
+  session_id?: string;
+  uuid?: string;
   [field: string]: Json | undefined;
+}
+/** The CLI waits before retrying the model: attempt `attempt` of `max_retries`, in `retry_delay_ms`. */
+export interface ApiRetryStatus extends StatusChunkOf<"api_retry"> {
+  attempt: number;
+  max_retries: number;
+  retry_delay_ms: number;
+  error_status: number | null;
+  error: Json;
+}
+/** The conversation was compacted (`auto` or `manual`) from `pre_tokens` tokens. */
+export interface CompactBoundaryStatus extends StatusChunkOf<"compact_boundary"> {
+  compact_metadata: { trigger: "auto" | "manual"; pre_tokens: number; [field: string]: Json };
+}
+/** What the CLI is doing (`requesting`, `compacting`, …), or its permission mode changed. */
+export interface StatusStatus extends StatusChunkOf<"status"> {
+  status: string | null;
+  permissionMode?: string;
+}
+/** A background task or sub-agent started. */
+export interface TaskStartedStatus extends StatusChunkOf<"task_started"> {
+  task_id: string;
+  tool_use_id?: string;
+  description: string;
+  subagent_type?: string;
+}
+/** A task's progress: tokens, tool uses, time so far. */
+export interface TaskProgressStatus extends StatusChunkOf<"task_progress"> {
+  task_id: string;
+  tool_use_id?: string;
+  description: string;
+  usage: { total_tokens: number; tool_uses: number; duration_ms: number; [field: string]: Json };
+  last_tool_name?: string;
+  summary?: string;
+}
+/** A task's state changed. */
+export interface TaskUpdatedStatus extends StatusChunkOf<"task_updated"> {
+  task_id: string;
+  patch: Json;
+}
+/** A task ended: `completed`, `failed` or `stopped`, with a summary. */
+export interface TaskNotificationStatus extends StatusChunkOf<"task_notification"> {
+  task_id: string;
+  tool_use_id?: string;
+  status: "completed" | "failed" | "stopped";
+  output_file: string;
+  summary: string;
+}
+/** The set of background tasks changed. */
+export interface BackgroundTasksChangedStatus extends StatusChunkOf<"background_tasks_changed"> {
+  tasks: Json[];
+}
+/** A hook (a settings hook, not the embedder's) started. */
+export interface HookStartedStatus extends StatusChunkOf<"hook_started"> {
+  hook_id: string;
+  hook_name: string;
+  hook_event: string;
+}
+/** A running hook's output so far. */
+export interface HookProgressStatus extends StatusChunkOf<"hook_progress"> {
+  hook_id: string;
+  hook_name: string;
+  hook_event: string;
+  stdout: string;
+  stderr: string;
+  output: string;
+}
+/** A hook ended. */
+export interface HookResponseStatus extends StatusChunkOf<"hook_response"> {
+  hook_id: string;
+  hook_name: string;
+  hook_event: string;
+  output: string;
+  stdout: string;
+  stderr: string;
+  exit_code?: number;
+  outcome: "success" | "error" | "cancelled";
+}
+/** The session is `running`, `idle`, or `requires_action` (waiting on the host). */
+export interface SessionStateChangedStatus extends StatusChunkOf<"session_state_changed"> {
+  state: "running" | "idle" | "requires_action";
+}
+/** A tool call was denied without asking (a rule, a mode). */
+export interface PermissionDeniedStatus extends StatusChunkOf<"permission_denied"> {
+  tool_name: string;
+  tool_use_id: string;
+  message: string;
+  decision_reason?: string;
+}
+/** A notification for the user. */
+export interface NotificationStatus extends StatusChunkOf<"notification"> {
+  key: string;
+  text: string;
+  priority: "low" | "medium" | "high" | "immediate";
+}
+/** An informational message for the user. */
+export interface InformationalStatus extends StatusChunkOf<"informational"> {
+  content: string;
+  level: "info" | "notice" | "suggestion" | "warning";
+}
+/** How many tokens the model has thought so far (an estimate). */
+export interface ThinkingTokensStatus extends StatusChunkOf<"thinking_tokens"> {
+  estimated_tokens: number;
+  estimated_tokens_delta: number;
+}
+/** The model refused and the CLI fell back to another model. */
+export interface ModelRefusalFallbackStatus extends StatusChunkOf<"model_refusal_fallback"> {
+  original_model: string;
+  fallback_model: string;
+  content: string;
+}
+/** An MCP server's URL elicitation was completed. */
+export interface ElicitationCompleteStatus extends StatusChunkOf<"elicitation_complete"> {
+  mcp_server_name: string;
+  elicitation_id: string;
+}
+/** The output of a local slash command. */
+export interface LocalCommandOutputStatus extends StatusChunkOf<"local_command_output"> {
+  content: string;
 }
 export interface TurnCompleteChunk {
   type: "turn_complete";

@@ -53,6 +53,10 @@ function describe(chunk: Chunk): string {
     case "error":
       return `${chunk.kind}: ${chunk.detail}`;
     case "status":
+      if (chunk.subtype === "api_retry") {
+        const retry = chunk as import("ccwire").ApiRetryStatus;
+        return `retry ${retry.attempt}/${retry.max_retries} in ${retry.retry_delay_ms} ms`;
+      }
       return chunk.subtype;
     case "elicitation_request":
       return `${chunk.server} asks ${chunk.message} (${chunk.mode ?? "form"})`;
