@@ -34,18 +34,14 @@ export class ApiRequestError extends Error {
   }
 }
 
-const API_ERROR = /^ccwire-api-error (\d+) (.*)$/s;
-
-/** Calls into the module with a request body; API errors become `ApiRequestError`s. */
+/** Calls into the module with a request body; an API error it returns is thrown as an `ApiRequestError`. */
 function withRequest(call, body) {
   const text = typeof body === "string" ? body : JSON.stringify(body);
-  try {
-    return JSON.parse(call(text));
-  } catch (err) {
-    const m = API_ERROR.exec(err?.message ?? "");
-    if (m) throw new ApiRequestError(Number(m[1]), JSON.parse(m[2]));
-    throw err;
+  const result = JSON.parse(call(text));
+  if (result !== null && typeof result === "object" && result.apiError) {
+    throw new ApiRequestError(result.apiError.status, result.apiError.body);
   }
+  return result;
 }
 
 /**

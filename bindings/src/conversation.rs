@@ -9,27 +9,35 @@ use crate::interop;
 /// Parses an API request body (`api` is `anthropic` or `openai`) into its canonical form with
 /// the history hash for `tenant`, as JSON.
 ///
+/// The API's own validation error comes back in place of the result, as
+/// `{"apiError":{"status","body"}}`.
+///
 /// # Errors
-/// An unknown `api`, or the API's own validation error (message `ccwire-api-error <status>
-/// <body>`).
+/// An unknown `api`.
 #[wasm_bindgen(js_name = canonicalRequest)]
 pub fn canonical_request(api: &str, body: &str, tenant: &str) -> Result<String, JsError> {
     let (api, parsed) = interop::parse_request(api, body)?;
-    let request = parsed.map_err(|err| interop::api_error(&err, api))?;
-    Ok(interop::canonical_request(&request, tenant))
+    Ok(match parsed {
+        Ok(request) => interop::canonical_request(&request, tenant),
+        Err(err) => interop::api_error(&err, api),
+    })
 }
 
 /// The key that says which gateway must serve a request (`Endpoint::route_key`), as JSON:
 /// `{"kind":"new"}` or `{"kind":"conversation","key":…}`.
 ///
+/// The API's own validation error comes back in place of the result, as
+/// `{"apiError":{"status","body"}}`.
+///
 /// # Errors
-/// An unknown `api`, or the API's own validation error (message `ccwire-api-error <status>
-/// <body>`).
+/// An unknown `api`.
 #[wasm_bindgen(js_name = routeKey)]
 pub fn route_key(api: &str, body: &str, tenant: &str) -> Result<String, JsError> {
     let api = interop::api(api)?;
-    let key = Endpoint::route_key(api, tenant, body.as_bytes())
-        .map_err(|err| interop::api_error(&err, api))?;
+    let key = match Endpoint::route_key(api, tenant, body.as_bytes()) {
+        Ok(key) => key,
+        Err(err) => return Ok(interop::api_error(&err, api)),
+    };
     Ok(match key {
         RouteKey::New => r#"{"kind":"new"}"#.to_owned(),
         RouteKey::Conversation(key) => {

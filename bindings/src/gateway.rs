@@ -139,9 +139,11 @@ impl WasmGateway {
 
     /// A person's answer to an approval: `{"decided": …, "outputs": [...]}` (JSON).
     ///
+    /// An unknown approval (404) or an answer of another shape (400) comes back in place of
+    /// the result, as `{"apiError":{"status","body"}}`.
+    ///
     /// # Errors
-    /// A bad time; an unknown approval (404) or an answer of another shape (400), as
-    /// `ccwire-api-error <status> <body>`.
+    /// A bad time.
     #[wasm_bindgen(js_name = answerApproval)]
     pub fn answer_approval(
         &mut self,
@@ -151,10 +153,10 @@ impl WasmGateway {
         now_ms: f64,
     ) -> Result<String, JsError> {
         let now = interop::timestamp(now_ms)?;
-        let decided = self
-            .inner
-            .answer_approval(now, tenant, id, body)
-            .map_err(|err| interop::api_error(&err, ccwire_core::api::Api::Anthropic))?;
+        let decided = match self.inner.answer_approval(now, tenant, id, body) {
+            Ok(decided) => decided,
+            Err(err) => return Ok(interop::api_error(&err, ccwire_core::api::Api::Anthropic)),
+        };
         Ok(format!(
             r#"{{"decided":{decided},"outputs":{}}}"#,
             self.drain_outputs()

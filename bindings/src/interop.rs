@@ -393,13 +393,10 @@ pub fn api_name(api: Api) -> &'static str {
     }
 }
 
-/// An API error as a JS `Error` whose message carries the status and the API's error body.
-pub fn api_error(err: &ApiError, api: Api) -> JsError {
-    JsError::new(&format!(
-        "ccwire-api-error {} {}",
-        err.status(),
-        err.body(api)
-    ))
+/// An API error as the JSON a call returns in its place, `{"apiError":{"status":…,"body":…}}`:
+/// the JS wrapper throws it as an `ApiRequestError` with those fields.
+pub fn api_error(err: &ApiError, api: Api) -> String {
+    serde_json::json!({"apiError": {"status": err.status(), "body": err.body(api)}}).to_string()
 }
 
 /// Response encoder options as the JS constructor takes them.
