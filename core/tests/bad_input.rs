@@ -200,6 +200,11 @@ fn a_repeated_request_id_is_reported_and_answered_once() {
         s.respond_permission(0, "r1", ccwire_core::PermissionDecision::allow()),
         Ok(ccwire_core::Delivery::Dropped)
     );
+    // Repeated after its answer, it is not asked again either.
+    let late = feed(&mut s, format!("{request}\n").as_bytes());
+    assert_eq!(late.len(), 1, "{late:?}");
+    assert_eq!(error_kind(&late[0]), "invalid_message");
+    assert!(drain(&mut s).1.is_empty(), "no second answer");
     assert_alive(&mut s);
 }
 

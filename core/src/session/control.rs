@@ -35,13 +35,14 @@ impl State {
             self.invalid("`request` needs a string `subtype`", text);
             return;
         };
-        if self.incoming.iter().any(|r| r.request_id == request_id) {
-            // One answer settles the CLI's one pending request under this id: the repeat is
-            // reported and gets no second request chunk (nor a second answer).
+        if self.incoming.iter().any(|r| r.request_id == request_id) || self.is_settled(request_id) {
+            // A request id is asked once (as the SDKs render a replayed request once): one
+            // answer settles the CLI's one pending request under it, so the repeat is reported
+            // and gets no second request chunk, nor a second answer.
             let chunk = line_error(
                 ErrorKind::InvalidMessage,
                 format!(
-                    "a control_request reuses the id {request_id} of a request still open; \
+                    "a control_request reuses the id {request_id} of a request already seen; \
                      the repeat was dropped"
                 ),
                 text.as_bytes(),
