@@ -6,11 +6,12 @@
 #   scripts/fuzz-campaign.sh                      # 10,000,000 executions of every target
 #   scripts/fuzz-campaign.sh --runs 100000 gateway play
 #
-# Each target starts from its committed corpus (fuzz/corpus/<target>/, where new inputs are
-# kept), seeds built from the transcript corpus (fuzz/seed.py) and its regression inputs.
-# Crashes land in fuzz/artifacts/<target>/; copy each into fuzz/regressions/<target>/ with the
-# fix, so that `cargo test` replays it for ever. At the end each corpus is merged down to the
-# inputs that add coverage.
+# Each target starts from its committed corpus (fuzz/corpus/<target>.tar.gz, unpacked into
+# fuzz/corpus/<target>/, where new inputs are kept), seeds built from the transcript corpus
+# (fuzz/seed.py) and its regression inputs. Crashes land in fuzz/artifacts/<target>/; copy each
+# into fuzz/regressions/<target>/ with the fix, so that `cargo test` replays it for ever. At the
+# end each corpus is merged down to the smallest set of inputs that covers what the run covered
+# and packed again into fuzz/corpus/<target>.tar.gz (commit it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,7 +48,11 @@ summary=logs/summary.md
 } > "$summary"
 status=0
 for t in "${targets[@]}"; do
-  mkdir -p "corpus/$t" "artifacts/$t"
+  mkdir -p "artifacts/$t"
+  if [ ! -d "corpus/$t" ]; then
+    mkdir -p "corpus/$t"
+    [ ! -f "corpus/$t.tar.gz" ] || tar -xzf "corpus/$t.tar.gz" -C "corpus/$t"
+  fi
   log="logs/$t.log"
   before=$(ls "artifacts/$t" | wc -l)
   start=$(date +%s)
@@ -62,10 +67,12 @@ for t in "${targets[@]}"; do
   last=$(grep -E '^#[0-9]+' "$log" | tail -1)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
-  # Keep only the inputs that add coverage.
-  mkdir -p "corpus/$t.min"
-  "$bin/$t" -merge=1 -max_len=4096 "corpus/$t.min" "corpus/$t" >/dev/null 2>&1
+  # Keep the smallest set of inputs that covers what the run covered, packed reproducibly.
+  rm -rf "corpus/$t.min" && mkdir -p "corpus/$t.min"
+  "$bin/$t" -set_cover_merge=1 -max_len=4096 "corpus/$t.min" "corpus/$t" >/dev/null 2>&1
   rm -rf "corpus/$t" && mv "corpus/$t.min" "corpus/$t"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - -C "corpus/$t" . \
+    | gzip -n -9 > "corpus/$t.tar.gz"
   kept=$(ls "corpus/$t" | wc -l)
   crashes=$(( $(ls "artifacts/$t" | wc -l) - before ))
   [ "$rc" -eq 0 ] && [ "$crashes" -eq 0 ] || status=1
