@@ -146,10 +146,15 @@ export class Client {
       this.#stderr = (this.#stderr + data.toString()).slice(-STDERR_TAIL);
     });
     this.#exited.then((exit) => {
+      this.#exit = exit;
+      const error = new ProcessExitedError(exit, this.#stderr.trim(), this.#lastErrorResult);
+      // Requests still waiting fail with how the CLI ended, not with the session's note that
+      // it ended; the last chunks (the process exit) still reach the app before the error.
+      for (const waiter of this.#waiters.values()) waiter.reject(error);
+      this.#waiters.clear();
       this.#apply(this.#session.endStdout(this.#now()));
       this.#apply(this.#session.processExit(exit, this.#now()));
-      this.#exit = exit;
-      this.#fail(new ProcessExitedError(exit, this.#stderr.trim(), this.#lastErrorResult));
+      this.#fail(error);
     });
   }
 
