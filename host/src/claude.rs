@@ -279,6 +279,23 @@ impl ClaudeOptions {
     }
 }
 
+/// The version the CLI at `path` reports (`claude --version`), if it answers within 20 s.
+pub async fn cli_version(path: &std::path::Path) -> Option<String> {
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        tokio::process::Command::new(path)
+            .arg("--version")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.split_whitespace().next().map(str::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -229,7 +229,6 @@ fn serve(args: ServeArgs) -> ExitCode {
     }
     let seconds = |s: f64| (s.max(0.0) * 1000.0) as u64;
     let options = GatewayOptions {
-        api_keys,
         claude: args.claude,
         engine: ccwire_core::gateway::EndpointConfig {
             limits: ccwire_core::gateway::GatewayConfig {
@@ -249,17 +248,20 @@ fn serve(args: ServeArgs) -> ExitCode {
             approval_timeout_ms: seconds(args.approval_timeout),
             ..ccwire_core::gateway::EndpointConfig::default()
         },
-        max_body: args.max_body,
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys,
+            admin_key: args
+                .admin_key
+                .or_else(|| std::env::var("CCWIRE_ADMIN_KEY").ok())
+                .filter(|k| !k.is_empty()),
+            allow_origins: args.allow_origins,
+            allow_hosts: args.allow_hosts,
+            max_body: args.max_body,
+            drain_grace_ms: seconds(args.drain_grace),
+        },
         cwd: args.cwd,
         env: Vec::new(),
         env_remove: args.strip_env,
-        allow_origins: args.allow_origins,
-        allow_hosts: args.allow_hosts,
-        drain_grace: std::time::Duration::from_secs_f64(args.drain_grace.max(0.0)),
-        admin_key: args
-            .admin_key
-            .or_else(|| std::env::var("CCWIRE_ADMIN_KEY").ok())
-            .filter(|k| !k.is_empty()),
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

@@ -40,7 +40,7 @@ pub enum SpawnError {
 }
 
 /// How the process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ExitInfo {
     /// The exit code, when it exited.
     pub code: Option<i32>,

@@ -519,7 +519,7 @@ async fn partial_or_unknown_tool_results_get_a_400_and_lose_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_are_checked_and_tenants_never_share_a_session() {
-    let gw = Gw::start(|o| o.api_keys = vec!["key-a".into(), "key-b".into()]).await;
+    let gw = Gw::start(|o| o.http.api_keys = vec!["key-a".into(), "key-b".into()]).await;
     let user = json!({"role": "user", "content": "hi there"});
     let request = anthropic(json!([user]));
     let (status, _, body) = gw.call("/v1/messages", &request, None).await;
@@ -574,7 +574,7 @@ async fn keys_are_checked_and_tenants_never_share_a_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_errors_in_each_api_s_shape() {
-    let gw = Gw::start(|o| o.max_body = 4096).await;
+    let gw = Gw::start(|o| o.http.max_body = 4096).await;
     let big = json!({"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": "x".repeat(10_000)}]});
     let (status, _, body) = gw.call("/v1/messages", &big, None).await;
     assert_eq!(status, 413, "{body}");

@@ -99,6 +99,8 @@ pub enum ApiErrorKind {
     Forbidden,
     /// 404: no such endpoint or model.
     NotFound,
+    /// 405: the endpoint exists, not with this method.
+    MethodNotAllowed,
     /// 413: the body is too large.
     RequestTooLarge,
     /// 415: the body is not `application/json`.
@@ -121,6 +123,7 @@ impl ApiErrorKind {
             ApiErrorKind::Authentication => 401,
             ApiErrorKind::Forbidden => 403,
             ApiErrorKind::NotFound => 404,
+            ApiErrorKind::MethodNotAllowed => 405,
             ApiErrorKind::RequestTooLarge => 413,
             ApiErrorKind::UnsupportedMediaType => 415,
             ApiErrorKind::RateLimit => 429,
@@ -132,7 +135,9 @@ impl ApiErrorKind {
 
     fn anthropic_type(self) -> &'static str {
         match self {
-            ApiErrorKind::InvalidRequest => "invalid_request_error",
+            ApiErrorKind::InvalidRequest | ApiErrorKind::MethodNotAllowed => {
+                "invalid_request_error"
+            }
             ApiErrorKind::Authentication => "authentication_error",
             ApiErrorKind::Forbidden => "permission_error",
             ApiErrorKind::NotFound => "not_found_error",
@@ -147,6 +152,7 @@ impl ApiErrorKind {
     fn openai_type(self) -> &'static str {
         match self {
             ApiErrorKind::InvalidRequest
+            | ApiErrorKind::MethodNotAllowed
             | ApiErrorKind::RequestTooLarge
             | ApiErrorKind::UnsupportedMediaType => "invalid_request_error",
             ApiErrorKind::Forbidden => "permission_error",

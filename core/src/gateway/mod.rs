@@ -12,8 +12,9 @@ mod endpoint;
 mod metrics;
 
 pub use endpoint::{
-    CliSpec, Endpoint, EndpointConfig, EndpointOutput, EndpointTimeout, RequestId, RouteKey,
-    CLIENT_SERVER, STRIPPED_ENV,
+    Admission, BodyError, CliSpec, Endpoint, EndpointConfig, EndpointOutput, EndpointTimeout,
+    FrontError, HttpConfig, HttpFront, HttpHead, HttpResponse, Outbound, RequestId, RouteKey,
+    Routed, CLIENT_SERVER, STRIPPED_ENV,
 };
 pub use metrics::Histogram;
 

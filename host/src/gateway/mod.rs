@@ -8,9 +8,6 @@
 //! the endpoint and carries out what it asks for, so outputs happen in the order they were
 //! made.
 
-mod http;
-mod upstream;
-
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -20,41 +17,38 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use axum::middleware;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
 use axum::serve::ListenerExt;
 use axum::Router;
-use ccwire_core::api::guard::{ApiKeys, BrowserPolicy, InvalidAllowance};
-use ccwire_core::api::{Api, ApiError, ApiErrorKind};
+use ccwire_core::api::{ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
-    env_to_remove, CliSpec, Endpoint, EndpointConfig, EndpointOutput, RequestId, SessionId,
+    env_to_remove, Admission, BodyError, CliSpec, Endpoint, EndpointConfig, EndpointOutput,
+    FrontError, HttpConfig, HttpFront, HttpHead, Outbound, RequestId, Routed, SessionId,
 };
+use futures::StreamExt;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::ChildStdout;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, Notify};
 
-use crate::claude::find_cli;
+use crate::claude::{cli_version, find_cli};
 use crate::process::CliProcess;
-use http::{api_of, authenticate, error_response, read_body};
 
 pub use ccwire_core::gateway::CODE_TOOLS;
 
 /// How the gateway runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct GatewayOptions {
-    /// API keys; empty = no authentication (loopback only).
-    pub api_keys: Vec<String>,
     /// The `claude` executable (found with [`find_cli`] when `None`).
     pub claude: Option<PathBuf>,
     /// The engine's settings: deadlines, caps, enabled tools, the default model (its seed and
     /// clock are set at start).
     pub engine: EndpointConfig,
-    /// The largest request body accepted, in bytes.
-    pub max_body: usize,
+    /// The HTTP face: API keys, the admin key, allowed origins and hosts, the body limit, the
+    /// drain grace.
+    pub http: HttpConfig,
     /// The CLI's working directory.
     pub cwd: Option<PathBuf>,
     /// Further CLI environment (tests point the CLI at a fake model with it).
@@ -63,54 +57,15 @@ pub struct GatewayOptions {
     /// prefix ending in `*`), besides every `CCWIRE_*` variable and those that would let the
     /// CLI time out or background a held call.
     pub env_remove: Vec<String>,
-    /// Web origins whose pages may use the gateway (`--allow-origin`); none by default.
-    pub allow_origins: Vec<String>,
-    /// Host names accepted in the `Host` header on a loopback listener besides `localhost` and
-    /// loopback addresses (`--allow-host`).
-    pub allow_hosts: Vec<String>,
-    /// How long running turns may take to finish when the gateway drains (SIGTERM,
-    /// `POST /admin/drain`).
-    pub drain_grace: Duration,
-    /// The key `POST /admin/drain` needs (`Authorization: Bearer`); without one it is refused.
-    pub admin_key: Option<String>,
-}
-
-impl Default for GatewayOptions {
-    fn default() -> Self {
-        GatewayOptions {
-            api_keys: Vec::new(),
-            claude: None,
-            engine: EndpointConfig::default(),
-            max_body: 32 * 1024 * 1024,
-            cwd: None,
-            env: Vec::new(),
-            env_remove: Vec::new(),
-            allow_origins: Vec::new(),
-            allow_hosts: Vec::new(),
-            drain_grace: Duration::from_secs(30),
-            admin_key: None,
-        }
-    }
 }
 
 /// Why the gateway cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// A non-loopback address without an API key.
-    #[error(
-        "refusing to listen on {addr} without an API key{}: give --api-key or \
-         CCWIRE_API_KEYS, or listen on 127.0.0.1",
-        code_tools_reason(code_tools)
-    )]
-    NoKeyOnPublicAddress {
-        /// The address.
-        addr: SocketAddr,
-        /// The enabled tools that run code on this machine.
-        code_tools: Vec<String>,
-    },
-    /// An `--allow-origin` or `--allow-host` value that cannot be allowed.
+    /// The HTTP settings do not suit the listener (no key on a public address, an origin or
+    /// host that cannot be allowed).
     #[error(transparent)]
-    Allowance(#[from] InvalidAllowance),
+    Front(#[from] FrontError),
     /// The socket could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -124,55 +79,37 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
-fn code_tools_reason(tools: &[String]) -> String {
-    if tools.is_empty() {
-        return String::new();
-    }
-    format!(
-        " (--enable-tool {} would let anyone who reaches it run code on this machine)",
-        tools.join(", ")
-    )
-}
-
 /// How long a closed session's CLI may take to exit once its stdin is closed, before it is
 /// signalled (SIGTERM, then SIGKILL).
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// A live CLI, as the host holds it.
 struct Cli {
-    /// Lines for its stdin; dropped, it closes stdin.
+    /// Lines for its stdin; dropped when the endpoint closes the session, it closes stdin and
+    /// the CLI has [`CLOSE_GRACE`] to exit.
     stdin: mpsc::UnboundedSender<Vec<u8>>,
-    /// Dropped when the endpoint closes the session: the CLI then has [`CLOSE_GRACE`].
-    _closing: oneshot::Sender<()>,
     pid: u32,
 }
 
-/// A response head: the status and headers.
-type Head = (u16, Vec<(String, String)>);
-
-/// A response being sent.
-struct Responder {
-    head: Option<oneshot::Sender<Head>>,
-    body: mpsc::UnboundedSender<Bytes>,
+/// A piece of a response, as the endpoint's outputs give it; the channel closes at its end.
+enum Part {
+    Head(u16, Vec<(String, String)>),
+    Body(Bytes),
 }
 
 /// The endpoint and what its outputs act on, under one lock.
 struct Core {
     endpoint: Endpoint,
     clis: HashMap<SessionId, Cli>,
-    responders: HashMap<RequestId, Responder>,
+    responders: HashMap<RequestId, mpsc::UnboundedSender<Part>>,
 }
 
 struct App {
     options: GatewayOptions,
-    /// Where token counts come from, when the CLI's environment names an API key.
-    upstream: Option<upstream::Upstream>,
-    browser: BrowserPolicy,
-    keys: ApiKeys,
-    /// Inherited variables no CLI gets.
-    env_remove: Vec<std::ffi::OsString>,
+    /// Sends the front's outbound requests (token counts).
+    http: reqwest::Client,
+    front: HttpFront,
     claude: Result<PathBuf, String>,
-    claude_version: Option<String>,
     core: Mutex<Core>,
     /// The tasks that own CLI processes, to wait for at shutdown.
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -185,13 +122,17 @@ struct App {
 }
 
 impl App {
+    fn core(&self) -> std::sync::MutexGuard<'_, Core> {
+        self.core.lock().expect("core lock")
+    }
+
     fn now(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
     }
 
     /// Gives the endpoint an input, then carries out every output it makes, in order.
     fn input<T>(self: &Arc<Self>, f: impl FnOnce(&mut Endpoint, u64) -> T) -> T {
-        let mut core = self.core.lock().expect("core lock");
+        let mut core = self.core();
         let now = self.now();
         let value = f(&mut core.endpoint, now);
         while let Some(output) = core.endpoint.poll_output() {
@@ -213,11 +154,7 @@ impl App {
             }
             EndpointOutput::Write { session, bytes } => {
                 if let Some(cli) = core.clis.get(&session) {
-                    if tracing::enabled!(target: "ccwire::wire", tracing::Level::TRACE) {
-                        for line in String::from_utf8_lossy(&bytes).lines() {
-                            tracing::trace!(target: "ccwire::wire", "> {line}");
-                        }
-                    }
+                    trace_lines(">", &mut Vec::new(), &bytes);
                     let _ = cli.stdin.send(bytes);
                 }
             }
@@ -231,17 +168,13 @@ impl App {
                 status,
                 headers,
             } => {
-                if let Some(head) = core
-                    .responders
-                    .get_mut(&request)
-                    .and_then(|r| r.head.take())
-                {
-                    let _ = head.send((status, headers));
+                if let Some(responder) = core.responders.get(&request) {
+                    let _ = responder.send(Part::Head(status, headers));
                 }
             }
             EndpointOutput::Body { request, bytes } => {
                 if let Some(responder) = core.responders.get(&request) {
-                    let _ = responder.body.send(Bytes::from(bytes));
+                    let _ = responder.send(Part::Body(bytes.into()));
                 }
             }
             EndpointOutput::End { request } => {
@@ -259,41 +192,23 @@ impl App {
         spec: &CliSpec,
     ) -> Result<(), String> {
         let path = self.claude.clone()?;
-        let set = spec
-            .env
-            .iter()
-            .cloned()
-            .chain(self.options.env.iter().cloned());
-        let remove = spec
-            .env_remove
-            .iter()
-            .map(std::ffi::OsString::from)
-            .chain(self.env_remove.iter().cloned());
-        let mut process =
-            CliProcess::spawn_command(&path, &spec.args, self.options.cwd.as_deref(), set, remove)
-                .map_err(|e| e.to_string())?;
+        let cwd = self.options.cwd.as_deref();
+        let set = spec.env.iter().cloned();
+        let mut process = CliProcess::spawn_command(&path, &spec.args, cwd, set, &spec.env_remove)
+            .map_err(|e| e.to_string())?;
         let pid = process.pid();
         let (Some(mut stdin), Some(stdout)) = (process.take_stdin(), process.take_stdout()) else {
             return Err("the CLI's pipes are missing".to_owned());
         };
         let (lines, mut to_write) = mpsc::unbounded_channel::<Vec<u8>>();
-        tokio::spawn(async move {
+        // Ends (dropping stdin, which closes it) once the session is closed.
+        let closed = tokio::spawn(async move {
+            let mut open = true;
             while let Some(bytes) = to_write.recv().await {
-                if stdin.write_all(&bytes).await.is_err() {
-                    break;
-                }
+                open = open && stdin.write_all(&bytes).await.is_ok();
             }
-            // Dropping stdin closes it: the CLI ends its session and exits.
         });
-        let (closing, closed) = oneshot::channel();
-        core.clis.insert(
-            session,
-            Cli {
-                stdin: lines,
-                _closing: closing,
-                pid,
-            },
-        );
+        core.clis.insert(session, Cli { stdin: lines, pid });
         tracing::info!(session, pid, "started a Claude Code session");
         let task = tokio::spawn(run_cli(self.clone(), session, process, stdout, closed));
         let mut tasks = self.tasks.lock().expect("tasks lock");
@@ -304,80 +219,64 @@ impl App {
 }
 
 /// Reads a CLI's stdout into the endpoint until it ends, then reports its exit. Once the
-/// endpoint has closed the session, the CLI has [`CLOSE_GRACE`] to exit by itself.
+/// endpoint has closed the session (its stdin closed), its output is no longer read and it has
+/// [`CLOSE_GRACE`] to exit by itself.
 async fn run_cli(
     app: Arc<App>,
     session: SessionId,
     mut process: CliProcess,
     mut stdout: ChildStdout,
-    mut closed: oneshot::Receiver<()>,
+    mut closed: tokio::task::JoinHandle<()>,
 ) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut trace = Vec::new();
-    let mut closing = false;
-    let mut grace_passed = false;
-    let grace = tokio::time::sleep(Duration::from_secs(86_400 * 365));
-    tokio::pin!(grace);
     loop {
         tokio::select! {
             read = stdout.read(&mut buf) => match read {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    if tracing::enabled!(target: "ccwire::wire", tracing::Level::TRACE) {
-                        trace_lines(&mut trace, &buf[..n]);
-                    }
+                    trace_lines("<", &mut trace, &buf[..n]);
                     app.input(|endpoint, now| endpoint.handle_stdout(now, session, &buf[..n]));
                 }
             },
-            _ = &mut closed, if !closing => {
-                closing = true;
-                grace.as_mut().reset(tokio::time::Instant::now() + CLOSE_GRACE);
-            }
-            () = &mut grace, if closing => {
-                grace_passed = true;
-                break;
-            }
+            _ = &mut closed => break,
         }
     }
-    let grace = if grace_passed {
-        Duration::ZERO
-    } else {
-        CLOSE_GRACE
-    };
-    let exit = match process.shutdown(grace).await {
-        Ok(exit) => exit,
-        Err(error) => {
-            tracing::warn!(session, %error, "cannot wait for a Claude Code session");
-            crate::process::ExitInfo {
-                code: None,
-                signal: None,
-            }
-        }
-    };
+    drop(stdout);
+    let exit = process.shutdown(CLOSE_GRACE).await.unwrap_or_else(|error| {
+        tracing::warn!(session, %error, "cannot wait for a Claude Code session");
+        crate::process::ExitInfo::default()
+    });
     let stderr = process.stderr().text();
     tracing::info!(session, ?exit, stderr = %stderr.trim_end(), "a Claude Code session ended");
     app.input(|endpoint, now| {
         endpoint.handle_exit(now, session, exit.code, exit.signal, &stderr);
     });
-    app.core.lock().expect("core lock").clis.remove(&session);
+    app.core().clis.remove(&session);
 }
 
-/// Logs whole stdout lines at TRACE (`ccwire::wire`), keeping a partial line for later.
-fn trace_lines(partial: &mut Vec<u8>, bytes: &[u8]) {
-    partial.extend_from_slice(bytes);
-    let Some(end) = partial.iter().rposition(|b| *b == b'\n') else {
-        return;
-    };
-    for line in partial[..end].split(|b| *b == b'\n') {
-        tracing::trace!(target: "ccwire::wire", "< {}", String::from_utf8_lossy(line));
+/// Logs whole lines read (`<`) or written (`>`) at TRACE (`ccwire::wire`), keeping a partial
+/// line for later.
+fn trace_lines(direction: &str, partial: &mut Vec<u8>, bytes: &[u8]) {
+    if tracing::enabled!(target: "ccwire::wire", tracing::Level::TRACE) {
+        partial.extend_from_slice(bytes);
+        let end = partial
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        for line in partial.drain(..end).as_slice().split(|b| *b == b'\n') {
+            if !line.is_empty() {
+                let line = String::from_utf8_lossy(line);
+                tracing::trace!(target: "ccwire::wire", "{direction} {line}");
+            }
+        }
     }
-    partial.drain(..=end);
 }
 
 /// Applies the endpoint's deadlines as they come.
 async fn timers(app: Arc<App>) {
     loop {
-        let next = app.core.lock().expect("core lock").endpoint.poll_timeout();
+        let next = app.core().endpoint.poll_timeout();
         let sleep = match next {
             Some((at, _)) => Duration::from_millis(at.saturating_sub(app.now())),
             None => Duration::from_secs(3600),
@@ -406,269 +305,124 @@ impl Drop for InFlight {
                 endpoint.handle_client_gone(now, id);
             }
         });
-        self.app
-            .core
-            .lock()
-            .expect("core lock")
-            .responders
-            .remove(&id);
+        self.app.core().responders.remove(&id);
     }
 }
 
-async fn anthropic_messages(
-    State(app): State<Arc<App>>,
-    headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    handle(app, Api::Anthropic, headers, body).await
-}
-
-async fn openai_completions(
-    State(app): State<Arc<App>>,
-    headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    handle(app, Api::OpenAi, headers, body).await
-}
-
-async fn openai_responses(
-    State(app): State<Arc<App>>,
-    headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    handle(app, Api::Responses, headers, body).await
-}
-
-/// Hands a request to the endpoint and relays its response.
-async fn handle(
-    app: Arc<App>,
-    api: Api,
-    headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    let tenant = match authenticate(&app, &headers) {
-        Ok(t) => t,
-        Err(e) => return error_response(api, &e),
+/// Every request: its head decided on by the front, its body read, then handed to the
+/// endpoint, whose outputs for it are relayed — a stream as it comes, or a whole answer.
+async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let mut headers: Vec<(&str, &str)> = parts
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.to_str().unwrap_or("(not text)")))
+        .collect();
+    if let (false, Some(authority)) = (
+        parts.headers.contains_key(header::HOST),
+        parts.uri.authority(),
+    ) {
+        headers.push(("host", authority.as_str()));
+    }
+    let head = HttpHead {
+        method: parts.method.as_str(),
+        path: parts.uri.path(),
+        headers: &headers,
     };
-    let body = match read_body(&app, body) {
-        Ok(body) => body,
-        Err(e) => return error_response(api, &e),
+    let (tenant, cors) = match app.front.admit(&head) {
+        Admission::Respond(r) => return response(r.status, r.headers, Body::from(r.body)),
+        Admission::Admit { tenant, cors } => (tenant, cors),
     };
-    tracing::debug!(?api, "request");
-    relay(&app, api, |endpoint, now, id| {
-        endpoint.handle_request(now, id, api, &tenant, &body);
-    })
-    .await
-}
-
-/// Gives the endpoint a request (`start` hands it over under the request's id) and relays
-/// the response it makes: a stream as it comes, or a whole answer.
-async fn relay(
-    app: &Arc<App>,
-    api: Api,
-    start: impl FnOnce(&mut Endpoint, u64, RequestId),
-) -> Response {
+    let body = read_body(body, app.front.max_body()).await;
     let id = app.next_request.fetch_add(1, Ordering::Relaxed);
-    let (head, head_rx) = oneshot::channel();
-    let (body_tx, mut body_rx) = mpsc::unbounded_channel();
-    app.core.lock().expect("core lock").responders.insert(
-        id,
-        Responder {
-            head: Some(head),
-            body: body_tx,
-        },
-    );
+    let (responder, mut parts) = mpsc::unbounded_channel();
+    app.core().responders.insert(id, responder);
     let in_flight = InFlight {
         app: app.clone(),
         id,
     };
-    app.input(|endpoint, now| start(endpoint, now, id));
-    let Ok((status, response_headers)) = head_rx.await else {
+    let bytes = body.as_ref().map(|b| &b[..]).map_err(Clone::clone);
+    let routed =
+        app.input(|endpoint, now| app.front.handle(endpoint, now, id, &head, &tenant, bytes));
+    match routed {
+        Routed::Endpoint => {}
+        Routed::Drain => app.drain_asked.notify_one(),
+        Routed::CountTokens { estimate, upstream } => {
+            let answer = match (upstream, body) {
+                (Some(upstream), Ok(body)) => send(&app.http, upstream, body).await,
+                _ => None,
+            };
+            let answer = answer.as_deref();
+            app.input(|endpoint, _| app.front.token_count(endpoint, id, estimate, answer));
+        }
+    }
+    let Some(Part::Head(status, mut headers)) = parts.recv().await else {
         let error = ApiError::new(ApiErrorKind::Api, "the gateway dropped the request");
-        return error_response(api, &error);
+        return response(500, Vec::new(), error.body(head.api()).to_string().into());
     };
-    let streaming = response_headers
+    headers.extend(cors);
+    let body = if headers
         .iter()
-        .any(|(n, v)| n == "content-type" && v == "text/event-stream");
-    let body = if streaming {
-        let stream = futures::stream::unfold((body_rx, in_flight), |(mut rx, in_flight)| async {
-            let bytes = rx.recv().await?;
-            Some((Ok::<_, Infallible>(bytes), (rx, in_flight)))
+        .any(|(n, v)| n == "content-type" && v == "text/event-stream")
+    {
+        let stream = futures::stream::unfold((parts, in_flight), |(mut parts, in_flight)| async {
+            let Part::Body(bytes) = parts.recv().await? else {
+                return None;
+            };
+            Some((Ok::<_, Infallible>(bytes), (parts, in_flight)))
         });
         Body::from_stream(stream)
     } else {
         // A whole answer is sent at once: its body is already in the channel.
         let mut bytes = Vec::new();
-        while let Some(piece) = body_rx.recv().await {
+        while let Some(Part::Body(piece)) = parts.recv().await {
             bytes.extend_from_slice(&piece);
         }
         drop(in_flight);
         Body::from(bytes)
     };
+    response(status, headers, body)
+}
+
+/// Sends an outbound request of the front with `body`: the body of a successful answer.
+async fn send(http: &reqwest::Client, out: Outbound, body: Bytes) -> Option<Bytes> {
+    let mut request = http.post(&out.url).body(body);
+    for (name, value) in &out.headers {
+        request = request.header(name, value);
+    }
+    let answer = async { request.send().await?.error_for_status()?.bytes().await }.await;
+    answer
+        .map_err(|err| tracing::debug!(%err, url = out.url, "no answer from the upstream"))
+        .ok()
+}
+
+/// A request body, up to `max` bytes.
+async fn read_body(body: Body, max: usize) -> Result<Bytes, BodyError> {
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(piece) = stream.next().await {
+        let piece = piece.map_err(|e| BodyError::Unreadable(e.to_string()))?;
+        if bytes.len() + piece.len() > max {
+            return Err(BodyError::TooLarge);
+        }
+        bytes.extend_from_slice(&piece);
+    }
+    Ok(bytes.into())
+}
+
+fn response(status: u16, headers: Vec<(String, String)>, body: Body) -> Response {
     let mut response = Response::new(body);
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    for (name, value) in response_headers {
+    for (name, value) in headers {
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(name.as_bytes()),
             HeaderValue::from_str(&value),
         ) {
-            response.headers_mut().insert(name, value);
+            response.headers_mut().append(name, value);
         }
     }
     response
-}
-
-/// `GET /v1/approvals`: the caller's pending approvals.
-async fn approvals(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    match authenticate(&app, &headers) {
-        Ok(tenant) => {
-            let list = app
-                .core
-                .lock()
-                .expect("core lock")
-                .endpoint
-                .approvals(&tenant);
-            axum::Json(list).into_response()
-        }
-        Err(e) => error_response(Api::Anthropic, &e),
-    }
-}
-
-/// `POST /v1/approvals/{id}`: a person's answer.
-async fn answer_approval(
-    State(app): State<Arc<App>>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-    headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    let tenant = match authenticate(&app, &headers) {
-        Ok(t) => t,
-        Err(e) => return error_response(Api::Anthropic, &e),
-    };
-    let body = match read_body(&app, body) {
-        Ok(body) => body,
-        Err(e) => return error_response(Api::Anthropic, &e),
-    };
-    match app.input(|endpoint, now| endpoint.answer_approval(now, &tenant, &id, &body)) {
-        Ok(decided) => axum::Json(decided).into_response(),
-        Err(e) => error_response(Api::Anthropic, &e),
-    }
-}
-
-/// `GET /v1/approvals/events`: the caller's approvals as server-sent events.
-async fn approval_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    match authenticate(&app, &headers) {
-        Ok(tenant) => {
-            relay(&app, Api::Anthropic, |endpoint, now, id| {
-                endpoint.handle_approval_events(now, id, &tenant);
-            })
-            .await
-        }
-        Err(e) => error_response(Api::Anthropic, &e),
-    }
-}
-
-async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if let Err(e) = authenticate(&app, &headers) {
-        return error_response(api_of("/v1/models", &headers), &e);
-    }
-    let list = app.core.lock().expect("core lock").endpoint.models();
-    axum::Json(list).into_response()
-}
-
-/// `POST /admin/drain`: starts the drain `ccwire serve` does on SIGTERM; it exits once no CLI
-/// is left.
-async fn admin_drain(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let Some(admin) = &app.options.admin_key else {
-        let error = ApiError::new(
-            ApiErrorKind::Forbidden,
-            "no admin key is set (--admin-key or CCWIRE_ADMIN_KEY)",
-        );
-        return error_response(Api::Anthropic, &error);
-    };
-    let keys = ApiKeys::new(std::slice::from_ref(admin));
-    let bearer = headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    if let Err(e) = keys.authenticate(None, bearer) {
-        return error_response(Api::Anthropic, &e);
-    }
-    let grace = app.options.drain_grace;
-    let sessions = app.input(|endpoint, now| {
-        endpoint.drain(now, grace.as_millis() as u64);
-        endpoint.session_count()
-    });
-    app.drain_asked.notify_one();
-    (
-        StatusCode::ACCEPTED,
-        axum::Json(
-            json!({"draining": true, "sessions": sessions, "grace_seconds": grace.as_secs()}),
-        ),
-    )
-        .into_response()
-}
-
-/// `GET /metrics`, for Prometheus; with keys set, a scraper sends one (`Authorization: Bearer`).
-async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if let Err(e) = authenticate(&app, &headers) {
-        return error_response(Api::Anthropic, &e);
-    }
-    let text = app.core.lock().expect("core lock").endpoint.metrics();
-    (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        text,
-    )
-        .into_response()
-}
-
-async fn health(State(app): State<Arc<App>>) -> Response {
-    let (sessions, held, pool) = {
-        let core = app.core.lock().expect("core lock");
-        let e = &core.endpoint;
-        (
-            e.session_count() - e.pool_count(),
-            e.held_count(),
-            e.pool_count(),
-        )
-    };
-    let cli = match &app.claude {
-        Ok(path) => json!({"found": true, "path": path, "version": app.claude_version}),
-        Err(error) => json!({"found": false, "error": error}),
-    };
-    axum::Json(json!({
-        "status": "ok",
-        "cli": cli,
-        "sessions": sessions,
-        "pool": pool,
-        "held_tool_calls": held,
-    }))
-    .into_response()
-}
-
-async fn not_found(uri: axum::http::Uri, headers: HeaderMap) -> Response {
-    error_response(
-        api_of(uri.path(), &headers),
-        &ApiError::new(
-            ApiErrorKind::NotFound,
-            format!("no endpoint {}", uri.path()),
-        ),
-    )
-}
-
-/// A seed for the endpoint's ids.
-fn seed() -> u64 {
-    let mut bytes = [0u8; 8];
-    if getrandom::getrandom(&mut bytes).is_err() {
-        let t = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        return t ^ u64::from(std::process::id()).rotate_left(32);
-    }
-    u64::from_le_bytes(bytes)
 }
 
 /// A running gateway.
@@ -685,56 +439,47 @@ impl Server {
     /// # Errors
     /// A public address without keys, or a socket that cannot be bound.
     pub async fn start(addr: SocketAddr, options: GatewayOptions) -> Result<Server, ServeError> {
-        if !addr.ip().is_loopback() && options.api_keys.is_empty() {
-            let code_tools = options
-                .engine
-                .enabled_tools
-                .iter()
-                .filter(|t| CODE_TOOLS.contains(&t.as_str()))
-                .cloned()
-                .collect();
-            return Err(ServeError::NoKeyOnPublicAddress { addr, code_tools });
-        }
-        let mut browser = BrowserPolicy::new(addr.ip().is_loopback());
-        for origin in &options.allow_origins {
-            browser.allow_origin(origin)?;
-        }
-        for host in &options.allow_hosts {
-            browser.allow_host(host)?;
-        }
+        let mut front = HttpFront::new(
+            options.http.clone(),
+            &addr.to_string(),
+            addr.ip().is_loopback(),
+            &options.engine.enabled_tools,
+        )?;
         let inherited: Vec<String> = std::env::vars_os()
             .filter_map(|(k, _)| k.into_string().ok())
             .collect();
-        let env_remove: Vec<std::ffi::OsString> =
-            env_to_remove(inherited.iter().map(String::as_str), &options.env_remove)
-                .into_iter()
-                .map(Into::into)
-                .collect();
-        let upstream = upstream::Upstream::from_cli_env(&options.env, &env_remove);
+        let engine = EndpointConfig {
+            cli_env: options.env.clone(),
+            cli_env_remove: env_to_remove(
+                inherited.iter().map(String::as_str),
+                &options.env_remove,
+            ),
+            // A seed for the endpoint's ids, from the OS's randomness.
+            seed: std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u8),
+            unix_epoch_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            ..options.engine.clone()
+        };
+        front.count_tokens_upstream(|name| engine.cli_var(name, |n| std::env::var(n).ok()));
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ServeError::Bind { addr, source })?;
         let addr = listener.local_addr()?;
         let claude = find_cli(options.claude.as_deref()).map_err(|e| e.to_string());
-        let claude_version = match &claude {
-            Ok(path) => cli_version(path).await,
-            Err(_) => None,
-        };
-        let endpoint = Endpoint::new(EndpointConfig {
-            seed: seed(),
-            unix_epoch_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-            ..options.engine.clone()
+        front.set_cli(match &claude {
+            Ok(path) => json!({"found": true, "path": path, "version": cli_version(path).await}),
+            Err(error) => json!({"found": false, "error": error}),
         });
+        let endpoint = Endpoint::new(engine);
         let app = Arc::new(App {
-            keys: ApiKeys::new(&options.api_keys),
             options,
-            upstream,
-            browser,
-            env_remove,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .unwrap_or_default(),
+            front,
             claude,
-            claude_version,
             core: Mutex::new(Core {
                 endpoint,
                 clis: HashMap::new(),
@@ -747,28 +492,7 @@ impl Server {
             drain_asked: Notify::new(),
         });
         tokio::spawn(timers(app.clone()));
-        let api_routes = Router::new()
-            .route("/v1/messages", post(anthropic_messages))
-            .route("/v1/chat/completions", post(openai_completions))
-            .route("/v1/responses", post(openai_responses))
-            .route("/v1/messages/count_tokens", post(upstream::count_tokens))
-            .route("/v1/approvals/{id}", post(answer_approval))
-            .route_layer(middleware::from_fn(http::require_json));
-        let router = Router::new()
-            .merge(api_routes)
-            .route("/v1/models", get(models))
-            .route("/metrics", get(metrics))
-            .route("/admin/drain", post(admin_drain))
-            .route("/v1/approvals", get(approvals))
-            .route("/v1/approvals/events", get(approval_events))
-            .route("/health", get(health))
-            .fallback(not_found)
-            .layer(DefaultBodyLimit::max(app.options.max_body))
-            .layer(middleware::from_fn_with_state(
-                app.clone(),
-                http::browser_guard,
-            ))
-            .with_state(app.clone());
+        let router = Router::new().fallback(handle).with_state(app.clone());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         // Without TCP_NODELAY a response's last small write can wait for the client's
         // delayed acknowledgement (tens of milliseconds).
@@ -800,7 +524,7 @@ impl Server {
 
     /// The process ids of the live CLI sessions.
     pub fn session_pids(&self) -> Vec<u32> {
-        let core = self.app.core.lock().expect("core lock");
+        let core = self.app.core();
         core.clis.values().map(|c| c.pid).collect()
     }
 
@@ -808,20 +532,13 @@ impl Server {
     /// tool calls included, up to the drain grace), each CLI is closed once its turn is done,
     /// and the server stops when none is left.
     pub async fn drain(self) {
-        let grace = self.app.options.drain_grace;
+        let grace = Duration::from_millis(self.app.options.http.drain_grace_ms);
         self.app
             .input(|endpoint, now| endpoint.drain(now, grace.as_millis() as u64));
         // The endpoint closes what still runs at the end of the grace; this bounds the wait.
         let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(10);
-        while !self
-            .app
-            .core
-            .lock()
-            .expect("core lock")
-            .endpoint
-            .is_drained()
-            && tokio::time::Instant::now() < deadline
-        {
+        let drained = || self.app.core().endpoint.is_drained();
+        while !drained() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         self.shutdown().await;
@@ -871,25 +588,9 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
     }
     eprintln!(
         "ccwire serve: draining (running turns have {} s to finish)",
-        server.app.options.drain_grace.as_secs()
+        server.app.options.http.drain_grace_ms / 1000
     );
     server.drain().await;
     eprintln!("ccwire serve: stopped");
     Ok(())
-}
-
-async fn cli_version(path: &std::path::Path) -> Option<String> {
-    let output = tokio::time::timeout(
-        Duration::from_secs(20),
-        tokio::process::Command::new(path)
-            .arg("--version")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .ok()?
-    .ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    text.split_whitespace().next().map(str::to_owned)
 }

@@ -5,9 +5,14 @@ use std::collections::{BTreeMap, VecDeque};
 use serde_json::{json, Value};
 
 mod approvals;
+mod http;
 mod pool;
 mod types;
 
+pub use http::{
+    Admission, BodyError, FrontError, HttpConfig, HttpFront, HttpHead, HttpResponse, Outbound,
+    Routed,
+};
 pub use types::{CliSpec, EndpointConfig, EndpointOutput, EndpointTimeout, RouteKey};
 
 use approvals::Approval;
@@ -109,12 +114,15 @@ impl InFlight {
 /// It is to [`Session`] what quinn-proto's `Endpoint` is to its `Connection`: it owns every
 /// conversation's CLI [`Session`] and the [`ResponseEncoder`] of every response in flight, the
 /// history-hash index and held client tool calls ([`Gateway`]), the session cap and the CLI's
-/// spawn policy. A host (`ccwire serve`, the npm `Gateway`) only moves bytes and time:
+/// spawn policy (its arguments and environment, [`CliSpec`]). An [`HttpFront`] before it
+/// decides on each HTTP request (browser guard, routes, keys) and hands it over. A host
+/// (`ccwire serve`, the npm `Gateway`) only moves bytes and time:
 ///
 /// ```text
 /// loop {
 ///     select! {
-///         http request  => endpoint.handle_request(now, req, api, tenant, body),
+///         http request  => front.admit(head), then front.handle(&mut endpoint, now, req, head,
+///                          tenant, body) — or endpoint.handle_request(now, req, api, tenant, body),
 ///         client gone   => endpoint.handle_client_gone(now, req),
 ///         CLI stdout    => endpoint.handle_stdout(now, session, bytes),
 ///         CLI exited    => endpoint.handle_exit(now, session, code, signal, stderr),
@@ -123,7 +131,7 @@ impl InFlight {
 ///     }
 ///     while let Some(output) = endpoint.poll_output() {
 ///         match output {
-///             Spawn { session, spec }        => start the CLI with spec.args, without spec.env_remove,
+///             Spawn { session, spec }        => start the CLI with spec.args and spec.env, without spec.env_remove,
 ///             Write { session, bytes }       => write to that CLI's stdin,
 ///             Close { session }              => close its stdin; kill it after a grace period,
 ///             Respond { request, status, headers } => send the response head,

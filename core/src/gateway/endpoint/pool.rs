@@ -74,11 +74,14 @@ impl Endpoint {
             env_remove: std::iter::once("CLAUDECODE")
                 .chain(STRIPPED_ENV.iter().copied())
                 .map(str::to_owned)
+                .chain(self.config.cli_env_remove.iter().cloned())
                 .collect(),
-            env: vec![(
+            env: std::iter::once((
                 "CLAUDE_CODE_SDK_READS_SESSION_STATE".to_owned(),
                 "1".to_owned(),
-            )],
+            ))
+            .chain(self.config.cli_env.iter().cloned())
+            .collect(),
         };
         (spec, servers)
     }

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::RequestId;
-use crate::gateway::{GatewayConfig, GatewayTimeout, SessionId};
+use crate::gateway::{GatewayConfig, GatewayTimeout, SessionId, STRIPPED_ENV};
 use crate::session::TimeoutReason;
 
 /// Settings of an [`Endpoint`](super::Endpoint).
@@ -50,6 +50,33 @@ pub struct EndpointConfig {
     pub approvals: bool,
     /// How long an approval waits for its answer before the tool is denied (ms).
     pub approval_timeout_ms: u64,
+    /// Variables every CLI gets (after the endpoint's own, so they win).
+    pub cli_env: Vec<(String, String)>,
+    /// Variables no CLI inherits, besides those the endpoint always removes: whole names, as
+    /// [`env_to_remove`](crate::gateway::env_to_remove) lists them from the host's
+    /// environment.
+    pub cli_env_remove: Vec<String>,
+}
+
+impl EndpointConfig {
+    /// The value a CLI sees for variable `name`, given the host's own variables (`inherited`).
+    pub fn cli_var(
+        &self,
+        name: &str,
+        inherited: impl Fn(&str) -> Option<String>,
+    ) -> Option<String> {
+        if let Some((_, value)) = self.cli_env.iter().rev().find(|(k, _)| k == name) {
+            return Some(value.clone());
+        }
+        let removed = self.cli_env_remove.iter().map(String::as_str);
+        if name == "CLAUDECODE"
+            || STRIPPED_ENV.contains(&name)
+            || removed.into_iter().any(|r| r == name)
+        {
+            return None;
+        }
+        inherited(name)
+    }
 }
 
 impl Default for EndpointConfig {
@@ -72,6 +99,8 @@ impl Default for EndpointConfig {
             pool: 0,
             approvals: false,
             approval_timeout_ms: 5 * 60 * 1000,
+            cli_env: Vec::new(),
+            cli_env_remove: Vec::new(),
         }
     }
 }

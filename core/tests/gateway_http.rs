@@ -1,0 +1,404 @@
+//! The gateway's HTTP face: what it admits from a request's head, and how each route answers
+//! through the endpoint's outputs.
+
+use ccwire_core::gateway::{
+    Admission, BodyError, Endpoint, EndpointConfig, EndpointOutput, FrontError, HttpConfig,
+    HttpFront, HttpHead, Routed,
+};
+use serde_json::{json, Value};
+
+fn front(config: HttpConfig) -> HttpFront {
+    HttpFront::new(config, "127.0.0.1:8080", true, &[]).expect("a loopback front")
+}
+
+fn admit(front: &HttpFront, method: &str, path: &str, headers: &[(&str, &str)]) -> Admission {
+    front.admit(&HttpHead {
+        method,
+        path,
+        headers,
+    })
+}
+
+/// A refusal's status, a header and its JSON body.
+fn refused(admission: Admission, header: &str) -> (u16, Option<String>, Value) {
+    let Admission::Respond(r) = admission else {
+        panic!("admitted: {admission:?}");
+    };
+    let value = r
+        .headers
+        .iter()
+        .find(|(n, _)| n == header)
+        .map(|(_, v)| v.clone());
+    let body = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+    (r.status, value, body)
+}
+
+/// A whole response of `request` from the endpoint's outputs: status, headers, body.
+fn answer(endpoint: &mut Endpoint, request: u64) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let (mut status, mut headers, mut body, mut ended) = (0, Vec::new(), Vec::new(), false);
+    while let Some(output) = endpoint.poll_output() {
+        match output {
+            EndpointOutput::Respond {
+                request: r,
+                status: s,
+                headers: h,
+            } if r == request => (status, headers) = (s, h),
+            EndpointOutput::Body { request: r, bytes } if r == request => {
+                body.extend_from_slice(&bytes);
+            }
+            EndpointOutput::End { request: r } if r == request => ended = true,
+            _ => {}
+        }
+    }
+    assert!(ended, "the response of {request} did not end");
+    (status, headers, body)
+}
+
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+#[test]
+fn the_head_decides_refusals_before_any_body_is_read() {
+    let f = front(HttpConfig {
+        api_keys: vec!["k".into()],
+        ..HttpConfig::default()
+    });
+    let key = ("x-api-key", "k");
+    // Unknown path: 404 in the shape of the path's API.
+    let (status, _, body) = refused(admit(&f, "GET", "/v2/nothing", &[key]), "");
+    assert_eq!(status, 404);
+    assert_eq!(body["error"]["type"], "not_found_error");
+    // Known path, wrong method: 405 naming the method it takes.
+    let (status, allow, body) = refused(admit(&f, "GET", "/v1/chat/completions", &[key]), "allow");
+    assert_eq!((status, allow.as_deref()), (405, Some("POST")));
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("takes POST"));
+    // A body that is not JSON, on an API route: 415 (what a web page sends without preflight).
+    let plain = ("content-type", "text/plain");
+    let (status, _, _) = refused(admit(&f, "POST", "/v1/messages", &[key, plain]), "");
+    assert_eq!(status, 415);
+    // No key or a wrong one: 401.
+    let (status, _, _) = refused(admit(&f, "POST", "/v1/messages", &[JSON]), "");
+    assert_eq!(status, 401);
+    let wrong = ("authorization", "Bearer nope");
+    let (status, _, _) = refused(admit(&f, "GET", "/v1/models", &[wrong]), "");
+    assert_eq!(status, 401);
+    // A foreign origin, before anything else (even on an unknown path).
+    let evil = ("origin", "https://evil.example");
+    let (status, cors, _) = refused(
+        admit(&f, "GET", "/v2/nothing", &[evil]),
+        "access-control-allow-origin",
+    );
+    assert_eq!((status, cors), (403, None));
+    // A DNS-rebinding host name on a loopback listener.
+    let rebound = ("host", "attacker.example:8080");
+    let (status, _, _) = refused(admit(&f, "GET", "/health", &[rebound]), "");
+    assert_eq!(status, 403);
+    // Health needs no key; the API routes admit the key's tenant.
+    assert_eq!(
+        admit(&f, "GET", "/health", &[]),
+        Admission::Admit {
+            tenant: String::new(),
+            cors: Vec::new()
+        }
+    );
+    assert_eq!(
+        admit(&f, "POST", "/v1/approvals/ap_1", &[key, JSON]),
+        Admission::Admit {
+            tenant: "k".into(),
+            cors: Vec::new()
+        }
+    );
+}
+
+#[test]
+fn an_allowed_origin_gets_its_preflight_and_cors_headers() {
+    let app = "http://app.example:3000";
+    let f = front(HttpConfig {
+        allow_origins: vec![app.into()],
+        ..HttpConfig::default()
+    });
+    let origin = ("origin", app);
+    let preflight = admit(
+        &f,
+        "OPTIONS",
+        "/v1/messages",
+        &[
+            origin,
+            ("access-control-request-method", "POST"),
+            ("access-control-request-headers", "content-type, x-api-key"),
+        ],
+    );
+    let Admission::Respond(r) = preflight else {
+        panic!("{preflight:?}")
+    };
+    assert_eq!(r.status, 204);
+    assert!(r
+        .headers
+        .contains(&("access-control-allow-origin".into(), app.into())));
+    assert!(r.headers.contains(&(
+        "access-control-allow-headers".into(),
+        "content-type, x-api-key".into()
+    )));
+    // A header no client sends: refused, and the page learns nothing.
+    let odd = admit(
+        &f,
+        "OPTIONS",
+        "/v1/messages",
+        &[
+            origin,
+            ("access-control-request-method", "POST"),
+            ("access-control-request-headers", "x-forwarded-for"),
+        ],
+    );
+    let (status, cors, _) = refused(odd, "access-control-allow-origin");
+    assert_eq!((status, cors), (403, None));
+    // The page's own request is admitted with the headers it may read; its refusals carry
+    // them too, so the page can read why.
+    let Admission::Admit { cors, .. } = admit(&f, "POST", "/v1/messages", &[origin, JSON]) else {
+        panic!()
+    };
+    assert!(cors.contains(&("access-control-allow-origin".into(), app.into())));
+    let (status, cors, _) = refused(
+        admit(&f, "GET", "/nothing", &[origin]),
+        "access-control-allow-origin",
+    );
+    assert_eq!((status, cors.as_deref()), (404, Some(app)));
+}
+
+#[test]
+fn a_public_listener_needs_a_key_and_names_the_tools_that_run_code() {
+    let error = HttpFront::new(
+        HttpConfig::default(),
+        "0.0.0.0:80",
+        false,
+        &["Bash".into(), "Read".into()],
+    )
+    .expect_err("no key on a public address");
+    assert_eq!(
+        error,
+        FrontError::NoKey {
+            listener: "0.0.0.0:80".into(),
+            code_tools: vec!["Bash".into()]
+        }
+    );
+    assert!(error
+        .to_string()
+        .contains("--enable-tool Bash would let anyone"));
+    let keyed = HttpConfig {
+        api_keys: vec!["k".into()],
+        ..HttpConfig::default()
+    };
+    assert!(HttpFront::new(keyed, "0.0.0.0:80", false, &[]).is_ok());
+    let bad = HttpConfig {
+        allow_origins: vec!["*".into()],
+        ..HttpConfig::default()
+    };
+    assert!(matches!(
+        HttpFront::new(bad, "127.0.0.1:1", true, &[]),
+        Err(FrontError::Allowance(_))
+    ));
+}
+
+#[test]
+fn the_routes_answer_through_the_endpoint() {
+    let mut f = front(HttpConfig {
+        admin_key: Some("admin".into()),
+        max_body: 64,
+        drain_grace_ms: 7000,
+        ..HttpConfig::default()
+    });
+    f.set_cli(json!({"found": true, "version": "2.1.330"}));
+    let mut e = Endpoint::new(EndpointConfig::default());
+    let handle = |e: &mut Endpoint,
+                      id,
+                      method,
+                      path,
+                      headers: &[(&str, &str)],
+                      body: Result<&[u8], BodyError>| {
+        let head = HttpHead {
+            method,
+            path,
+            headers,
+        };
+        f.handle(e, 1, id, &head, "", body)
+    };
+
+    assert_eq!(
+        handle(&mut e, 1, "GET", "/health", &[], Ok(b"")),
+        Routed::Endpoint
+    );
+    let (status, _, body) = answer(&mut e, 1);
+    let health: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(health["cli"]["version"], "2.1.330");
+    assert_eq!(
+        (
+            health["sessions"].as_u64(),
+            health["held_tool_calls"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+
+    let _ = handle(&mut e, 2, "GET", "/v1/models", &[], Ok(b""));
+    let (_, _, body) = answer(&mut e, 2);
+    let models: Value = serde_json::from_slice(&body).unwrap();
+    assert!(models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["id"] == "sonnet"));
+
+    let _ = handle(&mut e, 3, "GET", "/metrics", &[], Ok(b""));
+    let (status, headers, body) = answer(&mut e, 3);
+    assert_eq!(status, 200);
+    assert!(headers[0].1.starts_with("text/plain; version=0.0.4"));
+    assert!(String::from_utf8(body).unwrap().contains("ccwire_sessions"));
+
+    // A body over the limit, or unreadable: 413 and 400 in the API's shape.
+    let _ = handle(
+        &mut e,
+        4,
+        "POST",
+        "/v1/chat/completions",
+        &[JSON],
+        Err(BodyError::TooLarge),
+    );
+    let (status, _, body) = answer(&mut e, 4);
+    let error: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status, 413);
+    assert_eq!(
+        error["error"]["message"],
+        "the request body is larger than 64 bytes"
+    );
+    let _ = handle(
+        &mut e,
+        5,
+        "POST",
+        "/v1/messages",
+        &[JSON],
+        Err(BodyError::Unreadable("reset".into())),
+    );
+    assert_eq!(answer(&mut e, 5).0, 400);
+
+    // An approval that does not exist.
+    let _ = handle(
+        &mut e,
+        6,
+        "POST",
+        "/v1/approvals/ap_9",
+        &[JSON],
+        Ok(b"{\"behavior\":\"allow\"}"),
+    );
+    assert_eq!(answer(&mut e, 6).0, 404);
+
+    // The admin drain: refused without the admin key, then accepted.
+    let _ = handle(
+        &mut e,
+        7,
+        "POST",
+        "/admin/drain",
+        &[("authorization", "Bearer nope")],
+        Ok(b""),
+    );
+    assert_eq!(answer(&mut e, 7).0, 401);
+    let routed = handle(
+        &mut e,
+        8,
+        "POST",
+        "/admin/drain",
+        &[("authorization", "Bearer admin")],
+        Ok(b""),
+    );
+    assert_eq!(routed, Routed::Drain);
+    let (status, _, body) = answer(&mut e, 8);
+    let drain: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!((status, drain["grace_seconds"].as_u64()), (202, Some(7)));
+    assert!(e.is_drained());
+}
+
+#[test]
+fn token_counts_come_from_the_cli_s_model_api_or_an_estimate() {
+    let body = json!({"model": "sonnet", "messages": [{"role": "user", "content": "Hello there, how are you?"}]})
+        .to_string();
+    let head = HttpHead {
+        method: "POST",
+        path: "/v1/messages/count_tokens",
+        headers: &[JSON, ("anthropic-beta", "b1")],
+    };
+    let mut e = Endpoint::new(EndpointConfig::default());
+
+    // No key in the CLI's environment: the estimate, and nothing to send.
+    let plain = front(HttpConfig::default());
+    let Routed::CountTokens {
+        estimate,
+        upstream: None,
+    } = plain.handle(&mut e, 0, 1, &head, "", Ok(body.as_bytes()))
+    else {
+        panic!("not a count");
+    };
+    assert!(estimate > 0);
+    plain.token_count(&mut e, 1, estimate, None);
+    let (_, headers, answered) = answer(&mut e, 1);
+    assert!(headers.contains(&("x-ccwire-token-count".into(), "estimate".into())));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&answered).unwrap()["input_tokens"],
+        estimate
+    );
+
+    // A key the CLI gets: the model API counts, with the client's version and beta headers.
+    let mut counted = front(HttpConfig::default());
+    counted.count_tokens_upstream(|name| match name {
+        "ANTHROPIC_BASE_URL" => Some("http://127.0.0.1:9/".into()),
+        "ANTHROPIC_AUTH_TOKEN" => Some("tok".into()),
+        _ => None,
+    });
+    let Routed::CountTokens {
+        estimate,
+        upstream: Some(out),
+    } = counted.handle(&mut e, 0, 2, &head, "", Ok(body.as_bytes()))
+    else {
+        panic!("no upstream");
+    };
+    assert_eq!(out.url, "http://127.0.0.1:9/v1/messages/count_tokens");
+    for header in [
+        ("authorization", "Bearer tok"),
+        ("anthropic-version", "2023-06-01"),
+        ("anthropic-beta", "b1"),
+    ] {
+        assert!(
+            out.headers.contains(&(header.0.into(), header.1.into())),
+            "{header:?}"
+        );
+    }
+    counted.token_count(&mut e, 2, estimate, Some(br#"{"input_tokens": 42}"#));
+    let (_, headers, answered) = answer(&mut e, 2);
+    assert!(headers.contains(&("x-ccwire-token-count".into(), "upstream".into())));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&answered).unwrap()["input_tokens"],
+        42
+    );
+    // An answer without a count: the estimate.
+    counted.token_count(&mut e, 3, estimate, Some(b"not json"));
+    assert!(answer(&mut e, 3)
+        .1
+        .contains(&("x-ccwire-token-count".into(), "estimate".into())));
+}
+
+#[test]
+fn the_cli_s_environment_is_the_endpoint_s_to_decide() {
+    let config = EndpointConfig {
+        cli_env: vec![("ANTHROPIC_BASE_URL".into(), "http://fake".into())],
+        cli_env_remove: vec!["ANTHROPIC_API_KEY".into()],
+        ..EndpointConfig::default()
+    };
+    let host = |name: &str| Some(format!("host's {name}"));
+    assert_eq!(
+        config.cli_var("ANTHROPIC_BASE_URL", host).as_deref(),
+        Some("http://fake")
+    );
+    assert_eq!(config.cli_var("ANTHROPIC_API_KEY", host), None);
+    assert_eq!(config.cli_var("MCP_TOOL_TIMEOUT", host), None);
+    assert_eq!(config.cli_var("HOME", host).as_deref(), Some("host's HOME"));
+}
