@@ -205,9 +205,10 @@ pub struct WireMessage<'a> {
     /// `message` (assistant, user).
     #[serde(borrow, default)]
     pub message: Option<&'a RawValue>,
-    /// `event` (stream_event).
+    /// `event` (stream_event), typed as the line is read: the most frequent message is
+    /// scanned once.
     #[serde(borrow, default)]
-    pub event: Option<&'a RawValue>,
+    pub event: Option<StreamEvent<'a>>,
     /// `request` (control_request).
     #[serde(borrow, default)]
     pub request: Option<&'a RawValue>,

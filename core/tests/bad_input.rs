@@ -90,6 +90,33 @@ fn a_known_type_with_a_wrong_shape_is_an_invalid_message() {
 }
 
 #[test]
+fn a_stream_event_that_is_not_one_is_an_invalid_message() {
+    let mut s = observer();
+    for event in [
+        "\"text\"",
+        "{\"index\":0}",
+        "{\"type\":\"content_block_delta\",\"index\":\"x\"}",
+    ] {
+        let line = format!("{{\"type\":\"stream_event\",\"event\":{event}}}\n");
+        let chunks = feed(&mut s, line.as_bytes());
+        assert_eq!(chunks.len(), 1, "{line}");
+        assert_eq!(error_kind(&chunks[0]), "invalid_message", "{line}");
+    }
+    assert_alive(&mut s);
+}
+
+#[test]
+fn a_new_type_may_shape_known_field_names_its_own_way() {
+    let mut s = observer();
+    let line = r#"{"type":"brand_new","event":"started","subtype":7,"uuid":["u"]}"#;
+    let chunks = feed(&mut s, format!("{line}\n").as_bytes());
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(chunks[0]["type"], "unknown", "{}", chunks[0]);
+    assert_eq!(chunks[0]["message"]["subtype"], 7);
+    assert_alive(&mut s);
+}
+
+#[test]
 fn a_100_mib_line_is_skipped_without_being_held() {
     let mut s = observer();
     let piece = vec![b'x'; 1 << 20];

@@ -212,11 +212,11 @@ fn the_routes_answer_through_the_endpoint() {
     f.set_cli(json!({"found": true, "version": "2.1.330"}));
     let mut e = Endpoint::new(EndpointConfig::default());
     let handle = |e: &mut Endpoint,
-                      id,
-                      method,
-                      path,
-                      headers: &[(&str, &str)],
-                      body: Result<&[u8], BodyError>| {
+                  id,
+                  method,
+                  path,
+                  headers: &[(&str, &str)],
+                  body: Result<&[u8], BodyError>| {
         let head = HttpHead {
             method,
             path,

@@ -9,9 +9,7 @@ use serde_json::value::RawValue;
 use super::state::{State, StreamedBlock};
 use crate::chunk::{Chunk, ErrorKind, Fields, ToolStatus};
 use crate::json::Json;
-use crate::wire::{
-    ApiMessage, Block, BlockKind, Content, MessageType, RawFields, StreamEvent, WireMessage,
-};
+use crate::wire::{ApiMessage, Block, BlockKind, Content, MessageType, RawFields, WireMessage};
 
 fn canon(raw: Option<&RawValue>) -> Json {
     raw.map(Json::canonical).unwrap_or_else(Json::null)
@@ -268,10 +266,7 @@ impl State {
     // ---- stream events -------------------------------------------------------------------
 
     pub fn on_stream_event(&mut self, msg: &WireMessage<'_>, text: &str) {
-        let Some(event) = msg
-            .event
-            .and_then(|raw| serde_json::from_str::<StreamEvent<'_>>(raw.get()).ok())
-        else {
+        let Some(event) = &msg.event else {
             self.invalid("`event` must be a Messages API stream event", text);
             return;
         };

@@ -230,12 +230,19 @@ impl State {
         let msg = match parse_message(text) {
             Ok(msg) => msg,
             Err(err) => {
+                // A type ccwire does not know may shape its fields its own way.
+                if err.is_data()
+                    && string_type(text).is_some_and(|t| MessageType::from_wire(&t).is_none())
+                {
+                    self.unknown(text);
+                    return;
+                }
                 let detail = if err.is_data() {
                     format!("the message does not have the expected shape: {err}")
                 } else {
                     format!("the line is not a JSON object: {err}")
                 };
-                let kind = if err.is_data() && has_string_type(text) {
+                let kind = if err.is_data() && string_type(text).is_some() {
                     ErrorKind::InvalidMessage
                 } else {
                     ErrorKind::MalformedLine
@@ -599,11 +606,13 @@ impl State {
 }
 
 /// Whether a line is an object with a string `type` (its other fields may still be wrong).
-fn has_string_type(text: &str) -> bool {
+/// The message's `type`, when it has a non-empty string one.
+fn string_type(text: &str) -> Option<std::borrow::Cow<'_, str>> {
     #[derive(serde::Deserialize)]
     struct TypeOnly<'a> {
         #[serde(rename = "type", borrow)]
         ty: std::borrow::Cow<'a, str>,
     }
-    serde_json::from_str::<TypeOnly<'_>>(text).is_ok_and(|t| !t.ty.is_empty())
+    let ty = serde_json::from_str::<TypeOnly<'_>>(text).ok()?.ty;
+    (!ty.is_empty()).then_some(ty)
 }
