@@ -2,11 +2,11 @@
 //!
 //! Parsing borrows from the line: strings are `Cow` (borrowed unless they hold escapes) and the
 //! parts a chunk carries verbatim are `&RawValue`, so a message is scanned once and nothing is
-//! copied that no chunk needs. Fields a view does not name are still there: every view keeps the
-//! raw text it came from ([`WireMessage::raw`]).
+//! copied that no chunk needs. Fields a view does not name are still there: the session keeps
+//! the line each view was read from.
 //!
-//! The catalogue of message types and subtypes is in PROTOCOL.md §3–§5; [`MessageType`],
-//! [`SystemSubtype`], [`InboundRequest`] and [`OutboundRequest`] name the ones ccwire models.
+//! The catalogue of message types and subtypes is in PROTOCOL.md §3–§5; [`MessageType`] and
+//! [`InboundRequest`] name the ones ccwire models.
 
 use std::borrow::Cow;
 

@@ -1,5 +1,5 @@
 //! The three HTTP APIs the gateway speaks: request parsing and validation into a canonical
-//! [`Conversation`](crate::conversation::Conversation), and errors in each API's own shape.
+//! [`Conversation`], and errors in each API's own shape.
 
 pub mod anthropic;
 pub mod guard;
