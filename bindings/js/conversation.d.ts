@@ -302,6 +302,47 @@ export interface ApprovalAnswer {
   /** Apply the CLI's suggested permission updates. */
   remember?: boolean;
 }
+/** The HTTP face of a `Gateway`, as `ccwire serve`'s options set it. */
+export interface GatewayHttpOptions {
+  /** API keys (`x-api-key` or `Authorization: Bearer`); none: every caller is one tenant. */
+  apiKeys?: string[];
+  /** The key `POST /admin/drain` needs; without one it is refused. */
+  adminKey?: string;
+  /** Web origins whose pages may use the gateway; none by default. */
+  allowOrigins?: string[];
+  /** Host names accepted in `Host` on a loopback listener besides loopback ones. */
+  allowHosts?: string[];
+  /** The largest request body, in bytes (default 32 MiB). */
+  maxBody?: number;
+  /** How long running turns may take to finish on `POST /admin/drain` (default 30 s). */
+  drainGraceMs?: number;
+  /** The listener's address, for messages (default `127.0.0.1`). */
+  listener?: string;
+  /** Whether the listener is loopback (default true); otherwise `apiKeys` are required. */
+  loopback?: boolean;
+  /** What `GET /health` says of the CLI. */
+  cli?: Json;
+}
+/** A request's head. */
+export interface HttpHead {
+  method: string;
+  /** The path, without the query. */
+  path: string;
+  headers: Headers | { [name: string]: string | string[] | undefined } | [string, string][];
+}
+/** What `Gateway.admit` decided. */
+export type HttpAdmission =
+  | { respond: { status: number; headers: [string, string][]; body: string } }
+  | { admit: { tenant: string; cors: [string, string][] } };
+/** What the host does besides carrying out the outputs of `Gateway.handleHttp`. */
+export type HttpRouted =
+  | { type: "endpoint" }
+  | { type: "drain" }
+  | {
+      type: "count_tokens";
+      estimate: number;
+      upstream: { url: string; headers: [string, string][] } | null;
+    };
 /** How a CLI ended. */
 export interface CliExit {
   code?: number | null;
@@ -316,7 +357,26 @@ export const HELD_CALL_TIMEOUT_TEXT: string;
  * the time; carry out the outputs every call returns, in order.
  */
 export class Gateway {
-  constructor(options?: GatewayOptions);
+  constructor(options?: GatewayOptions & { http?: GatewayHttpOptions });
+  /**
+   * Decides on an HTTP request from its head, before its body is read: a response to send
+   * as it is (a refusal: browser-borne, unknown path, wrong method, not JSON, no key; or a
+   * CORS preflight's answer), or the caller's tenant and the CORS headers to add.
+   */
+  admit(head: HttpHead): HttpAdmission;
+  /**
+   * An admitted request with its body (`{error: "too_large"}` over `maxBody`, `{error}` when
+   * it could not be read); its response comes in the outputs.
+   */
+  handleHttp(
+    requestId: number,
+    head: HttpHead,
+    tenant: string,
+    body: string | Uint8Array | { error: string },
+    nowMs: number,
+  ): { routed: HttpRouted; outputs: GatewayOutput[] };
+  /** Answers a `count_tokens` request: the upstream's body when it answered with success, else the estimate. */
+  tokenCount(requestId: number, estimate: number, upstreamBody?: string | Uint8Array | null): GatewayOutput[];
   /** A client's request; `requestId` is yours, unique among requests not ended. */
   handleRequest(
     requestId: number,

@@ -167,6 +167,15 @@ function bytesOf(data, what) {
   throw new TypeError(`ccwire/conversation: ${what} must be a string or a Uint8Array`);
 }
 
+/** Request headers as JSON `[[name, value], …]`, names in lower case. */
+function headerList(headers = []) {
+  const entries = typeof headers.entries === "function" && !Array.isArray(headers)
+    ? [...headers.entries()]
+    : Array.isArray(headers) ? headers : Object.entries(headers);
+  return JSON.stringify(entries.filter(([, v]) => v != null)
+    .map(([n, v]) => [String(n).toLowerCase(), Array.isArray(v) ? v.join(", ") : String(v)]));
+}
+
 /**
  * The gateway of `ccwire serve` as a sans-IO engine, for a gateway of your own: it owns every
  * conversation's CLI session and the response of every request in flight. Give it what
@@ -197,8 +206,38 @@ export class Gateway {
     if (options === null || typeof options !== "object") {
       throw new TypeError("ccwire/conversation: Gateway options must be an object");
     }
-    const seed = options.seed ?? globalThis.crypto.getRandomValues(new Uint32Array(1))[0] * 2 ** 21;
-    this.#inner = new wasm.WasmGateway(JSON.stringify({ ...options, seed }));
+    const { http = {}, ...engine } = options;
+    const seed = engine.seed ?? globalThis.crypto.getRandomValues(new Uint32Array(1))[0] * 2 ** 21;
+    this.#inner = new wasm.WasmGateway(JSON.stringify({ ...engine, seed }), JSON.stringify(http));
+  }
+
+  /**
+   * Decides on an HTTP request from its head (`headers`: a `Headers`, Node's
+   * `IncomingMessage.headers` or `[name, value]` pairs), before its body is read: returns
+   * `{respond: {status, headers, body}}` to send as it is, or `{admit: {tenant, cors}}`.
+   */
+  admit({ method, path, headers }) {
+    return JSON.parse(this.#inner.admit(String(method), String(path), headerList(headers)));
+  }
+
+  /**
+   * An admitted request with its body (`{error: "too_large"}` when it was over `maxBody`,
+   * `{error: reason}` when it could not be read): returns `{routed, outputs}`; `routed.type`
+   * `"drain"` asks the host to exit once drained, `"count_tokens"` to send `routed.upstream`
+   * (when there is one) and give its answer to `tokenCount`.
+   */
+  handleHttp(requestId, { method, path, headers }, tenant, body, nowMs) {
+    const error = body?.error === undefined ? undefined : String(body.error);
+    const data = error === undefined ? bytesOf(body ?? "", "body") : undefined;
+    return JSON.parse(this.#inner.handleHttp(
+      requestId, String(method), String(path), headerList(headers), String(tenant), data, error, nowMs,
+    ));
+  }
+
+  /** Answers a `count_tokens` request: the upstream's answer body when it succeeded, else the estimate. */
+  tokenCount(requestId, estimate, upstreamBody) {
+    const data = upstreamBody == null ? undefined : bytesOf(upstreamBody, "upstream body");
+    return JSON.parse(this.#inner.tokenCount(requestId, estimate, data));
   }
 
   /**

@@ -1,28 +1,174 @@
 //! The gateway endpoint of `ccwire serve` for JS hosts (`ccwire/conversation`).
 
-use ccwire_core::gateway::{Endpoint, EndpointOutput};
+use ccwire_core::gateway::{
+    Admission, BodyError, Endpoint, EndpointOutput, HttpConfig, HttpFront, HttpHead, Routed,
+};
+use serde::Deserialize;
+use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 
 use crate::interop;
+
+/// The `http` options of a JS `Gateway`: its HTTP face, as `ccwire serve`'s.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct HttpOptions {
+    #[serde(default)]
+    api_keys: Vec<String>,
+    admin_key: Option<String>,
+    #[serde(default)]
+    allow_origins: Vec<String>,
+    #[serde(default)]
+    allow_hosts: Vec<String>,
+    max_body: Option<usize>,
+    drain_grace_ms: Option<u64>,
+    listener: Option<String>,
+    loopback: Option<bool>,
+    cli: Option<Value>,
+}
+
+fn front(options: &str) -> Result<HttpFront, JsError> {
+    let o: HttpOptions = serde_json::from_str(options)
+        .map_err(|err| JsError::new(&format!("Gateway http options: {err}")))?;
+    let defaults = HttpConfig::default();
+    let config = HttpConfig {
+        api_keys: o.api_keys,
+        admin_key: o.admin_key,
+        allow_origins: o.allow_origins,
+        allow_hosts: o.allow_hosts,
+        max_body: o.max_body.unwrap_or(defaults.max_body),
+        drain_grace_ms: o.drain_grace_ms.unwrap_or(defaults.drain_grace_ms),
+    };
+    let listener = o.listener.as_deref().unwrap_or("127.0.0.1");
+    let mut front = HttpFront::new(config, listener, o.loopback.unwrap_or(true), &[])
+        .map_err(|err| JsError::new(&err.to_string()))?;
+    front.set_cli(o.cli.unwrap_or(Value::Null));
+    Ok(front)
+}
+
+/// A request head from JS: the headers as JSON `[[name, value], …]`.
+fn head_headers(headers: &str) -> Result<Vec<(String, String)>, JsError> {
+    serde_json::from_str(headers).map_err(|err| JsError::new(&format!("headers: {err}")))
+}
+
+fn pairs(list: &[(String, String)]) -> Vec<(&str, &str)> {
+    list.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect()
+}
 
 /// [`Endpoint`]: every conversation's CLI session and response, driven by the host's
 /// requests, CLI output and clock. Every input returns the outputs it made, as a JSON array.
 #[wasm_bindgen]
 pub struct WasmGateway {
     inner: Endpoint,
+    front: HttpFront,
 }
 
 #[wasm_bindgen]
 impl WasmGateway {
-    /// A gateway; `options` is the JSON of the `Gateway` options (`interop::endpoint_config`).
+    /// A gateway; `options` is the JSON of the `Gateway` options (`interop::endpoint_config`),
+    /// `http` that of its HTTP face.
     ///
     /// # Errors
-    /// Options that do not have that shape.
+    /// Options that do not have that shape, or a listener other than loopback without keys.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: &str) -> Result<WasmGateway, JsError> {
+    pub fn new(options: &str, http: &str) -> Result<WasmGateway, JsError> {
         Ok(WasmGateway {
             inner: Endpoint::new(interop::endpoint_config(options)?),
+            front: front(http)?,
         })
+    }
+
+    /// Decides on an HTTP request from its head: `{"respond": {status, headers, body}}` (a
+    /// refusal or a preflight's answer) or `{"admit": {tenant, cors}}`.
+    ///
+    /// # Errors
+    /// Headers that are not a list of name–value pairs.
+    pub fn admit(&self, method: &str, path: &str, headers: &str) -> Result<String, JsError> {
+        let headers = head_headers(headers)?;
+        let headers = pairs(&headers);
+        let head = HttpHead {
+            method,
+            path,
+            headers: &headers,
+        };
+        Ok(match self.front.admit(&head) {
+            Admission::Respond(r) => json!({"respond": {
+                "status": r.status,
+                "headers": r.headers,
+                "body": String::from_utf8_lossy(&r.body),
+            }}),
+            Admission::Admit { tenant, cors } => json!({"admit": {"tenant": tenant, "cors": cors}}),
+        }
+        .to_string())
+    }
+
+    /// An admitted HTTP request with its body (or why there is none: `too_large`, or the
+    /// reason it could not be read): `{"routed": {type, estimate?, upstream?}, "outputs": […]}`.
+    ///
+    /// # Errors
+    /// A bad request id, headers or time.
+    #[allow(clippy::too_many_arguments)]
+    #[wasm_bindgen(js_name = handleHttp)]
+    pub fn handle_http(
+        &mut self,
+        request: f64,
+        method: &str,
+        path: &str,
+        headers: &str,
+        tenant: &str,
+        body: Option<Box<[u8]>>,
+        body_error: Option<String>,
+        now_ms: f64,
+    ) -> Result<String, JsError> {
+        let request = interop::id("request", request)?;
+        let now = interop::timestamp(now_ms)?;
+        let headers = head_headers(headers)?;
+        let headers = pairs(&headers);
+        let head = HttpHead {
+            method,
+            path,
+            headers: &headers,
+        };
+        let body = match (&body, body_error) {
+            (_, Some(e)) if e == "too_large" => Err(BodyError::TooLarge),
+            (_, Some(reason)) => Err(BodyError::Unreadable(reason)),
+            (body, None) => Ok(body.as_deref().unwrap_or_default()),
+        };
+        let routed = match self
+            .front
+            .handle(&mut self.inner, now, request, &head, tenant, body)
+        {
+            Routed::Endpoint => json!({"type": "endpoint"}),
+            Routed::Drain => json!({"type": "drain"}),
+            Routed::CountTokens { estimate, upstream } => json!({
+                "type": "count_tokens",
+                "estimate": estimate,
+                "upstream": upstream.map(|u| json!({"url": u.url, "headers": u.headers})),
+            }),
+        };
+        Ok(format!(
+            r#"{{"routed":{routed},"outputs":{}}}"#,
+            self.drain_outputs()
+        ))
+    }
+
+    /// Answers a `count_tokens` request: the upstream's answer body (when it answered with
+    /// success) or the estimate.
+    ///
+    /// # Errors
+    /// A bad request id.
+    #[wasm_bindgen(js_name = tokenCount)]
+    pub fn token_count(
+        &mut self,
+        request: f64,
+        estimate: f64,
+        upstream: Option<Box<[u8]>>,
+    ) -> Result<String, JsError> {
+        let request = interop::id("request", request)?;
+        let estimate = interop::id("estimate", estimate)?;
+        self.front
+            .token_count(&mut self.inner, request, estimate, upstream.as_deref());
+        Ok(self.drain_outputs())
     }
 
     /// A client's request (`api`: `anthropic`, `openai` or `responses`).

@@ -195,3 +195,51 @@ test("approvals: an enabled tool's permission request waits for answerApproval, 
   gateway.handleExit(1, { code: 0 }, 80);
   assert.equal(gateway.isDrained, true);
 });
+
+test("the HTTP face: refusals from the head alone, then every route through the outputs", () => {
+  const gw = new Gateway({ http: { apiKeys: ["k"], adminKey: "admin", maxBody: 64, cli: { found: true } } });
+  const refusal = (head) => gw.admit(head).respond;
+  const key = { "x-api-key": "k", "content-type": "application/json" };
+  assert.equal(refusal({ method: "GET", path: "/v2/x", headers: key }).status, 404);
+  const wrong = refusal({ method: "GET", path: "/v1/messages", headers: key });
+  assert.equal(wrong.status, 405);
+  assert.deepEqual(wrong.headers.find(([n]) => n === "allow"), ["allow", "POST"]);
+  assert.equal(refusal({ method: "POST", path: "/v1/messages", headers: { "x-api-key": "k", "content-type": "text/plain" } }).status, 415);
+  const noKey = refusal({ method: "POST", path: "/v1/chat/completions", headers: { "content-type": "application/json" } });
+  assert.equal(noKey.status, 401);
+  assert.equal(JSON.parse(noKey.body).error.type, "authentication_error");
+  // A web page: refused before anything else, with fetch's Headers too.
+  const page = new Headers({ origin: "https://evil.example", "content-type": "application/json", "x-api-key": "k" });
+  assert.equal(refusal({ method: "POST", path: "/v1/messages", headers: page }).status, 403);
+  assert.equal(refusal({ method: "GET", path: "/health", headers: [["Host", "attacker.example"]] }).status, 403);
+
+  const head = { method: "POST", path: "/v1/messages", headers: key };
+  assert.deepEqual(gw.admit(head), { admit: { tenant: "k", cors: [] } });
+  const whole = (outputs, id) => {
+    const respond = outputs.find((o) => o.type === "respond" && o.request === id);
+    const body = outputs.filter((o) => o.type === "body" && o.request === id).map((o) => o.data).join("");
+    assert.ok(outputs.some((o) => o.type === "end" && o.request === id));
+    return { status: respond.status, headers: respond.headers, body };
+  };
+  const tooLarge = gw.handleHttp(1, head, "k", { error: "too_large" }, 0);
+  assert.deepEqual(tooLarge.routed, { type: "endpoint" });
+  assert.equal(whole(tooLarge.outputs, 1).status, 413);
+  const health = gw.handleHttp(2, { method: "GET", path: "/health", headers: {} }, "", "", 0);
+  assert.deepEqual(JSON.parse(whole(health.outputs, 2).body).cli, { found: true });
+  const count = gw.handleHttp(3, { method: "POST", path: "/v1/messages/count_tokens", headers: key }, "k",
+    JSON.stringify({ model: "sonnet", messages: [{ role: "user", content: "hi there" }] }), 0);
+  assert.equal(count.routed.type, "count_tokens");
+  assert.equal(count.routed.upstream, null);
+  const counted = whole(gw.tokenCount(3, count.routed.estimate, null), 3);
+  assert.deepEqual(JSON.parse(counted.body), { input_tokens: count.routed.estimate });
+  assert.ok(counted.headers.some(([n, v]) => n === "x-ccwire-token-count" && v === "estimate"));
+  // A request for the model goes to the endpoint: a new conversation starts a CLI.
+  const turn = gw.handleHttp(4, head, "k", JSON.stringify({
+    model: "sonnet", max_tokens: 10, messages: [{ role: "user", content: "hi" }],
+  }), 0);
+  assert.equal(turn.outputs[0].type, "spawn");
+  const drain = gw.handleHttp(5, { method: "POST", path: "/admin/drain", headers: { authorization: "Bearer admin" } }, "", "", 1);
+  assert.deepEqual(drain.routed, { type: "drain" });
+  assert.equal(whole(drain.outputs, 5).status, 202);
+  assert.throws(() => new Gateway({ http: { loopback: false, listener: "0.0.0.0:80" } }), /without an API key/);
+});

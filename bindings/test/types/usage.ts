@@ -198,6 +198,19 @@ carryOut(gateway.handleClientGone(1, Date.now()));
 const gatewayDeadline: GatewayDeadline | null = gateway.nextDeadline();
 carryOut(gateway.handleTimeout(gatewayDeadline?.atMs ?? Date.now()));
 carryOut(gateway.close(1, Date.now()));
+// The HTTP face: the head first, then the body.
+const web = new Gateway({ http: { apiKeys: ["k"], allowOrigins: ["http://localhost:3000"], maxBody: 1 << 20 } });
+const head = { method: "POST", path: "/v1/messages", headers: { "x-api-key": "k", "content-type": "application/json" } };
+const admission = web.admit(head);
+if ("respond" in admission) {
+  console.log(admission.respond.status, admission.respond.headers, admission.respond.body);
+} else {
+  const { routed, outputs } = web.handleHttp(3, head, admission.admit.tenant, "{}", Date.now());
+  carryOut(outputs);
+  if (routed.type === "count_tokens") carryOut(web.tokenCount(3, routed.estimate, routed.upstream ? "{}" : null));
+  console.log(admission.admit.cors.map(([name, value]) => `${name}: ${value}`));
+}
+web.handleHttp(4, { method: "GET", path: "/health", headers: [["host", "localhost"]] }, "", { error: "too_large" }, 0);
 const modelIds: string[] = gateway.models().data.map((m) => m.id);
 const scrape: string = gateway.metrics();
 const waiting: Approval[] = gateway.approvals({ tenant: "key" }).data;
