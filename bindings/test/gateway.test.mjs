@@ -19,8 +19,20 @@ function scenario() {
   return lines.slice(end + 1).filter((l) => l.length > 0).map((l) => JSON.parse(l));
 }
 
-/** Gives the gateway one recorded input; returns its outputs. */
+/** Gives the gateway one recorded input; returns what it made, each as the trace writes it. */
 function feed(gateway, input) {
+  if (input.op === "http") {
+    const head = { method: input.method, path: input.path, headers: input.headers };
+    const admission = gateway.admit(head);
+    if (admission.respond) return [{ admission }];
+    const { routed, outputs } = gateway.handleHttp(input.request, head, admission.admit.tenant, input.body, input.now);
+    const counted = routed.type === "count_tokens" ? gateway.tokenCount(input.request, routed.estimate, null) : [];
+    return [{ admission }, { routed }, ...[...outputs, ...counted].map((out) => ({ out }))];
+  }
+  return outputsOf(gateway, input).map((out) => ({ out }));
+}
+
+function outputsOf(gateway, input) {
   switch (input.op) {
     case "request":
       return gateway.handleRequest(input.request, { api: input.api, tenant: input.tenant }, input.body, input.now);
@@ -45,13 +57,13 @@ test("the npm Gateway makes exactly the outputs of the core's endpoint, over a w
   const expected = [];
   const got = [];
   for (const step of steps) {
-    if (step.out) {
-      expected.push(JSON.stringify(step.out));
+    if (!step.in) {
+      expected.push(JSON.stringify(step));
       continue;
     }
     // Outputs come out of the input that made them, in the same order.
     assert.deepEqual(got.length, expected.length, "outputs before the next input");
-    for (const output of feed(gateway, step.in)) got.push(JSON.stringify(output));
+    for (const made of feed(gateway, step.in)) got.push(JSON.stringify(made));
   }
   assert.equal(got.length, expected.length, "as many outputs");
   for (let i = 0; i < got.length; i++) assert.equal(got[i], expected[i], `output ${i}`);
@@ -60,12 +72,16 @@ test("the npm Gateway makes exactly the outputs of the core's endpoint, over a w
   assert.deepEqual([...kinds].sort(), ["body", "close", "end", "respond", "spawn", "write"]);
   const statuses = new Set(steps.filter((s) => s.out?.type === "respond").map((s) => s.out.status));
   assert.ok(statuses.has(400) && statuses.has(200), [...statuses].join());
+  const refused = steps.filter((s) => s.admission?.respond).map((s) => s.admission.respond.status);
+  assert.deepEqual(refused, [405, 404, 415, 403]);
   assert.ok(steps.some((s) => s.out?.type === "write" && s.out.data.includes(HELD_CALL_TIMEOUT_TEXT)));
   assert.ok(steps.some((s) => s.out?.type === "body" && s.out.data.includes("event: response.in_progress")));
   assert.equal(gateway.sessionCount, 0);
   assert.equal(gateway.requestCount, 0);
   const metrics = gateway.metrics();
-  const responded = steps.filter((s) => s.out?.type === "respond").length;
+  // Responses of the APIs' turns; models, health and token counts are not turns.
+  const notTurns = new Set(steps.filter((s) => s.in?.op === "http" && !/^\/v1\/(messages|chat\/completions|responses)$/.test(s.in.path)).map((s) => s.in.request));
+  const responded = steps.filter((s) => s.out?.type === "respond" && !notTurns.has(s.out.request)).length;
   const counted = metrics
     .split("\n")
     .filter((l) => l.startsWith("ccwire_requests_total{"))
@@ -136,8 +152,8 @@ test("with publishIndex a gateway claims the key routeKey gives for the conversa
   const claims = [];
   for (const step of steps) {
     if (!step.in) continue;
-    for (const output of feed(gateway, step.in)) {
-      if (output.type === "claim") claims.push(output.key);
+    for (const { out } of feed(gateway, step.in)) {
+      if (out?.type === "claim") claims.push(out.key);
     }
   }
   // The scenario's first conversation, continued after its tool round trip.

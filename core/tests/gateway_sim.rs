@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use ccwire_core::api::Api;
 use ccwire_core::gateway::{
-    CliSpec, Endpoint, EndpointConfig, EndpointOutput, RequestId, RouteKey, SessionId,
-    HELD_CALL_TIMEOUT_TEXT,
+    Admission, CliSpec, Endpoint, EndpointConfig, EndpointOutput, HttpConfig, HttpFront, HttpHead,
+    RequestId, RouteKey, Routed, SessionId, HELD_CALL_TIMEOUT_TEXT,
 };
 use serde_json::{json, Value};
 
@@ -350,6 +350,8 @@ struct Sim {
     muted: Vec<SessionId>,
     /// Spawns to refuse.
     fail_spawns: bool,
+    /// The HTTP face, as a JS `Gateway` without `http` options has it.
+    front: HttpFront,
 }
 
 impl Sim {
@@ -365,6 +367,7 @@ impl Sim {
             trace: Vec::new(),
             muted: Vec::new(),
             fail_spawns: false,
+            front: HttpFront::new(HttpConfig::default(), "127.0.0.1", true, &[]).unwrap(),
         }
     }
 
@@ -391,6 +394,66 @@ impl Sim {
             .handle_request(self.now, id, api, tenant, body.as_bytes());
         self.run();
         id
+    }
+
+    /// Sends an HTTP request through the front; runs until quiet; returns its id if admitted.
+    /// A `count_tokens` is answered with the estimate.
+    fn http(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Option<RequestId> {
+        let id = self.next_request + 1;
+        self.input(
+            json!({"op": "http", "now": self.now, "request": id, "method": method,
+                          "path": path, "headers": headers, "body": body}),
+        );
+        let head = HttpHead {
+            method,
+            path,
+            headers,
+        };
+        let tenant = match self.front.admit(&head) {
+            Admission::Respond(r) => {
+                let body = String::from_utf8(r.body).unwrap();
+                let respond = json!({"status": r.status, "headers": r.headers, "body": body});
+                self.trace
+                    .push(json!({"admission": {"respond": respond}}).to_string());
+                return None;
+            }
+            Admission::Admit { tenant, cors } => {
+                let admit = json!({"admit": {"tenant": tenant, "cors": cors}});
+                self.trace.push(json!({ "admission": admit }).to_string());
+                tenant
+            }
+        };
+        self.next_request = id;
+        self.responses.insert(id, Response::default());
+        let routed = self.front.handle(
+            &mut self.endpoint,
+            self.now,
+            id,
+            &head,
+            &tenant,
+            Ok(body.as_bytes()),
+        );
+        let routed_json = match &routed {
+            Routed::Endpoint => json!({"type": "endpoint"}),
+            Routed::Drain => json!({"type": "drain"}),
+            Routed::CountTokens { estimate, .. } => {
+                json!({"type": "count_tokens", "estimate": estimate, "upstream": null})
+            }
+        };
+        self.trace
+            .push(json!({ "routed": routed_json }).to_string());
+        if let Routed::CountTokens { estimate, .. } = routed {
+            self.front
+                .token_count(&mut self.endpoint, id, estimate, None);
+        }
+        self.run();
+        Some(id)
     }
 
     fn response(&self, id: RequestId) -> &Response {
@@ -1038,6 +1101,37 @@ fn scenario() {
     );
     let session = sim.endpoint.request_session(dies).unwrap();
     sim.exit(session, 1);
+    // Through the HTTP face: refusals from the head, the routes, a conversation.
+    let json_body = [("content-type", "application/json")];
+    assert_eq!(sim.http("GET", "/v1/messages", &json_body, ""), None);
+    assert_eq!(sim.http("POST", "/v1/nothing", &json_body, "{}"), None);
+    assert_eq!(
+        sim.http(
+            "POST",
+            "/v1/messages",
+            &[("content-type", "text/plain")],
+            "{}"
+        ),
+        None
+    );
+    let page = [
+        ("origin", "https://evil.example"),
+        ("content-type", "application/json"),
+    ];
+    assert_eq!(sim.http("POST", "/v1/messages", &page, "{}"), None);
+    let models = sim.http("GET", "/v1/models", &[], "").unwrap();
+    assert!(sim.response(models).text().contains("\"sonnet\""));
+    sim.http("GET", "/health", &[], "");
+    let count = json!({"model": "sonnet", "messages": [{"role": "user", "content": "How many?"}]});
+    sim.http(
+        "POST",
+        "/v1/messages/count_tokens",
+        &json_body,
+        &count.to_string(),
+    );
+    let ask = anthropic(json!([{"role": "user", "content": "Hi over HTTP"}]), true).to_string();
+    let turn = sim.http("POST", "/v1/messages", &json_body, &ask).unwrap();
+    assert_eq!(sim.response(turn).status, 200);
     sim.advance(31 * 60 * 1000);
     assert_eq!(sim.endpoint.session_count(), 0);
     assert!(
