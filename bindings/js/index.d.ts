@@ -4,208 +4,63 @@
 /** Any JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-export type ToolStatusName =
-  | "pending"
-  | "awaiting_approval"
-  | "running"
-  | "success"
-  | "error"
-  | "cancelled";
-export type StatusReason =
-  | "denied"
-  | "cancelled"
-  | "timeout"
-  | "interrupted"
-  | "turn_ended"
-  | "process_exit";
-export type ErrorKind =
-  | "malformed_line"
-  | "invalid_message"
-  | "line_too_long"
-  | "malformed_transcript_line"
-  | "process_exit"
-  | "malformed_tool_input";
+// The chunk types are generated from the Rust ones (chunks.d.ts); the status chunk is typed
+// here per subtype.
+import type { Chunk as AnyChunk, ToolStatusName, ToolWait } from "./chunks.js";
+export type {
+  BlockedKind,
+  BlockedOn,
+  Behavior,
+  ElicitationDetails,
+  ErrorKind,
+  ResolveReason,
+  StatusReason,
+  ToolStatusName,
+  ToolWait,
+} from "./chunks.js";
 
-export interface BlockedOn {
-  request_id: string;
-  kind: "permission" | "mcp_tool_call" | "hook" | "elicitation" | "dialog";
-  tool_use_id: string;
-}
-/** Is the CLI waiting for the embedder to deliver something a tool needs? */
-export interface ToolWait {
-  waiting: boolean;
-  tool_use_ids: string[];
-  blocked_on: BlockedOn[];
-}
+/** The chunk of one `type`. */
+export type ChunkOf<T extends AnyChunk["type"]> = Extract<AnyChunk, { type: T }>;
+export type SessionInitChunk = ChunkOf<"session_init">;
+export type UserPromptChunk = ChunkOf<"user_prompt">;
+export type MessageStartChunk = ChunkOf<"message_start">;
+export type TextDeltaChunk = ChunkOf<"text_delta">;
+export type ThinkingDeltaChunk = ChunkOf<"thinking_delta">;
+export type ThinkingRedactedChunk = ChunkOf<"thinking_redacted">;
+export type CitationChunk = ChunkOf<"citation">;
+export type ToolUseChunk = ChunkOf<"tool_use">;
+export type ToolInputDeltaChunk = ChunkOf<"tool_input_delta">;
+export type MessageDeltaChunk = ChunkOf<"message_delta">;
+export type MessageStopChunk = ChunkOf<"message_stop">;
+export type ToolStatusChunk = ChunkOf<"tool_status">;
+export type ToolStartChunk = ChunkOf<"tool_start">;
+export type ToolProgressChunk = ChunkOf<"tool_progress">;
+export type ToolHeartbeatChunk = ChunkOf<"tool_heartbeat">;
+export type ToolResultChunk = ChunkOf<"tool_result">;
+export type UserTextChunk = ChunkOf<"user_text">;
+export type PermissionRequestChunk = ChunkOf<"permission_request">;
+export type PermissionResolvedChunk = ChunkOf<"permission_resolved">;
+export type HookRequestChunk = ChunkOf<"hook_request">;
+export type McpToolCallChunk = ChunkOf<"mcp_tool_call">;
+export type McpToolCancelledChunk = ChunkOf<"mcp_tool_cancelled">;
+export type McpRequestChunk = ChunkOf<"mcp_request">;
+export type ElicitationRequestChunk = ChunkOf<"elicitation_request">;
+export type DialogRequestChunk = ChunkOf<"dialog_request">;
+export type RequestResolvedChunk = ChunkOf<"request_resolved">;
+export type RequestCancelledChunk = ChunkOf<"request_cancelled">;
+export type RateLimitChunk = ChunkOf<"rate_limit">;
+export type ToolUseSummaryChunk = ChunkOf<"tool_use_summary">;
+export type AuthStatusChunk = ChunkOf<"auth_status">;
+export type PromptSuggestionChunk = ChunkOf<"prompt_suggestion">;
+export type ConversationResetChunk = ChunkOf<"conversation_reset">;
+export type TurnCompleteChunk = ChunkOf<"turn_complete">;
+export type ControlResultChunk = ChunkOf<"control_result">;
+export type ReadyChunk = ChunkOf<"ready">;
+export type ToolWaitChunk = ChunkOf<"tool_wait">;
+export type ErrorChunk = ChunkOf<"error">;
+export type UnknownChunk = ChunkOf<"unknown">;
+export type ProcessExitChunk = ChunkOf<"process_exit">;
 
-export interface SessionInitChunk {
-  type: "session_init";
-  session_id: string | null;
-  model: string | null;
-  cwd: string | null;
-  tools: Json;
-  mcp_servers: Json;
-  permission_mode: string | null;
-  claude_code_version: string | null;
-}
-export interface UserPromptChunk {
-  type: "user_prompt";
-  content: Json;
-  uuid?: string;
-  priority?: string;
-}
-export interface MessageStartChunk {
-  type: "message_start";
-  message_id: string;
-  model: string | null;
-  parent_tool_use_id: string | null;
-  /** Input and cache tokens as the model reported them at the start; `null` when it did not. */
-  usage: Json;
-}
-export interface TextDeltaChunk {
-  type: "text_delta";
-  message_id: string;
-  index: number;
-  text: string;
-  parent_tool_use_id: string | null;
-}
-export interface ThinkingDeltaChunk {
-  type: "thinking_delta";
-  message_id: string;
-  index: number;
-  thinking: string;
-  parent_tool_use_id?: string;
-}
-export interface ThinkingRedactedChunk {
-  type: "thinking_redacted";
-  message_id: string;
-  index: number;
-  parent_tool_use_id?: string;
-}
-export interface CitationChunk {
-  type: "citation";
-  message_id: string;
-  index: number;
-  citation: Json;
-  parent_tool_use_id?: string;
-}
-export interface ToolUseChunk {
-  type: "tool_use";
-  id: string;
-  name: string;
-  message_id: string;
-  index: number;
-  parent_tool_use_id: string | null;
-  complete: boolean;
-  /** `null` until `complete`. */
-  input: Json;
-  server?: true;
-}
-export interface ToolInputDeltaChunk {
-  type: "tool_input_delta";
-  id: string;
-  partial_json: string;
-}
-export interface MessageDeltaChunk {
-  type: "message_delta";
-  message_id: string;
-  stop_reason: string | null;
-  usage: Json;
-}
-export interface MessageStopChunk {
-  type: "message_stop";
-  message_id: string;
-  abandoned_from_index?: number;
-}
-export interface ToolStatusChunk {
-  type: "tool_status";
-  id: string;
-  status: ToolStatusName;
-  reason?: StatusReason;
-}
-export interface ToolStartChunk {
-  type: "tool_start";
-  id: string;
-  name: string | null;
-  elapsed_s: number;
-  parent_tool_use_id?: string;
-}
-export interface ToolProgressChunk {
-  type: "tool_progress";
-  id: string;
-  elapsed_s: number;
-}
-export interface ToolHeartbeatChunk {
-  type: "tool_heartbeat";
-  id: string;
-  elapsed_s: number;
-  seq: number;
-}
-export interface ToolResultChunk {
-  type: "tool_result";
-  id: string;
-  content: Json;
-  is_error: boolean;
-  server?: true;
-  parent_tool_use_id?: string;
-}
-export interface UserTextChunk {
-  type: "user_text";
-  text: string;
-  parent_tool_use_id: string | null;
-}
-export interface PermissionRequestChunk {
-  type: "permission_request";
-  request_id: string;
-  tool_use_id: string | null;
-  tool_name: string;
-  input: Json;
-  suggestions: Json;
-  blocked_path: string | null;
-  deadline_ms: number | null;
-}
-export interface PermissionResolvedChunk {
-  type: "permission_resolved";
-  request_id: string;
-  tool_use_id: string | null;
-  behavior: "allow" | "deny";
-  reason: "host" | "timeout" | "cancelled";
-}
-export interface HookRequestChunk {
-  type: "hook_request";
-  request_id: string;
-  callback_id: string;
-  event: string | null;
-  tool_use_id: string | null;
-  input: Json;
-  deadline_ms: number | null;
-}
-export interface McpToolCallChunk {
-  type: "mcp_tool_call";
-  request_id: string;
-  server: string;
-  tool: string;
-  arguments: Json;
-  tool_use_id: string | null;
-  deadline_ms: number | null;
-}
-export interface McpToolCancelledChunk {
-  type: "mcp_tool_cancelled";
-  request_id: string;
-  cancel_request_id: string;
-  tool_use_id: string | null;
-  reason: string | null;
-}
-export interface McpRequestChunk {
-  type: "mcp_request";
-  request_id: string;
-  server: string;
-  method: string | null;
-}
-export interface RequestCancelledChunk {
-  type: "request_cancelled";
-  request_id: string;
-}
 /** A `system` frame other than `init`, with every field of the frame. */
 /**
  * A `system` frame other than `init`: its subtype and every field of the frame. The subtypes of
@@ -359,169 +214,9 @@ export interface ElicitationCompleteStatus extends StatusChunkOf<"elicitation_co
 export interface LocalCommandOutputStatus extends StatusChunkOf<"local_command_output"> {
   content: string;
 }
-export interface TurnCompleteChunk {
-  type: "turn_complete";
-  subtype: string | null;
-  is_error: boolean;
-  result: string | null;
-  stop_reason: string | null;
-  terminal_reason: string | null;
-  num_turns: number | null;
-  duration_ms: number | null;
-  usage: Json;
-  total_cost_usd: Json;
-  session_id: string | null;
-  permission_denials: Json;
-  errors: Json;
-}
-export interface ControlResultChunk {
-  type: "control_result";
-  request_id: string;
-  subtype: string | null;
-  ok: boolean;
-  response?: Json;
-  error?: string;
-  error_code?: string;
-}
-export interface ReadyChunk {
-  type: "ready";
-  claude_code_version: string | null;
-  models: Json;
-  commands: Json;
-}
-export interface ToolWaitChunk extends ToolWait {
-  type: "tool_wait";
-}
-export interface ErrorChunk {
-  type: "error";
-  kind: ErrorKind;
-  detail: string;
-  excerpt?: string;
-  bytes?: number;
-}
-/** An MCP server asks the user for input (`elicitation`). */
-export interface ElicitationRequestChunk {
-  type: "elicitation_request";
-  request_id: string;
-  server: string;
-  message: string;
-  mode: "form" | "url" | (string & {}) | null;
-  url: string | null;
-  elicitation_id: string | null;
-  /** The JSON Schema of the content asked for (`form` mode). */
-  requested_schema: Json;
-  title: string | null;
-  display_name: string | null;
-  description: string | null;
-  /** The running tool of that server it holds up, when there is one. */
-  tool_use_id: string | null;
-  deadline_ms: number | null;
-}
-/** The CLI asks the host to render a dialog of a kind it declared (`request_user_dialog`). */
-export interface DialogRequestChunk {
-  type: "dialog_request";
-  request_id: string;
-  dialog_kind: string;
-  payload: Json;
-  tool_use_id: string | null;
-  deadline_ms: number | null;
-}
-/** An elicitation or a dialog was settled. */
-export interface RequestResolvedChunk {
-  type: "request_resolved";
-  request_id: string;
-  reason: "host" | "timeout" | "default";
-  /** The answer the CLI got. */
-  response: Json;
-}
-/** The account's rate limit (`rate_limit_event`). */
-export interface RateLimitChunk {
-  type: "rate_limit";
-  status: "allowed" | "allowed_warning" | "rejected" | (string & {});
-  /** When the limit resets, in Unix seconds. */
-  resets_at: number | null;
-  rate_limit_type: string | null;
-  /** How much of the limit is used, 0 to 1. */
-  utilization: number | null;
-  /** Every field of the wire's `rate_limit_info`. */
-  info: Json;
-}
-/** A summary of tool calls (`tool_use_summary`). */
-export interface ToolUseSummaryChunk {
-  type: "tool_use_summary";
-  summary: string;
-  tool_use_ids: string[];
-}
-/** The CLI's authentication progress (`auth_status`). */
-export interface AuthStatusChunk {
-  type: "auth_status";
-  authenticating: boolean;
-  output: string[];
-  error: string | null;
-}
-/** A prompt the user might send next (`prompt_suggestion`). */
-export interface PromptSuggestionChunk {
-  type: "prompt_suggestion";
-  suggestion: string;
-}
-/** The conversation was reset (`conversation_reset`). */
-export interface ConversationResetChunk {
-  type: "conversation_reset";
-  new_conversation_id: string;
-  trigger: "clear" | "plan_mode_exit" | "fresh_session" | "onboarding" | (string & {}) | null;
-}
-export interface UnknownChunk {
-  type: "unknown";
-  message: Json;
-}
-export interface ProcessExitChunk {
-  type: "process_exit";
-  code: number | null;
-  signal: number | null;
-}
 
 /** One thing that happened on the wire; discriminate on `type`. */
-export type Chunk =
-  | SessionInitChunk
-  | UserPromptChunk
-  | MessageStartChunk
-  | TextDeltaChunk
-  | ThinkingDeltaChunk
-  | ThinkingRedactedChunk
-  | CitationChunk
-  | ToolUseChunk
-  | ToolInputDeltaChunk
-  | MessageDeltaChunk
-  | MessageStopChunk
-  | ToolStatusChunk
-  | ToolStartChunk
-  | ToolProgressChunk
-  | ToolHeartbeatChunk
-  | ToolResultChunk
-  | UserTextChunk
-  | PermissionRequestChunk
-  | PermissionResolvedChunk
-  | HookRequestChunk
-  | McpToolCallChunk
-  | McpToolCancelledChunk
-  | McpRequestChunk
-  | ElicitationRequestChunk
-  | DialogRequestChunk
-  | RequestResolvedChunk
-  | RequestCancelledChunk
-  | StatusChunk
-  | RateLimitChunk
-  | ToolUseSummaryChunk
-  | AuthStatusChunk
-  | PromptSuggestionChunk
-  | ConversationResetChunk
-  | TurnCompleteChunk
-  | ControlResultChunk
-  | ReadyChunk
-  | ToolWaitChunk
-  | ErrorChunk
-  | UnknownChunk
-  | ProcessExitChunk;
+export type Chunk = Exclude<AnyChunk, { type: "status" }> | StatusChunk;
 
 export type ChunkType = Chunk["type"];
 

@@ -25,6 +25,7 @@ test("the packed tarball installs and replays a transcript", () => {
     assert.deepEqual(files, [
       "README.md",
       "js/api.js",
+      "js/chunks.d.ts",
       "js/client.d.ts",
       "js/client.js",
       "js/conversation-node.js",

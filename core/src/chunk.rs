@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::json::{serialize_js_number, Json};
 
 /// One thing that happened on the wire, as a UI or an API encoder wants to see it.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -36,9 +37,11 @@ pub enum Chunk {
         content: Json,
         /// The client uuid of the message, when it had one.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         uuid: Option<String>,
         /// `now`, `next` or `later` when the message carried a priority.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         priority: Option<String>,
     },
     /// A model message started streaming.
@@ -75,6 +78,7 @@ pub enum Chunk {
         thinking: String,
         /// The Agent/Task tool call this message belongs to, for sub-agent output.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         parent_tool_use_id: Option<String>,
     },
     /// A redacted thinking block (its content is encrypted).
@@ -85,6 +89,7 @@ pub enum Chunk {
         index: u32,
         /// The Agent/Task tool call this message belongs to, for sub-agent output.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         parent_tool_use_id: Option<String>,
     },
     /// A citation attached to a text block.
@@ -97,6 +102,7 @@ pub enum Chunk {
         citation: Json,
         /// The Agent/Task tool call this message belongs to, for sub-agent output.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         parent_tool_use_id: Option<String>,
     },
     /// A tool call: first with `complete:false` when it starts, then once with `complete:true`
@@ -118,6 +124,7 @@ pub enum Chunk {
         input: Json,
         /// `true` for a server-executed tool (`server_tool_use`).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
+        #[cfg_attr(test, ts(as = "Option<bool>", optional))]
         server: bool,
     },
     /// A piece of a tool call's input JSON as it streams.
@@ -142,6 +149,8 @@ pub enum Chunk {
         message_id: String,
         /// After an interrupt: the first content block index the CLI abandoned.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        #[cfg_attr(test, ts(type = "number"))]
         abandoned_from_index: Option<u64>,
     },
     /// A tool's status changed.
@@ -152,6 +161,7 @@ pub enum Chunk {
         status: ToolStatus,
         /// Why, when the change has a reason.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         reason: Option<StatusReason>,
     },
     /// A tool started executing (its first `tool_progress`).
@@ -165,6 +175,7 @@ pub enum Chunk {
         elapsed_s: f64,
         /// The Agent/Task tool call this call belongs to, for sub-agent output.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         parent_tool_use_id: Option<String>,
     },
     /// A running tool reported progress.
@@ -183,6 +194,7 @@ pub enum Chunk {
         #[serde(serialize_with = "serialize_js_number")]
         elapsed_s: f64,
         /// The heartbeat's sequence number.
+        #[cfg_attr(test, ts(type = "number"))]
         seq: u64,
     },
     /// A tool's result.
@@ -195,9 +207,11 @@ pub enum Chunk {
         is_error: bool,
         /// `true` for the result of a server-executed tool.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
+        #[cfg_attr(test, ts(as = "Option<bool>", optional))]
         server: bool,
         /// The Agent/Task tool call this result belongs to, for sub-agent output.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         parent_tool_use_id: Option<String>,
     },
     /// User-role text the CLI added (`[Request interrupted by user]`, a sub-agent's prompt, …).
@@ -223,6 +237,7 @@ pub enum Chunk {
         /// The path that triggered the prompt, when there is one.
         blocked_path: Option<String>,
         /// When the request times out (ms), when a timeout policy is set.
+        #[cfg_attr(test, ts(type = "number | null"))]
         deadline_ms: Option<u64>,
     },
     /// A permission request was settled, exactly once.
@@ -250,6 +265,7 @@ pub enum Chunk {
         /// The hook input.
         input: Json,
         /// When the request times out (ms), when a timeout policy is set.
+        #[cfg_attr(test, ts(type = "number | null"))]
         deadline_ms: Option<u64>,
     },
     /// The CLI calls a tool of an in-process MCP server. Answer with
@@ -266,6 +282,7 @@ pub enum Chunk {
         /// The tool_use id (`_meta["claudecode/toolUseId"]`).
         tool_use_id: Option<String>,
         /// When the call times out (ms), when a timeout policy is set.
+        #[cfg_attr(test, ts(type = "number | null"))]
         deadline_ms: Option<u64>,
     },
     /// The CLI cancelled a held MCP tool call (`notifications/cancelled`).
@@ -306,6 +323,7 @@ pub enum Chunk {
         /// The running tool of that server the elicitation holds up, when there is one.
         tool_use_id: Option<String>,
         /// When the request times out (ms), when a timeout policy is set.
+        #[cfg_attr(test, ts(type = "number | null"))]
         deadline_ms: Option<u64>,
     },
     /// The CLI asks the host to render a dialog of a kind it declared
@@ -321,6 +339,7 @@ pub enum Chunk {
         /// The tool call it belongs to, when there is one.
         tool_use_id: Option<String>,
         /// When the request times out (ms), when a timeout policy is set.
+        #[cfg_attr(test, ts(type = "number | null"))]
         deadline_ms: Option<u64>,
     },
     /// An elicitation or a dialog was settled: by the host, by the session's default (an
@@ -346,14 +365,21 @@ pub enum Chunk {
         subtype: String,
         /// The frame's other fields.
         #[serde(flatten)]
+        // index.d.ts types the fields per subtype.
+        #[cfg_attr(test, ts(skip))]
         fields: Fields,
     },
     /// The account's rate limit (`rate_limit_event`): allowed, close to the limit
     /// (`allowed_warning`) or reached (`rejected`), and when it resets.
     RateLimit {
         /// `allowed`, `allowed_warning` or `rejected`.
+        #[cfg_attr(
+            test,
+            ts(type = r#""allowed" | "allowed_warning" | "rejected" | (string & {})"#)
+        )]
         status: String,
         /// When the limit resets (Unix seconds), when known.
+        #[cfg_attr(test, ts(type = "number | null"))]
         resets_at: Option<u64>,
         /// Which limit (`five_hour`, `seven_day`, …), when known.
         rate_limit_type: Option<String>,
@@ -389,6 +415,12 @@ pub enum Chunk {
         /// The new conversation id.
         new_conversation_id: String,
         /// What reset it (`clear`, `plan_mode_exit`, `fresh_session`, `onboarding`), when said.
+        #[cfg_attr(
+            test,
+            ts(
+                type = r#""clear" | "plan_mode_exit" | "fresh_session" | "onboarding" | (string & {}) | null"#
+            )
+        )]
         trigger: Option<String>,
     },
     /// A turn ended (`result`).
@@ -405,10 +437,13 @@ pub enum Chunk {
         terminal_reason: Option<String>,
         /// The HTTP status of the API error that ended the turn, when one did.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         api_error_status: Option<u16>,
         /// Model round trips in the turn.
+        #[cfg_attr(test, ts(type = "number | null"))]
         num_turns: Option<u64>,
         /// Wall time of the turn.
+        #[cfg_attr(test, ts(type = "number | null"))]
         duration_ms: Option<u64>,
         /// Token usage of the turn.
         usage: Json,
@@ -431,12 +466,15 @@ pub enum Chunk {
         ok: bool,
         /// The success payload.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         response: Option<Json>,
         /// The error message.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         error: Option<String>,
         /// The error code, when the CLI gave one.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         error_code: Option<String>,
     },
     /// The CLI answered `initialize`.
@@ -458,9 +496,12 @@ pub enum Chunk {
         detail: String,
         /// The start of the offending line (at most 200 bytes), when there is one.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         excerpt: Option<String>,
         /// The size of a skipped line.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        #[cfg_attr(test, ts(type = "number"))]
         bytes: Option<u64>,
     },
     /// A well-formed message of a type or subtype the core does not model.
@@ -478,10 +519,12 @@ pub enum Chunk {
 }
 
 /// What an [`Chunk::ElicitationRequest`] asks for and how to show it.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ElicitationDetails {
     /// `form` (answer with content matching `requested_schema`) or `url` (the user opens
     /// `url`).
+    #[cfg_attr(test, ts(type = r#""form" | "url" | (string & {}) | null"#))]
     pub mode: Option<String>,
     /// The URL to open (`url` mode).
     pub url: Option<String>,
@@ -498,6 +541,8 @@ pub struct ElicitationDetails {
 }
 
 /// A tool call's status.
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(test, ts(rename = "ToolStatusName"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
@@ -538,6 +583,7 @@ impl ToolStatus {
 }
 
 /// Why a tool's status changed.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StatusReason {
@@ -556,6 +602,7 @@ pub enum StatusReason {
 }
 
 /// The outcome of a permission request.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Behavior {
@@ -566,6 +613,7 @@ pub enum Behavior {
 }
 
 /// Who settled a permission request.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResolveReason {
@@ -580,6 +628,7 @@ pub enum ResolveReason {
 }
 
 /// Kinds of [`Chunk::Error`].
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -599,6 +648,7 @@ pub enum ErrorKind {
 }
 
 /// Is the CLI waiting for the embedder to deliver something a tool needs?
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ToolWait {
     /// Whether the CLI is waiting for a tool.
@@ -610,6 +660,7 @@ pub struct ToolWait {
 }
 
 /// A pending request that holds up an outstanding tool.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BlockedOn {
     /// The control request id to answer.
@@ -621,6 +672,7 @@ pub struct BlockedOn {
 }
 
 /// Kinds of [`BlockedOn`] requests.
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockedKind {
@@ -708,5 +760,56 @@ impl Chunk {
             Chunk::Unknown { .. } => "unknown",
             Chunk::ProcessExit { .. } => "process_exit",
         }
+    }
+}
+
+/// The chunks' TypeScript types, generated from the types above: `bindings/js/chunks.d.ts`,
+/// which the npm package's `index.d.ts` builds on. The test fails when the committed file is
+/// not what these types give; `UPDATE_TYPES=1 cargo test -p ccwire-core chunk_types` writes it.
+#[cfg(test)]
+mod typescript {
+    use ts_rs::TS;
+
+    use super::*;
+
+    fn declaration<T: TS + ?Sized + 'static>() -> String {
+        let text = T::export_to_string().expect("a TypeScript declaration");
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with("// This file was generated") && !l.starts_with("import "))
+            .collect();
+        lines.join("\n").trim().to_owned()
+    }
+
+    #[test]
+    fn chunk_types() {
+        let declarations = [
+            declaration::<Chunk>(),
+            declaration::<ElicitationDetails>(),
+            declaration::<ToolStatus>(),
+            declaration::<StatusReason>(),
+            declaration::<Behavior>(),
+            declaration::<ResolveReason>(),
+            declaration::<ErrorKind>(),
+            declaration::<ToolWait>(),
+            declaration::<BlockedOn>(),
+            declaration::<BlockedKind>(),
+        ];
+        let text = format!(
+            "// Generated from core/src/chunk.rs by its `chunk_types` test \
+             (UPDATE_TYPES=1 cargo test -p ccwire-core chunk_types); do not edit.\n\
+             import type {{ Json }} from \"./index.js\";\n\n{}\n",
+            declarations.join("\n\n")
+        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../bindings/js/chunks.d.ts");
+        if std::env::var_os("UPDATE_TYPES").is_some() {
+            std::fs::write(path, &text).expect("bindings/js/chunks.d.ts written");
+        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == text,
+            "bindings/js/chunks.d.ts is not what the chunk types give: run \
+             UPDATE_TYPES=1 cargo test -p ccwire-core chunk_types"
+        );
     }
 }

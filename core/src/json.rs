@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 /// Serializes as the JSON it holds (not as a string). Build one with [`Json::canonical`] from any
 /// valid JSON text, or [`Json::from_value`].
 #[derive(Clone)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(type = "Json"))]
 pub struct Json(Box<RawValue>);
 
 impl PartialEq for Json {

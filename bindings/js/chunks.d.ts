@@ -1,0 +1,736 @@
+// Generated from core/src/chunk.rs by its `chunk_types` test (UPDATE_TYPES=1 cargo test -p ccwire-core chunk_types); do not edit.
+import type { Json } from "./index.js";
+
+/**
+ * One thing that happened on the wire, as a UI or an API encoder wants to see it.
+ */
+export type Chunk = { "type": "session_init", 
+/**
+ * The CLI's session id.
+ */
+session_id: string | null, 
+/**
+ * The resolved model id.
+ */
+model: string | null, 
+/**
+ * The CLI's working directory.
+ */
+cwd: string | null, 
+/**
+ * Tool names the model may call.
+ */
+tools: Json, 
+/**
+ * MCP servers and their connection status.
+ */
+mcp_servers: Json, 
+/**
+ * The permission mode in force.
+ */
+permission_mode: string | null, 
+/**
+ * The CLI version.
+ */
+claude_code_version: string | null, } | { "type": "user_prompt", 
+/**
+ * The message content: a string or content blocks.
+ */
+content: Json, 
+/**
+ * The client uuid of the message, when it had one.
+ */
+uuid?: string, 
+/**
+ * `now`, `next` or `later` when the message carried a priority.
+ */
+priority?: string, } | { "type": "message_start", 
+/**
+ * The API message id.
+ */
+message_id: string, 
+/**
+ * The model answering.
+ */
+model: string | null, 
+/**
+ * The Agent/Task tool call this message belongs to, for sub-agent output.
+ */
+parent_tool_use_id: string | null, 
+/**
+ * Token usage known at the start (`input_tokens`, `cache_creation_input_tokens`,
+ * `cache_read_input_tokens`, a first `output_tokens`), as the model reported it;
+ * `null` when it reported none. `message_delta` carries the output tokens.
+ */
+usage: Json, } | { "type": "text_delta", 
+/**
+ * The API message id.
+ */
+message_id: string, 
+/**
+ * The content block index within the message.
+ */
+index: number, 
+/**
+ * The text piece.
+ */
+text: string, 
+/**
+ * The Agent/Task tool call this message belongs to, for sub-agent output.
+ */
+parent_tool_use_id: string | null, } | { "type": "thinking_delta", 
+/**
+ * The API message id.
+ */
+message_id: string, 
+/**
+ * The content block index within the message.
+ */
+index: number, 
+/**
+ * The thinking piece.
+ */
+thinking: string, 
+/**
+ * The Agent/Task tool call this message belongs to, for sub-agent output.
+ */
+parent_tool_use_id?: string, } | { "type": "thinking_redacted", 
+/**
+ * The API message id.
+ */
+message_id: string, 
+/**
+ * The content block index within the message.
+ */
+index: number, 
+/**
+ * The Agent/Task tool call this message belongs to, for sub-agent output.
+ */
+parent_tool_use_id?: string, } | { "type": "citation", 
+/**
+ * The API message id.
+ */
+message_id: string, 
+/**
+ * The content block index within the message.
+ */
+index: number, 
+/**
+ * The citation object as the API sent it.
+ */
+citation: Json, 
+/**
+ * The Agent/Task tool call this message belongs to, for sub-agent output.
+ */
+parent_tool_use_id?: string, } | { "type": "tool_use", 
+/**
+ * The tool_use id.
+ */
+id: string, 
+/**
+ * The tool name as the model called it.
+ */
+name: string, 
+/**
+ * The API message id.
+ */
+message_id: string, 
+/**
+ * The content block index within the message.
+ */
+index: number, 
+/**
+ * The Agent/Task tool call this call belongs to, for sub-agent output.
+ */
+parent_tool_use_id: string | null, 
+/**
+ * Whether the input is complete.
+ */
+complete: boolean, 
+/**
+ * The input, when complete; `null` before.
+ */
+input: Json, 
+/**
+ * `true` for a server-executed tool (`server_tool_use`).
+ */
+server?: boolean, } | { "type": "tool_input_delta", 
+/**
+ * The tool_use id.
+ */
+id: string, 
+/**
+ * The piece of JSON text (may be empty).
+ */
+partial_json: string, } | { "type": "message_delta", 
+/**
+ * The API message id.
+ */
+message_id: string, 
+/**
+ * Why the model stopped (`end_turn`, `tool_use`, …); `null` passes through.
+ */
+stop_reason: string | null, 
+/**
+ * Token usage.
+ */
+usage: Json, } | { "type": "message_stop", 
+/**
+ * The API message id.
+ */
+message_id: string, 
+/**
+ * After an interrupt: the first content block index the CLI abandoned.
+ */
+abandoned_from_index?: number, } | { "type": "tool_status", 
+/**
+ * The tool_use id.
+ */
+id: string, 
+/**
+ * The new status.
+ */
+status: ToolStatusName, 
+/**
+ * Why, when the change has a reason.
+ */
+reason?: StatusReason, } | { "type": "tool_start", 
+/**
+ * The tool_use id.
+ */
+id: string, 
+/**
+ * The tool name.
+ */
+name: string | null, 
+/**
+ * Seconds since the tool started, as the CLI reports it.
+ */
+elapsed_s: number, 
+/**
+ * The Agent/Task tool call this call belongs to, for sub-agent output.
+ */
+parent_tool_use_id?: string, } | { "type": "tool_progress", 
+/**
+ * The tool_use id.
+ */
+id: string, 
+/**
+ * Seconds since the tool started.
+ */
+elapsed_s: number, } | { "type": "tool_heartbeat", 
+/**
+ * The tool_use id of the held call.
+ */
+id: string, 
+/**
+ * Seconds since the call started.
+ */
+elapsed_s: number, 
+/**
+ * The heartbeat's sequence number.
+ */
+seq: number, } | { "type": "tool_result", 
+/**
+ * The tool_use id.
+ */
+id: string, 
+/**
+ * The result content: a string or content blocks.
+ */
+content: Json, 
+/**
+ * Whether the result is an error.
+ */
+is_error: boolean, 
+/**
+ * `true` for the result of a server-executed tool.
+ */
+server?: boolean, 
+/**
+ * The Agent/Task tool call this result belongs to, for sub-agent output.
+ */
+parent_tool_use_id?: string, } | { "type": "user_text", 
+/**
+ * The text.
+ */
+text: string, 
+/**
+ * The Agent/Task tool call this text belongs to, for sub-agent output.
+ */
+parent_tool_use_id: string | null, } | { "type": "permission_request", 
+/**
+ * The control request id to answer.
+ */
+request_id: string, 
+/**
+ * The tool_use id.
+ */
+tool_use_id: string | null, 
+/**
+ * The tool name.
+ */
+tool_name: string, 
+/**
+ * The tool input.
+ */
+input: Json, 
+/**
+ * Permission updates the CLI suggests (`permission_suggestions`).
+ */
+suggestions: Json, 
+/**
+ * The path that triggered the prompt, when there is one.
+ */
+blocked_path: string | null, 
+/**
+ * When the request times out (ms), when a timeout policy is set.
+ */
+deadline_ms: number | null, } | { "type": "permission_resolved", 
+/**
+ * The control request id.
+ */
+request_id: string, 
+/**
+ * The tool_use id.
+ */
+tool_use_id: string | null, 
+/**
+ * The outcome.
+ */
+behavior: Behavior, 
+/**
+ * Who settled it.
+ */
+reason: ResolveReason, } | { "type": "hook_request", 
+/**
+ * The control request id to answer.
+ */
+request_id: string, 
+/**
+ * The hook callback id (`hook_<n>`).
+ */
+callback_id: string, 
+/**
+ * The hook event (`PreToolUse`, `PostToolUse`, …).
+ */
+event: string | null, 
+/**
+ * The tool_use id the CLI attached (not always a tool's).
+ */
+tool_use_id: string | null, 
+/**
+ * The hook input.
+ */
+input: Json, 
+/**
+ * When the request times out (ms), when a timeout policy is set.
+ */
+deadline_ms: number | null, } | { "type": "mcp_tool_call", 
+/**
+ * The control request id to answer.
+ */
+request_id: string, 
+/**
+ * The MCP server name.
+ */
+server: string, 
+/**
+ * The tool name as given in `params.name`.
+ */
+tool: string, 
+/**
+ * The call arguments.
+ */
+arguments: Json, 
+/**
+ * The tool_use id (`_meta["claudecode/toolUseId"]`).
+ */
+tool_use_id: string | null, 
+/**
+ * When the call times out (ms), when a timeout policy is set.
+ */
+deadline_ms: number | null, } | { "type": "mcp_tool_cancelled", 
+/**
+ * The control request id of the cancelled `tools/call`.
+ */
+request_id: string, 
+/**
+ * The control request id of the cancel notification.
+ */
+cancel_request_id: string, 
+/**
+ * The tool_use id of the cancelled call.
+ */
+tool_use_id: string | null, 
+/**
+ * The reason the CLI gave.
+ */
+reason: string | null, } | { "type": "mcp_request", 
+/**
+ * The control request id.
+ */
+request_id: string, 
+/**
+ * The MCP server name.
+ */
+server: string, 
+/**
+ * The JSON-RPC method.
+ */
+method: string | null, } | { "type": "elicitation_request", 
+/**
+ * The control request id to answer.
+ */
+request_id: string, 
+/**
+ * The MCP server asking.
+ */
+server: string, 
+/**
+ * What it asks.
+ */
+message: string, 
+/**
+ * The running tool of that server the elicitation holds up, when there is one.
+ */
+tool_use_id: string | null, 
+/**
+ * When the request times out (ms), when a timeout policy is set.
+ */
+deadline_ms: number | null, 
+/**
+ * `form` (answer with content matching `requested_schema`) or `url` (the user opens
+ * `url`).
+ */
+mode: "form" | "url" | (string & {}) | null, 
+/**
+ * The URL to open (`url` mode).
+ */
+url: string | null, 
+/**
+ * The server's id for the elicitation.
+ */
+elicitation_id: string | null, 
+/**
+ * The JSON Schema of the content asked for (`form` mode).
+ */
+requested_schema: Json, 
+/**
+ * A title to show, from the server's permission display.
+ */
+title: string | null, 
+/**
+ * A short server or tool label to show.
+ */
+display_name: string | null, 
+/**
+ * A description to show.
+ */
+description: string | null, } | { "type": "dialog_request", 
+/**
+ * The control request id to answer.
+ */
+request_id: string, 
+/**
+ * Which dialog (`refusal_fallback_prompt`, …).
+ */
+dialog_kind: string, 
+/**
+ * The dialog's data, shaped by its kind.
+ */
+payload: Json, 
+/**
+ * The tool call it belongs to, when there is one.
+ */
+tool_use_id: string | null, 
+/**
+ * When the request times out (ms), when a timeout policy is set.
+ */
+deadline_ms: number | null, } | { "type": "request_resolved", 
+/**
+ * The control request id.
+ */
+request_id: string, 
+/**
+ * Who settled it.
+ */
+reason: ResolveReason, 
+/**
+ * The answer the CLI got.
+ */
+response: Json, } | { "type": "request_cancelled", 
+/**
+ * The withdrawn control request id.
+ */
+request_id: string, } | { "type": "status", 
+/**
+ * The system subtype.
+ */
+subtype: string, } | { "type": "rate_limit", 
+/**
+ * `allowed`, `allowed_warning` or `rejected`.
+ */
+status: "allowed" | "allowed_warning" | "rejected" | (string & {}), 
+/**
+ * When the limit resets (Unix seconds), when known.
+ */
+resets_at: number | null, 
+/**
+ * Which limit (`five_hour`, `seven_day`, …), when known.
+ */
+rate_limit_type: string | null, 
+/**
+ * How much of it is used (0 to 1), when known.
+ */
+utilization: number | null, 
+/**
+ * Every field of `rate_limit_info` (overage state and more).
+ */
+info: Json, } | { "type": "tool_use_summary", 
+/**
+ * The summary text.
+ */
+summary: string, 
+/**
+ * The tool_use ids it summarizes.
+ */
+tool_use_ids: Array<string>, } | { "type": "auth_status", 
+/**
+ * Whether it is authenticating now.
+ */
+authenticating: boolean, 
+/**
+ * Lines of its output (a URL to open, a code to enter, …).
+ */
+output: Array<string>, 
+/**
+ * What went wrong, when something did.
+ */
+error: string | null, } | { "type": "prompt_suggestion", 
+/**
+ * The suggested prompt.
+ */
+suggestion: string, } | { "type": "conversation_reset", 
+/**
+ * The new conversation id.
+ */
+new_conversation_id: string, 
+/**
+ * What reset it (`clear`, `plan_mode_exit`, `fresh_session`, `onboarding`), when said.
+ */
+trigger: "clear" | "plan_mode_exit" | "fresh_session" | "onboarding" | (string & {}) | null, } | { "type": "turn_complete", 
+/**
+ * `success` or an `error_*` subtype.
+ */
+subtype: string | null, 
+/**
+ * Whether the turn ended in error (not implied by the subtype).
+ */
+is_error: boolean, 
+/**
+ * The final text (the last text block), or the error text.
+ */
+result: string | null, 
+/**
+ * The last API stop reason.
+ */
+stop_reason: string | null, 
+/**
+ * Why the turn ended (`completed`, `aborted_tools`, …).
+ */
+terminal_reason: string | null, 
+/**
+ * The HTTP status of the API error that ended the turn, when one did.
+ */
+api_error_status?: number, 
+/**
+ * Model round trips in the turn.
+ */
+num_turns: number | null, 
+/**
+ * Wall time of the turn.
+ */
+duration_ms: number | null, 
+/**
+ * Token usage of the turn.
+ */
+usage: Json, 
+/**
+ * Cumulative cost of the process.
+ */
+total_cost_usd: Json, 
+/**
+ * The CLI's session id.
+ */
+session_id: string | null, 
+/**
+ * Tools the user or a rule refused.
+ */
+permission_denials: Json, 
+/**
+ * Error texts on error subtypes.
+ */
+errors: Json, } | { "type": "control_result", 
+/**
+ * The host's request id.
+ */
+request_id: string, 
+/**
+ * The host request's subtype, `null` when the request was not seen.
+ */
+subtype: string | null, 
+/**
+ * Whether the CLI answered with success.
+ */
+ok: boolean, 
+/**
+ * The success payload.
+ */
+response?: Json, 
+/**
+ * The error message.
+ */
+error?: string, 
+/**
+ * The error code, when the CLI gave one.
+ */
+error_code?: string, } | { "type": "ready", 
+/**
+ * The CLI version.
+ */
+claude_code_version: string | null, 
+/**
+ * The models the CLI offers.
+ */
+models: Json, 
+/**
+ * The slash commands the CLI offers.
+ */
+commands: Json, } | { "type": "tool_wait" } & ToolWait | { "type": "error", 
+/**
+ * What went wrong.
+ */
+kind: ErrorKind, 
+/**
+ * A human-readable explanation.
+ */
+detail: string, 
+/**
+ * The start of the offending line (at most 200 bytes), when there is one.
+ */
+excerpt?: string, 
+/**
+ * The size of a skipped line.
+ */
+bytes?: number, } | { "type": "unknown", 
+/**
+ * The whole message.
+ */
+message: Json, } | { "type": "process_exit", 
+/**
+ * The exit code, when it exited normally.
+ */
+code: number | null, 
+/**
+ * The signal that ended it, when one did.
+ */
+signal: number | null, };
+
+/**
+ * What an [`Chunk::ElicitationRequest`] asks for and how to show it.
+ */
+export type ElicitationDetails = { 
+/**
+ * `form` (answer with content matching `requested_schema`) or `url` (the user opens
+ * `url`).
+ */
+mode: "form" | "url" | (string & {}) | null, 
+/**
+ * The URL to open (`url` mode).
+ */
+url: string | null, 
+/**
+ * The server's id for the elicitation.
+ */
+elicitation_id: string | null, 
+/**
+ * The JSON Schema of the content asked for (`form` mode).
+ */
+requested_schema: Json, 
+/**
+ * A title to show, from the server's permission display.
+ */
+title: string | null, 
+/**
+ * A short server or tool label to show.
+ */
+display_name: string | null, 
+/**
+ * A description to show.
+ */
+description: string | null, };
+
+/**
+ * A tool call's status.
+ */
+export type ToolStatusName = "pending" | "awaiting_approval" | "running" | "success" | "error" | "cancelled";
+
+/**
+ * Why a tool's status changed.
+ */
+export type StatusReason = "denied" | "cancelled" | "timeout" | "interrupted" | "turn_ended" | "process_exit";
+
+/**
+ * The outcome of a permission request.
+ */
+export type Behavior = "allow" | "deny";
+
+/**
+ * Who settled a permission request.
+ */
+export type ResolveReason = "host" | "timeout" | "cancelled" | "default";
+
+/**
+ * Kinds of [`Chunk::Error`].
+ */
+export type ErrorKind = "malformed_line" | "invalid_message" | "line_too_long" | "malformed_transcript_line" | "process_exit" | "malformed_tool_input";
+
+/**
+ * Is the CLI waiting for the embedder to deliver something a tool needs?
+ */
+export type ToolWait = { 
+/**
+ * Whether the CLI is waiting for a tool.
+ */
+waiting: boolean, 
+/**
+ * The outstanding tools of the current turn: complete, without a result.
+ */
+tool_use_ids: Array<string>, 
+/**
+ * The pending requests the embedder must answer for an outstanding tool.
+ */
+blocked_on: Array<BlockedOn>, };
+
+/**
+ * A pending request that holds up an outstanding tool.
+ */
+export type BlockedOn = { 
+/**
+ * The control request id to answer.
+ */
+request_id: string, 
+/**
+ * What kind of request it is.
+ */
+kind: BlockedKind, 
+/**
+ * The tool it holds up.
+ */
+tool_use_id: string, };
+
+/**
+ * Kinds of [`BlockedOn`] requests.
+ */
+export type BlockedKind = "permission" | "mcp_tool_call" | "hook" | "elicitation" | "dialog";
