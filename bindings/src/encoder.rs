@@ -5,7 +5,7 @@ use ccwire_core::api::response::ResponseEncoder;
 use ccwire_core::api::Api;
 use wasm_bindgen::prelude::*;
 
-use crate::interop::{self, ChunkIn};
+use crate::interop;
 
 /// One API response built from the chunks of a turn: SSE frames as they come when streaming,
 /// the JSON body at the end.
@@ -99,12 +99,12 @@ pub fn encoder_chunk_types() -> String {
 #[wasm_bindgen(js_name = encodeChunks)]
 pub fn encode_chunks(chunks: &str, format: &str) -> Result<String, JsError> {
     let (api, stream) = interop::replay_format(format)?;
-    let chunks: Vec<ChunkIn<'_>> =
+    let chunks: Vec<&serde_json::value::RawValue> =
         serde_json::from_str(chunks).map_err(|err| JsError::new(&format!("chunks: {err}")))?;
     let mut responses = ReplayResponses::new(api, stream);
     let mut out = String::new();
     for chunk in chunks {
-        if let Some(chunk) = chunk.to_chunk()? {
+        if let Some(chunk) = interop::encoder_chunk(chunk.get())? {
             responses.push(&chunk, &mut out);
         }
     }

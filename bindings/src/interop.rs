@@ -18,9 +18,7 @@ use ccwire_core::{
     Chunk, Delivery, HookMatcher, Json, McpCallResult, McpServer, Output, PermissionDecision,
     SessionConfig, TimeoutReason, Timeouts, Timestamp, UserMessage,
 };
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use wasm_bindgen::JsError;
 
@@ -386,11 +384,7 @@ pub fn canonical_request(request: &ApiRequest, tenant: &str) -> String {
 
 /// The name of an API as the JS functions take it.
 pub fn api_name(api: Api) -> &'static str {
-    match api {
-        Api::Anthropic => "anthropic",
-        Api::OpenAi => "openai",
-        Api::Responses => "responses",
-    }
+    api.name()
 }
 
 /// An API error as the JSON a call returns in its place, `{"apiError":{"status":…,"body":…}}`:
@@ -470,78 +464,39 @@ pub fn replay_format(format: &str) -> Result<(Api, bool), JsError> {
 
 /// An error to end a response with, from the JS `fail(message, status)`.
 pub fn api_error_of(message: &str, status: f64) -> Result<ApiError, JsError> {
-    let kind = match status {
-        400.0 => ApiErrorKind::InvalidRequest,
-        401.0 => ApiErrorKind::Authentication,
-        403.0 => ApiErrorKind::Forbidden,
-        404.0 => ApiErrorKind::NotFound,
-        413.0 => ApiErrorKind::RequestTooLarge,
-        415.0 => ApiErrorKind::UnsupportedMediaType,
-        429.0 => ApiErrorKind::RateLimit,
-        500.0 => ApiErrorKind::Api,
-        503.0 => ApiErrorKind::Unavailable,
-        529.0 => ApiErrorKind::Overloaded,
-        other => {
-            return Err(JsError::new(&format!(
-            "status must be one of 400, 401, 403, 404, 413, 415, 429, 500, 503, 529, got {other}"
-        )))
-        }
-    };
+    let statuses = ApiErrorKind::ALL.map(|k| k.status().to_string()).join(", ");
+    let kind = Some(status)
+        .filter(|s| s.fract() == 0.0 && (0.0..=f64::from(u16::MAX)).contains(s))
+        .and_then(|s| ApiErrorKind::from_status(s as u16))
+        .ok_or_else(|| JsError::new(&format!("status must be one of {statuses}, got {status}")))?;
     Ok(ApiError::new(kind, message))
 }
 
-/// A chunk as JavaScript hands it back: its `type` and its fields as raw JSON, typed only when
-/// read (the encoder reads a few fields of a few chunk types).
-pub struct ChunkIn<'a> {
-    kind: String,
-    fields: Vec<(String, &'a RawValue)>,
-}
-
-impl<'de> Deserialize<'de> for ChunkIn<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = ChunkIn<'de>;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a chunk object")
-            }
-
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut kind = None;
-                let mut fields = Vec::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    if key == "type" {
-                        kind = Some(map.next_value::<String>()?);
-                    } else {
-                        fields.push((key, map.next_value::<&RawValue>()?));
-                    }
-                }
-                let kind = kind.ok_or_else(|| serde::de::Error::missing_field("type"))?;
-                Ok(ChunkIn { kind, fields })
-            }
-        }
-
-        deserializer.deserialize_map(Visitor)
-    }
-}
-
-/// Reads a chunk (its JSON) for a response encoder.
+/// Reads a chunk (its JSON, as the package handed it out, or written by hand with the fields
+/// that may be empty left out) for a response encoder; `None` for a type it does not read.
 ///
 /// # Errors
-/// Text that is not a chunk object, or a chunk of a type the encoder reads without a field it
-/// needs or with a field of the wrong type.
+/// Text that is not a chunk, or a chunk of a type the encoder reads without a field it needs
+/// or with a field of the wrong type.
+#[cfg(feature = "conversation")]
 pub fn encoder_chunk(text: &str) -> Result<Option<Chunk>, JsError> {
-    let chunk: ChunkIn<'_> = parse("chunk", text)?;
-    chunk.to_chunk()
+    #[derive(Deserialize)]
+    struct Tag<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+    }
+    let kind = parse::<Tag<'_>>("chunk", text)?.kind;
+    if !ENCODER_CHUNK_TYPES.contains(&kind.as_ref()) {
+        return Ok(None);
+    }
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|err| JsError::new(&format!("chunk: a {kind} chunk: {err}")))
 }
 
 /// The chunk types a response encoder reads; chunks of other types leave it unchanged, so the
 /// JS wrapper does not hand them over at all.
+#[cfg(feature = "conversation")]
 pub const ENCODER_CHUNK_TYPES: [&str; 11] = [
     "message_start",
     "status",
@@ -555,129 +510,6 @@ pub const ENCODER_CHUNK_TYPES: [&str; 11] = [
     "turn_complete",
     "process_exit",
 ];
-
-impl ChunkIn<'_> {
-    /// The core chunk, for the [types a response encoder reads](ENCODER_CHUNK_TYPES); `None`
-    /// for the others.
-    ///
-    /// # Errors
-    /// A missing or mistyped field.
-    pub fn to_chunk(&self) -> Result<Option<Chunk>, JsError> {
-        if !ENCODER_CHUNK_TYPES.contains(&self.kind.as_str()) {
-            return Ok(None);
-        }
-        Ok(Some(match self.kind.as_str() {
-            "message_start" => Chunk::MessageStart {
-                message_id: self.req("message_id")?,
-                model: self.opt("model")?,
-                parent_tool_use_id: self.opt("parent_tool_use_id")?,
-                usage: self.json("usage"),
-            },
-            "text_delta" => Chunk::TextDelta {
-                message_id: self.req("message_id")?,
-                index: self.req("index")?,
-                text: self.req("text")?,
-                parent_tool_use_id: self.opt("parent_tool_use_id")?,
-            },
-            "tool_use" => Chunk::ToolUse {
-                id: self.req("id")?,
-                name: self.req("name")?,
-                message_id: self.req("message_id")?,
-                index: self.req("index")?,
-                parent_tool_use_id: self.opt("parent_tool_use_id")?,
-                complete: self.req("complete")?,
-                input: self.json("input"),
-                server: self.flag("server")?,
-            },
-            "tool_input_delta" => Chunk::ToolInputDelta {
-                id: self.req("id")?,
-                partial_json: self.req("partial_json")?,
-            },
-            "message_delta" => Chunk::MessageDelta {
-                message_id: self.req("message_id")?,
-                stop_reason: self.opt("stop_reason")?,
-                usage: self.json("usage"),
-            },
-            "message_stop" => Chunk::MessageStop {
-                message_id: self.req("message_id")?,
-                abandoned_from_index: self.opt("abandoned_from_index")?,
-            },
-            "tool_result" => Chunk::ToolResult {
-                id: self.req("id")?,
-                content: self.json("content"),
-                is_error: self.flag("is_error")?,
-                server: self.flag("server")?,
-                parent_tool_use_id: self.opt("parent_tool_use_id")?,
-            },
-            "user_text" => Chunk::UserText {
-                text: self.req("text")?,
-                parent_tool_use_id: self.opt("parent_tool_use_id")?,
-            },
-            "turn_complete" => Chunk::TurnComplete {
-                subtype: self.opt("subtype")?,
-                is_error: self.req("is_error")?,
-                result: self.opt("result")?,
-                stop_reason: self.opt("stop_reason")?,
-                terminal_reason: self.opt("terminal_reason")?,
-                api_error_status: self.opt("api_error_status")?,
-                num_turns: self.opt("num_turns")?,
-                duration_ms: self.opt("duration_ms")?,
-                usage: self.json("usage"),
-                total_cost_usd: self.json("total_cost_usd"),
-                session_id: self.opt("session_id")?,
-                permission_denials: self.json("permission_denials"),
-                errors: self.json("errors"),
-            },
-            "process_exit" => Chunk::ProcessExit {
-                code: self.opt("code")?,
-                signal: self.opt("signal")?,
-            },
-            "status" => Chunk::Status {
-                subtype: self.req("subtype")?,
-                fields: ccwire_core::Fields(
-                    self.fields
-                        .iter()
-                        .filter(|(key, _)| key != "subtype")
-                        .map(|(key, raw)| (key.clone(), Json::canonical(raw)))
-                        .collect(),
-                ),
-            },
-            _ => return Ok(None),
-        }))
-    }
-
-    // Typed reads of the raw fields, with errors that name the chunk type and the field.
-
-    fn raw(&self, name: &str) -> Option<&RawValue> {
-        let field = self.fields.iter().find(|(key, _)| key == name);
-        field.map(|(_, raw)| *raw)
-    }
-
-    /// A field that must be there (and not `null`).
-    fn req<T: DeserializeOwned>(&self, name: &str) -> Result<T, JsError> {
-        self.opt(name)?
-            .ok_or_else(|| JsError::new(&format!("chunk: a {} chunk needs `{name}`", self.kind)))
-    }
-
-    /// A field that may be missing or `null`.
-    fn opt<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, JsError> {
-        let Some(raw) = self.raw(name) else {
-            return Ok(None);
-        };
-        serde_json::from_str(raw.get())
-            .map_err(|err| JsError::new(&format!("chunk: {} `{name}`: {err}", self.kind)))
-    }
-
-    /// A boolean the core leaves out when `false`.
-    fn flag(&self, name: &str) -> Result<bool, JsError> {
-        Ok(self.opt(name)?.unwrap_or(false))
-    }
-
-    /// A JSON member in canonical form (`null` when missing).
-    fn json(&self, name: &str) -> Json {
-        self.raw(name).map_or_else(Json::null, Json::canonical)
-    }
-}
 
 /// Frames as a JSON array of strings.
 pub fn frames(frames: &[String]) -> String {
@@ -799,14 +631,11 @@ pub fn id(what: &str, value: f64) -> Result<u64, JsError> {
 /// # Errors
 /// Another name.
 pub fn api(name: &str) -> Result<Api, JsError> {
-    match name {
-        "anthropic" => Ok(Api::Anthropic),
-        "openai" => Ok(Api::OpenAi),
-        "responses" => Ok(Api::Responses),
-        other => Err(JsError::new(&format!(
-            "api must be \"anthropic\", \"openai\" or \"responses\", got {other:?}"
-        ))),
-    }
+    Api::from_name(name).ok_or_else(|| {
+        JsError::new(&format!(
+            "api must be \"anthropic\", \"openai\" or \"responses\", got {name:?}"
+        ))
+    })
 }
 
 /// The endpoint's next deadline as `{"atMs", "reason"}` (the reason in words), or `null`.

@@ -10,6 +10,7 @@ use crate::json::{serialize_js_number, Json};
 
 /// One thing that happened on the wire, as a UI or an API encoder wants to see it.
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -23,8 +24,16 @@ pub enum Chunk {
         /// The CLI's working directory.
         cwd: Option<String>,
         /// Tool names the model may call.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         tools: Json,
         /// MCP servers and their connection status.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         mcp_servers: Json,
         /// The permission mode in force.
         permission_mode: Option<String>,
@@ -34,6 +43,10 @@ pub enum Chunk {
     /// A prompt the host sent to the CLI.
     UserPrompt {
         /// The message content: a string or content blocks.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         content: Json,
         /// The client uuid of the message, when it had one.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -55,6 +68,10 @@ pub enum Chunk {
         /// Token usage known at the start (`input_tokens`, `cache_creation_input_tokens`,
         /// `cache_read_input_tokens`, a first `output_tokens`), as the model reported it;
         /// `null` when it reported none. `message_delta` carries the output tokens.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         usage: Json,
     },
     /// A piece of assistant text.
@@ -99,6 +116,10 @@ pub enum Chunk {
         /// The content block index within the message.
         index: u32,
         /// The citation object as the API sent it.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         citation: Json,
         /// The Agent/Task tool call this message belongs to, for sub-agent output.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -121,9 +142,14 @@ pub enum Chunk {
         /// Whether the input is complete.
         complete: bool,
         /// The input, when complete; `null` before.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         input: Json,
         /// `true` for a server-executed tool (`server_tool_use`).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
+        #[cfg_attr(feature = "deserialize", serde(default))]
         #[cfg_attr(test, ts(as = "Option<bool>", optional))]
         server: bool,
     },
@@ -141,6 +167,10 @@ pub enum Chunk {
         /// Why the model stopped (`end_turn`, `tool_use`, …); `null` passes through.
         stop_reason: Option<String>,
         /// Token usage.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         usage: Json,
     },
     /// The model message ended (`message_stop`).
@@ -202,11 +232,16 @@ pub enum Chunk {
         /// The tool_use id.
         id: String,
         /// The result content: a string or content blocks.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         content: Json,
         /// Whether the result is an error.
         is_error: bool,
         /// `true` for the result of a server-executed tool.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
+        #[cfg_attr(feature = "deserialize", serde(default))]
         #[cfg_attr(test, ts(as = "Option<bool>", optional))]
         server: bool,
         /// The Agent/Task tool call this result belongs to, for sub-agent output.
@@ -231,8 +266,16 @@ pub enum Chunk {
         /// The tool name.
         tool_name: String,
         /// The tool input.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         input: Json,
         /// Permission updates the CLI suggests (`permission_suggestions`).
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         suggestions: Json,
         /// The path that triggered the prompt, when there is one.
         blocked_path: Option<String>,
@@ -263,6 +306,10 @@ pub enum Chunk {
         /// The tool_use id the CLI attached (not always a tool's).
         tool_use_id: Option<String>,
         /// The hook input.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         input: Json,
         /// When the request times out (ms), when a timeout policy is set.
         #[cfg_attr(test, ts(type = "number | null"))]
@@ -278,6 +325,10 @@ pub enum Chunk {
         /// The tool name as given in `params.name`.
         tool: String,
         /// The call arguments.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         arguments: Json,
         /// The tool_use id (`_meta["claudecode/toolUseId"]`).
         tool_use_id: Option<String>,
@@ -335,6 +386,10 @@ pub enum Chunk {
         /// Which dialog (`refusal_fallback_prompt`, …).
         dialog_kind: String,
         /// The dialog's data, shaped by its kind.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         payload: Json,
         /// The tool call it belongs to, when there is one.
         tool_use_id: Option<String>,
@@ -351,6 +406,10 @@ pub enum Chunk {
         /// Who settled it.
         reason: ResolveReason,
         /// The answer the CLI got.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         response: Json,
     },
     /// The CLI withdrew a request other than a permission (`control_cancel_request`); an answer
@@ -386,6 +445,10 @@ pub enum Chunk {
         /// How much of it is used (0 to 1), when known.
         utilization: Option<f64>,
         /// Every field of `rate_limit_info` (overage state and more).
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         info: Json,
     },
     /// A summary of tool calls the CLI made (`tool_use_summary`).
@@ -446,14 +509,30 @@ pub enum Chunk {
         #[cfg_attr(test, ts(type = "number | null"))]
         duration_ms: Option<u64>,
         /// Token usage of the turn.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         usage: Json,
         /// Cumulative cost of the process.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         total_cost_usd: Json,
         /// The CLI's session id.
         session_id: Option<String>,
         /// Tools the user or a rule refused.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         permission_denials: Json,
         /// Error texts on error subtypes.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         errors: Json,
     },
     /// The answer to a control request the host sent.
@@ -467,6 +546,10 @@ pub enum Chunk {
         /// The success payload.
         #[serde(skip_serializing_if = "Option::is_none")]
         #[cfg_attr(test, ts(optional))]
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered_option")
+        )]
         response: Option<Json>,
         /// The error message.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -482,8 +565,16 @@ pub enum Chunk {
         /// The CLI version.
         claude_code_version: Option<String>,
         /// The models the CLI offers.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         models: Json,
         /// The slash commands the CLI offers.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         commands: Json,
     },
     /// The tool-wait state changed; see [`ToolWait`].
@@ -507,6 +598,10 @@ pub enum Chunk {
     /// A well-formed message of a type or subtype the core does not model.
     Unknown {
         /// The whole message.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
         message: Json,
     },
     /// The host reported that the CLI process ended.
@@ -520,6 +615,7 @@ pub enum Chunk {
 
 /// What an [`Chunk::ElicitationRequest`] asks for and how to show it.
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ElicitationDetails {
     /// `form` (answer with content matching `requested_schema`) or `url` (the user opens
@@ -531,6 +627,10 @@ pub struct ElicitationDetails {
     /// The server's id for the elicitation.
     pub elicitation_id: Option<String>,
     /// The JSON Schema of the content asked for (`form` mode).
+    #[cfg_attr(
+        feature = "deserialize",
+        serde(default, deserialize_with = "crate::json::buffered")
+    )]
     pub requested_schema: Json,
     /// A title to show, from the server's permission display.
     pub title: Option<String>,
@@ -542,6 +642,7 @@ pub struct ElicitationDetails {
 
 /// A tool call's status.
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[cfg_attr(test, ts(rename = "ToolStatusName"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -584,6 +685,7 @@ impl ToolStatus {
 
 /// Why a tool's status changed.
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StatusReason {
@@ -603,6 +705,7 @@ pub enum StatusReason {
 
 /// The outcome of a permission request.
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Behavior {
@@ -614,6 +717,7 @@ pub enum Behavior {
 
 /// Who settled a permission request.
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResolveReason {
@@ -629,6 +733,7 @@ pub enum ResolveReason {
 
 /// Kinds of [`Chunk::Error`].
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -649,6 +754,7 @@ pub enum ErrorKind {
 
 /// Is the CLI waiting for the embedder to deliver something a tool needs?
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ToolWait {
     /// Whether the CLI is waiting for a tool.
@@ -661,6 +767,7 @@ pub struct ToolWait {
 
 /// A pending request that holds up an outstanding tool.
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BlockedOn {
     /// The control request id to answer.
@@ -673,6 +780,7 @@ pub struct BlockedOn {
 
 /// Kinds of [`BlockedOn`] requests.
 #[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockedKind {
@@ -696,6 +804,43 @@ impl Fields {
     /// The value of a field.
     pub fn get(&self, key: &str) -> Option<&Json> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+/// Reads a [`Json`] with [`crate::json::buffered`].
+#[cfg(feature = "deserialize")]
+struct BufferedJson;
+
+#[cfg(feature = "deserialize")]
+impl<'de> serde::de::DeserializeSeed<'de> for BufferedJson {
+    type Value = Json;
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Json, D::Error> {
+        crate::json::buffered(deserializer)
+    }
+}
+
+#[cfg(feature = "deserialize")]
+impl<'de> serde::Deserialize<'de> for Fields {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Fields;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the fields of a frame")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Fields, A::Error> {
+                let mut fields = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = map.next_value_seed(BufferedJson)?;
+                    fields.push((key, value));
+                }
+                Ok(Fields(fields))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
     }
 }
 

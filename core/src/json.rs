@@ -107,6 +107,38 @@ impl<'de> Deserialize<'de> for Json {
     }
 }
 
+/// Reads a [`Json`] through its JSON text, as a field of a tagged enum must be read
+/// (serde buffers those, and a buffered value cannot be a raw one).
+///
+/// # Errors
+/// What the deserializer reports.
+#[cfg(feature = "deserialize")]
+pub fn buffered<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Json, D::Error> {
+    // Written out as it comes (keys in their order), then put in canonical form.
+    let mut text = Vec::new();
+    serde_transcode::transcode(deserializer, &mut serde_json::Serializer::new(&mut text))
+        .map_err(serde::de::Error::custom)?;
+    let text = String::from_utf8(text).map_err(serde::de::Error::custom)?;
+    Json::parse(&text).map_err(serde::de::Error::custom)
+}
+
+/// [`buffered`] for a field that may be missing (`None`); `null` reads as `Some(null)`.
+///
+/// # Errors
+/// What the deserializer reports.
+#[cfg(feature = "deserialize")]
+pub fn buffered_option<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Json>, D::Error> {
+    buffered(deserializer).map(Some)
+}
+
+impl Default for Json {
+    fn default() -> Self {
+        Json::null()
+    }
+}
+
 impl From<&serde_json::Value> for Json {
     fn from(value: &serde_json::Value) -> Self {
         Json::from_value(value)

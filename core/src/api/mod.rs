@@ -23,6 +23,25 @@ pub enum Api {
     Responses,
 }
 
+impl Api {
+    /// Every API.
+    pub const ALL: [Api; 3] = [Api::Anthropic, Api::OpenAi, Api::Responses];
+
+    /// Its name: `anthropic`, `openai` or `responses`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Anthropic => "anthropic",
+            Api::OpenAi => "openai",
+            Api::Responses => "responses",
+        }
+    }
+
+    /// The API of a [name](Self::name).
+    pub fn from_name(name: &str) -> Option<Api> {
+        Api::ALL.into_iter().find(|api| api.name() == name)
+    }
+}
+
 /// How the model may use tools.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ToolChoice {
@@ -116,6 +135,26 @@ pub enum ApiErrorKind {
 }
 
 impl ApiErrorKind {
+    /// Every kind.
+    pub const ALL: [ApiErrorKind; 11] = [
+        ApiErrorKind::InvalidRequest,
+        ApiErrorKind::Authentication,
+        ApiErrorKind::Forbidden,
+        ApiErrorKind::NotFound,
+        ApiErrorKind::MethodNotAllowed,
+        ApiErrorKind::RequestTooLarge,
+        ApiErrorKind::UnsupportedMediaType,
+        ApiErrorKind::RateLimit,
+        ApiErrorKind::Api,
+        ApiErrorKind::Unavailable,
+        ApiErrorKind::Overloaded,
+    ];
+
+    /// The kind of an HTTP status.
+    pub fn from_status(status: u16) -> Option<ApiErrorKind> {
+        ApiErrorKind::ALL.into_iter().find(|k| k.status() == status)
+    }
+
     /// The HTTP status.
     pub fn status(self) -> u16 {
         match self {

@@ -1318,11 +1318,7 @@ impl Endpoint {
 }
 
 fn api_label(api: Api) -> &'static str {
-    match api {
-        Api::Anthropic => "anthropic",
-        Api::OpenAi => "openai",
-        Api::Responses => "responses",
-    }
+    api.name()
 }
 
 fn seconds(now: Timestamp, since: Timestamp) -> f64 {
