@@ -1,4 +1,4 @@
-// Generated from core/src/chunk.rs by its `chunk_types` test (UPDATE_TYPES=1 cargo test -p ccwire-core chunk_types); do not edit.
+// Generated from core/src/chunk.rs by scripts/gen-types.sh; do not edit.
 import type { Json } from "./index.js";
 
 /**

@@ -910,7 +910,7 @@ impl Chunk {
 
 /// The chunks' TypeScript types, generated from the types above: `bindings/js/chunks.d.ts`,
 /// which the npm package's `index.d.ts` builds on. The test fails when the committed file is
-/// not what these types give; `UPDATE_TYPES=1 cargo test -p ccwire-core chunk_types` writes it.
+/// not what these types give; `scripts/gen-types.sh` writes it.
 #[cfg(test)]
 mod typescript {
     use ts_rs::TS;
@@ -941,20 +941,18 @@ mod typescript {
             declaration::<BlockedKind>(),
         ];
         let text = format!(
-            "// Generated from core/src/chunk.rs by its `chunk_types` test \
-             (UPDATE_TYPES=1 cargo test -p ccwire-core chunk_types); do not edit.\n\
+            "// Generated from core/src/chunk.rs by scripts/gen-types.sh; do not edit.\n\
              import type {{ Json }} from \"./index.js\";\n\n{}\n",
             declarations.join("\n\n")
         );
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../bindings/js/chunks.d.ts");
-        if std::env::var_os("UPDATE_TYPES").is_some() {
-            std::fs::write(path, &text).expect("bindings/js/chunks.d.ts written");
+        if std::env::var_os("PRINT_TYPES").is_some() {
+            print!("<<<TYPES\n{text}TYPES>>>\n");
+            return;
         }
-        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        let committed = include_str!("../../bindings/js/chunks.d.ts");
         assert!(
             committed == text,
-            "bindings/js/chunks.d.ts is not what the chunk types give: run \
-             UPDATE_TYPES=1 cargo test -p ccwire-core chunk_types"
+            "bindings/js/chunks.d.ts is not what the chunk types give: run scripts/gen-types.sh"
         );
     }
 }
