@@ -60,7 +60,7 @@ impl LineFramer {
     /// Feeds a chunk and calls `on_frame` for every frame it completes, in order.
     pub fn push(&mut self, mut data: &[u8], mut on_frame: impl FnMut(Frame<'_>)) {
         while !data.is_empty() {
-            let newline = memchr(b'\n', data);
+            let newline = memchr::memchr(b'\n', data);
             if let Some(skipped) = self.skipping {
                 match newline {
                     Some(pos) => {
@@ -129,10 +129,6 @@ impl LineFramer {
             on_frame(Frame::Line(trimmed));
         }
     }
-}
-
-fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|b| *b == needle)
 }
 
 #[cfg(test)]

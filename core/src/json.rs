@@ -198,15 +198,12 @@ fn copy_string(src: &str, start: usize, out: &mut String) -> usize {
     let mut i = start + 1;
     let mut plain = i;
     loop {
-        let b = bytes[i];
-        if b == b'"' {
+        // Plain runs are copied whole: only a quote or a backslash ends one.
+        i += memchr::memchr2(b'"', b'\\', &bytes[i..]).expect("valid JSON closes its strings");
+        if bytes[i] == b'"' {
             out.push_str(&src[plain..i]);
             out.push('"');
             return i + 1;
-        }
-        if b != b'\\' {
-            i += 1;
-            continue;
         }
         out.push_str(&src[plain..i]);
         let esc = bytes[i + 1];
