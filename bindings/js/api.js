@@ -25,6 +25,10 @@ function check() {
 }
 
 const encoder = new TextEncoder();
+/** Chunks as the module writes them (ASCII JSON) as objects; in Node one byte is one character. */
+const parseChunks = typeof Buffer === "function"
+  ? (b) => JSON.parse(Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1"))
+  : (b) => JSON.parse(new TextDecoder().decode(b));
 
 function bytes(data, what) {
   if (typeof data === "string") return encoder.encode(data);
@@ -74,14 +78,14 @@ export class Replayer {
 
   /** Feeds transcript text or bytes, split anywhere. */
   push(data) {
-    const text =
-      typeof data === "string" ? this.#inner.pushText(data) : this.#inner.push(bytes(data, "data"));
-    return JSON.parse(text);
+    return parseChunks(
+      typeof data === "string" ? this.#inner.pushText(data) : this.#inner.push(bytes(data, "data")),
+    );
   }
 
   /** Ends the transcript (a last line without newline is read). */
   finish() {
-    return JSON.parse(this.#inner.finish());
+    return parseChunks(this.#inner.finish());
   }
 
   /** The `t_ms` of the last transcript line read. */

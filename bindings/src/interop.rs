@@ -346,7 +346,7 @@ fn tool_choice(choice: &ToolChoice) -> Value {
 fn request_fields(request: &ApiRequest) -> Map<String, Value> {
     let conversation = &request.conversation;
     let value = serde_json::json!({
-        "api": api_name(request.api),
+        "api": request.api.name(),
         "model": request.model,
         "stream": request.stream,
         "max_tokens": request.max_tokens,
@@ -380,11 +380,6 @@ pub fn canonical_request(request: &ApiRequest, tenant: &str) -> String {
         conversation.history_hash(tenant).into(),
     );
     Json::from_value(&Value::Object(map)).get().to_owned()
-}
-
-/// The name of an API as the JS functions take it.
-pub fn api_name(api: Api) -> &'static str {
-    api.name()
 }
 
 /// An API error as the JSON a call returns in its place, `{"apiError":{"status":…,"body":…}}`:

@@ -39,19 +39,19 @@ impl WasmReplayer {
     }
 
     /// Feeds transcript bytes, split anywhere; returns the chunks they produced (JSON array).
-    pub fn push(&mut self, data: &[u8]) -> String {
+    pub fn push(&mut self, data: &[u8]) -> Vec<u8> {
         self.inner.push(data);
         self.chunks()
     }
 
     /// Feeds transcript text; returns the chunks it produced (JSON array).
     #[wasm_bindgen(js_name = pushText)]
-    pub fn push_text(&mut self, data: &str) -> String {
+    pub fn push_text(&mut self, data: &str) -> Vec<u8> {
         self.push(data.as_bytes())
     }
 
     /// Ends the transcript; returns the last chunks (JSON array).
-    pub fn finish(&mut self) -> String {
+    pub fn finish(&mut self) -> Vec<u8> {
         self.inner.finish();
         self.chunks()
     }
@@ -68,11 +68,13 @@ impl WasmReplayer {
         serde_json::to_string(self.inner.tool_wait()).expect("tool wait serializes")
     }
 
-    fn chunks(&mut self) -> String {
+    fn chunks(&mut self) -> Vec<u8> {
         let inner = &mut self.inner;
         let mut out = Vec::new();
         interop::write_chunks(&mut out, std::iter::from_fn(|| inner.poll_chunk()));
-        String::from_utf8(out).expect("serde_json writes UTF-8")
+        // Read in JavaScript one byte a character.
+        ccwire_core::escape_non_ascii(&mut out);
+        out
     }
 }
 

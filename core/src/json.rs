@@ -326,6 +326,28 @@ pub(crate) fn write_js_number(value: f64, out: &mut String) {
     }
 }
 
+/// Escapes every character outside ASCII in JSON text (`\uXXXX`, as valid JSON has them only
+/// inside strings): the same JSON value, in bytes a JavaScript host turns into a string without
+/// decoding UTF-8 (one byte, one character) before `JSON.parse`.
+pub fn escape_non_ascii(json: &mut Vec<u8>) {
+    let Some(first) = json.iter().position(|b| !b.is_ascii()) else {
+        return;
+    };
+    let tail = json.split_off(first);
+    let mut rest = std::str::from_utf8(&tail).expect("JSON text is UTF-8");
+    while let Some(at) = rest.bytes().position(|b| !b.is_ascii()) {
+        json.extend_from_slice(&rest.as_bytes()[..at]);
+        let c = rest[at..].chars().next().expect("a character starts here");
+        let mut units = [0u16; 2];
+        for unit in c.encode_utf16(&mut units) {
+            let hex = |shift: u16| b"0123456789abcdef"[usize::from((*unit >> shift) & 15)];
+            json.extend_from_slice(&[b'\\', b'u', hex(12), hex(8), hex(4), hex(0)]);
+        }
+        rest = &rest[at + c.len_utf8()..];
+    }
+    json.extend_from_slice(rest.as_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,5 +394,21 @@ mod tests {
     #[test]
     fn literals_pass_through() {
         assert_eq!(canon("[true, false, null]"), "[true,false,null]");
+    }
+
+    #[test]
+    fn non_ascii_is_escaped_to_the_same_value() {
+        let value = serde_json::json!({"text": "caf\u{e9} \u{1f600} \"q\"", "n": 1});
+        let mut json = serde_json::to_vec(&value).unwrap();
+        super::escape_non_ascii(&mut json);
+        assert!(json.is_ascii());
+        assert!(String::from_utf8_lossy(&json).contains(r"caf\u00e9 \ud83d\ude00"));
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&json).unwrap(),
+            value
+        );
+        let mut ascii = b"{\"a\":\"plain\"}".to_vec();
+        super::escape_non_ascii(&mut ascii);
+        assert_eq!(ascii, b"{\"a\":\"plain\"}");
     }
 }
