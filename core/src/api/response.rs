@@ -1019,86 +1019,91 @@ impl ResponseEncoder {
     }
 
     fn delta_text(&mut self, block: usize, text: &str, out: &mut Vec<String>) {
-        if !self.options.stream {
-            return;
-        }
-        match self.options.api {
-            Api::Anthropic => out.push(sse_event(
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": block, "delta": {"type": "text_delta", "text": text}}),
-            )),
-            Api::OpenAi => {
-                let chunk = self.openai_chunk(json!({"content": text}), None);
-                out.push(sse_data(&chunk));
-            }
-            Api::Responses => {
-                let item_id = self.item_id(block);
-                let delta = self.responses_event(
-                    "response.output_text.delta",
-                    json!({
-                        "item_id": item_id, "output_index": block, "content_index": 0,
-                        "delta": text, "logprobs": [],
-                    }),
-                );
-                out.push(delta);
-            }
-        }
+        self.delta(block, Delta::Text, text, out);
     }
 
     fn delta_thinking(&mut self, block: usize, thinking: &str, out: &mut Vec<String>) {
-        if !self.options.stream {
-            return;
-        }
-        match self.options.api {
-            Api::Anthropic => out.push(sse_event(
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": block, "delta": {"type": "thinking_delta", "thinking": thinking}}),
-            )),
-            Api::OpenAi => {
-                let chunk = self.openai_chunk(json!({"reasoning_content": thinking}), None);
-                out.push(sse_data(&chunk));
-            }
-            Api::Responses => {
-                let item_id = self.item_id(block);
-                let delta = self.responses_event(
-                    "response.reasoning_summary_text.delta",
-                    json!({
-                        "item_id": item_id, "output_index": block, "summary_index": 0,
-                        "delta": thinking,
-                    }),
-                );
-                out.push(delta);
-            }
-        }
+        self.delta(block, Delta::Thinking, thinking, out);
     }
 
     fn delta_json(&mut self, block: usize, partial: &str, out: &mut Vec<String>) {
+        self.delta(block, Delta::Json, partial, out);
+    }
+
+    /// The frame of one streamed piece, written straight out (one per token: no `Value`), byte
+    /// for byte as the other frames are serialized (keys in order).
+    fn delta(&mut self, block: usize, kind: Delta, piece: &str, out: &mut Vec<String>) {
+        use std::fmt::Write;
         if !self.options.stream {
             return;
         }
-        match self.options.api {
-            Api::Anthropic => out.push(sse_event(
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": block, "delta": {"type": "input_json_delta", "partial_json": partial}}),
-            )),
-            Api::OpenAi => {
-                let OutBlock::Tool { call_index, .. } = &self.blocks[block] else {
-                    return;
+        let mut f = String::with_capacity(piece.len() + 200);
+        let piece = json_string(piece);
+        // `write!` into a String cannot fail.
+        let _ = match self.options.api {
+            Api::Anthropic => {
+                let (field, ty) = match kind {
+                    Delta::Text => ("text", "text_delta"),
+                    Delta::Thinking => ("thinking", "thinking_delta"),
+                    Delta::Json => ("partial_json", "input_json_delta"),
                 };
-                let delta =
-                    json!({"tool_calls": [{"index": call_index, "function": {"arguments": partial}}]});
-                let chunk = self.openai_chunk(delta, None);
-                out.push(sse_data(&chunk));
+                write!(
+                    f,
+                    "event: content_block_delta\ndata: {{\"delta\":{{\"{field}\":{piece},\"type\":\"{ty}\"}},\
+                     \"index\":{block},\"type\":\"content_block_delta\"}}\n\n"
+                )
+            }
+            Api::OpenAi => {
+                f.push_str("data: {\"choices\":[{\"delta\":");
+                let _ = match (kind, &self.blocks[block]) {
+                    (Delta::Text, _) => write!(f, "{{\"content\":{piece}}}"),
+                    (Delta::Thinking, _) => write!(f, "{{\"reasoning_content\":{piece}}}"),
+                    (Delta::Json, OutBlock::Tool { call_index, .. }) => write!(
+                        f,
+                        "{{\"tool_calls\":[{{\"function\":{{\"arguments\":{piece}}},\"index\":{call_index}}}]}}"
+                    ),
+                    (Delta::Json, _) => return,
+                };
+                let usage = if self.options.include_usage {
+                    ",\"usage\":null"
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    ",\"finish_reason\":null,\"index\":0,\"logprobs\":null}}],\"created\":{},\"id\":{},\
+                     \"model\":{},\"object\":\"chat.completion.chunk\"{usage}}}\n\n",
+                    self.options.created,
+                    json_string(&self.response_id()),
+                    json_string(&self.options.model),
+                )
             }
             Api::Responses => {
-                let item_id = self.item_id(block);
-                let delta = self.responses_event(
-                    "response.function_call_arguments.delta",
-                    json!({"item_id": item_id, "output_index": block, "delta": partial}),
-                );
-                out.push(delta);
+                let item = json_string(&self.item_id(block));
+                let sequence = self.sequence;
+                self.sequence += 1;
+                let (ty, before, after) = match kind {
+                    Delta::Text => (
+                        "response.output_text.delta",
+                        "\"content_index\":0,",
+                        ",\"logprobs\":[]",
+                    ),
+                    Delta::Thinking => ("response.reasoning_summary_text.delta", "", ""),
+                    Delta::Json => ("response.function_call_arguments.delta", "", ""),
+                };
+                let summary = if kind == Delta::Thinking {
+                    ",\"summary_index\":0"
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    "event: {ty}\ndata: {{{before}\"delta\":{piece},\"item_id\":{item}{after},\
+                     \"output_index\":{block},\"sequence_number\":{sequence}{summary},\"type\":\"{ty}\"}}\n\n"
+                )
             }
-        }
+        };
+        out.push(f);
     }
 
     fn openai_chunk(&self, delta: Value, finish: Option<&str>) -> Value {
@@ -1234,6 +1239,19 @@ pub fn finish_reason(stop_reason: &str) -> &'static str {
         "refusal" => "content_filter",
         _ => "stop",
     }
+}
+
+/// A streamed piece's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Delta {
+    Text,
+    Thinking,
+    Json,
+}
+
+/// A JSON string literal.
+fn json_string(text: &str) -> String {
+    serde_json::to_string(text).expect("strings serialize")
 }
 
 fn sse_event(event: &str, data: &Value) -> String {
