@@ -11,7 +11,10 @@ use serde_json::Value;
 use crate::api::response::{EncoderOptions, ResponseEncoder};
 use crate::api::{anthropic, openai, responses, Api, ApiError, ApiErrorKind};
 use crate::conversation::HistoryHasher;
-use crate::gateway::{Endpoint, EndpointConfig, EndpointOutput, RequestId, SessionId};
+use crate::gateway::{
+    Admission, Endpoint, EndpointConfig, EndpointOutput, HttpConfig, HttpFront, HttpHead,
+    RequestId, Routed, SessionId,
+};
 use crate::mcp::McpCallResult;
 use crate::play::Player;
 use crate::{
@@ -429,6 +432,19 @@ pub fn gateway(data: &[u8]) {
         publish_index: shape & 8 != 0,
         ..EndpointConfig::default()
     });
+    let keys = if shape & 16 != 0 {
+        vec!["k".to_owned()]
+    } else {
+        Vec::new()
+    };
+    let http = HttpConfig {
+        api_keys: keys,
+        admin_key: Some("a".to_owned()),
+        allow_origins: vec!["http://app.example".to_owned()],
+        max_body: 2048,
+        ..HttpConfig::default()
+    };
+    let front = HttpFront::new(http, "127.0.0.1:1", true, &[]).expect("a loopback front");
     let mut now = 0;
     let mut next_request: RequestId = 0;
     let mut responses: BTreeMap<RequestId, (bool, bool)> = BTreeMap::new();
@@ -480,6 +496,17 @@ pub fn gateway(data: &[u8]) {
             _ => {
                 if pick % 5 == 0 {
                     endpoint.drain(now, 1_000);
+                } else if pick % 5 == 1 {
+                    next_request += 1;
+                    http_request(
+                        &front,
+                        &mut endpoint,
+                        now,
+                        next_request,
+                        pick,
+                        payload,
+                        &mut responses,
+                    );
                 } else {
                     let list = endpoint.approvals("t");
                     if let Some(id) = list["data"][0]["id"].as_str() {
@@ -498,6 +525,55 @@ pub fn gateway(data: &[u8]) {
         endpoint.metrics().contains("ccwire_sessions"),
         "metrics render"
     );
+}
+
+/// An HTTP request through the front: the path, then `name: value` header lines, then the
+/// body, from the payload; the method from `pick`.
+fn http_request(
+    front: &HttpFront,
+    endpoint: &mut Endpoint,
+    now: u64,
+    request: RequestId,
+    pick: usize,
+    payload: &[u8],
+    responses: &mut BTreeMap<RequestId, (bool, bool)>,
+) {
+    let text = String::from_utf8_lossy(payload);
+    let mut lines = text.split('\n');
+    let path = lines.next().unwrap_or_default();
+    let headers: Vec<(String, String)> = lines
+        .by_ref()
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let body = lines.collect::<Vec<_>>().join("\n");
+    let pairs: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let method = ["GET", "POST", "OPTIONS", "DELETE"][pick / 5 % 4];
+    let head = HttpHead {
+        method,
+        path,
+        headers: &pairs,
+    };
+    match front.admit(&head) {
+        Admission::Respond(r) => {
+            assert!((200..600).contains(&r.status), "a status");
+            if r.status >= 400 {
+                let error: Value = serde_json::from_slice(&r.body).expect("a JSON error body");
+                assert!(error["error"]["message"].is_string(), "{error}");
+            }
+        }
+        Admission::Admit { tenant, .. } => {
+            responses.insert(request, (false, false));
+            let routed = front.handle(endpoint, now, request, &head, &tenant, Ok(body.as_bytes()));
+            if let Routed::CountTokens { estimate, .. } = routed {
+                front.token_count(endpoint, request, estimate, Some(body.as_bytes()));
+            }
+        }
+    }
 }
 
 fn check(
