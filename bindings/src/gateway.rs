@@ -1,10 +1,8 @@
 //! The gateway endpoint of `ccwire serve` for JS hosts (`ccwire/conversation`).
 
-use ccwire_core::gateway::{
-    Admission, BodyError, Endpoint, EndpointOutput, HttpConfig, HttpFront, HttpHead, Routed,
-};
+use ccwire_core::gateway::{BodyError, Endpoint, EndpointOutput, HttpConfig, HttpFront, HttpHead};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::interop;
@@ -46,13 +44,21 @@ fn front(options: &str) -> Result<HttpFront, JsError> {
     Ok(front)
 }
 
-/// A request head from JS: the headers as JSON `[[name, value], …]`.
-fn head_headers(headers: &str) -> Result<Vec<(String, String)>, JsError> {
-    serde_json::from_str(headers).map_err(|err| JsError::new(&format!("headers: {err}")))
-}
-
-fn pairs(list: &[(String, String)]) -> Vec<(&str, &str)> {
-    list.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect()
+/// Calls `f` with a request head from JS (the headers as JSON `[[name, value], …]`).
+fn with_head<T>(
+    method: &str,
+    path: &str,
+    headers: &str,
+    f: impl FnOnce(&HttpHead<'_>) -> T,
+) -> Result<T, JsError> {
+    let list: Vec<(String, String)> =
+        serde_json::from_str(headers).map_err(|err| JsError::new(&format!("headers: {err}")))?;
+    let headers: Vec<(&str, &str)> = list.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    Ok(f(&HttpHead {
+        method,
+        path,
+        headers: &headers,
+    }))
 }
 
 /// [`Endpoint`]: every conversation's CLI session and response, driven by the host's
@@ -84,22 +90,9 @@ impl WasmGateway {
     /// # Errors
     /// Headers that are not a list of name–value pairs.
     pub fn admit(&self, method: &str, path: &str, headers: &str) -> Result<String, JsError> {
-        let headers = head_headers(headers)?;
-        let headers = pairs(&headers);
-        let head = HttpHead {
-            method,
-            path,
-            headers: &headers,
-        };
-        Ok(match self.front.admit(&head) {
-            Admission::Respond(r) => json!({"respond": {
-                "status": r.status,
-                "headers": r.headers,
-                "body": String::from_utf8_lossy(&r.body),
-            }}),
-            Admission::Admit { tenant, cors } => json!({"admit": {"tenant": tenant, "cors": cors}}),
-        }
-        .to_string())
+        with_head(method, path, headers, |head| {
+            self.front.admit(head).to_json().to_string()
+        })
     }
 
     /// An admitted HTTP request with its body (or why there is none: `too_large`, or the
@@ -122,30 +115,17 @@ impl WasmGateway {
     ) -> Result<String, JsError> {
         let request = interop::id("request", request)?;
         let now = interop::timestamp(now_ms)?;
-        let headers = head_headers(headers)?;
-        let headers = pairs(&headers);
-        let head = HttpHead {
-            method,
-            path,
-            headers: &headers,
-        };
         let body = match (&body, body_error) {
             (_, Some(e)) if e == "too_large" => Err(BodyError::TooLarge),
             (_, Some(reason)) => Err(BodyError::Unreadable(reason)),
             (body, None) => Ok(body.as_deref().unwrap_or_default()),
         };
-        let routed = match self
-            .front
-            .handle(&mut self.inner, now, request, &head, tenant, body)
-        {
-            Routed::Endpoint => json!({"type": "endpoint"}),
-            Routed::Drain => json!({"type": "drain"}),
-            Routed::CountTokens { estimate, upstream } => json!({
-                "type": "count_tokens",
-                "estimate": estimate,
-                "upstream": upstream.map(|u| json!({"url": u.url, "headers": u.headers})),
-            }),
-        };
+        let (front, inner) = (&self.front, &mut self.inner);
+        let routed = with_head(method, path, headers, |head| {
+            front
+                .handle(inner, now, request, head, tenant, body)
+                .to_json()
+        })?;
         Ok(format!(
             r#"{{"routed":{routed},"outputs":{}}}"#,
             self.drain_outputs()

@@ -415,19 +415,11 @@ impl Sim {
             path,
             headers,
         };
-        let tenant = match self.front.admit(&head) {
-            Admission::Respond(r) => {
-                let body = String::from_utf8(r.body).unwrap();
-                let respond = json!({"status": r.status, "headers": r.headers, "body": body});
-                self.trace
-                    .push(json!({"admission": {"respond": respond}}).to_string());
-                return None;
-            }
-            Admission::Admit { tenant, cors } => {
-                let admit = json!({"admit": {"tenant": tenant, "cors": cors}});
-                self.trace.push(json!({ "admission": admit }).to_string());
-                tenant
-            }
+        let admission = self.front.admit(&head);
+        self.trace
+            .push(json!({ "admission": admission.to_json() }).to_string());
+        let Admission::Admit { tenant, .. } = admission else {
+            return None;
         };
         self.next_request = id;
         self.responses.insert(id, Response::default());
@@ -439,15 +431,8 @@ impl Sim {
             &tenant,
             Ok(body.as_bytes()),
         );
-        let routed_json = match &routed {
-            Routed::Endpoint => json!({"type": "endpoint"}),
-            Routed::Drain => json!({"type": "drain"}),
-            Routed::CountTokens { estimate, .. } => {
-                json!({"type": "count_tokens", "estimate": estimate, "upstream": null})
-            }
-        };
         self.trace
-            .push(json!({ "routed": routed_json }).to_string());
+            .push(json!({ "routed": routed.to_json() }).to_string());
         if let Routed::CountTokens { estimate, .. } = routed {
             self.front
                 .token_count(&mut self.endpoint, id, estimate, None);

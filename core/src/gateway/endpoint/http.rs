@@ -15,8 +15,8 @@
 //!         body = read at most front.max_body() bytes
 //!         match front.handle(&mut endpoint, now, id, &head, &tenant, body) {
 //!             Routed::Endpoint => {}
-//!             Routed::CountTokens { estimate } => ask the model API (or not), then
-//!                 front.token_count(&mut endpoint, id, tokens, source),
+//!             Routed::CountTokens { estimate, upstream } => send `upstream` (if any), then
+//!                 front.token_count(&mut endpoint, id, estimate, its answer's body),
 //!             Routed::Drain => exit once endpoint.is_drained(),
 //!         }
 //!         relay the outputs of request id, with `cors` added to its head
@@ -184,6 +184,37 @@ pub enum Routed {
     Drain,
 }
 
+impl Admission {
+    /// As JSON (the npm package hands it out so): `{"respond": {status, headers, body}}` or
+    /// `{"admit": {tenant, cors}}`.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Admission::Respond(r) => json!({"respond": {
+                "status": r.status,
+                "headers": r.headers,
+                "body": String::from_utf8_lossy(&r.body),
+            }}),
+            Admission::Admit { tenant, cors } => json!({"admit": {"tenant": tenant, "cors": cors}}),
+        }
+    }
+}
+
+impl Routed {
+    /// As JSON: `{"type": "endpoint" | "drain"}` or `{"type": "count_tokens", estimate,
+    /// upstream: {url, headers} | null}`.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Routed::Endpoint => json!({"type": "endpoint"}),
+            Routed::Drain => json!({"type": "drain"}),
+            Routed::CountTokens { estimate, upstream } => json!({
+                "type": "count_tokens",
+                "estimate": estimate,
+                "upstream": upstream.as_ref().map(|u| json!({"url": u.url, "headers": u.headers})),
+            }),
+        }
+    }
+}
+
 /// The routes: path, method, whether the body must be JSON, whether the caller needs an API
 /// key. `/v1/approvals/{id}` is matched apart.
 const ROUTES: &[(&str, &str, bool, bool)] = &[
@@ -288,11 +319,6 @@ impl HttpFront {
         let base = var("ANTHROPIC_BASE_URL").unwrap_or_else(|| "https://api.anthropic.com".into());
         let url = format!("{}/v1/messages/count_tokens", base.trim_end_matches('/'));
         self.count_tokens = Some((url, auth));
-    }
-
-    /// The settings.
-    pub fn config(&self) -> &HttpConfig {
-        &self.config
     }
 
     /// The largest body [`handle`](Self::handle) takes.
@@ -537,7 +563,13 @@ fn respond_json(endpoint: &mut Endpoint, request: RequestId, status: u16, value:
     endpoint.respond_whole(request, status, headers, value.to_string().into_bytes());
 }
 
-fn error_response(api: Api, error: &ApiError, extra: Vec<(String, String)>) -> HttpResponse {
+/// An error's whole response in `api`'s shape (`retry-after` when it says when), with `extra`
+/// headers.
+pub(super) fn error_response(
+    api: Api,
+    error: &ApiError,
+    extra: Vec<(String, String)>,
+) -> HttpResponse {
     let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
     if let Some(seconds) = error.retry_after {
         headers.push(("retry-after".to_owned(), seconds.to_string()));

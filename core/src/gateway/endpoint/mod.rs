@@ -1252,13 +1252,8 @@ impl Endpoint {
         extra: &[(String, String)],
         error: &ApiError,
     ) {
-        let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-        if let Some(seconds) = error.retry_after {
-            headers.push(("retry-after".to_owned(), seconds.to_string()));
-        }
-        headers.extend(extra.iter().cloned());
-        let body = error.body(api).to_string().into_bytes();
-        self.respond_whole(request, error.status(), headers, body);
+        let response = http::error_response(api, error, extra.to_vec());
+        self.respond_whole(request, response.status, response.headers, response.body);
     }
 
     fn respond_whole(
@@ -1290,7 +1285,7 @@ impl Endpoint {
         *self
             .metrics
             .requests
-            .entry((api_label(arrival.api), status))
+            .entry((arrival.api.name(), status))
             .or_default() += 1;
         let first_byte = self.now.saturating_sub(arrival.at);
         self.metrics.first_byte.observe(first_byte as f64 / 1000.0);
@@ -1315,10 +1310,6 @@ impl Endpoint {
             self.metrics.response.observe(seconds(self.now, arrival.at));
         }
     }
-}
-
-fn api_label(api: Api) -> &'static str {
-    api.name()
 }
 
 fn seconds(now: Timestamp, since: Timestamp) -> f64 {
