@@ -2,7 +2,9 @@
 // in one run, on the same large transcript as `replay-throughput` (the corpus repeated to at
 // least the given size, every copy with its own ids).
 //
-// node bench/npm-throughput.mjs [MB]     (needs the built package: `npm run build` in bindings/)
+// node bench/npm-throughput.mjs [MB] [--compact]   (needs the built package: `npm run build` in
+// bindings/). `--compact`: every line as the CLI writes it (JSON.stringify's form) instead of the
+// corpus's spaced form.
 
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -11,7 +13,9 @@ import { fileURLToPath } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { Replayer, replayTranscript } = await import(join(root, "bindings/js/node.js"));
-const mb = Number(process.argv[2] ?? 50);
+const args = process.argv.slice(2);
+const compact = args.includes("--compact");
+const mb = Number(args.find((a) => /^\d+$/.test(a)) ?? 50);
 
 function largeTranscript(minBytes) {
   const dir = join(root, "tests/corpus");
@@ -25,6 +29,10 @@ function largeTranscript(minBytes) {
         .replaceAll("toolu_", `toolu_c${copy}_`)
         .replaceAll("msg_", `msg_c${copy}_`)
         .replaceAll('"request_id": "', `"request_id": "c${copy}-`);
+      if (compact) {
+        text = text.split("\n").filter((l) => l.length > 0)
+          .map((l) => JSON.stringify(JSON.parse(l))).join("\n");
+      }
       if (!text.endsWith("\n")) text += "\n";
       parts.push(text);
       size += Buffer.byteLength(text);
@@ -49,7 +57,7 @@ const text = largeTranscript(mb << 20);
 const bytes = Buffer.from(text);
 const sizeMb = bytes.length / (1 << 20);
 const lines = text.split("\n").filter((l) => l.length > 0).length;
-console.log(`transcript: ${sizeMb.toFixed(1)} MiB, ${lines} lines (the corpus repeated)`);
+console.log(`transcript: ${sizeMb.toFixed(1)} MiB, ${lines} lines (the corpus repeated, ${compact ? "compact" : "spaced"})`);
 
 // A plain JS loop: split the text into lines and JSON.parse each (no protocol work at all).
 const baseline = bestOf(3, () => {
@@ -81,7 +89,7 @@ const whole = bestOf(3, () => replayTranscript(bytes).length);
 // The native core: the bench binary's engine figure, same transcript construction and size.
 const native = execFileSync(
   "cargo",
-  ["run", "--quiet", "--release", "-p", "ccwire-bench", "--bin", "replay-throughput", "--", String(mb)],
+  ["run", "--quiet", "--release", "-p", "ccwire-bench", "--bin", "replay-throughput", "--", String(mb), ...(compact ? ["--compact"] : [])],
   { cwd: root, encoding: "utf8" },
 );
 const nativeMbS = Number(/engine[^\n]*?([\d.]+) MB\/s/.exec(native)?.[1]);

@@ -11,7 +11,10 @@ use tracing_subscriber::Layer;
 /// Builds a large transcript by repeating the recorded corpus until it holds at least
 /// `min_bytes`. Every copy gets its own tool, message and request ids, so the engine sees new
 /// tool calls all the way through (as in a long live session) rather than repeats it skips.
-pub fn large_transcript(min_bytes: usize) -> Vec<u8> {
+///
+/// The corpus lines are spaced (`", "`, `": "`, as its recorder wrote them); `compact` writes
+/// each line as the CLI writes its own and `ccwire record` records them (`JSON.stringify`'s form).
+pub fn large_transcript(min_bytes: usize, compact: bool) -> Vec<u8> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("the corpus folder exists")
@@ -33,9 +36,17 @@ pub fn large_transcript(min_bytes: usize) -> Vec<u8> {
                 .replace("toolu_", &format!("toolu_c{copy}_"))
                 .replace("msg_", &format!("msg_c{copy}_"))
                 .replace("\"request_id\": \"", &format!("\"request_id\": \"c{copy}-"));
-            out.extend_from_slice(text.as_bytes());
-            if !text.ends_with('\n') {
-                out.push(b'\n');
+            if compact {
+                for line in text.lines().filter(|l| !l.is_empty()) {
+                    let line = ccwire_core::Json::parse(line).expect("corpus lines are JSON");
+                    out.extend_from_slice(line.get().as_bytes());
+                    out.push(b'\n');
+                }
+            } else {
+                out.extend_from_slice(text.as_bytes());
+                if !text.ends_with('\n') {
+                    out.push(b'\n');
+                }
             }
         }
     }

@@ -4,7 +4,7 @@
 //! `JSON.stringify` arguments and `JSON.parse` results. Chunks are serialized by the core's own
 //! serializer, whose canonical JSON is what `JSON.stringify` writes, so what JavaScript gets
 //! re-serializes to the native bytes exactly. Chunks handed back (to a response encoder) are
-//! read by [`ChunkIn`], which reads only the chunk types the encoder looks at.
+//! read by the chunks' own `Deserialize` (the core's `deserialize` feature).
 
 use std::collections::HashMap;
 
@@ -28,7 +28,8 @@ pub fn timestamp(now_ms: f64) -> Result<Timestamp, JsError> {
         Ok(now_ms as Timestamp)
     } else {
         Err(JsError::new(&format!(
-            "nowMs must be a finite number of milliseconds >= 0, got {now_ms}"
+            "nowMs must be a finite number of milliseconds >= 0, got {}",
+            number(now_ms)
         )))
     }
 }
@@ -610,13 +611,25 @@ pub fn endpoint_config(text: &str) -> Result<EndpointConfig, JsError> {
     Ok(c)
 }
 
+/// A number as JavaScript prints it (without Rust's own float formatting in the module).
+fn number(value: f64) -> String {
+    match serde_json::Number::from_f64(value) {
+        Some(_) if value.fract() == 0.0 && value.abs() < 1e15 => format!("{}", value as i64),
+        Some(n) => n.to_string(),
+        None if value.is_nan() => "NaN".to_owned(),
+        None if value > 0.0 => "Infinity".to_owned(),
+        None => "-Infinity".to_owned(),
+    }
+}
+
 /// A JS number as a request or session id (a positive safe integer).
 pub fn id(what: &str, value: f64) -> Result<u64, JsError> {
     if value.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&value) {
         Ok(value as u64)
     } else {
         Err(JsError::new(&format!(
-            "{what} must be an integer id >= 0, got {value}"
+            "{what} must be an integer id >= 0, got {}",
+            number(value)
         )))
     }
 }

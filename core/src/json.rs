@@ -38,11 +38,15 @@ impl Json {
         Ok(Json::canonical(raw))
     }
 
-    /// Canonicalizes a value already known to be valid JSON.
+    /// Canonicalizes a value already known to be valid JSON. Text already in canonical form (as
+    /// the CLI writes it) is copied as it is.
     pub fn canonical(raw: &RawValue) -> Json {
-        let mut out = String::with_capacity(raw.get().len());
-        canonicalize_into(raw.get(), &mut out);
-        Json(RawValue::from_string(out).expect("canonical JSON of valid JSON is valid"))
+        match canonicalize(raw.get()) {
+            None => Json(raw.to_owned()),
+            Some(text) => {
+                Json(RawValue::from_string(text).expect("canonical JSON of valid JSON is valid"))
+            }
+        }
     }
 
     /// Builds a canonical value from a `serde_json::Value`.
@@ -158,15 +162,22 @@ pub(crate) fn serialize_js_number<S: serde::Serializer>(
         .serialize(serializer)
 }
 
-/// Writes canonical JSON text for `src`, which must be valid JSON.
-pub(crate) fn canonicalize_into(src: &str, out: &mut String) {
+/// The canonical form of `src`, which must be valid JSON, or `None` when `src` is in it already.
+pub(crate) fn canonicalize(src: &str) -> Option<String> {
+    let mut canon = Canon {
+        src,
+        out: None,
+        kept: 0,
+    };
     let bytes = src.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
-        match b {
-            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
-            b'"' => i = copy_string(src, i, out),
+        match bytes[i] {
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                canon.replace(i, i + 1, "");
+                i += 1;
+            }
+            b'"' => i = canon.string(i),
             b'-' | b'0'..=b'9' => {
                 let start = i;
                 i += 1;
@@ -175,69 +186,99 @@ pub(crate) fn canonicalize_into(src: &str, out: &mut String) {
                 {
                     i += 1;
                 }
-                write_number_literal(&src[start..i], out);
+                canon.number(start, i);
             }
-            _ => {
-                // Structural characters and the literals true/false/null.
-                let start = i;
-                i += 1;
-                while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
-                    i += 1;
-                }
-                out.push_str(&src[start..i]);
-            }
+            // Structural characters and the letters of true/false/null stay.
+            _ => i += 1,
         }
     }
+    canon.finish()
 }
 
-/// Copies the string starting at `start` (the opening quote) in canonical form; returns the index
-/// after the closing quote.
-fn copy_string(src: &str, start: usize, out: &mut String) -> usize {
-    let bytes = src.as_bytes();
-    out.push('"');
-    let mut i = start + 1;
-    let mut plain = i;
-    loop {
-        // Plain runs are copied whole: only a quote or a backslash ends one.
-        i += memchr::memchr2(b'"', b'\\', &bytes[i..]).expect("valid JSON closes its strings");
-        if bytes[i] == b'"' {
-            out.push_str(&src[plain..i]);
-            out.push('"');
-            return i + 1;
+/// Canonical text built lazily: pieces of the source that stay the same are only copied once a
+/// piece before or after them changes.
+struct Canon<'a> {
+    src: &'a str,
+    /// The canonical text up to `kept`, once something changed.
+    out: Option<String>,
+    /// Where the source not yet copied to `out` starts.
+    kept: usize,
+}
+
+impl Canon<'_> {
+    /// The source from `from` to `to` becomes `with`.
+    fn replace(&mut self, from: usize, to: usize, with: &str) {
+        let out = self
+            .out
+            .get_or_insert_with(|| String::with_capacity(self.src.len()));
+        out.push_str(&self.src[self.kept..from]);
+        out.push_str(with);
+        self.kept = to;
+    }
+
+    /// Keeps `src[from..to]` unless `canonical` differs from it.
+    fn keep_or_replace(&mut self, from: usize, to: usize, canonical: &str) {
+        if &self.src[from..to] != canonical {
+            self.replace(from, to, canonical);
         }
-        out.push_str(&src[plain..i]);
-        let esc = bytes[i + 1];
-        i += 2;
-        match esc {
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            b'/' => out.push('/'),
-            b'b' => out.push_str("\\b"),
-            b'f' => out.push_str("\\f"),
-            b'n' => out.push_str("\\n"),
-            b'r' => out.push_str("\\r"),
-            b't' => out.push_str("\\t"),
-            b'u' => {
-                let unit = hex4(&bytes[i..i + 4]);
-                i += 4;
-                if (0xD800..0xDC00).contains(&unit)
-                    && bytes.get(i) == Some(&b'\\')
-                    && bytes.get(i + 1) == Some(&b'u')
-                {
-                    let low = hex4(&bytes[i + 2..i + 6]);
-                    if (0xDC00..0xE000).contains(&low) {
-                        let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-                        out.push(char::from_u32(code).expect("valid surrogate pair"));
-                        i += 6;
-                        plain = i;
-                        continue;
-                    }
-                }
-                push_code_unit(unit, out);
+    }
+
+    fn finish(mut self) -> Option<String> {
+        let mut out = self.out.take()?;
+        out.push_str(&self.src[self.kept..]);
+        Some(out)
+    }
+
+    fn number(&mut self, from: usize, to: usize) {
+        let literal = &self.src[from..to];
+        let is_integer = !literal.contains(['.', 'e', 'E']);
+        let digits = literal.trim_start_matches('-').len();
+        if is_integer && digits <= 15 && literal != "-0" {
+            return;
+        }
+        let mut canonical = String::new();
+        write_number_literal(literal, &mut canonical);
+        self.keep_or_replace(from, to, &canonical);
+    }
+
+    /// The string starting at `start` (the opening quote); returns the index after its closing
+    /// quote. Plain runs (only a quote or a backslash ends one) stay as they are.
+    fn string(&mut self, start: usize) -> usize {
+        let bytes = self.src.as_bytes();
+        let mut i = start + 1;
+        loop {
+            i += memchr::memchr2(b'"', b'\\', &bytes[i..]).expect("valid JSON closes its strings");
+            if bytes[i] == b'"' {
+                return i + 1;
             }
-            _ => unreachable!("valid JSON has no other escapes"),
+            let escape = i;
+            i += 2;
+            match bytes[escape + 1] {
+                b'/' => self.replace(escape, i, "/"),
+                b'u' => {
+                    let unit = hex4(&bytes[i..i + 4]);
+                    i += 4;
+                    let mut canonical = String::new();
+                    if (0xD800..0xDC00).contains(&unit)
+                        && bytes.get(i) == Some(&b'\\')
+                        && bytes.get(i + 1) == Some(&b'u')
+                    {
+                        let low = hex4(&bytes[i + 2..i + 6]);
+                        if (0xDC00..0xE000).contains(&low) {
+                            let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                            canonical.push(char::from_u32(code).expect("valid surrogate pair"));
+                            i += 6;
+                            self.replace(escape, i, &canonical);
+                            continue;
+                        }
+                    }
+                    push_code_unit(unit, &mut canonical);
+                    self.keep_or_replace(escape, i, &canonical);
+                }
+                // `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t` are JSON.stringify's own.
+                _ => {}
+            }
         }
-        plain = i;
     }
 }
 
@@ -293,13 +334,10 @@ pub(crate) fn write_js_number(value: f64, out: &mut String) {
         out.push('0');
         return;
     }
-    // Shortest round-trip digits, from Rust's formatter in exponent form: "d.ddde-n".
-    let sci = format!("{:e}", value.abs());
-    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
-    let exp: i32 = exp.parse().expect("exponent is an integer");
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    // Shortest round-trip digits, from serde_json's printer (the one the chunks use already;
+    // `{:e}` would bring in core's own float formatting, ~10 KiB of WebAssembly).
+    let (digits, n) = shortest_digits(value.abs());
     let k = digits.len() as i32;
-    let n = exp + 1; // position of the decimal point relative to the digits
     if value < 0.0 {
         out.push('-');
     }
@@ -324,6 +362,24 @@ pub(crate) fn write_js_number(value: f64, out: &mut String) {
         out.push(if n > 0 { '+' } else { '-' });
         out.push_str(&(n - 1).abs().to_string());
     }
+}
+
+/// The shortest digits that read back as `value` (finite, positive), without leading or trailing
+/// zeros, and `n`: the value is `0.digits × 10^n`.
+fn shortest_digits(value: f64) -> (String, i32) {
+    let printed = serde_json::Number::from_f64(value)
+        .expect("a finite number")
+        .to_string();
+    let (mantissa, exp) = match printed.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i32>().expect("an exponent is an integer")),
+        None => (printed.as_str(), 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all = format!("{int}{frac}");
+    let significant = all.trim_start_matches('0');
+    let leading = (all.len() - significant.len()) as i32;
+    let digits = significant.trim_end_matches('0').to_owned();
+    (digits, int.len() as i32 + exp - leading)
 }
 
 /// Escapes every character outside ASCII in JSON text (`\uXXXX`, as valid JSON has them only
@@ -353,7 +409,11 @@ mod tests {
     use super::*;
 
     fn canon(text: &str) -> String {
-        Json::parse(text).unwrap().get().to_owned()
+        let canonical = Json::parse(text).unwrap().get().to_owned();
+        // Canonical text is left as it is, and kept whole when it is already so.
+        assert_eq!(canonicalize(&canonical), None, "{canonical} is canonical");
+        assert_eq!(canonicalize(text).is_none(), canonical == text, "{text}");
+        canonical
     }
 
     #[test]
@@ -389,6 +449,41 @@ mod tests {
         assert_eq!(canon("123456789012"), "123456789012");
         assert_eq!(canon("2.5E+3"), "2500");
         assert_eq!(canon("-12.75"), "-12.75");
+    }
+
+    #[test]
+    fn canonical_text_is_kept_and_changes_anywhere_are_found() {
+        let kept = r#"{"a":[1,-2.5,1e+21,true,null],"s":"x\"\\\n\u0001\ud800 é"}"#;
+        assert_eq!(canon(kept), kept);
+        assert_eq!(canon(r#"[1 ]"#), "[1]");
+        assert_eq!(canon(r#""a\/b""#), r#""a/b""#);
+        assert_eq!(canon(r#"{"a":"\u00e9","b":1.0}"#), r#"{"a":"é","b":1}"#);
+        assert_eq!(canon(r#""\u001F""#), r#""\u001f""#);
+    }
+
+    #[test]
+    fn shortest_digits_read_back_and_are_as_few_as_rusts_own() {
+        // Over a spread of doubles (a fixed sequence of bit patterns): the digits read back as
+        // the value, and there are as many as in Rust's `{:e}` (also shortest round-trip).
+        let mut bits: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut values = vec![1.0, 0.1, 5e-324, f64::MAX, 1e21, 1e-7, 123.456, 0.000001];
+        for _ in 0..20_000 {
+            bits = bits.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            values.push(f64::from_bits(bits >> 1));
+        }
+        for value in values.into_iter().filter(|v| v.is_finite() && *v > 0.0) {
+            let (digits, n) = shortest_digits(value);
+            let back: f64 = format!("0.{digits}e{n}").parse().unwrap();
+            assert_eq!(back, value, "{value:e}");
+            let sci = format!("{value:e}");
+            let rust_digits = sci.split_once('e').unwrap().0.replace('.', "");
+            assert_eq!(digits.len(), rust_digits.len(), "{value:e}");
+        }
+        // Where the value lies halfway between two shortest forms JavaScript takes the even
+        // one (as `{:e}` does not: it prints 6.104755973862153e14).
+        let mut out = String::new();
+        write_js_number(610_475_597_386_215.2, &mut out); // exactly …215.25
+        assert_eq!(out, "610475597386215.2");
     }
 
     #[test]

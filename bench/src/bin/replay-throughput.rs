@@ -1,6 +1,8 @@
 //! Replay throughput of the core against a bare parse baseline, in one run.
 //!
-//! `cargo run --release -p ccwire-bench --bin replay-throughput [MB]`
+//! `cargo run --release -p ccwire-bench --bin replay-throughput [MB] [--compact]`
+//!
+//! `--compact`: the corpus lines in the CLI's own compact form (see `large_transcript`).
 //!
 //! - baseline: split the transcript into lines and parse each into `serde_json::Value`;
 //! - engine: `Replayer` (framing + typed parse + session state + chunk serialization), fed in
@@ -65,17 +67,17 @@ fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
 }
 
 fn main() {
-    let mb: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(50);
-    let data = large_transcript(mb << 20);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let compact = args.iter().any(|a| a == "--compact");
+    let mb: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(50);
+    let data = large_transcript(mb << 20, compact);
     let lines = data
         .split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())
         .count();
     let size_mb = data.len() as f64 / (1 << 20) as f64;
-    println!("transcript: {size_mb:.1} MiB, {lines} lines (the corpus repeated)");
+    let form = if compact { "compact" } else { "spaced" };
+    println!("transcript: {size_mb:.1} MiB, {lines} lines (the corpus repeated, {form})");
 
     let (base_t, messages) = best_of(3, || baseline(&data));
     let rss_before = rss_kib().unwrap_or(0);
