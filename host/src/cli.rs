@@ -110,6 +110,10 @@ struct ServeArgs {
     /// environment the CLI and its tools inherit (repeatable). `CCWIRE_*` ones always are.
     #[arg(long = "strip-env", value_name = "NAME")]
     strip_env: Vec<String>,
+    /// Make up ids (`resp_…`) from this seed instead of the OS's randomness: the same requests
+    /// get the same response bytes (reproducible tests and recordings).
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -262,6 +266,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         cwd: args.cwd,
         env: Vec::new(),
         env_remove: args.strip_env,
+        seed: args.seed,
     };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

@@ -43,9 +43,12 @@ pub use ccwire_core::gateway::CODE_TOOLS;
 pub struct GatewayOptions {
     /// The `claude` executable (found with [`find_cli`] when `None`).
     pub claude: Option<PathBuf>,
-    /// The engine's settings: deadlines, caps, enabled tools, the default model (its seed and
-    /// clock are set at start).
+    /// The engine's settings: deadlines, caps, enabled tools, the default model (its clock is
+    /// set at start, and its seed unless [`seed`](Self::seed) is given).
     pub engine: EndpointConfig,
+    /// The seed of the ids the gateway makes up (`resp_…`); `None`: from the OS's randomness.
+    /// The same seed and requests give the same response bytes.
+    pub seed: Option<u64>,
     /// The HTTP face: API keys, the admin key, allowed origins and hosts, the body limit, the
     /// drain grace.
     pub http: HttpConfig,
@@ -454,8 +457,10 @@ impl Server {
                 inherited.iter().map(String::as_str),
                 &options.env_remove,
             ),
-            // A seed for the endpoint's ids, from the OS's randomness.
-            seed: std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u8),
+            // A seed for the endpoint's ids, from the OS's randomness unless one is given.
+            seed: options.seed.unwrap_or_else(|| {
+                std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u8)
+            }),
             unix_epoch_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),

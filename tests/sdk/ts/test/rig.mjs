@@ -244,7 +244,7 @@ export function serveEnv(home, fakeUrl) {
 
 /** A running `ccwire serve`. */
 export class Gateway {
-  static async start(home, fake) {
+  static async start(home, fake, extraArgs = []) {
     const args = [
       'serve',
       '--listen', '127.0.0.1:0',
@@ -252,6 +252,7 @@ export class Gateway {
       '--held-call-timeout', String(HELD_CALL_TIMEOUT_S),
       '--claude', CLAUDE,
       '--cwd', path.join(home, 'work'),
+      ...extraArgs,
     ];
     const child = track(
       spawn(CCWIRE_BIN, args, {
