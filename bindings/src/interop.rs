@@ -142,38 +142,38 @@ pub fn user_message(text: &str) -> Result<UserMessage, JsError> {
     })
 }
 
-#[derive(Deserialize)]
-#[serde(tag = "behavior", rename_all = "camelCase", deny_unknown_fields)]
-enum DecisionOption {
-    #[serde(rename_all = "camelCase")]
-    Allow {
-        updated_input: Option<Value>,
-        #[serde(default)]
-        updated_permissions: Vec<Value>,
-    },
-    #[serde(rename_all = "camelCase")]
-    Deny {
-        message: String,
-        #[serde(default)]
-        interrupt: bool,
-    },
-}
-
 /// Reads a permission decision (`{behavior:"allow", updatedInput?, updatedPermissions?}` or
-/// `{behavior:"deny", message, interrupt?}`).
+/// `{behavior:"deny", message, interrupt?}`). Read by hand: serde's reader of a tagged enum
+/// would cost the main module several KiB.
 pub fn permission_decision(text: &str) -> Result<PermissionDecision, JsError> {
-    Ok(match parse("permission decision", text)? {
-        DecisionOption::Allow {
-            updated_input,
-            updated_permissions,
-        } => PermissionDecision::Allow {
-            updated_input,
-            updated_permissions,
+    let mut fields: Map<String, Value> = parse("permission decision", text)?;
+    let bad = |why: &str| JsError::new(&format!("permission decision: {why}"));
+    let decision = match fields.remove("behavior").as_ref().and_then(Value::as_str) {
+        Some("allow") => PermissionDecision::Allow {
+            updated_input: fields.remove("updatedInput").filter(|v| !v.is_null()),
+            updated_permissions: match fields.remove("updatedPermissions") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(list)) => list,
+                Some(_) => return Err(bad("`updatedPermissions` must be an array")),
+            },
         },
-        DecisionOption::Deny { message, interrupt } => {
-            PermissionDecision::Deny { message, interrupt }
-        }
-    })
+        Some("deny") => PermissionDecision::Deny {
+            message: match fields.remove("message") {
+                Some(Value::String(message)) => message,
+                _ => return Err(bad("a denial needs a string `message`")),
+            },
+            interrupt: match fields.remove("interrupt") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(interrupt)) => interrupt,
+                Some(_) => return Err(bad("`interrupt` must be a boolean")),
+            },
+        },
+        _ => return Err(bad("`behavior` must be \"allow\" or \"deny\"")),
+    };
+    match fields.keys().next() {
+        Some(unknown) => Err(bad(&format!("unknown field `{unknown}`"))),
+        None => Ok(decision),
+    }
 }
 
 /// Reads a hook's JSON output.

@@ -217,7 +217,12 @@ test("misuse throws real Errors", () => {
   assert.throws(() => session.push("{}", -1), /nowMs/);
   assert.throws(() => session.push("{}", Number.NaN), /nowMs/);
   assert.throws(() => session.push("{}"), TypeError);
-  assert.throws(() => session.respondPermission("x", { behavior: "maybe" }, 0), Error);
+  assert.throws(() => session.respondPermission("x", { behavior: "maybe" }, 0), /`behavior` must be "allow" or "deny"/);
+  assert.throws(() => session.respondPermission("x", { behavior: "deny" }, 0), /a denial needs a string `message`/);
+  assert.throws(() => session.respondPermission("x", { behavior: "allow", updatedPermissions: {} }, 0), /must be an array/);
+  assert.throws(() => session.respondPermission("x", { behavior: "allow", extra: 1 }, 0), /unknown field `extra`/);
+  assert.throws(() => session.push("{}", 1.5e300 * 1e10), /got Infinity/);
+  assert.throws(() => session.push("{}", -2.5), /got -2\.5/);
   assert.throws(() => new Session("driver", { bogus: 1 }), /bogus/);
   assert.throws(() => new Session("spectator"), TypeError);
 });

@@ -52,7 +52,9 @@ impl Json {
     /// Builds a canonical value from a `serde_json::Value`.
     pub fn from_value(value: &serde_json::Value) -> Json {
         let text = serde_json::to_string(value).expect("a Value always serializes");
-        Json::parse(&text).expect("serde_json output is valid JSON")
+        // serde_json's text differs from the canonical form in its numbers at most.
+        let text = canonicalize(&text).unwrap_or(text);
+        Json(RawValue::from_string(text).expect("serde_json output is valid JSON"))
     }
 
     /// The JSON `null`.

@@ -519,3 +519,70 @@ fn an_aborted_frame_adds_only_the_text_that_did_not_stream() {
         .collect();
     assert_eq!(deltas, ["Hello, wo", "rld"]);
 }
+
+#[test]
+fn the_drivers_own_answers_and_prompts_move_the_tools_as_observed_ones_do() {
+    // A PreToolUse hook answered "deny" leaves the tool denied; "allow" starts it.
+    for (decision, expected) in [
+        ("deny", ("error", Some("denied"))),
+        ("allow", ("running", None)),
+    ] {
+        let mut h = Harness::new(SessionConfig::default());
+        h.start_tool_turn("toolu_h");
+        h.cli(&[json!({"type":"control_request","request_id":"h2","request":{"subtype":"hook_callback",
+            "callback_id":"hook_0","input":{"hook_event_name":"PreToolUse","tool_use_id":"toolu_h"},"tool_use_id":"toolu_h"}})]);
+        let output = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": decision}});
+        assert_eq!(
+            h.session.respond_hook(h.now, "h2", output.clone()),
+            Ok(Delivery::Sent)
+        );
+        let (chunks, writes) = h.drain();
+        assert_eq!(writes[0]["response"]["response"], output);
+        assert!(
+            h.session.tool_wait().blocked_on.is_empty(),
+            "{decision}: answered"
+        );
+        if decision == "allow" {
+            let (status, reason) = expected;
+            assert_eq!(
+                statuses(&chunks),
+                [(status.to_owned(), reason.map(str::to_owned))]
+            );
+        } else {
+            let (chunks, _) = h.cli(&[tool_result("toolu_h", true, "blocked by hook")]);
+            assert_eq!(statuses(&chunks), [("error".into(), Some("denied".into()))]);
+        }
+    }
+
+    // A prompt sent with priority "now" during a turn interrupts its running tools: their end
+    // says so.
+    let mut h = Harness::new(SessionConfig::default());
+    h.start_tool_turn("toolu_n");
+    h.cli(&[can_use_tool("p9", "toolu_n")]);
+    assert_eq!(
+        h.session
+            .respond_permission(h.now, "p9", PermissionDecision::allow()),
+        Ok(Delivery::Sent)
+    );
+    h.drain();
+    let mut urgent = UserMessage::text("stop that");
+    urgent.priority = Some("now".into());
+    h.session.send_user_message(h.now, urgent).unwrap();
+    let (chunks, writes) = h.drain();
+    assert_eq!(writes[0]["priority"], "now");
+    let prompt = find(&chunks, "user_prompt");
+    assert_eq!(
+        (prompt["content"].clone(), prompt["priority"].clone()),
+        (json!("stop that"), json!("now"))
+    );
+    assert!(
+        statuses(&chunks).is_empty(),
+        "the tool ends when the CLI says so"
+    );
+    let (chunks, _) = h.cli(&[tool_result("toolu_n", true, "Interrupted by user")]);
+    assert_eq!(
+        statuses(&chunks)[0].1.as_deref(),
+        Some("interrupted"),
+        "{chunks:#?}"
+    );
+}

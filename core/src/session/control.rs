@@ -67,7 +67,7 @@ impl State {
                 self.push_incoming(request_id.clone(), IncomingKind::Other, None, None);
                 if self.mode == Mode::Driver {
                     let error = format!("Unsupported control request subtype: {}", body.subtype);
-                    self.answer_error(now, &request_id, &error, Some("unsupported_request"));
+                    self.answer_error(&request_id, &error, Some("unsupported_request"));
                 }
             }
         }
@@ -141,7 +141,6 @@ impl State {
         if !handled {
             // What the official SDKs answer when no handler is set.
             self.resolve(
-                now,
                 &request_id,
                 ResolveReason::Default,
                 json!({"action": "decline"}),
@@ -198,9 +197,9 @@ impl State {
     }
 
     /// Answers an elicitation or a dialog and says who settled it.
-    fn resolve(&mut self, now: Timestamp, request_id: &str, reason: ResolveReason, answer: Value) {
-        let response = Json::parse(&answer.to_string()).expect("a Value is JSON");
-        self.answer_success(now, request_id, answer);
+    fn resolve(&mut self, request_id: &str, reason: ResolveReason, answer: Value) {
+        let response = Json::from_value(&answer);
+        self.answer_success(request_id, answer);
         self.emit(Chunk::RequestResolved {
             request_id: request_id.to_owned(),
             reason,
@@ -371,7 +370,7 @@ impl State {
                     });
                     self.settle(call.request_id);
                 }
-                self.answer_mcp_internally(now, request_id, &server, &rpc);
+                self.answer_mcp_internally(request_id, &server, &rpc);
             }
             method => {
                 // Driver mode answers these itself; the chunk keeps driver and observer output
@@ -381,19 +380,13 @@ impl State {
                     server: server.clone(),
                     method: method.map(str::to_owned),
                 });
-                self.answer_mcp_internally(now, request_id, &server, &rpc);
+                self.answer_mcp_internally(request_id, &server, &rpc);
             }
         }
     }
 
     /// Records an MCP request the session answers itself (driver mode) or sees answered.
-    fn answer_mcp_internally(
-        &mut self,
-        now: Timestamp,
-        request_id: String,
-        server: &str,
-        rpc: &JsonRpc<'_>,
-    ) {
+    fn answer_mcp_internally(&mut self, request_id: String, server: &str, rpc: &JsonRpc<'_>) {
         self.push_incoming(request_id.clone(), IncomingKind::Other, None, None);
         if self.mode != Mode::Driver {
             return;
@@ -409,7 +402,7 @@ impl State {
             id.as_ref(),
             params.as_ref(),
         );
-        self.answer_success(now, &request_id, json!({"mcp_response": answer}));
+        self.answer_success(&request_id, json!({"mcp_response": answer}));
     }
 
     // ---- CLI → host answers and cancellations --------------------------------------------
@@ -540,8 +533,13 @@ impl State {
             return;
         };
         let subtype = raw_subtype(raw.get()).unwrap_or_default();
+        self.host_request(now, request_id.to_owned(), subtype);
+    }
+
+    /// A control request the host sent: its answer is awaited (until the request deadline).
+    pub fn host_request(&mut self, now: Timestamp, request_id: String, subtype: String) {
         self.outgoing.push(Outgoing {
-            request_id: request_id.to_owned(),
+            request_id,
             subtype,
             deadline: self.config.timeouts.request_ms.map(|t| now + t),
         });
@@ -576,16 +574,35 @@ impl State {
                     .unwrap_or_else(Json::null),
             });
         }
+        let response = body.response.map(RawValue::get);
+        let permission = match req.kind {
+            IncomingKind::Permission { .. } => {
+                response.and_then(|raw| serde_json::from_str::<PermissionAnswer<'_>>(raw).ok())
+            }
+            _ => None,
+        };
+        let hook = match req.kind {
+            IncomingKind::Hook { pre_tool: true } => {
+                response.and_then(|raw| serde_json::from_str::<HookAnswer<'_>>(raw).ok())
+            }
+            _ => None,
+        };
+        let answer = HostAnswer {
+            behavior: permission.as_ref().and_then(|a| a.behavior.as_deref()),
+            interrupt: permission.as_ref().and_then(|a| a.interrupt) == Some(true),
+            hook_decision: hook
+                .as_ref()
+                .and_then(|a| a.hook_specific_output.as_ref())
+                .and_then(|h| h.permission_decision.as_deref()),
+        };
+        self.answered(req, ok, &answer);
+    }
+
+    /// What the host's answer (`ok`: a success) to one of the CLI's requests means for its tool.
+    fn answered(&mut self, req: Incoming, ok: bool, answer: &HostAnswer<'_>) {
         match req.kind {
             IncomingKind::Permission { .. } => {
-                let answer = body
-                    .response
-                    .and_then(|raw| serde_json::from_str::<PermissionAnswer<'_>>(raw.get()).ok());
-                let allow = ok
-                    && answer
-                        .as_ref()
-                        .and_then(|a| a.behavior.as_deref())
-                        .is_some_and(|b| b == "allow");
+                let allow = ok && answer.behavior == Some("allow");
                 let behavior = if allow {
                     Behavior::Allow
                 } else {
@@ -602,20 +619,15 @@ impl State {
                         self.mark_running(id);
                     } else {
                         self.note_reason(id, StatusReason::Denied);
-                        if answer.as_ref().and_then(|a| a.interrupt) == Some(true) {
+                        if answer.interrupt {
                             self.interrupt_tools();
                         }
                     }
                 }
             }
             IncomingKind::Hook { pre_tool: true } if ok => {
-                let decision = body
-                    .response
-                    .and_then(|raw| serde_json::from_str::<HookAnswer<'_>>(raw.get()).ok())
-                    .and_then(|a| a.hook_specific_output)
-                    .and_then(|h| h.permission_decision.map(|d| d.into_owned()));
                 if let Some(id) = &req.tool_use_id {
-                    match decision.as_deref() {
+                    match answer.hook_decision {
                         Some("allow") => self.mark_running(id),
                         Some("deny") => self.note_reason(id, StatusReason::Denied),
                         _ => {}
@@ -647,7 +659,7 @@ impl State {
 
     pub fn respond_permission(
         &mut self,
-        now: Timestamp,
+        _now: Timestamp,
         request_id: &str,
         decision: PermissionDecision,
     ) -> Result<Delivery, CommandError> {
@@ -679,35 +691,34 @@ impl State {
                 payload
             }
         };
-        self.answer_success(now, request_id, payload);
+        self.answer_success(request_id, payload);
         Ok(Delivery::Sent)
     }
 
     pub fn respond_elicitation(
         &mut self,
-        now: Timestamp,
+        _now: Timestamp,
         request_id: &str,
         answer: Value,
     ) -> Result<Delivery, CommandError> {
-        self.respond_request(now, request_id, answer, "elicitation", |k| {
+        self.respond_request(request_id, answer, "elicitation", |k| {
             matches!(k, IncomingKind::Elicitation)
         })
     }
 
     pub fn respond_user_dialog(
         &mut self,
-        now: Timestamp,
+        _now: Timestamp,
         request_id: &str,
         answer: Value,
     ) -> Result<Delivery, CommandError> {
-        self.respond_request(now, request_id, answer, "dialog", |k| {
+        self.respond_request(request_id, answer, "dialog", |k| {
             matches!(k, IncomingKind::Dialog)
         })
     }
 
     fn respond_request(
         &mut self,
-        now: Timestamp,
         request_id: &str,
         answer: Value,
         expected: &'static str,
@@ -719,13 +730,13 @@ impl State {
         if !is(&req.kind) {
             return Err(Self::wrong_kind(request_id, expected, req));
         }
-        self.resolve(now, request_id, ResolveReason::Host, answer);
+        self.resolve(request_id, ResolveReason::Host, answer);
         Ok(Delivery::Sent)
     }
 
     pub fn respond_hook(
         &mut self,
-        now: Timestamp,
+        _now: Timestamp,
         request_id: &str,
         output: Value,
     ) -> Result<Delivery, CommandError> {
@@ -735,13 +746,13 @@ impl State {
         if !matches!(req.kind, IncomingKind::Hook { .. }) {
             return Err(Self::wrong_kind(request_id, "hook", req));
         }
-        self.answer_success(now, request_id, output);
+        self.answer_success(request_id, output);
         Ok(Delivery::Sent)
     }
 
     pub fn respond_mcp(
         &mut self,
-        now: Timestamp,
+        _now: Timestamp,
         request_id: &str,
         result: &McpCallResult,
     ) -> Result<Delivery, CommandError> {
@@ -752,39 +763,55 @@ impl State {
             return Err(Self::wrong_kind(request_id, "MCP tool call", req));
         };
         let answer = mcp::call_result(&rpc_id.to_value(), result);
-        self.answer_success(now, request_id, json!({"mcp_response": answer}));
+        self.answer_success(request_id, json!({"mcp_response": answer}));
         Ok(Delivery::Sent)
     }
 
     pub fn respond_error(
         &mut self,
-        now: Timestamp,
+        _now: Timestamp,
         request_id: &str,
         message: &str,
     ) -> Result<Delivery, CommandError> {
         if self.find_incoming(request_id)?.is_none() {
             return Ok(Delivery::Dropped);
         }
-        self.answer_error(now, request_id, message, None);
+        self.answer_error(request_id, message, None);
         Ok(Delivery::Sent)
     }
 
-    fn answer_success(&mut self, now: Timestamp, request_id: &str, payload: Value) {
+    fn answer_success(&mut self, request_id: &str, payload: Value) {
         let frame = json!({"type": "control_response", "response": {
             "subtype": "success", "request_id": request_id, "response": payload,
         }});
-        self.write(now, &frame);
+        self.write(&frame);
+        self.host_answered(request_id, true, &frame["response"]["response"]);
     }
 
-    fn answer_error(&mut self, now: Timestamp, request_id: &str, error: &str, code: Option<&str>) {
+    fn answer_error(&mut self, request_id: &str, error: &str, code: Option<&str>) {
         let mut response = json!({"subtype": "error", "request_id": request_id, "error": error});
         if let Some(code) = code {
             response["error_code"] = json!(code);
         }
-        self.write(
-            now,
-            &json!({"type": "control_response", "response": response}),
-        );
+        self.write(&json!({"type": "control_response", "response": response}));
+        self.host_answered(request_id, false, &Value::Null);
+    }
+
+    /// The host's own answer, written: settled as an observed one would be.
+    fn host_answered(&mut self, request_id: &str, ok: bool, payload: &Value) {
+        let Some(req) = self.take_incoming(request_id) else {
+            return;
+        };
+        self.settle(req.request_id.clone());
+        let answer = HostAnswer {
+            behavior: payload.get("behavior").and_then(Value::as_str),
+            interrupt: payload.get("interrupt").and_then(Value::as_bool) == Some(true),
+            hook_decision: payload
+                .get("hookSpecificOutput")
+                .and_then(|h| h.get("permissionDecision"))
+                .and_then(Value::as_str),
+        };
+        self.answered(req, ok, &answer);
     }
 
     // ---- deadlines -----------------------------------------------------------------------
@@ -824,24 +851,24 @@ impl State {
                         "message": "The host did not answer the permission request in time.",
                     });
                     drop(req);
-                    self.answer_success(now, &request_id, payload);
+                    self.answer_success(&request_id, payload);
                 }
                 IncomingKind::Hook { .. } => {
-                    self.answer_success(now, &request_id, json!({}));
+                    self.answer_success(&request_id, json!({}));
                 }
                 IncomingKind::McpCall { tool, rpc_id, .. } => {
                     let text =
                         format!("The client did not return a result for tool '{tool}' in time.");
                     let answer = mcp::call_result(&rpc_id.to_value(), &McpCallResult::error(text));
-                    self.answer_success(now, &request_id, json!({"mcp_response": answer}));
+                    self.answer_success(&request_id, json!({"mcp_response": answer}));
                 }
                 IncomingKind::Elicitation => {
                     let answer = json!({"action": "cancel"});
-                    self.resolve(now, &request_id, ResolveReason::Timeout, answer);
+                    self.resolve(&request_id, ResolveReason::Timeout, answer);
                 }
                 IncomingKind::Dialog => {
                     let answer = json!({"behavior": "cancelled"});
-                    self.resolve(now, &request_id, ResolveReason::Timeout, answer);
+                    self.resolve(&request_id, ResolveReason::Timeout, answer);
                 }
                 IncomingKind::Other => {}
             }
@@ -865,6 +892,16 @@ impl State {
 }
 
 /// The `subtype` of a request object.
+/// The parts of a host's answer to a CLI request the engine follows.
+struct HostAnswer<'a> {
+    /// A permission answer's `behavior`.
+    behavior: Option<&'a str>,
+    /// A permission denial's `interrupt`.
+    interrupt: bool,
+    /// A PreToolUse hook answer's `hookSpecificOutput.permissionDecision`.
+    hook_decision: Option<&'a str>,
+}
+
 fn raw_subtype(request: &str) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Sub<'a> {

@@ -739,15 +739,25 @@ impl State {
             self.invalid("a user message needs `message.content`", text);
             return;
         };
+        self.host_prompt(
+            Json::canonical(content),
+            owned(&msg.uuid),
+            owned(&msg.priority),
+        );
+    }
+
+    /// A prompt the host wrote: a turn starts (or, sent with priority `now` during one, the
+    /// running tools are interrupted).
+    pub fn host_prompt(&mut self, content: Json, uuid: Option<String>, priority: Option<String>) {
         if !self.turn_running {
             self.start_turn();
-        } else if msg.priority.as_deref() == Some("now") {
+        } else if priority.as_deref() == Some("now") {
             self.interrupt_tools();
         }
         self.emit(Chunk::UserPrompt {
-            content: Json::canonical(content),
-            uuid: owned(&msg.uuid),
-            priority: owned(&msg.priority),
+            content,
+            uuid,
+            priority,
         });
     }
 }

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 
 use crate::chunk::{Chunk, ErrorKind, ToolStatus, ToolWait};
 use crate::framing::{Frame, LineFramer, DEFAULT_LINE_LIMIT};
+use crate::json::Json;
 use crate::mcp::{McpCallResult, McpServer};
 use crate::Timestamp;
 
@@ -478,26 +479,41 @@ impl Session {
     /// [`CommandError::NotDriver`] in observer mode, [`CommandError::ProcessEnded`] after exit.
     pub fn send_user_message(
         &mut self,
-        now: Timestamp,
+        _now: Timestamp,
         message: UserMessage,
     ) -> Result<(), CommandError> {
         self.state.check_driver()?;
         let mut frame = Map::new();
         frame.insert("type".into(), json!("user"));
+        let content = Json::from_value(&message.content);
         frame.insert(
             "message".into(),
             json!({"role": "user", "content": message.content}),
         );
         frame.insert("parent_tool_use_id".into(), Value::Null);
         frame.insert("session_id".into(), json!(""));
-        if let Some(uuid) = message.uuid {
+        if let Some(uuid) = &message.uuid {
             frame.insert("uuid".into(), json!(uuid));
         }
-        if let Some(priority) = message.priority {
+        if let Some(priority) = &message.priority {
             frame.insert("priority".into(), json!(priority));
         }
         frame.extend(message.extra);
-        self.state.write(now, &Value::Object(frame));
+        self.state.write(&Value::Object(frame));
+        if content.is_null() {
+            // As the CLI would read it: a user message without content.
+            self.state.emit(Chunk::Error {
+                kind: ErrorKind::InvalidMessage,
+                detail: "the message does not have the expected shape: a user message needs \
+                         `message.content`"
+                    .to_owned(),
+                excerpt: None,
+                bytes: None,
+            });
+        } else {
+            self.state
+                .host_prompt(content, message.uuid, message.priority);
+        }
         self.state.refresh_tool_wait();
         Ok(())
     }
@@ -666,7 +682,9 @@ impl Session {
         request.extend(fields);
         let frame =
             json!({"type": "control_request", "request_id": request_id, "request": request});
-        self.state.write(now, &frame);
+        self.state.write(&frame);
+        self.state
+            .host_request(now, request_id.clone(), subtype.to_owned());
         self.state.refresh_tool_wait();
         Ok(request_id)
     }

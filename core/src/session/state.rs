@@ -188,12 +188,14 @@ impl State {
         format!("req_{n}_{:08x}", x as u32)
     }
 
-    /// Writes a host → CLI message: observed like any other, then queued for stdin.
-    pub fn write(&mut self, now: Timestamp, frame: &Value) {
-        let mut line = serde_json::to_string(frame).expect("a Value always serializes");
-        self.handle_frame(now, Dir::In, Frame::Line(line.as_bytes()));
-        line.push('\n');
-        self.outputs.push_back(Output::Write(line.into_bytes()));
+    /// Queues a host → CLI message for stdin. The caller hands what it says to the same
+    /// handlers an observed one goes to (`host_prompt`, `host_request`, `host_answered`), from
+    /// the values it was built from: the line is not read back.
+    pub fn write(&mut self, frame: &Value) {
+        let mut line = serde_json::to_vec(frame).expect("a Value always serializes");
+        line.push(b'\n');
+        self.saw_in = true;
+        self.outputs.push_back(Output::Write(line));
     }
 
     // ---- dispatch ------------------------------------------------------------------------

@@ -46,8 +46,7 @@ pub struct GatewayOptions {
     /// The engine's settings: deadlines, caps, enabled tools, the default model (its clock is
     /// set at start, and its seed unless [`seed`](Self::seed) is given).
     pub engine: EndpointConfig,
-    /// The seed of the ids the gateway makes up (`resp_…`); `None`: from the OS's randomness.
-    /// The same seed and requests give the same response bytes.
+    /// The seed of the ids the gateway makes up (`resp_…`); `None`: the OS's randomness.
     pub seed: Option<u64>,
     /// The HTTP face: API keys, the admin key, allowed origins and hosts, the body limit, the
     /// drain grace.
@@ -457,7 +456,6 @@ impl Server {
                 inherited.iter().map(String::as_str),
                 &options.env_remove,
             ),
-            // A seed for the endpoint's ids, from the OS's randomness unless one is given.
             seed: options.seed.unwrap_or_else(|| {
                 std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u8)
             }),
