@@ -57,6 +57,7 @@ export async function startJsGateway({ claude, cwd, env, options, http: httpOpti
     const deadline = gateway.nextDeadline();
     if (deadline) {
       timer = setTimeout(() => carryOut(gateway.handleTimeout(now())), Math.max(0, deadline.atMs - now()));
+      timer.unref(); // the server keeps the process alive, not an idle session's deadline
     }
   }
 
@@ -132,6 +133,7 @@ export async function startJsGateway({ claude, cwd, env, options, http: httpOpti
       }, 5_000);
       await Promise.all(exits);
       clearTimeout(forced);
+      clearTimeout(timer); // set again by the exits
       gateway.free();
     },
   };
