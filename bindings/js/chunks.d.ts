@@ -154,7 +154,7 @@ input: Json,
 /**
  * `true` for a server-executed tool (`server_tool_use`).
  */
-server?: boolean, } | { "type": "tool_input_delta", 
+server?: true, } | { "type": "tool_input_delta", 
 /**
  * The tool_use id.
  */
@@ -246,7 +246,7 @@ is_error: boolean,
 /**
  * `true` for the result of a server-executed tool.
  */
-server?: boolean, 
+server?: true, 
 /**
  * The Agent/Task tool call this result belongs to, for sub-agent output.
  */
@@ -300,9 +300,10 @@ tool_use_id: string | null,
  */
 behavior: Behavior, 
 /**
- * Who settled it.
+ * Who settled it (never the session's `default`: an unanswered permission request
+ * waits for the host or its deadline).
  */
-reason: ResolveReason, } | { "type": "hook_request", 
+reason: "host" | "timeout" | "cancelled", } | { "type": "hook_request", 
 /**
  * The control request id to answer.
  */

@@ -150,7 +150,7 @@ pub enum Chunk {
         /// `true` for a server-executed tool (`server_tool_use`).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         #[cfg_attr(feature = "deserialize", serde(default))]
-        #[cfg_attr(test, ts(as = "Option<bool>", optional))]
+        #[cfg_attr(test, ts(as = "Option<typescript::True>", optional, inline))]
         server: bool,
     },
     /// A piece of a tool call's input JSON as it streams.
@@ -242,7 +242,7 @@ pub enum Chunk {
         /// `true` for the result of a server-executed tool.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         #[cfg_attr(feature = "deserialize", serde(default))]
-        #[cfg_attr(test, ts(as = "Option<bool>", optional))]
+        #[cfg_attr(test, ts(as = "Option<typescript::True>", optional, inline))]
         server: bool,
         /// The Agent/Task tool call this result belongs to, for sub-agent output.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -291,7 +291,9 @@ pub enum Chunk {
         tool_use_id: Option<String>,
         /// The outcome.
         behavior: Behavior,
-        /// Who settled it.
+        /// Who settled it (never the session's `default`: an unanswered permission request
+        /// waits for the host or its deadline).
+        #[cfg_attr(test, ts(type = r#""host" | "timeout" | "cancelled""#))]
         reason: ResolveReason,
     },
     /// The CLI calls a hook registered in `initialize`. Answer with
@@ -916,6 +918,11 @@ mod typescript {
     use ts_rs::TS;
 
     use super::*;
+
+    /// A flag that is present only when set: `true` in TypeScript.
+    #[derive(TS)]
+    #[ts(type = "true")]
+    pub(super) struct True;
 
     fn declaration<T: TS + ?Sized + 'static>() -> String {
         let text = T::export_to_string().expect("a TypeScript declaration");

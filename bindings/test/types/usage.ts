@@ -241,3 +241,15 @@ const wrong: Chunk["type"] = "text";
 export { more, at, ids, lines, pushed, delivered, interrupted, wait, statuses, running, hash, wrong };
 export { frames, keepAlive, started, calls, message, anthropicBody, finish, sse };
 export { counts, timeoutText, noStatus, modelIds, scrape, waiting, drainedYet };
+
+// A server tool's flag is there only when set; a permission is never settled by a default.
+const serverCall: import("ccwire").ToolUseChunk = {
+  type: "tool_use", id: "t", name: "web_search", message_id: "m", index: 0, parent_tool_use_id: null,
+  complete: true, input: {}, server: true,
+};
+// @ts-expect-error: `server` is absent or true
+const notServer: import("ccwire").ToolUseChunk = { ...serverCall, server: false };
+const settled: import("ccwire").PermissionResolvedChunk["reason"] = "timeout";
+// @ts-expect-error: only elicitations and dialogs are settled by the session's default
+const byDefault: import("ccwire").PermissionResolvedChunk["reason"] = "default";
+void [serverCall, notServer, settled, byDefault];
