@@ -25,10 +25,11 @@ function check() {
 }
 
 const encoder = new TextEncoder();
-/** Chunks as the module writes them (ASCII JSON) as objects; in Node one byte is one character. */
-const parseChunks = typeof Buffer === "function"
-  ? (b) => JSON.parse(Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1"))
-  : (b) => JSON.parse(new TextDecoder().decode(b));
+/** JSON as the module writes it (ASCII bytes) as text; in Node one byte is one character. */
+const asciiText = typeof Buffer === "function"
+  ? (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1")
+  : (b) => new TextDecoder().decode(b);
+const parseAscii = (b) => JSON.parse(asciiText(b));
 
 function bytes(data, what) {
   if (typeof data === "string") return encoder.encode(data);
@@ -62,9 +63,9 @@ export function replayTranscript(transcript) {
 /** The chunks of a whole transcript as the JSON text of an array (`encodeTranscript` reads it). */
 export function replayTranscriptJson(transcript) {
   check();
-  return typeof transcript === "string"
+  return asciiText(typeof transcript === "string"
     ? wasm.replayTranscriptText(transcript)
-    : wasm.replayTranscript(bytes(transcript, "transcript"));
+    : wasm.replayTranscript(bytes(transcript, "transcript")));
 }
 
 /** A transcript replayed piece by piece: push bytes, get the chunks they produced. */
@@ -78,14 +79,14 @@ export class Replayer {
 
   /** Feeds transcript text or bytes, split anywhere. */
   push(data) {
-    return parseChunks(
+    return parseAscii(
       typeof data === "string" ? this.#inner.pushText(data) : this.#inner.push(bytes(data, "data")),
     );
   }
 
   /** Ends the transcript (a last line without newline is read). */
   finish() {
-    return parseChunks(this.#inner.finish());
+    return parseAscii(this.#inner.finish());
   }
 
   /** The `t_ms` of the last transcript line read. */
@@ -134,41 +135,41 @@ export class Session {
   /** Feeds what the CLI wrote to stdout (text or bytes, split anywhere). */
   push(data, nowMs) {
     time(nowMs);
-    const text =
+    return parseAscii(
       typeof data === "string"
         ? this.#inner.pushText(nowMs, data)
-        : this.#inner.push(nowMs, bytes(data, "data"));
-    return JSON.parse(text);
+        : this.#inner.push(nowMs, bytes(data, "data")),
+    );
   }
 
   /** Observer mode: feeds what the host wrote to the CLI's stdin (split anywhere). */
   pushStdin(data, nowMs) {
-    return JSON.parse(this.#inner.pushStdin(time(nowMs), bytes(data, "data")));
+    return parseAscii(this.#inner.pushStdin(time(nowMs), bytes(data, "data")));
   }
 
   /** Reports the end of the CLI's stdout. */
   endStdout(nowMs) {
-    return JSON.parse(this.#inner.endStdout(time(nowMs)));
+    return parseAscii(this.#inner.endStdout(time(nowMs)));
   }
 
   /** Feeds one whole CLI → host message (a JSON line or an object). */
   observeOut(message, nowMs) {
-    return JSON.parse(this.#inner.observeOut(time(nowMs), line(message, "message")));
+    return parseAscii(this.#inner.observeOut(time(nowMs), line(message, "message")));
   }
 
   /** Feeds one whole host → CLI message (a JSON line or an object). */
   observeIn(message, nowMs) {
-    return JSON.parse(this.#inner.observeIn(time(nowMs), line(message, "message")));
+    return parseAscii(this.#inner.observeIn(time(nowMs), line(message, "message")));
   }
 
   /** Reports that the CLI process ended. */
   processExit({ code = null, signal = null }, nowMs) {
-    return JSON.parse(this.#inner.processExit(time(nowMs), code ?? undefined, signal ?? undefined));
+    return parseAscii(this.#inner.processExit(time(nowMs), code ?? undefined, signal ?? undefined));
   }
 
   /** Applies the timeout policy to every deadline at or before `nowMs`. */
   handleTimeout(nowMs) {
-    return JSON.parse(this.#inner.handleTimeout(time(nowMs)));
+    return parseAscii(this.#inner.handleTimeout(time(nowMs)));
   }
 
   /** The earliest deadline and why, or `null`. */
@@ -198,74 +199,74 @@ export class Session {
 
   /** Sends `initialize` (`{hooks: [{event, matcher, timeoutS}], extra}`). */
   initialize(options, nowMs) {
-    return JSON.parse(this.#inner.initialize(time(nowMs), JSON.stringify(options ?? {})));
+    return parseAscii(this.#inner.initialize(time(nowMs), JSON.stringify(options ?? {})));
   }
 
   /** Sends a prompt: a string, or `{content, uuid, priority, extra}`. */
   sendUserMessage(message, nowMs) {
     const m = typeof message === "string" ? { content: message } : message;
-    return JSON.parse(this.#inner.sendUserMessage(time(nowMs), JSON.stringify(m)));
+    return parseAscii(this.#inner.sendUserMessage(time(nowMs), JSON.stringify(m)));
   }
 
   /** Answers a `permission_request`: `{behavior:"allow"}` or `{behavior:"deny", message}`. */
   respondPermission(requestId, decision, nowMs) {
-    return JSON.parse(
+    return parseAscii(
       this.#inner.respondPermission(time(nowMs), requestId, JSON.stringify(decision)),
     );
   }
 
   /** Answers a `hook_request` with the hook's output (`{}`: no opinion). */
   respondHook(requestId, output, nowMs) {
-    return JSON.parse(this.#inner.respondHook(time(nowMs), requestId, JSON.stringify(output)));
+    return parseAscii(this.#inner.respondHook(time(nowMs), requestId, JSON.stringify(output)));
   }
 
   /** Answers an `elicitation_request`: `{action:"accept", content}`, `{action:"decline"}` or `{action:"cancel"}`. */
   respondElicitation(requestId, answer, nowMs) {
-    return JSON.parse(
+    return parseAscii(
       this.#inner.respondElicitation(time(nowMs), requestId, JSON.stringify(answer)),
     );
   }
 
   /** Answers a `dialog_request`: `{behavior:"completed", result}` or `{behavior:"cancelled"}`. */
   respondUserDialog(requestId, answer, nowMs) {
-    return JSON.parse(
+    return parseAscii(
       this.#inner.respondUserDialog(time(nowMs), requestId, JSON.stringify(answer)),
     );
   }
 
   /** Answers an `mcp_tool_call` with `{content: [...], isError?}`. */
   respondMcp(requestId, result, nowMs) {
-    return JSON.parse(this.#inner.respondMcp(time(nowMs), requestId, JSON.stringify(result)));
+    return parseAscii(this.#inner.respondMcp(time(nowMs), requestId, JSON.stringify(result)));
   }
 
   /** Answers any request from the CLI with a control error. */
   respondError(requestId, message, nowMs) {
-    return JSON.parse(this.#inner.respondError(time(nowMs), requestId, String(message)));
+    return parseAscii(this.#inner.respondError(time(nowMs), requestId, String(message)));
   }
 
   /** Interrupts the running turn. */
   interrupt(nowMs) {
-    return JSON.parse(this.#inner.interrupt(time(nowMs)));
+    return parseAscii(this.#inner.interrupt(time(nowMs)));
   }
 
   /** Switches the model (`null`: the session default). */
   setModel(model, nowMs) {
-    return JSON.parse(this.#inner.setModel(time(nowMs), model ?? undefined));
+    return parseAscii(this.#inner.setModel(time(nowMs), model ?? undefined));
   }
 
   /** Switches the permission mode (`default`, `acceptEdits`, `plan`, …). */
   setPermissionMode(mode, nowMs) {
-    return JSON.parse(this.#inner.setPermissionMode(time(nowMs), mode));
+    return parseAscii(this.#inner.setPermissionMode(time(nowMs), mode));
   }
 
     /** Sends a typed control request (`{subtype: "mcp_status"}`, `{subtype: "stop_task", task_id}`, …). */
   request(request, nowMs) {
-    return JSON.parse(this.#inner.request(time(nowMs), JSON.stringify(request)));
+    return parseAscii(this.#inner.request(time(nowMs), JSON.stringify(request)));
   }
 
 /** Sends any control request. */
   sendControl(subtype, fields, nowMs) {
-    return JSON.parse(this.#inner.sendControl(time(nowMs), subtype, JSON.stringify(fields ?? {})));
+    return parseAscii(this.#inner.sendControl(time(nowMs), subtype, JSON.stringify(fields ?? {})));
   }
 
   /** Frees the WebAssembly memory now (it is also freed when the object is collected). */

@@ -249,12 +249,13 @@ impl Step {
         self
     }
 
-    /// The finished JSON object.
-    pub fn finish(mut self) -> String {
+    /// The finished JSON object, in ASCII (JavaScript reads it one byte a character).
+    pub fn finish(mut self) -> Vec<u8> {
         self.out.extend_from_slice(b",\"stdin\":");
         serde_json::to_writer(&mut self.out, &self.stdin).expect("strings serialize");
         self.out.push(b'}');
-        String::from_utf8(self.out).expect("serde_json writes UTF-8")
+        ccwire_core::escape_non_ascii(&mut self.out);
+        self.out
     }
 }
 

@@ -5,20 +5,21 @@ use wasm_bindgen::prelude::*;
 
 use crate::interop::{self, timestamp, Step};
 
-/// Replays a whole transcript; returns its chunks as a JSON array.
+/// Replays a whole transcript; returns its chunks as a JSON array, in ASCII.
 #[wasm_bindgen(js_name = replayTranscript)]
-pub fn replay_transcript(transcript: &[u8]) -> String {
+pub fn replay_transcript(transcript: &[u8]) -> Vec<u8> {
     let mut replayer = Replayer::new();
     replayer.push(transcript);
     replayer.finish();
     let mut out = Vec::with_capacity(transcript.len());
     interop::write_chunks(&mut out, std::iter::from_fn(|| replayer.poll_chunk()));
-    String::from_utf8(out).expect("serde_json writes UTF-8")
+    ccwire_core::escape_non_ascii(&mut out);
+    out
 }
 
-/// Replays a transcript string; returns its chunks as a JSON array.
+/// Replays a transcript string; returns its chunks as a JSON array, in ASCII.
 #[wasm_bindgen(js_name = replayTranscriptText)]
-pub fn replay_transcript_text(transcript: &str) -> String {
+pub fn replay_transcript_text(transcript: &str) -> Vec<u8> {
     replay_transcript(transcript.as_bytes())
 }
 
@@ -118,7 +119,7 @@ impl WasmSession {
     ///
     /// # Errors
     /// A `now_ms` that is not a time.
-    pub fn push(&mut self, now_ms: f64, data: &[u8]) -> Result<String, JsError> {
+    pub fn push(&mut self, now_ms: f64, data: &[u8]) -> Result<Vec<u8>, JsError> {
         self.inner.handle_stdout(timestamp(now_ms)?, data);
         Ok(self.step().finish())
     }
@@ -128,7 +129,7 @@ impl WasmSession {
     /// # Errors
     /// A `now_ms` that is not a time.
     #[wasm_bindgen(js_name = pushText)]
-    pub fn push_text(&mut self, now_ms: f64, data: &str) -> Result<String, JsError> {
+    pub fn push_text(&mut self, now_ms: f64, data: &str) -> Result<Vec<u8>, JsError> {
         self.push(now_ms, data.as_bytes())
     }
 
@@ -137,7 +138,7 @@ impl WasmSession {
     /// # Errors
     /// A `now_ms` that is not a time.
     #[wasm_bindgen(js_name = pushStdin)]
-    pub fn push_stdin(&mut self, now_ms: f64, data: &[u8]) -> Result<String, JsError> {
+    pub fn push_stdin(&mut self, now_ms: f64, data: &[u8]) -> Result<Vec<u8>, JsError> {
         self.inner.handle_stdin(timestamp(now_ms)?, data);
         Ok(self.step().finish())
     }
@@ -147,7 +148,7 @@ impl WasmSession {
     /// # Errors
     /// A `now_ms` that is not a time.
     #[wasm_bindgen(js_name = endStdout)]
-    pub fn end_stdout(&mut self, now_ms: f64) -> Result<String, JsError> {
+    pub fn end_stdout(&mut self, now_ms: f64) -> Result<Vec<u8>, JsError> {
         self.inner.handle_stdout_eof(timestamp(now_ms)?);
         Ok(self.step().finish())
     }
@@ -157,7 +158,7 @@ impl WasmSession {
     /// # Errors
     /// A `now_ms` that is not a time.
     #[wasm_bindgen(js_name = observeOut)]
-    pub fn observe_out(&mut self, now_ms: f64, line: &str) -> Result<String, JsError> {
+    pub fn observe_out(&mut self, now_ms: f64, line: &str) -> Result<Vec<u8>, JsError> {
         self.inner.observe_out(timestamp(now_ms)?, line);
         Ok(self.step().finish())
     }
@@ -167,7 +168,7 @@ impl WasmSession {
     /// # Errors
     /// A `now_ms` that is not a time.
     #[wasm_bindgen(js_name = observeIn)]
-    pub fn observe_in(&mut self, now_ms: f64, line: &str) -> Result<String, JsError> {
+    pub fn observe_in(&mut self, now_ms: f64, line: &str) -> Result<Vec<u8>, JsError> {
         self.inner.observe_in(timestamp(now_ms)?, line);
         Ok(self.step().finish())
     }
@@ -182,7 +183,7 @@ impl WasmSession {
         now_ms: f64,
         code: Option<i32>,
         signal: Option<i32>,
-    ) -> Result<String, JsError> {
+    ) -> Result<Vec<u8>, JsError> {
         self.inner
             .handle_process_exit(timestamp(now_ms)?, code, signal);
         Ok(self.step().finish())
@@ -193,7 +194,7 @@ impl WasmSession {
     /// # Errors
     /// A `now_ms` that is not a time.
     #[wasm_bindgen(js_name = handleTimeout)]
-    pub fn handle_timeout(&mut self, now_ms: f64) -> Result<String, JsError> {
+    pub fn handle_timeout(&mut self, now_ms: f64) -> Result<Vec<u8>, JsError> {
         self.inner.handle_timeout(timestamp(now_ms)?);
         Ok(self.step().finish())
     }
@@ -237,7 +238,7 @@ impl WasmSession {
     ///
     /// # Errors
     /// Bad options, or a command the session refuses (observer mode, process ended).
-    pub fn initialize(&mut self, now_ms: f64, options: &str) -> Result<String, JsError> {
+    pub fn initialize(&mut self, now_ms: f64, options: &str) -> Result<Vec<u8>, JsError> {
         let (hooks, extra) = interop::initialize_options(options)?;
         let (id, callbacks) = self
             .inner
@@ -256,7 +257,7 @@ impl WasmSession {
     /// # Errors
     /// A bad message, or a command the session refuses.
     #[wasm_bindgen(js_name = sendUserMessage)]
-    pub fn send_user_message(&mut self, now_ms: f64, message: &str) -> Result<String, JsError> {
+    pub fn send_user_message(&mut self, now_ms: f64, message: &str) -> Result<Vec<u8>, JsError> {
         let message = interop::user_message(message)?;
         self.inner
             .send_user_message(timestamp(now_ms)?, message)
@@ -274,7 +275,7 @@ impl WasmSession {
         now_ms: f64,
         request_id: &str,
         decision: &str,
-    ) -> Result<String, JsError> {
+    ) -> Result<Vec<u8>, JsError> {
         let decision = interop::permission_decision(decision)?;
         let delivery = self
             .inner
@@ -296,7 +297,7 @@ impl WasmSession {
         now_ms: f64,
         request_id: &str,
         output: &str,
-    ) -> Result<String, JsError> {
+    ) -> Result<Vec<u8>, JsError> {
         let output = interop::hook_output(output)?;
         let delivery = self
             .inner
@@ -319,7 +320,7 @@ impl WasmSession {
         now_ms: f64,
         request_id: &str,
         answer: &str,
-    ) -> Result<String, JsError> {
+    ) -> Result<Vec<u8>, JsError> {
         let answer = interop::request_answer("elicitation answer", answer)?;
         let delivery = self
             .inner
@@ -342,7 +343,7 @@ impl WasmSession {
         now_ms: f64,
         request_id: &str,
         answer: &str,
-    ) -> Result<String, JsError> {
+    ) -> Result<Vec<u8>, JsError> {
         let answer = interop::request_answer("dialog answer", answer)?;
         let delivery = self
             .inner
@@ -364,7 +365,7 @@ impl WasmSession {
         now_ms: f64,
         request_id: &str,
         result: &str,
-    ) -> Result<String, JsError> {
+    ) -> Result<Vec<u8>, JsError> {
         let result = interop::mcp_result(result)?;
         let delivery = self
             .inner
@@ -386,7 +387,7 @@ impl WasmSession {
         now_ms: f64,
         request_id: &str,
         message: &str,
-    ) -> Result<String, JsError> {
+    ) -> Result<Vec<u8>, JsError> {
         let delivery = self
             .inner
             .respond_error(timestamp(now_ms)?, request_id, message)
@@ -401,7 +402,7 @@ impl WasmSession {
     ///
     /// # Errors
     /// A command the session refuses.
-    pub fn interrupt(&mut self, now_ms: f64) -> Result<String, JsError> {
+    pub fn interrupt(&mut self, now_ms: f64) -> Result<Vec<u8>, JsError> {
         let id = self
             .inner
             .interrupt(timestamp(now_ms)?)
@@ -414,7 +415,7 @@ impl WasmSession {
     /// # Errors
     /// A command the session refuses.
     #[wasm_bindgen(js_name = setModel)]
-    pub fn set_model(&mut self, now_ms: f64, model: Option<String>) -> Result<String, JsError> {
+    pub fn set_model(&mut self, now_ms: f64, model: Option<String>) -> Result<Vec<u8>, JsError> {
         let id = self
             .inner
             .set_model(timestamp(now_ms)?, model.as_deref())
@@ -427,7 +428,7 @@ impl WasmSession {
     /// # Errors
     /// A command the session refuses.
     #[wasm_bindgen(js_name = setPermissionMode)]
-    pub fn set_permission_mode(&mut self, now_ms: f64, mode: &str) -> Result<String, JsError> {
+    pub fn set_permission_mode(&mut self, now_ms: f64, mode: &str) -> Result<Vec<u8>, JsError> {
         let id = self
             .inner
             .set_permission_mode(timestamp(now_ms)?, mode)
@@ -445,7 +446,7 @@ impl WasmSession {
         now_ms: f64,
         subtype: &str,
         fields: &str,
-    ) -> Result<String, JsError> {
+    ) -> Result<Vec<u8>, JsError> {
         let fields = interop::control_fields(fields)?;
         let id = self
             .inner
@@ -460,7 +461,7 @@ impl WasmSession {
     /// # Errors
     /// A subtype ccwire does not type, or a command the session refuses.
     #[wasm_bindgen(js_name = request)]
-    pub fn host_request(&mut self, now_ms: f64, request: &str) -> Result<String, JsError> {
+    pub fn host_request(&mut self, now_ms: f64, request: &str) -> Result<Vec<u8>, JsError> {
         let (subtype, fields) = interop::host_request(request)?;
         let id = self
             .inner
@@ -469,7 +470,7 @@ impl WasmSession {
         Ok(self.request(&id))
     }
 
-    fn request(&mut self, id: &str) -> String {
+    fn request(&mut self, id: &str) -> Vec<u8> {
         self.step().with("requestId", &interop::string(id)).finish()
     }
 }
