@@ -15,8 +15,8 @@ use ccwire_core::api::{
 use ccwire_core::conversation::Message;
 use ccwire_core::gateway::{EndpointConfig, EndpointTimeout};
 use ccwire_core::{
-    Chunk, Delivery, HookMatcher, Json, McpCallResult, McpServer, Output, PermissionDecision,
-    SessionConfig, TimeoutReason, Timeouts, Timestamp, UserMessage,
+    AsciiFormatter, Chunk, Delivery, HookMatcher, Json, McpCallResult, McpServer, Output,
+    PermissionDecision, SessionConfig, TimeoutReason, Timeouts, Timestamp, UserMessage,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -240,8 +240,9 @@ impl Step {
         Step { out, stdin }
     }
 
-    /// Adds a member whose value is JSON text.
+    /// Adds a member whose value is JSON text in ASCII (ids the core made, literals).
     pub fn with(mut self, key: &str, json: &str) -> Step {
+        debug_assert!(json.is_ascii(), "{json}");
         self.out.extend_from_slice(b",\"");
         self.out.extend_from_slice(key.as_bytes());
         self.out.extend_from_slice(b"\":");
@@ -252,23 +253,29 @@ impl Step {
     /// The finished JSON object, in ASCII (JavaScript reads it one byte a character).
     pub fn finish(mut self) -> Vec<u8> {
         self.out.extend_from_slice(b",\"stdin\":");
-        serde_json::to_writer(&mut self.out, &self.stdin).expect("strings serialize");
+        write_ascii(&mut self.out, &self.stdin);
         self.out.push(b'}');
-        ccwire_core::escape_non_ascii(&mut self.out);
         self.out
     }
 }
 
-/// Writes chunks as a JSON array.
+/// Writes chunks as a JSON array, in ASCII.
 pub fn write_chunks(out: &mut Vec<u8>, chunks: impl Iterator<Item = Chunk>) {
     out.push(b'[');
     for (i, chunk) in chunks.enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        serde_json::to_writer(&mut *out, &chunk).expect("chunks serialize");
+        write_ascii(out, &chunk);
     }
     out.push(b']');
+}
+
+/// Writes a value as JSON in ASCII (characters outside it escaped), which JavaScript reads one
+/// byte a character.
+pub fn write_ascii(out: &mut Vec<u8>, value: &impl serde::Serialize) {
+    let mut serializer = serde_json::Serializer::with_formatter(out, AsciiFormatter);
+    value.serialize(&mut serializer).expect("serializes");
 }
 
 /// A JSON string literal.

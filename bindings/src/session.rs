@@ -13,7 +13,6 @@ pub fn replay_transcript(transcript: &[u8]) -> Vec<u8> {
     replayer.finish();
     let mut out = Vec::with_capacity(transcript.len());
     interop::write_chunks(&mut out, std::iter::from_fn(|| replayer.poll_chunk()));
-    ccwire_core::escape_non_ascii(&mut out);
     out
 }
 
@@ -73,8 +72,6 @@ impl WasmReplayer {
         let inner = &mut self.inner;
         let mut out = Vec::new();
         interop::write_chunks(&mut out, std::iter::from_fn(|| inner.poll_chunk()));
-        // Read in JavaScript one byte a character.
-        ccwire_core::escape_non_ascii(&mut out);
         out
     }
 }

@@ -384,26 +384,48 @@ fn shortest_digits(value: f64) -> (String, i32) {
     (digits, int.len() as i32 + exp - leading)
 }
 
-/// Escapes every character outside ASCII in JSON text (`\uXXXX`, as valid JSON has them only
-/// inside strings): the same JSON value, in bytes a JavaScript host turns into a string without
-/// decoding UTF-8 (one byte, one character) before `JSON.parse`.
-pub fn escape_non_ascii(json: &mut Vec<u8>) {
-    let Some(first) = json.iter().position(|b| !b.is_ascii()) else {
-        return;
-    };
-    let tail = json.split_off(first);
-    let mut rest = std::str::from_utf8(&tail).expect("JSON text is UTF-8");
+/// A `serde_json` formatter that writes every character outside ASCII as a `\uXXXX` escape
+/// (a surrogate pair above U+FFFF), in strings and in raw values alike: the same JSON values, in
+/// bytes a JavaScript host turns into a string without decoding UTF-8 (one byte, one
+/// character) before `JSON.parse`. Everything else is written as [`CompactFormatter`] does.
+///
+/// [`CompactFormatter`]: serde_json::ser::CompactFormatter
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AsciiFormatter;
+
+impl serde_json::ser::Formatter for AsciiFormatter {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        write_ascii(writer, fragment)
+    }
+
+    fn write_raw_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        // Valid JSON has characters outside ASCII only inside strings, where an escape is the
+        // same character.
+        write_ascii(writer, fragment)
+    }
+}
+
+fn write_ascii<W: ?Sized + std::io::Write>(writer: &mut W, text: &str) -> std::io::Result<()> {
+    let mut rest = text;
     while let Some(at) = rest.bytes().position(|b| !b.is_ascii()) {
-        json.extend_from_slice(&rest.as_bytes()[..at]);
+        writer.write_all(&rest.as_bytes()[..at])?;
         let c = rest[at..].chars().next().expect("a character starts here");
         let mut units = [0u16; 2];
         for unit in c.encode_utf16(&mut units) {
             let hex = |shift: u16| b"0123456789abcdef"[usize::from((*unit >> shift) & 15)];
-            json.extend_from_slice(&[b'\\', b'u', hex(12), hex(8), hex(4), hex(0)]);
+            writer.write_all(&[b'\\', b'u', hex(12), hex(8), hex(4), hex(0)])?;
         }
         rest = &rest[at + c.len_utf8()..];
     }
-    json.extend_from_slice(rest.as_bytes());
+    writer.write_all(rest.as_bytes())
 }
 
 #[cfg(test)]
@@ -493,19 +515,29 @@ mod tests {
         assert_eq!(canon("[true, false, null]"), "[true,false,null]");
     }
 
+    fn ascii<T: Serialize>(value: &T) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut serializer = serde_json::Serializer::with_formatter(&mut out, AsciiFormatter);
+        value.serialize(&mut serializer).unwrap();
+        out
+    }
+
     #[test]
     fn non_ascii_is_escaped_to_the_same_value() {
-        let value = serde_json::json!({"text": "caf\u{e9} \u{1f600} \"q\"", "n": 1});
-        let mut json = serde_json::to_vec(&value).unwrap();
-        super::escape_non_ascii(&mut json);
+        let value =
+            serde_json::json!({"text": "caf\u{e9} \u{1f600} \"q\"", "n": 1, "k\u{e9}y": null});
+        let json = ascii(&value);
         assert!(json.is_ascii());
         assert!(String::from_utf8_lossy(&json).contains(r"caf\u00e9 \ud83d\ude00"));
         assert_eq!(
             serde_json::from_slice::<serde_json::Value>(&json).unwrap(),
             value
         );
-        let mut ascii = b"{\"a\":\"plain\"}".to_vec();
-        super::escape_non_ascii(&mut ascii);
-        assert_eq!(ascii, b"{\"a\":\"plain\"}");
+        // Raw values too.
+        let raw = Json::parse(r#"{"raw":"ü","n":[1.5]}"#).unwrap();
+        assert_eq!(ascii(&raw), br#"{"raw":"\u00fc","n":[1.5]}"#);
+        // ASCII text is written as the compact formatter writes it.
+        let plain = serde_json::json!({"a": "plain \n", "b": [true]});
+        assert_eq!(ascii(&plain), serde_json::to_vec(&plain).unwrap());
     }
 }

@@ -52,7 +52,7 @@ pub use chunk::{
     Behavior, BlockedKind, BlockedOn, Chunk, ElicitationDetails, ErrorKind, Fields, ResolveReason,
     StatusReason, ToolStatus, ToolWait,
 };
-pub use json::{escape_non_ascii, Json};
+pub use json::{AsciiFormatter, Json};
 pub use mcp::{McpCallResult, McpServer, McpTool};
 pub use requests::HostRequest;
 pub use session::{
