@@ -414,6 +414,10 @@ impl serde_json::ser::Formatter for AsciiFormatter {
 }
 
 fn write_ascii<W: ?Sized + std::io::Write>(writer: &mut W, text: &str) -> std::io::Result<()> {
+    if text.is_ascii() {
+        // (Checked a word at a time: most text is ASCII.)
+        return writer.write_all(text.as_bytes());
+    }
     let mut rest = text;
     while let Some(at) = rest.bytes().position(|b| !b.is_ascii()) {
         writer.write_all(&rest.as_bytes()[..at])?;
