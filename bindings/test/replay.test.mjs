@@ -52,3 +52,14 @@ test("the replayer reports the time of the last line and the tool-wait state", (
   assert.equal(replayer.nowMs, 1234);
   assert.deepEqual(replayer.toolWait(), { waiting: false, tool_use_ids: [], blocked_on: [] });
 });
+
+test("text outside ASCII, lone surrogates included, reaches JavaScript as the CLI wrote it", () => {
+  // The module hands its JSON over in ASCII (\u escapes); the strings must come out unchanged.
+  const text = "caf\u00e9 \ud83d lone, \udc00 low, a pair \ud83d\ude00, \u2028, \u0000 end";
+  const line = JSON.stringify({ type: "mystery_message", text, nested: { "k\u00e9y": [text] } });
+  for (const chunks of [replayTranscript(line + "\n"), new Replayer().push(line + "\n")]) {
+    const unknown = chunks.find((c) => c.type === "unknown");
+    assert.equal(unknown.message.text, text);
+    assert.deepEqual(unknown.message.nested, { "k\u00e9y": [text] });
+  }
+});

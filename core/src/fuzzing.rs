@@ -100,9 +100,35 @@ fn drain_session(session: &mut Session, mut asked: Option<&mut Vec<String>>) {
     }
 }
 
-/// Transcript replay of arbitrary bytes, whole and split in two: both give the same chunks.
+/// Transcript replay of arbitrary bytes, whole and split in two: both give the same chunks;
+/// every chunk written in ASCII is the same JSON value. And when the bytes are JSON, their
+/// canonical form is kept as it is when canonicalized again.
 pub fn replay(data: &[u8]) {
-    let whole: Vec<String> = crate::replay(data).iter().map(Chunk::to_json).collect();
+    if let Some(json) = std::str::from_utf8(data)
+        .ok()
+        .and_then(|text| crate::Json::parse(text).ok())
+    {
+        assert_eq!(
+            crate::json::canonicalize(json.get()),
+            None,
+            "canonical text is canonical"
+        );
+    }
+    let chunks = crate::replay(data);
+    for chunk in &chunks {
+        let mut ascii = Vec::new();
+        let mut serializer =
+            serde_json::Serializer::with_formatter(&mut ascii, crate::AsciiFormatter);
+        serde::Serialize::serialize(chunk, &mut serializer).expect("chunks serialize");
+        assert!(ascii.is_ascii());
+        // (A lone surrogate escape, which JavaScript reads and serde_json's `Value` does not,
+        // is compared by JavaScript in the package's tests.)
+        if let Ok(plain) = serde_json::from_str::<Value>(&chunk.to_json()) {
+            let read: Value = serde_json::from_slice(&ascii).expect("ASCII chunk JSON reads back");
+            assert_eq!(read, plain, "the same JSON value in ASCII");
+        }
+    }
+    let whole: Vec<String> = chunks.iter().map(Chunk::to_json).collect();
     let at = data
         .first()
         .map_or(0, |b| usize::from(*b) % (data.len() + 1));
