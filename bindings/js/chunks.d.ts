@@ -735,3 +735,216 @@ tool_use_id: string, };
  * Kinds of [`BlockedOn`] requests.
  */
 export type BlockedKind = "permission" | "mcp_tool_call" | "hook" | "elicitation" | "dialog";
+
+/** The chunk of one `type`. */
+export type ChunkOf<T extends Chunk["type"]> = Extract<Chunk, { type: T }>;
+
+/**
+ * A turn started (`system/init`, sent by the CLI at the start of every turn).
+ */
+export type SessionInitChunk = ChunkOf<"session_init">;
+
+/**
+ * A prompt the host sent to the CLI.
+ */
+export type UserPromptChunk = ChunkOf<"user_prompt">;
+
+/**
+ * A model message started streaming.
+ */
+export type MessageStartChunk = ChunkOf<"message_start">;
+
+/**
+ * A piece of assistant text.
+ */
+export type TextDeltaChunk = ChunkOf<"text_delta">;
+
+/**
+ * A piece of the model's thinking.
+ */
+export type ThinkingDeltaChunk = ChunkOf<"thinking_delta">;
+
+/**
+ * A redacted thinking block (its content is encrypted).
+ */
+export type ThinkingRedactedChunk = ChunkOf<"thinking_redacted">;
+
+/**
+ * A citation attached to a text block.
+ */
+export type CitationChunk = ChunkOf<"citation">;
+
+/**
+ * A tool call: first with `complete:false` when it starts, then once with `complete:true`
+ * and the whole input.
+ */
+export type ToolUseChunk = ChunkOf<"tool_use">;
+
+/**
+ * A piece of a tool call's input JSON as it streams.
+ */
+export type ToolInputDeltaChunk = ChunkOf<"tool_input_delta">;
+
+/**
+ * The model message's stop reason and usage (`message_delta`).
+ */
+export type MessageDeltaChunk = ChunkOf<"message_delta">;
+
+/**
+ * The model message ended (`message_stop`).
+ */
+export type MessageStopChunk = ChunkOf<"message_stop">;
+
+/**
+ * A tool's status changed.
+ */
+export type ToolStatusChunk = ChunkOf<"tool_status">;
+
+/**
+ * A tool started executing (its first `tool_progress`).
+ */
+export type ToolStartChunk = ChunkOf<"tool_start">;
+
+/**
+ * A running tool reported progress.
+ */
+export type ToolProgressChunk = ChunkOf<"tool_progress">;
+
+/**
+ * The CLI's heartbeat for a held MCP call (every 30 s).
+ */
+export type ToolHeartbeatChunk = ChunkOf<"tool_heartbeat">;
+
+/**
+ * A tool's result.
+ */
+export type ToolResultChunk = ChunkOf<"tool_result">;
+
+/**
+ * User-role text the CLI added (`[Request interrupted by user]`, a sub-agent's prompt, …).
+ */
+export type UserTextChunk = ChunkOf<"user_text">;
+
+/**
+ * The CLI asks whether a tool may run (`can_use_tool`). Answer with
+ * `Session::respond_permission`.
+ */
+export type PermissionRequestChunk = ChunkOf<"permission_request">;
+
+/**
+ * A permission request was settled, exactly once.
+ */
+export type PermissionResolvedChunk = ChunkOf<"permission_resolved">;
+
+/**
+ * The CLI calls a hook registered in `initialize`. Answer with
+ * `Session::respond_hook`.
+ */
+export type HookRequestChunk = ChunkOf<"hook_request">;
+
+/**
+ * The CLI calls a tool of an in-process MCP server. Answer with
+ * `Session::respond_mcp`.
+ */
+export type McpToolCallChunk = ChunkOf<"mcp_tool_call">;
+
+/**
+ * The CLI cancelled a held MCP tool call (`notifications/cancelled`).
+ */
+export type McpToolCancelledChunk = ChunkOf<"mcp_tool_cancelled">;
+
+/**
+ * An MCP request other than `tools/call` (handshake, `tools/list`, notifications). In driver
+ * mode the session has already answered it from the registered servers.
+ */
+export type McpRequestChunk = ChunkOf<"mcp_request">;
+
+/**
+ * An MCP server asks the user for input (`elicitation`), through the CLI. Answer with
+ * `Session::respond_elicitation` when
+ * `SessionConfig::elicitations` is set; otherwise the session
+ * declines it at once.
+ */
+export type ElicitationRequestChunk = ChunkOf<"elicitation_request">;
+
+/**
+ * The CLI asks the host to render a dialog of a kind it declared
+ * (`request_user_dialog`, `initialize.supportedDialogKinds`). Answer with
+ * `Session::respond_user_dialog`.
+ */
+export type DialogRequestChunk = ChunkOf<"dialog_request">;
+
+/**
+ * An elicitation or a dialog was settled: by the host, by the session's default (an
+ * elicitation with no handler is declined), or by its deadline. (A request the CLI
+ * withdraws is a `request_cancelled`.)
+ */
+export type RequestResolvedChunk = ChunkOf<"request_resolved">;
+
+/**
+ * The CLI withdrew a request other than a permission (`control_cancel_request`); an answer
+ * to it is no longer wanted.
+ */
+export type RequestCancelledChunk = ChunkOf<"request_cancelled">;
+
+/**
+ * The account's rate limit (`rate_limit_event`): allowed, close to the limit
+ * (`allowed_warning`) or reached (`rejected`), and when it resets.
+ */
+export type RateLimitChunk = ChunkOf<"rate_limit">;
+
+/**
+ * A summary of tool calls the CLI made (`tool_use_summary`).
+ */
+export type ToolUseSummaryChunk = ChunkOf<"tool_use_summary">;
+
+/**
+ * The CLI's authentication progress (`auth_status`).
+ */
+export type AuthStatusChunk = ChunkOf<"auth_status">;
+
+/**
+ * A prompt the user might send next (`prompt_suggestion`).
+ */
+export type PromptSuggestionChunk = ChunkOf<"prompt_suggestion">;
+
+/**
+ * The conversation was reset (`conversation_reset`: `/clear`, leaving plan mode, …): the
+ * model's context starts afresh under a new id.
+ */
+export type ConversationResetChunk = ChunkOf<"conversation_reset">;
+
+/**
+ * A turn ended (`result`).
+ */
+export type TurnCompleteChunk = ChunkOf<"turn_complete">;
+
+/**
+ * The answer to a control request the host sent.
+ */
+export type ControlResultChunk = ChunkOf<"control_result">;
+
+/**
+ * The CLI answered `initialize`.
+ */
+export type ReadyChunk = ChunkOf<"ready">;
+
+/**
+ * The tool-wait state changed; see `ToolWait`.
+ */
+export type ToolWaitChunk = ChunkOf<"tool_wait">;
+
+/**
+ * Input the session could not use. The session goes on.
+ */
+export type ErrorChunk = ChunkOf<"error">;
+
+/**
+ * A well-formed message of a type or subtype the core does not model.
+ */
+export type UnknownChunk = ChunkOf<"unknown">;
+
+/**
+ * The host reported that the CLI process ended.
+ */
+export type ProcessExitChunk = ChunkOf<"process_exit">;

@@ -4,62 +4,10 @@
 /** Any JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-// The chunk types are generated from the Rust ones (chunks.d.ts); the status chunk is typed
-// here per subtype.
+// The chunk types are generated from the Rust ones (chunks.d.ts: each chunk type, `ChunkOf`,
+// `ToolUseChunk` and the others by name); the status chunk is typed here per subtype.
 import type { Chunk as AnyChunk, ToolStatusName, ToolWait } from "./chunks.js";
-export type {
-  BlockedKind,
-  BlockedOn,
-  Behavior,
-  ElicitationDetails,
-  ErrorKind,
-  ResolveReason,
-  StatusReason,
-  ToolStatusName,
-  ToolWait,
-} from "./chunks.js";
-
-/** The chunk of one `type`. */
-export type ChunkOf<T extends AnyChunk["type"]> = Extract<AnyChunk, { type: T }>;
-export type SessionInitChunk = ChunkOf<"session_init">;
-export type UserPromptChunk = ChunkOf<"user_prompt">;
-export type MessageStartChunk = ChunkOf<"message_start">;
-export type TextDeltaChunk = ChunkOf<"text_delta">;
-export type ThinkingDeltaChunk = ChunkOf<"thinking_delta">;
-export type ThinkingRedactedChunk = ChunkOf<"thinking_redacted">;
-export type CitationChunk = ChunkOf<"citation">;
-export type ToolUseChunk = ChunkOf<"tool_use">;
-export type ToolInputDeltaChunk = ChunkOf<"tool_input_delta">;
-export type MessageDeltaChunk = ChunkOf<"message_delta">;
-export type MessageStopChunk = ChunkOf<"message_stop">;
-export type ToolStatusChunk = ChunkOf<"tool_status">;
-export type ToolStartChunk = ChunkOf<"tool_start">;
-export type ToolProgressChunk = ChunkOf<"tool_progress">;
-export type ToolHeartbeatChunk = ChunkOf<"tool_heartbeat">;
-export type ToolResultChunk = ChunkOf<"tool_result">;
-export type UserTextChunk = ChunkOf<"user_text">;
-export type PermissionRequestChunk = ChunkOf<"permission_request">;
-export type PermissionResolvedChunk = ChunkOf<"permission_resolved">;
-export type HookRequestChunk = ChunkOf<"hook_request">;
-export type McpToolCallChunk = ChunkOf<"mcp_tool_call">;
-export type McpToolCancelledChunk = ChunkOf<"mcp_tool_cancelled">;
-export type McpRequestChunk = ChunkOf<"mcp_request">;
-export type ElicitationRequestChunk = ChunkOf<"elicitation_request">;
-export type DialogRequestChunk = ChunkOf<"dialog_request">;
-export type RequestResolvedChunk = ChunkOf<"request_resolved">;
-export type RequestCancelledChunk = ChunkOf<"request_cancelled">;
-export type RateLimitChunk = ChunkOf<"rate_limit">;
-export type ToolUseSummaryChunk = ChunkOf<"tool_use_summary">;
-export type AuthStatusChunk = ChunkOf<"auth_status">;
-export type PromptSuggestionChunk = ChunkOf<"prompt_suggestion">;
-export type ConversationResetChunk = ChunkOf<"conversation_reset">;
-export type TurnCompleteChunk = ChunkOf<"turn_complete">;
-export type ControlResultChunk = ChunkOf<"control_result">;
-export type ReadyChunk = ChunkOf<"ready">;
-export type ToolWaitChunk = ChunkOf<"tool_wait">;
-export type ErrorChunk = ChunkOf<"error">;
-export type UnknownChunk = ChunkOf<"unknown">;
-export type ProcessExitChunk = ChunkOf<"process_exit">;
+export * from "./chunks.js";
 
 /** A `system` frame other than `init`, with every field of the frame. */
 /**

@@ -933,6 +933,69 @@ mod typescript {
         lines.join("\n").trim().to_owned()
     }
 
+    /// `export type <Variant>Chunk = ChunkOf<"<type>">`, with the variant's doc comment, for
+    /// every chunk type but `status` (typed per subtype in index.d.ts): ts-rs leaves variant
+    /// docs out of a union, so they are read from the source.
+    fn aliases(source: &str) -> String {
+        let start = source.find("pub enum Chunk {").expect("the Chunk enum");
+        let body = &source[start..];
+        let body = &body[..body.find("\n}\n").expect("its end")];
+        let mut docs: Vec<String> = Vec::new();
+        let mut out = String::new();
+        for line in body.lines().skip(1) {
+            if let Some(doc) = line.strip_prefix("    ///") {
+                docs.push(plain_doc(doc.trim()));
+                continue;
+            }
+            let Some(rest) = line.strip_prefix("    ") else {
+                continue;
+            };
+            if rest.starts_with(|c: char| c.is_ascii_uppercase()) {
+                let name: String = rest
+                    .chars()
+                    .take_while(char::is_ascii_alphanumeric)
+                    .collect();
+                let mut tag = String::new();
+                for (i, c) in name.chars().enumerate() {
+                    if c.is_ascii_uppercase() && i > 0 {
+                        tag.push('_');
+                    }
+                    tag.push(c.to_ascii_lowercase());
+                }
+                if name != "Status" {
+                    out.push_str(&format!(
+                        "\n/**\n{} */\nexport type {name}Chunk = ChunkOf<\"{tag}\">;\n",
+                        docs.iter()
+                            .map(|d| format!(" * {d}\n").replace(" * \n", " *\n"))
+                            .collect::<String>()
+                    ));
+                }
+                docs.clear();
+            } else if !rest.starts_with('#') && !rest.starts_with(' ') {
+                docs.clear();
+            }
+        }
+        out
+    }
+
+    /// A doc line without rustdoc's link targets: [`A`](path) becomes `A`.
+    fn plain_doc(doc: &str) -> String {
+        let mut out = String::new();
+        let mut rest = doc;
+        while let Some(at) = rest.find("`](") {
+            let close = rest[at..]
+                .find(')')
+                .map(|c| at + c)
+                .unwrap_or(rest.len() - 1);
+            let open = rest[..at].rfind("[`").expect("a link opens");
+            out.push_str(&rest[..open]);
+            out.push_str(&rest[open + 1..at + 1]);
+            rest = &rest[close + 1..];
+        }
+        out.push_str(rest);
+        out.replace("[`", "`").replace("`]", "`")
+    }
+
     #[test]
     fn chunk_types() {
         let declarations = [
@@ -949,8 +1012,11 @@ mod typescript {
         ];
         let text = format!(
             "// Generated from core/src/chunk.rs by scripts/gen-types.sh; do not edit.\n\
-             import type {{ Json }} from \"./index.js\";\n\n{}\n",
-            declarations.join("\n\n")
+             import type {{ Json }} from \"./index.js\";\n\n{}\n\n\
+             /** The chunk of one `type`. */\n\
+             export type ChunkOf<T extends Chunk[\"type\"]> = Extract<Chunk, {{ type: T }}>;\n{}",
+            declarations.join("\n\n"),
+            aliases(include_str!("chunk.rs")),
         );
         if std::env::var_os("PRINT_TYPES").is_some() {
             print!("<<<TYPES\n{text}TYPES>>>\n");
