@@ -322,6 +322,12 @@ export interface GatewayHttpOptions {
   loopback?: boolean;
   /** What `GET /health` says of the CLI. */
   cli?: Json;
+  /**
+   * The CLI's environment: `count_tokens` is forwarded to the model API it names
+   * (`ANTHROPIC_BASE_URL`, with `ANTHROPIC_API_KEY` or `ANTHROPIC_AUTH_TOKEN`), as `ccwire serve`
+   * does; without a key there, the gateway's estimate answers.
+   */
+  env?: Record<string, string>;
 }
 /** A request's head. */
 export interface HttpHead {

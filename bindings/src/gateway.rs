@@ -23,6 +23,7 @@ struct HttpOptions {
     listener: Option<String>,
     loopback: Option<bool>,
     cli: Option<Value>,
+    env: Option<std::collections::HashMap<String, String>>,
 }
 
 fn front(options: &str) -> Result<HttpFront, JsError> {
@@ -41,6 +42,9 @@ fn front(options: &str) -> Result<HttpFront, JsError> {
     let mut front = HttpFront::new(config, listener, o.loopback.unwrap_or(true), &[])
         .map_err(|err| JsError::new(&err.to_string()))?;
     front.set_cli(o.cli.unwrap_or(Value::Null));
+    if let Some(env) = o.env {
+        front.count_tokens_upstream(|name| env.get(name).cloned());
+    }
     Ok(front)
 }
 

@@ -249,6 +249,12 @@ test("the HTTP face: refusals from the head alone, then every route through the 
   const counted = whole(gw.tokenCount(3, count.routed.estimate, null), 3);
   assert.deepEqual(JSON.parse(counted.body), { input_tokens: count.routed.estimate });
   assert.ok(counted.headers.some(([n, v]) => n === "x-ccwire-token-count" && v === "estimate"));
+  // Given the CLI's environment, count_tokens goes to the model API it uses.
+  const env = { ANTHROPIC_BASE_URL: "http://127.0.0.1:9/", ANTHROPIC_API_KEY: "sk-model" };
+  const upstream = new Gateway({ http: { apiKeys: ["k"], env } }).handleHttp(1,
+    { method: "POST", path: "/v1/messages/count_tokens", headers: key }, "k", JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }), 0);
+  assert.equal(upstream.routed.upstream.url, "http://127.0.0.1:9/v1/messages/count_tokens");
+  assert.ok(upstream.routed.upstream.headers.some(([n, v]) => n === "x-api-key" && v === "sk-model"));
   // A request for the model goes to the endpoint: a new conversation starts a CLI.
   const turn = gw.handleHttp(4, head, "k", JSON.stringify({
     model: "sonnet", max_tokens: 10, messages: [{ role: "user", content: "hi" }],

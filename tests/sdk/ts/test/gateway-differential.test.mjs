@@ -1,5 +1,6 @@
 // `ccwire serve` and a plain Node host of the npm package's `Gateway`, side by side: the same
-// requests (three APIs, streamed and whole, a client tool held across two requests, refusals)
+// requests (three APIs, streamed and whole, a client tool held across two requests, refusals,
+// count_tokens forwarded to the model API)
 // reach two copies of the same setup — the real CLI, a fake model with the same script, the same
 // seed — and every response must be the same, status, gateway headers and body byte for byte.
 // Only the clock differs (`created` fields are set to 0 before comparing).
@@ -73,7 +74,8 @@ before(async () => {
         queueTimeoutMs: 30_000,
         approvalTimeoutMs: 300_000,
       },
-      http: { apiKeys: [KEY] },
+      // The CLI's environment: count_tokens goes to its model API, as ccwire serve's does.
+      http: { apiKeys: [KEY], env: serveEnv(home, fake.url) },
     }),
   );
 });
@@ -175,8 +177,11 @@ test('refusals and the routes around the APIs', async () => {
     { method: 'GET', path: '/v1/nothing-here', headers: { 'x-api-key': KEY } },
     { method: 'OPTIONS', path: '/v1/messages', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } },
     { method: 'GET', path: '/v1/models', headers: { 'x-api-key': KEY } },
+    { ...anthropic({ model: ANTHROPIC_MODEL, messages: [{ role: 'user', content: 'Count me' }] }), path: '/v1/messages/count_tokens' },
   ];
-  const statuses = [];
-  for (const request of cases) statuses.push((await both(request)).status);
-  assert.deepEqual(statuses, [400, 401, 403, 400, 405, 404, 403, 200]);
+  const answers = [];
+  for (const request of cases) answers.push(await both(request));
+  assert.deepEqual(answers.map((a) => a.status), [400, 401, 403, 400, 405, 404, 403, 200, 200]);
+  const counted = answers.at(-1);
+  assert.ok(counted.headers.some(([n, v]) => n === 'x-ccwire-token-count' && v === 'upstream'), counted.headers);
 });
