@@ -586,3 +586,31 @@ fn the_drivers_own_answers_and_prompts_move_the_tools_as_observed_ones_do() {
         "{chunks:#?}"
     );
 }
+
+#[test]
+fn a_prompt_without_content_is_written_and_said_to_be_invalid() {
+    let mut h = Harness::new(SessionConfig::default());
+    let mut empty = UserMessage::text("");
+    empty.content = Value::Null;
+    h.session.send_user_message(h.now, empty).unwrap();
+    let (chunks, writes) = h.drain();
+    assert_eq!(
+        writes[0]["message"],
+        json!({"role": "user", "content": null})
+    );
+    let error = find(&chunks, "error");
+    assert_eq!(error["kind"], "invalid_message");
+    assert!(
+        error["detail"]
+            .as_str()
+            .unwrap()
+            .contains("message.content"),
+        "{error}"
+    );
+    assert!(
+        error["excerpt"].as_str().is_some(),
+        "the line is quoted: {error}"
+    );
+    assert!(chunks.iter().all(|c| c["type"] != "user_prompt"));
+    assert!(!h.session.turn_running());
+}

@@ -499,17 +499,13 @@ impl Session {
             frame.insert("priority".into(), json!(priority));
         }
         frame.extend(message.extra);
-        self.state.write(&Value::Object(frame));
+        let frame = Value::Object(frame);
+        self.state.write(&frame);
         if content.is_null() {
-            // As the CLI would read it: a user message without content.
-            self.state.emit(Chunk::Error {
-                kind: ErrorKind::InvalidMessage,
-                detail: "the message does not have the expected shape: a user message needs \
-                         `message.content`"
-                    .to_owned(),
-                excerpt: None,
-                bytes: None,
-            });
+            // Written all the same; said as an observer of the line would say it.
+            let text = frame.to_string();
+            self.state
+                .invalid("a user message needs `message.content`", &text);
         } else {
             self.state
                 .host_prompt(content, message.uuid, message.priority);
