@@ -1,6 +1,6 @@
 // `ccwire serve` and a plain Node host of the npm package's `Gateway`, side by side: the same
-// requests (three APIs, streamed and whole, a client tool held across two requests, refusals,
-// count_tokens forwarded to the model API)
+// requests (three APIs, streamed and whole, a client tool held across two requests and one held
+// past its deadline, refusals, count_tokens forwarded to the model API)
 // reach two copies of the same setup — the real CLI, a fake model with the same script, the same
 // seed — and every response must be the same, status, gateway headers and body byte for byte.
 // Only the clock differs (`created` fields are set to 0 before comparing).
@@ -17,6 +17,7 @@ import {
   Fake,
   Gateway,
   HELD_CALL_TIMEOUT_S,
+  HELD_CALL_TIMEOUT_TEXT,
   KEY,
   LOOKUP_TOOL,
   OPENAI_MODEL,
@@ -25,8 +26,10 @@ import {
   onAny,
   onPrompt,
   onToolResult,
+  poll,
   serveEnv,
   text,
+  toolResultsOf,
   withUsage,
 } from './rig.mjs';
 
@@ -184,4 +187,41 @@ test('refusals and the routes around the APIs', async () => {
   assert.deepEqual(answers.map((a) => a.status), [400, 401, 403, 400, 405, 404, 403, 200, 200]);
   const counted = answers.at(-1);
   assert.ok(counted.headers.some(([n, v]) => n === 'x-ccwire-token-count' && v === 'upstream'), counted.headers);
+});
+
+test('a call held past its deadline: the model gets the error, the late result rebuilds', async () => {
+  for (const side of [native, js]) {
+    await side.fake.script(
+      onToolResult(text('Noted the tool result.')),
+      onPrompt('record-alpha', text('Late record-alpha noted.')),
+      onPrompt('PLEASE-HELD', lookups('alpha')),
+      onAny(text('A plain answer, in a few words.')),
+    );
+  }
+  const ask = [{ role: 'user', content: 'PLEASE-HELD alpha (differential)' }];
+  const call = await both(anthropic({ model: ANTHROPIC_MODEL, max_tokens: 256, tools: [LOOKUP_TOOL], messages: ask }));
+  const response = JSON.parse(call.body);
+  assert.equal(response.stop_reason, 'tool_use', call.body);
+  // No result in time: each gateway answers its CLI's held call with the timeout error.
+  for (const side of [native, js]) {
+    const timedOut = await poll(async () =>
+      (await side.fake.calls()).some((c) => JSON.stringify(toolResultsOf(c)).includes(HELD_CALL_TIMEOUT_TEXT)),
+    );
+    assert.ok(timedOut, 'the model saw the held-call timeout');
+  }
+  const use = response.content.find((b) => b.type === 'tool_use');
+  const late = await both(
+    anthropic({
+      model: ANTHROPIC_MODEL,
+      max_tokens: 256,
+      tools: [LOOKUP_TOOL],
+      messages: [
+        ...ask,
+        { role: 'assistant', content: response.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'record-alpha' }] },
+      ],
+    }),
+  );
+  assert.ok(late.headers.some(([n, v]) => n === 'x-ccwire-session' && v === 'rebuilt'), late.headers);
+  assert.equal(JSON.parse(late.body).content[0].text, 'Late record-alpha noted.', late.body);
 });
