@@ -28,7 +28,7 @@ const encoder = new TextEncoder();
 /** JSON as the module writes it (ASCII bytes) as text; in Node one byte is one character. */
 const asciiText = typeof Buffer === "function"
   ? (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1")
-  : (b) => new TextDecoder().decode(b);
+  : ((decoder) => (b) => decoder.decode(b))(new TextDecoder());
 const parseAscii = (b) => JSON.parse(asciiText(b));
 
 function bytes(data, what) {

@@ -199,7 +199,9 @@ export class Gateway {
    * @param {{heldCallTimeoutMs?: number, idleTtlMs?: number, maxStoredResponses?: number,
    *   maxSessions?: number, enabledTools?: string[], defaultModel?: string,
    *   pingEveryMs?: number, settleGraceMs?: number, startTimeoutMs?: number, seed?: number,
-   *   unixEpochMs?: number}} [options]
+   *   unixEpochMs?: number}} [options] Without `seed`, the ids clients see (`resp_…`,
+   *   `appr_…`) are keyed with 32 bytes of `crypto.getRandomValues`; with it, they repeat
+   *   from run to run (tests only).
    */
   constructor(options = {}) {
     check();
@@ -207,8 +209,14 @@ export class Gateway {
       throw new TypeError("ccwire/conversation: Gateway options must be an object");
     }
     const { http = {}, ...engine } = options;
+    const random = engine.seed === undefined;
     const seed = engine.seed ?? globalThis.crypto.getRandomValues(new Uint32Array(1))[0] * 2 ** 21;
-    this.#inner = new wasm.WasmGateway(JSON.stringify({ ...engine, seed }), JSON.stringify(http));
+    const idKey = random
+      ? Array.from(globalThis.crypto.getRandomValues(new Uint8Array(32)),
+        (b) => b.toString(16).padStart(2, "0")).join("")
+      : undefined;
+    this.#inner = new wasm.WasmGateway(JSON.stringify({ ...engine, seed, idKey }),
+      JSON.stringify(http));
   }
 
   /**

@@ -472,7 +472,10 @@ pub fn api_error_of(message: &str, status: f64) -> Result<ApiError, JsError> {
     let kind = Some(status)
         .filter(|s| s.fract() == 0.0 && (0.0..=f64::from(u16::MAX)).contains(s))
         .and_then(|s| ApiErrorKind::from_status(s as u16))
-        .ok_or_else(|| JsError::new(&format!("status must be one of {statuses}, got {status}")))?;
+        .ok_or_else(|| {
+            let got = number(status);
+            JsError::new(&format!("status must be one of {statuses}, got {got}"))
+        })?;
     Ok(ApiError::new(kind, message))
 }
 
@@ -568,6 +571,7 @@ struct GatewayOptions {
     settle_grace_ms: Option<u64>,
     start_timeout_ms: Option<u64>,
     seed: Option<u64>,
+    id_key: Option<String>,
     unix_epoch_ms: Option<u64>,
     publish_index: Option<bool>,
     max_concurrent: Option<usize>,
@@ -581,7 +585,7 @@ struct GatewayOptions {
 
 /// Reads the `Gateway` options: `{heldCallTimeoutMs, idleTtlMs, maxStoredResponses,
 /// maxSessions, enabledTools, defaultModel, pingEveryMs, settleGraceMs, startTimeoutMs, seed,
-/// unixEpochMs, publishIndex, maxConcurrent, maxConcurrentPerKey, maxQueue, queueTimeoutMs,
+/// idKey (64 hex digits; else the ids come from the seed), unixEpochMs, publishIndex, maxConcurrent, maxConcurrentPerKey, maxQueue, queueTimeoutMs,
 /// pool, approvals, approvalTimeoutMs}`, each optional.
 pub fn endpoint_config(text: &str) -> Result<EndpointConfig, JsError> {
     let o: GatewayOptions = parse("Gateway options", text)?;
@@ -597,6 +601,10 @@ pub fn endpoint_config(text: &str) -> Result<EndpointConfig, JsError> {
     set(&mut c.settle_grace_ms, o.settle_grace_ms);
     set(&mut c.start_timeout_ms, o.start_timeout_ms);
     set(&mut c.seed, o.seed);
+    c.id_key = match o.id_key {
+        Some(hex) => id_key(&hex)?,
+        None => EndpointConfig::id_key_from_seed(c.seed),
+    };
     set(&mut c.unix_epoch_ms, o.unix_epoch_ms);
     if let Some(n) = o.max_stored_responses {
         c.limits.max_stored_responses = n;
@@ -619,11 +627,24 @@ pub fn endpoint_config(text: &str) -> Result<EndpointConfig, JsError> {
     Ok(c)
 }
 
-/// A number as JavaScript prints it (without Rust's own float formatting in the module).
+/// The `idKey` option: 32 bytes as 64 hex digits.
+fn id_key(hex: &str) -> Result<[u8; 32], JsError> {
+    let bad = || JsError::new("Gateway options: idKey must be 64 hex digits (32 random bytes)");
+    if hex.len() != 64 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    let mut key = [0u8; 32];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(key)
+}
+
+/// A number as JavaScript prints it: the canonical JSON of a finite one (without Rust's own
+/// float formatting in the module).
 fn number(value: f64) -> String {
     match serde_json::Number::from_f64(value) {
-        Some(_) if value.fract() == 0.0 && value.abs() < 1e15 => format!("{}", value as i64),
-        Some(n) => n.to_string(),
+        Some(n) => Json::from_value(&Value::Number(n)).get().to_owned(),
         None if value.is_nan() => "NaN".to_owned(),
         None if value > 0.0 => "Infinity".to_owned(),
         None => "-Infinity".to_owned(),

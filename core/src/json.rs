@@ -232,15 +232,9 @@ impl Canon<'_> {
     }
 
     fn number(&mut self, from: usize, to: usize) {
-        let literal = &self.src[from..to];
-        let is_integer = !literal.contains(['.', 'e', 'E']);
-        let digits = literal.trim_start_matches('-').len();
-        if is_integer && digits <= 15 && literal != "-0" {
-            return;
+        if let Some(canonical) = number_literal(&self.src[from..to]) {
+            self.replace(from, to, &canonical);
         }
-        let mut canonical = String::new();
-        write_number_literal(literal, &mut canonical);
-        self.keep_or_replace(from, to, &canonical);
     }
 
     /// The string starting at `start` (the opening quote); returns the index after its closing
@@ -311,19 +305,15 @@ fn push_code_unit(unit: u32, out: &mut String) {
     }
 }
 
-fn write_number_literal(literal: &str, out: &mut String) {
+/// A number literal as JavaScript prints its value, or `None` when it is printed so already.
+fn number_literal(literal: &str) -> Option<String> {
     let is_integer = !literal.contains(['.', 'e', 'E']);
-    let digits = literal.trim_start_matches('-').len();
-    if is_integer && digits <= 15 {
-        if literal == "-0" {
-            out.push('0');
-        } else {
-            out.push_str(literal);
-        }
-        return;
+    if is_integer && literal.trim_start_matches('-').len() <= 15 && literal != "-0" {
+        return None;
     }
-    let value: f64 = literal.parse().unwrap_or(0.0);
-    write_js_number(value, out);
+    let mut out = String::new();
+    write_js_number(literal.parse().unwrap_or(0.0), &mut out);
+    (out != literal).then_some(out)
 }
 
 /// Formats like ECMAScript `Number.prototype.toString()`.

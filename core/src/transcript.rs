@@ -1,8 +1,12 @@
 //! Transcripts: recorded wire traffic, replayed through an observer session.
 //!
 //! One JSON object per line: `{"dir":"in"|"out","t_ms":<ms since spawn>,"msg":<message>}`.
-//! Lines with another `dir` (`note`, …) are recorder annotations and are skipped. A line without
-//! `dir` is a bare stream-json message, read as `out`, so raw CLI stdout replays as it is.
+//! A wire line that was not JSON is kept whole instead of `msg`: `"text":<the line>` for UTF-8,
+//! `"base64":<its bytes>` otherwise, and a line over the recorder's limit as `"too_long":<its
+//! length>`; each replays as the live session read it (the same `invalid_message` or
+//! `line_too_long` error). Lines with another `dir` (`note`, …) are recorder annotations and are
+//! skipped. A line without `dir` is a bare stream-json message, read as `out`, so raw CLI stdout
+//! replays as it is.
 
 use std::borrow::Cow;
 
@@ -22,6 +26,12 @@ struct Line<'a> {
     t_ms: Option<f64>,
     #[serde(borrow, default)]
     msg: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    base64: Option<Cow<'a, str>>,
+    #[serde(default)]
+    too_long: Option<u64>,
 }
 
 /// Replays a transcript incrementally: push bytes, drain chunks.
@@ -123,16 +133,37 @@ fn feed(session: &mut Session, now: &mut Timestamp, frame: Frame<'_>) {
     if let Some(t) = parsed.t_ms.filter(|t| t.is_finite() && *t >= 0.0) {
         *now = t as Timestamp;
     }
-    match (parsed.dir.as_deref(), parsed.msg) {
-        (None, _) => session.feed_frame(*now, Dir::Out, frame),
-        (Some("out"), Some(msg)) => session.observe_out(*now, msg.get()),
-        (Some("in"), Some(msg)) => session.observe_in(*now, msg.get()),
-        (Some("in" | "out"), None) => session.push_chunk(line_error(
+    let dir = match parsed.dir.as_deref() {
+        None => return session.feed_frame(*now, Dir::Out, frame),
+        Some("out") => Dir::Out,
+        Some("in") => Dir::In,
+        Some(_) => return,
+    };
+    match (parsed.msg, &parsed.text, &parsed.base64, parsed.too_long) {
+        (Some(msg), ..) if dir == Dir::Out => session.observe_out(*now, msg.get()),
+        (Some(msg), ..) => session.observe_in(*now, msg.get()),
+        (None, Some(text), ..) => session.feed_frame(*now, dir, Frame::Line(text.as_bytes())),
+        (None, None, Some(encoded), _) => {
+            use base64::Engine;
+            match base64::engine::general_purpose::STANDARD.decode(encoded.as_bytes()) {
+                Ok(bytes) if !bytes.is_empty() => {
+                    session.feed_frame(*now, dir, Frame::Line(&bytes));
+                }
+                _ => session.push_chunk(line_error(
+                    ErrorKind::MalformedTranscriptLine,
+                    "a transcript line's `base64` must hold a line's bytes in base64".to_owned(),
+                    line,
+                )),
+            }
+        }
+        (None, None, None, Some(bytes)) => {
+            session.feed_frame(*now, dir, Frame::TooLong { bytes });
+        }
+        (None, None, None, None) => session.push_chunk(line_error(
             ErrorKind::MalformedTranscriptLine,
-            "a transcript line with `dir` needs a `msg` object".to_owned(),
+            "a transcript line with `dir` needs `msg` (or `text`, `base64`, `too_long`)".to_owned(),
             line,
         )),
-        (Some(_), _) => {}
     }
 }
 

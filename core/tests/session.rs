@@ -523,10 +523,7 @@ fn an_aborted_frame_adds_only_the_text_that_did_not_stream() {
 #[test]
 fn the_drivers_own_answers_and_prompts_move_the_tools_as_observed_ones_do() {
     // A PreToolUse hook answered "deny" leaves the tool denied; "allow" starts it.
-    for (decision, expected) in [
-        ("deny", ("error", Some("denied"))),
-        ("allow", ("running", None)),
-    ] {
+    for decision in ["deny", "allow"] {
         let mut h = Harness::new(SessionConfig::default());
         h.start_tool_turn("toolu_h");
         h.cli(&[json!({"type":"control_request","request_id":"h2","request":{"subtype":"hook_callback",
@@ -543,11 +540,7 @@ fn the_drivers_own_answers_and_prompts_move_the_tools_as_observed_ones_do() {
             "{decision}: answered"
         );
         if decision == "allow" {
-            let (status, reason) = expected;
-            assert_eq!(
-                statuses(&chunks),
-                [(status.to_owned(), reason.map(str::to_owned))]
-            );
+            assert_eq!(statuses(&chunks), [("running".into(), None)]);
         } else {
             let (chunks, _) = h.cli(&[tool_result("toolu_h", true, "blocked by hook")]);
             assert_eq!(statuses(&chunks), [("error".into(), Some("denied".into()))]);

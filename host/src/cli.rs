@@ -91,9 +91,19 @@ struct ServeArgs {
     /// The key POST /admin/drain needs, as `Authorization: Bearer` (also CCWIRE_ADMIN_KEY).
     #[arg(long)]
     admin_key: Option<String>,
-    /// The CLI's working directory.
+    /// One working directory for every tenant's CLI, shared by all of them (default: each
+    /// tenant its own, under the state directory).
     #[arg(long)]
     cwd: Option<PathBuf>,
+    /// Where each tenant (API key, and the keyless loopback caller) gets its own CLI home,
+    /// working and temporary directories (default: $XDG_STATE_HOME/ccwire, else
+    /// ~/.local/state/ccwire).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Run each CLI (and the tools it runs) in the OS sandbox: bubblewrap, with the system
+    /// read-only and only its tenant's directories writable. `auto`: where it works here.
+    #[arg(long, value_enum, default_value_t = ccwire_host::sandbox::SandboxMode::Auto)]
+    sandbox: ccwire_host::sandbox::SandboxMode,
     /// The model for requests that name a non-Claude model (e.g. `gpt-4o` from an OpenAI
     /// client); without it the CLI's default.
     #[arg(long)]
@@ -110,9 +120,10 @@ struct ServeArgs {
     /// environment the CLI and its tools inherit (repeatable). `CCWIRE_*` ones always are.
     #[arg(long = "strip-env", value_name = "NAME")]
     strip_env: Vec<String>,
-    /// Make up ids (`resp_…`) from this seed instead of the OS's randomness: the same requests
-    /// get the same response bytes (reproducible tests and recordings).
-    #[arg(long)]
+    /// For tests only, and only on a loopback address: make up ids (`resp_…`, `appr_…`) from
+    /// this number instead of the OS's CSPRNG, so the same requests get the same bytes. Such
+    /// ids can be guessed.
+    #[arg(long, hide = true)]
     seed: Option<u64>,
 }
 
@@ -222,6 +233,12 @@ fn serve(args: ServeArgs) -> ExitCode {
              pass them in CCWIRE_API_KEYS instead"
         );
     }
+    if args.seed.is_some() && !args.listen.ip().is_loopback() {
+        eprintln!(
+            "ccwire serve: --seed makes ids guessable; it is for tests on a loopback address"
+        );
+        return ExitCode::from(2);
+    }
     let mut api_keys = args.api_keys;
     if let Ok(keys) = std::env::var("CCWIRE_API_KEYS") {
         api_keys.extend(
@@ -264,6 +281,8 @@ fn serve(args: ServeArgs) -> ExitCode {
             drain_grace_ms: seconds(args.drain_grace),
         },
         cwd: args.cwd,
+        state_dir: Some(args.state_dir.unwrap_or_else(default_state_dir)),
+        sandbox: args.sandbox,
         env: Vec::new(),
         env_remove: args.strip_env,
         seed: args.seed,
@@ -281,6 +300,22 @@ fn serve(args: ServeArgs) -> ExitCode {
             eprintln!("ccwire serve: {err}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// `$XDG_STATE_HOME/ccwire`, else `~/.local/state/ccwire`, else `.ccwire-state`.
+fn default_state_dir() -> PathBuf {
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(state) = var("XDG_STATE_HOME") {
+        return state.join("ccwire");
+    }
+    match var("HOME") {
+        Some(home) => home.join(".local/state/ccwire"),
+        None => PathBuf::from(".ccwire-state"),
     }
 }
 

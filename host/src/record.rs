@@ -13,6 +13,15 @@ pub enum Direction {
     Out,
 }
 
+impl Direction {
+    fn as_str(self) -> &'static str {
+        match self {
+            Direction::In => "in",
+            Direction::Out => "out",
+        }
+    }
+}
+
 /// Writes transcript lines: `{"dir":"in"|"out","t_ms":…,"msg":…}`.
 #[derive(Debug)]
 pub struct TranscriptWriter<W: Write> {
@@ -25,32 +34,51 @@ impl<W: Write> TranscriptWriter<W> {
         TranscriptWriter { out }
     }
 
-    /// Records one wire line (without its newline). A line that is not JSON is kept as a
-    /// `note` with the text, so nothing the CLI printed is lost.
+    /// Records one wire line (without its newline), losslessly: a JSON line as `msg`, any
+    /// other text as `text`, bytes that are not UTF-8 as `base64` (the transcript format of
+    /// [`ccwire_core::transcript`]), so a replay reports it as the live session did.
     ///
     /// # Errors
     /// When writing fails.
     pub fn line(&mut self, dir: Direction, t_ms: u64, line: &[u8]) -> io::Result<()> {
-        let text = String::from_utf8_lossy(line);
-        let text = text.trim();
-        if text.is_empty() {
+        if line.is_empty() {
             return Ok(());
         }
-        let dir = match dir {
-            Direction::In => "in",
-            Direction::Out => "out",
-        };
-        match serde_json::from_str::<&RawValue>(text) {
-            Ok(msg) => writeln!(
-                self.out,
-                r#"{{"dir":"{dir}","t_ms":{t_ms},"msg":{}}}"#,
-                msg.get()
-            ),
+        let dir = dir.as_str();
+        match std::str::from_utf8(line) {
+            Ok(text) => match serde_json::from_str::<&RawValue>(text) {
+                Ok(msg) => writeln!(
+                    self.out,
+                    r#"{{"dir":"{dir}","t_ms":{t_ms},"msg":{}}}"#,
+                    msg.get()
+                ),
+                Err(_) => {
+                    let text = serde_json::to_string(text)?;
+                    writeln!(self.out, r#"{{"dir":"{dir}","t_ms":{t_ms},"text":{text}}}"#)
+                }
+            },
             Err(_) => {
-                let note = serde_json::to_string(&format!("{dir}: {text}"))?;
-                writeln!(self.out, r#"{{"dir":"note","t_ms":{t_ms},"note":{note}}}"#)
+                use base64::Engine;
+                let bytes = base64::engine::general_purpose::STANDARD.encode(line);
+                writeln!(
+                    self.out,
+                    r#"{{"dir":"{dir}","t_ms":{t_ms},"base64":"{bytes}"}}"#
+                )
             }
         }?;
+        self.out.flush()
+    }
+
+    /// Records a line that was over the recorder's line limit and not kept: its length.
+    ///
+    /// # Errors
+    /// When writing fails.
+    pub fn too_long(&mut self, dir: Direction, t_ms: u64, bytes: u64) -> io::Result<()> {
+        let dir = dir.as_str();
+        writeln!(
+            self.out,
+            r#"{{"dir":"{dir}","t_ms":{t_ms},"too_long":{bytes}}}"#
+        )?;
         self.out.flush()
     }
 

@@ -386,7 +386,7 @@ async fn record_session(args: RecordArgs) -> Result<u8, Box<dyn std::error::Erro
     let in_writer = writer.clone();
     let pump_in = tokio::spawn(async move {
         let mut stdin = tokio::io::stdin();
-        let mut framer = ccwire_core::framing::LineFramer::new(usize::MAX);
+        let mut framer = ccwire_core::framing::LineFramer::default();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             let n = match stdin.read(&mut buf).await {
@@ -411,7 +411,7 @@ async fn record_session(args: RecordArgs) -> Result<u8, Box<dyn std::error::Erro
     });
 
     let mut stdout = tokio::io::stdout();
-    let mut framer = ccwire_core::framing::LineFramer::new(usize::MAX);
+    let mut framer = ccwire_core::framing::LineFramer::default();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match child_stdout.read(&mut buf).await {
@@ -447,10 +447,13 @@ fn record_frame<W: Write>(
     now: u64,
     frame: ccwire_core::framing::Frame<'_>,
 ) {
-    if let ccwire_core::framing::Frame::Line(line) = frame {
-        if let Err(err) = writer.lock().expect("not poisoned").line(dir, now, line) {
-            eprintln!("ccwire record: cannot write the transcript: {err}");
-        }
+    let mut writer = writer.lock().expect("not poisoned");
+    let written = match frame {
+        ccwire_core::framing::Frame::Line(line) => writer.line(dir, now, line),
+        ccwire_core::framing::Frame::TooLong { bytes } => writer.too_long(dir, now, bytes),
+    };
+    if let Err(err) = written {
+        eprintln!("ccwire record: cannot write the transcript: {err}");
     }
 }
 

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::{
     check_base64, parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiErrorKind,
-    ApiRequest, At, Thinking, ToolChoice, ToolFields,
+    ApiRequest, At, Thinking, ToolChoice, ToolFields, ToolSpecs,
 };
 use crate::conversation::{push_block, strip_volatile, Block, Conversation, Role, ToolSpec};
 
@@ -392,7 +392,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
         Some(Value::Array(items)) => items,
         Some(_) => return Err(ApiError::invalid("tools", "tools: must be an array")),
     };
-    let mut specs: Vec<ToolSpec> = Vec::new();
+    let mut specs = ToolSpecs::default();
     for (i, tool) in items.into_iter().enumerate() {
         let at = At::Dot(&TOOLS, i);
         if tool
@@ -421,7 +421,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
             },
         )?;
     }
-    Ok(specs)
+    Ok(specs.into_vec())
 }
 
 fn tool_choice(choice: Option<Value>) -> Result<ToolChoice, ApiError> {

@@ -459,12 +459,23 @@ pub(crate) struct ToolFields<'a> {
     pub schema: Option<&'a Value>,
 }
 
+/// A request's tool definitions as they are read, with their names for the uniqueness check
+/// (one lookup a tool: a request with many tools is read in linear time).
+#[derive(Default)]
+pub(crate) struct ToolSpecs {
+    specs: Vec<crate::conversation::ToolSpec>,
+    names: std::collections::HashSet<String>,
+}
+
+impl ToolSpecs {
+    pub(crate) fn into_vec(self) -> Vec<crate::conversation::ToolSpec> {
+        self.specs
+    }
+}
+
 /// Checks a tool definition and adds it to `specs`: a name the APIs accept, unique among the
 /// request's tools, and a JSON Schema object; a 400 names the field otherwise.
-pub(crate) fn push_tool_spec(
-    specs: &mut Vec<crate::conversation::ToolSpec>,
-    tool: ToolFields<'_>,
-) -> Result<(), ApiError> {
+pub(crate) fn push_tool_spec(specs: &mut ToolSpecs, tool: ToolFields<'_>) -> Result<(), ApiError> {
     let ToolFields { at, prefix, .. } = tool;
     let Some(name) = tool.name.filter(|n| !n.is_empty()) else {
         return Err(ApiError::invalid(
@@ -473,7 +484,7 @@ pub(crate) fn push_tool_spec(
         ));
     };
     check_tool_name(&format_args!("{at}.{prefix}name"), name)?;
-    if specs.iter().any(|s| s.name == name) {
+    if specs.names.contains(name) {
         return Err(ApiError::invalid(
             at,
             format!("{at}.{prefix}name: tool names must be unique ({name})"),
@@ -494,7 +505,8 @@ pub(crate) fn push_tool_spec(
             ))
         }
     };
-    specs.push(crate::conversation::ToolSpec {
+    specs.names.insert(name.to_owned());
+    specs.specs.push(crate::conversation::ToolSpec {
         name: name.to_owned(),
         description: tool.description.unwrap_or_default().to_owned(),
         input_schema,

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::{
     parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiRequest, At, ToolChoice,
-    ToolFields,
+    ToolFields, ToolSpecs,
 };
 use crate::conversation::{push_block, Block, Conversation, Role, ToolSpec};
 
@@ -320,7 +320,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
         Some(Value::Array(items)) => items,
         Some(_) => return Err(ApiError::invalid("tools", "tools: must be an array")),
     };
-    let mut specs: Vec<ToolSpec> = Vec::new();
+    let mut specs = ToolSpecs::default();
     for (i, tool) in items.iter().enumerate() {
         let at = At::Bracket(&TOOLS, i);
         if tool.get("type").and_then(Value::as_str) != Some("function") {
@@ -344,7 +344,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
             },
         )?;
     }
-    Ok(specs)
+    Ok(specs.into_vec())
 }
 
 fn tool_choice(choice: Option<Value>) -> Result<ToolChoice, ApiError> {

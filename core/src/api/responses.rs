@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 
 use super::{
     parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiRequest, At, ToolChoice,
-    ToolFields,
+    ToolFields, ToolSpecs,
 };
 use crate::conversation::{push_block, Block, Conversation, Role, ToolSpec};
 
@@ -425,7 +425,7 @@ fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec
         Some(Value::Array(items)) => items,
         Some(_) => return Err(ApiError::invalid("tools", "tools: must be an array")),
     };
-    let mut specs: Vec<ToolSpec> = Vec::new();
+    let mut specs = ToolSpecs::default();
     for (i, tool) in items.iter().enumerate() {
         let at = At::Bracket(&TOOLS, i);
         match tool.get("type").and_then(Value::as_str) {
@@ -449,7 +449,7 @@ fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec
             },
         )?;
     }
-    Ok(specs)
+    Ok(specs.into_vec())
 }
 
 fn tool_choice(choice: Option<Value>, specs: &[ToolSpec]) -> Result<ToolChoice, ApiError> {
@@ -477,14 +477,14 @@ fn tool_choice(choice: Option<Value>, specs: &[ToolSpec]) -> Result<ToolChoice, 
             },
             // Allowing every tool is `auto` or `required`; a subset cannot be enforced.
             Some("allowed_tools") => {
-                let allowed: Vec<&str> = choice
+                let allowed: std::collections::HashSet<&str> = choice
                     .get("tools")
                     .and_then(Value::as_array)
                     .into_iter()
                     .flatten()
                     .filter_map(|t| t.get("name").and_then(Value::as_str))
                     .collect();
-                if specs.iter().any(|s| !allowed.contains(&s.name.as_str())) {
+                if specs.iter().any(|s| !allowed.contains(s.name.as_str())) {
                     return Err(ApiError::invalid(
                         "tool_choice",
                         "tool_choice: allowed_tools with a subset of the tools is not supported \

@@ -93,7 +93,19 @@ pub(crate) struct Gauges {
 }
 
 impl Metrics {
+    /// Every series, for the operator.
     pub(crate) fn render(&self, gauges: &Gauges) -> String {
+        self.write(gauges, true)
+    }
+
+    /// A tenant's series: its requests, turns, tokens, latencies and clients gone, and the
+    /// gauges of its own sessions, responses, queued requests and approvals; none of the
+    /// gateway's processes (spawns, exits, the pool, held calls, stored responses).
+    pub(crate) fn render_tenant(&self, gauges: &Gauges) -> String {
+        self.write(gauges, false)
+    }
+
+    fn write(&self, gauges: &Gauges, all: bool) -> String {
         let mut out = String::new();
         header(
             &mut out,
@@ -118,94 +130,110 @@ impl Metrics {
         }
         let gauges = [
             (
+                true,
                 "ccwire_sessions",
                 "Live Claude Code sessions (conversations).",
                 gauges.sessions,
             ),
             (
+                false,
                 "ccwire_sessions_starting",
                 "Claude Code processes starting for a request.",
                 gauges.starting,
             ),
             (
+                false,
                 "ccwire_pool_ready",
                 "Claude Code processes started ahead that are ready (answered initialize).",
                 gauges.pool_ready,
             ),
             (
+                false,
                 "ccwire_pool_sessions",
                 "Claude Code processes started ahead, waiting for a conversation.",
                 gauges.pooled,
             ),
             (
+                false,
                 "ccwire_held_tool_calls",
                 "Client tool calls held open for the client's result.",
                 gauges.held,
             ),
             (
+                true,
                 "ccwire_responses_in_flight",
                 "Responses being produced.",
                 gauges.in_flight,
             ),
             (
+                true,
                 "ccwire_requests_queued",
                 "Requests waiting for a free turn.",
                 gauges.queued,
             ),
             (
+                true,
                 "ccwire_pending_approvals",
                 "Permission requests waiting for a person's answer.",
                 gauges.approvals,
             ),
             (
+                false,
                 "ccwire_stored_responses",
                 "Stored Responses API responses.",
                 gauges.stored,
             ),
         ];
-        for (name, help, value) in gauges {
+        for (_, name, help, value) in gauges.into_iter().filter(|g| all || g.0) {
             header(&mut out, name, help, "gauge");
             let _ = writeln!(out, "{name} {value}");
         }
         let counters = [
             (
+                false,
                 "ccwire_cli_spawns_total",
                 "Claude Code processes asked for.",
                 self.spawns,
             ),
             (
+                false,
                 "ccwire_held_call_timeouts_total",
                 "Held client tool calls answered with a timeout.",
                 self.held_call_timeouts,
             ),
             (
+                true,
                 "ccwire_clients_gone_total",
                 "Clients that went away before their response ended.",
                 self.clients_gone,
             ),
             (
+                false,
                 "ccwire_pool_hits_total",
                 "New conversations a CLI started ahead took.",
                 self.pool_hits,
             ),
             (
+                false,
                 "ccwire_pool_misses_total",
                 "New conversations that found no CLI started ahead with their settings.",
                 self.pool_misses,
             ),
         ];
-        for (name, help, value) in counters {
+        for (_, name, help, value) in counters.into_iter().filter(|c| all || c.0) {
             header(&mut out, name, help, "counter");
             let _ = writeln!(out, "{name} {value}");
         }
-        header(
-            &mut out,
-            "ccwire_cli_exits_total",
-            "Claude Code processes that ended (exit, signal) or could not start (spawn_failed).",
-            "counter",
-        );
-        for (how, n) in &self.exits {
-            let _ = writeln!(out, "ccwire_cli_exits_total{{how=\"{how}\"}} {n}");
+        if all {
+            header(
+                &mut out,
+                "ccwire_cli_exits_total",
+                "Claude Code processes that ended (exit, signal) or could not start (spawn_failed).",
+                "counter",
+            );
+            for (how, n) in &self.exits {
+                let _ = writeln!(out, "ccwire_cli_exits_total{{how=\"{how}\"}} {n}");
+            }
         }
         header(
             &mut out,

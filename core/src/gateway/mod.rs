@@ -11,10 +11,11 @@
 mod endpoint;
 mod metrics;
 
+pub use endpoint::{parse_request, tenant_id, TenantDirs};
 pub use endpoint::{
     Admission, BodyError, CliSpec, Endpoint, EndpointConfig, EndpointOutput, EndpointTimeout,
-    FrontError, HttpConfig, HttpFront, HttpHead, HttpResponse, Outbound, RequestId, RouteKey,
-    Routed, CLIENT_SERVER, STRIPPED_ENV,
+    FrontError, HttpConfig, HttpFront, HttpHead, HttpResponse, Outbound, Prepared, RequestId,
+    RouteKey, Routed, CLIENT_SERVER, STRIPPED_ENV,
 };
 pub use metrics::Histogram;
 

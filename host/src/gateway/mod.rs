@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -25,7 +25,7 @@ use axum::Router;
 use ccwire_core::api::{ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
     env_to_remove, Admission, BodyError, CliSpec, Endpoint, EndpointConfig, EndpointOutput,
-    FrontError, HttpConfig, HttpFront, HttpHead, Outbound, RequestId, Routed, SessionId,
+    FrontError, HttpConfig, HttpFront, HttpHead, Outbound, Prepared, RequestId, Routed, SessionId,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -35,6 +35,7 @@ use tokio::sync::{mpsc, Notify};
 
 use crate::claude::{cli_version, find_cli};
 use crate::process::CliProcess;
+use crate::sandbox::{Sandbox, SandboxMode};
 
 pub use ccwire_core::gateway::CODE_TOOLS;
 
@@ -51,8 +52,16 @@ pub struct GatewayOptions {
     /// The HTTP face: API keys, the admin key, allowed origins and hosts, the body limit, the
     /// drain grace.
     pub http: HttpConfig,
-    /// The CLI's working directory.
+    /// One working directory for every tenant's CLI (shared by all of them); `None`: each
+    /// tenant works in its own directory under the state directory.
     pub cwd: Option<PathBuf>,
+    /// Whether the CLIs run in the OS sandbox ([`crate::sandbox`]); it needs
+    /// [`state_dir`](Self::state_dir).
+    pub sandbox: SandboxMode,
+    /// Where each tenant (API key, or the keyless loopback caller) gets its own CLI home,
+    /// working and temporary directories (`<state_dir>/tenants/<id>/…`); `None`: the CLIs
+    /// run in the gateway's own home, as a library user's CLI would (no isolation).
+    pub state_dir: Option<PathBuf>,
     /// Further CLI environment (tests point the CLI at a fake model with it).
     pub env: Vec<(String, String)>,
     /// Variables removed from the environment the CLI and its tools inherit (a name, or a
@@ -68,6 +77,9 @@ pub enum ServeError {
     /// host that cannot be allowed).
     #[error(transparent)]
     Front(#[from] FrontError),
+    /// The sandbox was asked for and cannot work here.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     /// The socket could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -84,6 +96,10 @@ pub enum ServeError {
 /// How long a closed session's CLI may take to exit once its stdin is closed, before it is
 /// signalled (SIGTERM, then SIGKILL).
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// Bodies up to this size are parsed on the connection's own task; larger ones on a blocking
+/// thread.
+const PARSE_INLINE: usize = 256 * 1024;
 
 /// A live CLI, as the host holds it.
 struct Cli {
@@ -112,6 +128,10 @@ struct App {
     http: reqwest::Client,
     front: HttpFront,
     claude: Result<PathBuf, String>,
+    /// The sandbox every CLI runs in, when on.
+    sandbox: Option<Sandbox>,
+    /// Why the CLIs run without it, when `auto` found it cannot work.
+    no_sandbox: Option<String>,
     core: Mutex<Core>,
     /// The tasks that own CLI processes, to wait for at shutdown.
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -194,9 +214,24 @@ impl App {
         spec: &CliSpec,
     ) -> Result<(), String> {
         let path = self.claude.clone()?;
-        let cwd = self.options.cwd.as_deref();
+        if let Some(dirs) = &spec.tenant {
+            for dir in [&dirs.home, &dirs.work, &dirs.tmp] {
+                private_dir(Path::new(dir))
+                    .map_err(|e| format!("cannot make the tenant directory {dir}: {e}"))?;
+            }
+        }
+        let cwd = spec.cwd.as_deref().map(Path::new);
         let set = spec.env.iter().cloned();
-        let mut process = CliProcess::spawn_command(&path, &spec.args, cwd, set, &spec.env_remove)
+        let (program, args) = match (&self.sandbox, &spec.tenant) {
+            (Some(sandbox), Some(dirs)) => {
+                let mut writable = vec![dirs.home.as_str(), dirs.work.as_str(), dirs.tmp.as_str()];
+                writable.extend(spec.cwd.as_deref().filter(|c| *c != dirs.work));
+                let cwd = spec.cwd.as_deref().unwrap_or(&dirs.work);
+                sandbox.wrap(&path, &spec.args, &writable, cwd)
+            }
+            _ => (path, spec.args.iter().map(Into::into).collect()),
+        };
+        let mut process = CliProcess::spawn_command(&program, &args, cwd, set, &spec.env_remove)
             .map_err(|e| e.to_string())?;
         let pid = process.pid();
         let (Some(mut stdin), Some(stdout)) = (process.take_stdin(), process.take_stdout()) else {
@@ -218,6 +253,15 @@ impl App {
         tasks.push(task);
         Ok(())
     }
+}
+
+/// Makes `dir` and its missing parents, the last one readable by its owner only.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// Reads a CLI's stdout into the endpoint until it ends, then reports its exit. Once the
@@ -343,9 +387,25 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         app: app.clone(),
         id,
     };
+    // An API request is read before the endpoint's lock is taken (and, when large, off the
+    // threads that serve the other connections), so it holds up no other request.
+    let parsed = match &body {
+        Ok(bytes) if bytes.len() > PARSE_INLINE => {
+            let (app, path, bytes) = (app.clone(), head.path.to_owned(), bytes.clone());
+            tokio::task::spawn_blocking(move || app.front.parse_body(&path, &bytes))
+                .await
+                .ok()
+                .flatten()
+        }
+        Ok(bytes) => app.front.parse_body(head.path, bytes),
+        Err(_) => None,
+    };
     let bytes = body.as_ref().map(|b| &b[..]).map_err(Clone::clone);
-    let routed =
-        app.input(|endpoint, now| app.front.handle(endpoint, now, id, &head, &tenant, bytes));
+    let prepared = Prepared::new(bytes, parsed);
+    let routed = app.input(|endpoint, now| {
+        app.front
+            .handle(endpoint, now, id, &head, &tenant, prepared)
+    });
     match routed {
         Routed::Endpoint => {}
         Routed::Drain => app.drain_asked.notify_one(),
@@ -459,9 +519,26 @@ impl Server {
             seed: options.seed.unwrap_or_else(|| {
                 std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u8)
             }),
+            id_key: match options.seed {
+                Some(seed) => EndpointConfig::id_key_from_seed(seed),
+                None => {
+                    let mut key = [0u8; 32];
+                    getrandom::getrandom(&mut key)
+                        .map_err(|e| std::io::Error::other(e.to_string()))?;
+                    key
+                }
+            },
             unix_epoch_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
+            tenant_root: options.state_dir.as_ref().map(|dir| {
+                let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+                dir.join("tenants").to_string_lossy().into_owned()
+            }),
+            shared_cwd: options
+                .cwd
+                .as_ref()
+                .map(|d| d.to_string_lossy().into_owned()),
             ..options.engine.clone()
         };
         front.count_tokens_upstream(|name| engine.cli_var(name, |n| std::env::var(n).ok()));
@@ -474,6 +551,14 @@ impl Server {
             Ok(path) => json!({"found": true, "path": path, "version": cli_version(path).await}),
             Err(error) => json!({"found": false, "error": error}),
         });
+        let (sandbox, no_sandbox) = match options.state_dir {
+            Some(_) => Sandbox::for_mode(options.sandbox).await?,
+            None if options.sandbox == SandboxMode::On => {
+                let why = "the sandbox needs a state directory for the tenants' files";
+                return Err(crate::sandbox::SandboxError::new(why).into());
+            }
+            None => (None, None),
+        };
         let endpoint = Endpoint::new(engine);
         let app = Arc::new(App {
             options,
@@ -483,6 +568,8 @@ impl Server {
                 .unwrap_or_default(),
             front,
             claude,
+            sandbox,
+            no_sandbox,
             core: Mutex::new(Core {
                 endpoint,
                 clis: HashMap::new(),
@@ -582,6 +669,18 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
     eprintln!("ccwire serve: listening on http://{}", server.addr());
     if let Err(err) = &server.app.claude {
         eprintln!("ccwire serve: warning: {err}");
+    }
+    if server.app.sandbox.is_some() {
+        eprintln!("ccwire serve: each CLI runs in the OS sandbox (bubblewrap)");
+    }
+    if let Some(why) = &server.app.no_sandbox {
+        eprintln!("ccwire serve: warning: the CLIs run without the OS sandbox: {why}");
+    }
+    if let Some(dir) = &server.app.options.state_dir {
+        eprintln!(
+            "ccwire serve: tenants' homes under {}",
+            dir.join("tenants").display()
+        );
     }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{mix, Endpoint, EndpointOutput, RequestId};
+use super::{Endpoint, EndpointOutput, RequestId};
 use crate::api::{ApiError, ApiErrorKind};
 use crate::gateway::SessionId;
 use crate::session::PermissionDecision;
@@ -35,6 +35,25 @@ impl Endpoint {
             .map(|(id, a)| self.approval_json(id, a))
             .collect();
         json!({"object": "list", "data": data})
+    }
+
+    /// The CLI's suggested permission updates, made to save to the tenant's own settings
+    /// (its home's) where tenants have their own homes: the working directory's settings
+    /// files may be shared by every tenant ([`shared_cwd`](super::EndpointConfig::shared_cwd)).
+    fn own_settings(&self, mut updates: Vec<Value>) -> Vec<Value> {
+        if self.config.tenant_root.is_some() {
+            for update in &mut updates {
+                if let Some(destination) = update.get_mut("destination") {
+                    if matches!(
+                        destination.as_str(),
+                        Some("localSettings" | "projectSettings")
+                    ) {
+                        *destination = Value::from("userSettings");
+                    }
+                }
+            }
+        }
+        updates
     }
 
     /// `POST /v1/approvals/{id}`: a person's answer, `{"behavior": "allow" | "deny",
@@ -85,7 +104,7 @@ impl Endpoint {
                 updated_input,
                 updated_permissions: if remember {
                     match approval.suggestions.to_value() {
-                        Value::Array(updates) => updates,
+                        Value::Array(updates) => self.own_settings(updates),
                         _ => Vec::new(),
                     }
                 } else {
@@ -183,15 +202,13 @@ impl Endpoint {
             let _ = live.session.respond_permission(now, request_id, decision);
             return;
         }
+        let tenant = live.tenant.clone();
         self.next_approval += 1;
-        let id = format!(
-            "appr_{:016x}",
-            mix(self.config.seed ^ self.next_approval.rotate_left(40))
-        );
+        let id = self.secret_id("appr_", self.next_approval);
         let approval = Approval {
             session,
             request_id: request_id.clone(),
-            tenant: live.tenant.clone(),
+            tenant,
             tool_name: tool_name.clone(),
             tool_use_id: tool_use_id.clone(),
             input: input.clone(),

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use super::{Endpoint, RequestId};
 use crate::api::guard::{self, ApiKeys, BrowserHeaders, BrowserPolicy, InvalidAllowance};
-use crate::api::{anthropic, Api, ApiError, ApiErrorKind};
+use crate::api::{anthropic, Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::gateway::CODE_TOOLS;
 use crate::Timestamp;
 
@@ -225,7 +225,9 @@ const ROUTES: &[(&str, &str, bool, bool)] = &[
     ("/v1/models", "GET", false, true),
     ("/v1/approvals", "GET", false, true),
     ("/v1/approvals/events", "GET", false, true),
-    ("/metrics", "GET", false, true),
+    // A tenant's key sees its own series, the admin key all (checked by the route itself).
+    ("/metrics", "GET", false, false),
+    // Status for anyone; details with a key.
     ("/health", "GET", false, false),
     // The admin key is checked by the route itself.
     ("/admin/drain", "POST", false, false),
@@ -237,6 +239,40 @@ fn route(path: &str) -> Option<(&'static str, bool, bool)> {
         return Some((method, json, key));
     }
     approval_id(path).map(|_| ("POST", true, true))
+}
+
+/// The API of a path that takes API requests.
+fn api_of(path: &str) -> Option<Api> {
+    match path {
+        "/v1/messages" => Some(Api::Anthropic),
+        "/v1/chat/completions" => Some(Api::OpenAi),
+        "/v1/responses" => Some(Api::Responses),
+        _ => None,
+    }
+}
+
+/// A request's body as [`HttpFront::handle`] takes it: as read, or with an API request
+/// already parsed by [`HttpFront::prepare`].
+#[derive(Debug)]
+pub struct Prepared<'a> {
+    body: Result<&'a [u8], BodyError>,
+    parsed: Option<Result<ApiRequest, ApiError>>,
+}
+
+impl<'a> Prepared<'a> {
+    /// A body with its request as [`HttpFront::parse_body`] read it.
+    pub fn new(
+        body: Result<&'a [u8], BodyError>,
+        parsed: Option<Result<ApiRequest, ApiError>>,
+    ) -> Prepared<'a> {
+        Prepared { body, parsed }
+    }
+}
+
+impl<'a> From<Result<&'a [u8], BodyError>> for Prepared<'a> {
+    fn from(body: Result<&'a [u8], BodyError>) -> Prepared<'a> {
+        Prepared { body, parsed: None }
+    }
 }
 
 /// The `{id}` of `/v1/approvals/{id}`.
@@ -398,24 +434,57 @@ impl HttpFront {
         Admission::Admit { tenant, cors }
     }
 
+    /// Whether the request carries the admin key (`Authorization: Bearer`).
+    fn is_admin(&self, head: &HttpHead<'_>) -> bool {
+        self.admin.as_ref().is_some_and(|admin| {
+            admin
+                .authenticate(None, head.header("authorization"))
+                .is_ok()
+        })
+    }
+
     fn authenticate(&self, head: &HttpHead<'_>) -> Result<String, ApiError> {
         self.keys
             .authenticate(head.header("x-api-key"), head.header("authorization"))
     }
 
-    /// Handles an [admitted](Self::admit) request with its body: the endpoint's outputs for
+    /// Reads the body of an [admitted](Self::admit) request of one of the three APIs (the work
+    /// linear in its size, which needs no endpoint): a host that shares the endpoint between
+    /// threads calls this before taking its lock and passes the result to
+    /// [`handle`](Self::handle), so one large request does not hold up the others.
+    pub fn prepare<'a>(
+        &self,
+        head: &HttpHead<'_>,
+        body: Result<&'a [u8], BodyError>,
+    ) -> Prepared<'a> {
+        let parsed = body
+            .as_ref()
+            .ok()
+            .and_then(|b| self.parse_body(head.path, b));
+        Prepared::new(body, parsed)
+    }
+
+    /// The part of [`prepare`](Self::prepare) that reads the body, for a host that runs it on
+    /// another thread (it needs only the path): the request of an API path, `None` for others.
+    pub fn parse_body(&self, path: &str, body: &[u8]) -> Option<Result<ApiRequest, ApiError>> {
+        api_of(path).map(|api| super::parse_request(api, body))
+    }
+
+    /// Handles an [admitted](Self::admit) request with its body (read, or
+    /// [prepared](Self::prepare)): the endpoint's outputs for
     /// `request` answer it (a body that could not be read gets a 413 or 400).
-    pub fn handle(
+    pub fn handle<'a>(
         &self,
         endpoint: &mut Endpoint,
         now: Timestamp,
         request: RequestId,
         head: &HttpHead<'_>,
         tenant: &str,
-        body: Result<&[u8], BodyError>,
+        body: impl Into<Prepared<'a>>,
     ) -> Routed {
         endpoint.now = now;
         let api = head.api();
+        let Prepared { body, parsed } = body.into();
         let body = match body {
             Ok(body) => body,
             Err(BodyError::TooLarge) => {
@@ -433,12 +502,12 @@ impl HttpFront {
                 return Routed::Endpoint;
             }
         };
+        if let Some(api) = api_of(head.path) {
+            let parsed = parsed.unwrap_or_else(|| super::parse_request(api, body));
+            endpoint.handle_parsed(now, request, api, tenant, parsed);
+            return Routed::Endpoint;
+        }
         match head.path {
-            "/v1/messages" => endpoint.handle_request(now, request, Api::Anthropic, tenant, body),
-            "/v1/chat/completions" => {
-                endpoint.handle_request(now, request, Api::OpenAi, tenant, body);
-            }
-            "/v1/responses" => endpoint.handle_request(now, request, Api::Responses, tenant, body),
             "/v1/messages/count_tokens" => {
                 return match anthropic::parse_count_tokens_request(body) {
                     Ok(parsed) => Routed::CountTokens {
@@ -475,20 +544,43 @@ impl HttpFront {
             }
             "/v1/approvals/events" => endpoint.handle_approval_events(now, request, tenant),
             "/metrics" => {
-                let text = endpoint.metrics().into_bytes();
+                let text = if self.is_admin(head) || self.keys.is_empty() {
+                    endpoint.metrics()
+                } else {
+                    match self.authenticate(head) {
+                        Ok(tenant) => endpoint.tenant_metrics(&tenant),
+                        Err(e) => {
+                            endpoint.respond_error(request, api, &[], &e);
+                            return Routed::Endpoint;
+                        }
+                    }
+                }
+                .into_bytes();
                 let content_type = "text/plain; version=0.0.4; charset=utf-8";
                 let headers = vec![("content-type".to_owned(), content_type.to_owned())];
                 endpoint.respond_whole(request, 200, headers, text);
             }
             "/health" => {
-                let health = json!({
-                    "status": "ok",
-                    "cli": self.cli,
-                    "sessions": endpoint.session_count() - endpoint.pool_count(),
-                    "pool": endpoint.pool_count(),
-                    "held_tool_calls": endpoint.held_count(),
-                });
-                respond_json(endpoint, request, 200, &health);
+                // Draining, load balancers must stop sending new conversations here.
+                let (status, code) = if endpoint.is_draining() {
+                    ("draining", 503)
+                } else {
+                    ("ok", 200)
+                };
+                let known =
+                    self.keys.is_empty() || self.is_admin(head) || self.authenticate(head).is_ok();
+                let health = if known {
+                    json!({
+                        "status": status,
+                        "cli": self.cli,
+                        "sessions": endpoint.session_count() - endpoint.pool_count(),
+                        "pool": endpoint.pool_count(),
+                        "held_tool_calls": endpoint.held_count(),
+                    })
+                } else {
+                    json!({"status": status})
+                };
+                respond_json(endpoint, request, code, &health);
             }
             "/admin/drain" => return self.drain(endpoint, now, request, head),
             path => match approval_id(path) {

@@ -11,9 +11,11 @@ mod types;
 
 pub use http::{
     Admission, BodyError, FrontError, HttpConfig, HttpFront, HttpHead, HttpResponse, Outbound,
-    Routed,
+    Prepared, Routed,
 };
-pub use types::{CliSpec, EndpointConfig, EndpointOutput, EndpointTimeout, RouteKey};
+pub use types::{
+    tenant_id, CliSpec, EndpointConfig, EndpointOutput, EndpointTimeout, RouteKey, TenantDirs,
+};
 
 use approvals::Approval;
 use pool::Warm;
@@ -179,6 +181,8 @@ pub struct Endpoint {
     /// Each request not ended yet: its API and when it came (for the metrics).
     arrivals: BTreeMap<RequestId, Arrival>,
     metrics: Metrics,
+    /// The part of the counters that concerns each tenant ([`Metrics::tenant_part`]).
+    tenant_metrics: BTreeMap<String, Metrics>,
     /// Requests waiting for a free turn, oldest first.
     queue: VecDeque<Queued>,
     /// A response ended since the queue was last looked at.
@@ -199,9 +203,10 @@ pub struct Endpoint {
 
 /// When a request came and, for the added-latency histogram, when its turn reached the CLI
 /// and when the CLI first answered it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Arrival {
     api: Api,
+    tenant: String,
     at: Timestamp,
     cli_sent: Option<Timestamp>,
     cli_first: Option<Timestamp>,
@@ -235,6 +240,7 @@ impl Endpoint {
             now: 0,
             arrivals: BTreeMap::new(),
             metrics: Metrics::default(),
+            tenant_metrics: BTreeMap::new(),
             queue: VecDeque::new(),
             turn_freed: false,
             pool: BTreeMap::new(),
@@ -278,8 +284,46 @@ impl Endpoint {
         self.requests.get(&request).map(|r| r.session)
     }
 
-    /// `GET /metrics`: the gateway's counters, gauges and latency histograms in the Prometheus
-    /// text format.
+    /// Counts for the gateway and for `tenant`.
+    fn count(&mut self, tenant: &str, f: impl Fn(&mut Metrics)) {
+        f(&mut self.metrics);
+        if !self.tenant_metrics.contains_key(tenant) {
+            self.tenant_metrics
+                .insert(tenant.to_owned(), Metrics::default());
+        }
+        f(self.tenant_metrics.get_mut(tenant).expect("inserted above"));
+    }
+
+    /// `GET /metrics` with a tenant's key: the series of its own requests (responses, turns,
+    /// tokens, latencies, clients gone) and its own sessions, responses, queued requests and
+    /// approvals; nothing of other tenants or of the gateway's processes.
+    pub fn tenant_metrics(&self, tenant: &str) -> String {
+        let empty = Metrics::default();
+        let mine = self.tenant_metrics.get(tenant).unwrap_or(&empty);
+        let sessions = self.lives.values().filter(|l| l.tenant == tenant).count();
+        mine.render_tenant(&Gauges {
+            sessions,
+            starting: 0,
+            pooled: 0,
+            pool_ready: 0,
+            held: 0,
+            in_flight: self
+                .requests
+                .values()
+                .filter(|r| r.tenant == tenant)
+                .count(),
+            queued: self.queue.iter().filter(|q| q.tenant == tenant).count(),
+            stored: 0,
+            approvals: self
+                .approvals
+                .values()
+                .filter(|a| a.tenant == tenant)
+                .count(),
+        })
+    }
+
+    /// `GET /metrics` with the admin key (or on a gateway without keys): the gateway's
+    /// counters, gauges and latency histograms in the Prometheus text format.
     pub fn metrics(&self) -> String {
         let starting = self
             .lives
@@ -388,26 +432,40 @@ impl Endpoint {
         tenant: &str,
         body: &[u8],
     ) {
+        self.handle_parsed(now, request, api, tenant, parse_request(api, body));
+    }
+
+    /// [`handle_request`](Self::handle_request) with its body already read by
+    /// [`parse_request`] — which takes time linear in the body and needs no endpoint, so a
+    /// host that shares the endpoint between threads runs it first, outside its lock.
+    pub fn handle_parsed(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        api: Api,
+        tenant: &str,
+        parsed: Result<ApiRequest, ApiError>,
+    ) {
         self.now = now;
         self.arrivals.insert(
             request,
             Arrival {
                 api,
+                tenant: tenant.to_owned(),
                 at: now,
                 cli_sent: None,
                 cli_first: None,
             },
         );
-        let parsed = match api {
-            Api::Anthropic => api::anthropic::parse_request(body),
-            Api::OpenAi => api::openai::parse_request(body),
-            Api::Responses => api::responses::parse_request(body),
-        };
-        let parsed = parsed.and_then(|r| check_request(&r).map(|()| r));
         let parsed = match parsed {
             Ok(r) => r,
             Err(error) => return self.respond_error(request, api, &[], &error),
         };
+        // Draining, nothing waits: a new conversation gets its 503 at once, a running one's
+        // next turn goes ahead (only the live sessions' turns remain to be served).
+        if self.draining.is_some() {
+            return self.serve(now, request, api, tenant, parsed);
+        }
         // Requests wait their turn in order: none overtakes one already waiting.
         if self.queue.is_empty() && self.has_room(tenant) {
             return self.serve(now, request, api, tenant, parsed);
@@ -481,7 +539,10 @@ impl Endpoint {
     ) {
         let mut headers = Vec::new();
         if !parsed.ignored.is_empty() {
-            headers.push(("x-ccwire-ignored".to_owned(), parsed.ignored.join(", ")));
+            headers.push((
+                "x-ccwire-ignored".to_owned(),
+                ignored_header(&parsed.ignored),
+            ));
         }
         let response_id = (api == Api::Responses).then(|| self.response_id());
         let previous_response_id = parsed.previous_response_id.clone();
@@ -519,7 +580,7 @@ impl Endpoint {
             Route::Start { kind, .. } => *kind,
         };
         headers.push(("x-ccwire-session".to_owned(), kind.as_str().to_owned()));
-        *self.metrics.turns.entry(kind.as_str()).or_default() += 1;
+        self.count(tenant, |m| *m.turns.entry(kind.as_str()).or_default() += 1);
         let encoder = ResponseEncoder::new(EncoderOptions {
             api,
             stream: parsed.stream,
@@ -574,10 +635,11 @@ impl Endpoint {
                 if let Some(old) = replaces {
                     self.close(now, old);
                 }
-                let (spec, servers) = self.cli_for(&parsed);
+                let (spec, servers) = self.cli_for(&parsed, tenant);
                 let signature = format!(
-                    "{}\n{}",
+                    "{}\n{:?}\n{}",
                     spec.args.join("\u{0}"),
+                    spec.tenant,
                     serde_json::to_string(&servers).expect("servers serialize")
                 );
                 let prompt = UserMessage::blocks(prompt_content(&prompt));
@@ -722,9 +784,9 @@ impl Endpoint {
             return;
         }
         if let Some(at) = self.queue.iter().position(|q| q.request == request) {
-            self.queue.remove(at);
+            let gone = self.queue.remove(at).expect("in range");
             self.arrivals.remove(&request);
-            self.metrics.clients_gone += 1;
+            self.count(&gone.tenant, |m| m.clients_gone += 1);
             return;
         }
         let Some(gone) = self.requests.remove(&request) else {
@@ -732,7 +794,7 @@ impl Endpoint {
         };
         self.turn_freed = true;
         self.arrivals.remove(&request);
-        self.metrics.clients_gone += 1;
+        self.count(&gone.tenant, |m| m.clients_gone += 1);
         let session = gone.session;
         let Some(live) = self.lives.get_mut(&session) else {
             return;
@@ -918,12 +980,28 @@ impl Endpoint {
 
     // ---- internals -----------------------------------------------------------------------
 
-    /// A Responses API id: `resp_` and 32 hex digits from the seed and a counter.
+    /// A Responses API id: `resp_` and 32 hex digits.
     fn response_id(&mut self) -> String {
         self.next_response += 1;
-        let a = mix(self.config.seed ^ self.next_response);
-        let b = mix(a ^ self.next_response.rotate_left(32));
-        format!("resp_{a:016x}{b:016x}")
+        self.secret_id("resp_", self.next_response)
+    }
+
+    /// `prefix` and 32 hex digits of the keyed SHA-256 of `prefix` and `counter`: 128 bits
+    /// that no number of other ids reveals without the [id key](EndpointConfig::id_key).
+    pub(super) fn secret_id(&self, prefix: &str, counter: u64) -> String {
+        use sha2::Digest;
+        let mut hash = sha2::Sha256::new();
+        hash.update(self.config.id_key);
+        hash.update(prefix.as_bytes());
+        hash.update(counter.to_le_bytes());
+        let digest = hash.finalize();
+        let mut id = String::with_capacity(prefix.len() + 32);
+        id.push_str(prefix);
+        for byte in &digest[..16] {
+            use std::fmt::Write;
+            let _ = write!(id, "{byte:02x}");
+        }
+        id
     }
 
     /// Starts shutting down: new conversations get a 503, warm CLIs are closed, every session
@@ -937,6 +1015,16 @@ impl Endpoint {
         }
         self.draining = Some(now.saturating_add(grace_ms));
         self.pool_wanted.clear();
+        for queued in std::mem::take(&mut self.queue) {
+            let Queued {
+                request,
+                api,
+                tenant,
+                parsed,
+                ..
+            } = queued;
+            self.serve(now, request, api, &tenant, parsed);
+        }
         for request in std::mem::take(&mut self.watchers).into_keys() {
             self.outputs.push_back(EndpointOutput::End { request });
         }
@@ -945,6 +1033,11 @@ impl Endpoint {
             self.close(now, id);
         }
         self.close_finished(now);
+    }
+
+    /// Whether the gateway is draining ([`drain`](Self::drain)).
+    pub fn is_draining(&self) -> bool {
+        self.draining.is_some()
     }
 
     /// Whether the gateway is draining and no CLI is left.
@@ -1183,7 +1276,7 @@ impl Endpoint {
                 ("cache_read", usage.cache_read_input_tokens),
                 ("cache_creation", usage.cache_creation_input_tokens),
             ] {
-                *self.metrics.tokens.entry(kind).or_default() += n;
+                self.count(&flight.tenant, |m| *m.tokens.entry(kind).or_default() += n);
             }
             let calls = flight
                 .encoder
@@ -1279,22 +1372,19 @@ impl Endpoint {
 
     /// Counts a response head: the request's API and status, its time to first byte.
     fn responded(&mut self, request: RequestId, status: u16) {
-        let Some(&arrival) = self.arrivals.get(&request) else {
+        let Some(arrival) = self.arrivals.get(&request).cloned() else {
             return;
         };
-        *self
-            .metrics
-            .requests
-            .entry((arrival.api.name(), status))
-            .or_default() += 1;
         let first_byte = self.now.saturating_sub(arrival.at);
-        self.metrics.first_byte.observe(first_byte as f64 / 1000.0);
-        if let (Some(sent), Some(first)) = (arrival.cli_sent, arrival.cli_first) {
-            let cli = first.saturating_sub(sent);
-            self.metrics
-                .added
-                .observe(first_byte.saturating_sub(cli) as f64 / 1000.0);
-        }
+        let added = (arrival.cli_sent.zip(arrival.cli_first))
+            .map(|(sent, first)| first_byte.saturating_sub(first.saturating_sub(sent)));
+        self.count(&arrival.tenant, |m| {
+            *m.requests.entry((arrival.api.name(), status)).or_default() += 1;
+            m.first_byte.observe(first_byte as f64 / 1000.0);
+            if let Some(added) = added {
+                m.added.observe(added as f64 / 1000.0);
+            }
+        });
     }
 
     /// The request's turn reached the CLI now.
@@ -1307,13 +1397,68 @@ impl Endpoint {
     /// Counts the end of a response.
     fn ended(&mut self, request: RequestId) {
         if let Some(arrival) = self.arrivals.remove(&request) {
-            self.metrics.response.observe(seconds(self.now, arrival.at));
+            let took = seconds(self.now, arrival.at);
+            self.count(&arrival.tenant, |m| m.response.observe(took));
         }
     }
 }
 
 fn seconds(now: Timestamp, since: Timestamp) -> f64 {
     now.saturating_sub(since) as f64 / 1000.0
+}
+
+/// Reads a request of one of the three APIs and checks that the gateway can serve it: what
+/// [`Endpoint::handle_parsed`] takes. Linear in the body's size.
+///
+/// # Errors
+/// A 400 naming the field for a body that is not a valid request, or one the gateway cannot
+/// honour (`tool_choice` other than `auto`).
+pub fn parse_request(api: Api, body: &[u8]) -> Result<ApiRequest, ApiError> {
+    let parsed = match api {
+        Api::Anthropic => api::anthropic::parse_request(body),
+        Api::OpenAi => api::openai::parse_request(body),
+        Api::Responses => api::responses::parse_request(body),
+    };
+    parsed.and_then(|r| check_request(&r).map(|()| r))
+}
+
+/// The most field names `x-ccwire-ignored` lists, and the most bytes of one name in it.
+const IGNORED_NAMES: usize = 8;
+const IGNORED_NAME_BYTES: usize = 64;
+
+/// The `x-ccwire-ignored` header: the first few ignored fields and how many more (a request
+/// with thousands of unknown fields must not make a header clients refuse).
+fn ignored_header(ignored: &[String]) -> String {
+    let mut names: Vec<String> = ignored
+        .iter()
+        .take(IGNORED_NAMES)
+        .map(|name| {
+            let mut end = name.len().min(IGNORED_NAME_BYTES);
+            while !name.is_char_boundary(end) {
+                end -= 1;
+            }
+            // Header values are visible ASCII: anything else is shown as `?`.
+            let cut: String = name[..end]
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_graphic() || c == ' ' {
+                        c
+                    } else {
+                        '?'
+                    }
+                })
+                .collect();
+            if end < name.len() {
+                format!("{cut}…")
+            } else {
+                cut
+            }
+        })
+        .collect();
+    if ignored.len() > IGNORED_NAMES {
+        names.push(format!("and {} more", ignored.len() - IGNORED_NAMES));
+    }
+    names.join(", ")
 }
 
 /// splitmix64's finalizer: spreads a seed and a counter over 64 bits.

@@ -3,7 +3,9 @@
 
 use serde_json::{json, Map};
 
-use super::{mix, CliSpec, Endpoint, EndpointOutput, Live, Starting, CLIENT_SERVER, STRIPPED_ENV};
+use super::{
+    mix, CliSpec, Endpoint, EndpointOutput, Live, Starting, TenantDirs, CLIENT_SERVER, STRIPPED_ENV,
+};
 use crate::api::ApiRequest;
 use crate::gateway::{cli_model, cli_settings_args, SessionId};
 use crate::mcp::{McpServer, McpTool};
@@ -18,9 +20,10 @@ pub(super) struct Warm {
 }
 
 impl Endpoint {
-    /// How to start the CLI of a new conversation of `request`: the command line and the MCP
-    /// server of the client's tools. Equal for requests a warm CLI can serve.
-    pub(super) fn cli_for(&self, request: &ApiRequest) -> (CliSpec, Vec<McpServer>) {
+    /// How to start the CLI of a new conversation of `request` for `tenant`: the command line,
+    /// environment and directories, and the MCP server of the client's tools. Equal for
+    /// requests a warm CLI can serve.
+    pub(super) fn cli_for(&self, request: &ApiRequest, tenant: &str) -> (CliSpec, Vec<McpServer>) {
         let enabled = &self.config.enabled_tools;
         let external: Vec<McpTool> = request
             .conversation
@@ -68,6 +71,35 @@ impl Endpoint {
         }
         args.push("--include-partial-messages".to_owned());
         args.extend(cli_settings_args(request));
+        let dirs = (self.config.tenant_root.as_deref()).map(|root| TenantDirs::new(root, tenant));
+        let mut env: Vec<(String, String)> = vec![(
+            "CLAUDE_CODE_SDK_READS_SESSION_STATE".to_owned(),
+            "1".to_owned(),
+        )];
+        env.extend(self.config.cli_env.iter().cloned());
+        if let Some(dirs) = &dirs {
+            // Everything the CLI keeps (settings, sessions, credentials, caches, temporary
+            // files) goes under the tenant's own directories, whatever the host's variables say.
+            let home = &dirs.home;
+            env.extend(
+                [
+                    ("HOME", home.clone()),
+                    ("CLAUDE_CONFIG_DIR", format!("{home}/.claude")),
+                    ("XDG_CONFIG_HOME", format!("{home}/.config")),
+                    ("XDG_CACHE_HOME", format!("{home}/.cache")),
+                    ("XDG_DATA_HOME", format!("{home}/.local/share")),
+                    ("XDG_STATE_HOME", format!("{home}/.local/state")),
+                    ("TMPDIR", dirs.tmp.clone()),
+                    ("CLAUDE_CODE_TMPDIR", dirs.tmp.clone()),
+                ]
+                .map(|(k, v)| (k.to_owned(), v)),
+            );
+        }
+        let cwd = match (&self.config.shared_cwd, &dirs) {
+            (Some(shared), _) => Some(shared.clone()),
+            (None, Some(dirs)) => Some(dirs.work.clone()),
+            (None, None) => None,
+        };
         let spec = CliSpec {
             args,
             // A parent Claude Code session (`CLAUDECODE`) would make the CLI think it is nested.
@@ -76,12 +108,9 @@ impl Endpoint {
                 .map(str::to_owned)
                 .chain(self.config.cli_env_remove.iter().cloned())
                 .collect(),
-            env: std::iter::once((
-                "CLAUDE_CODE_SDK_READS_SESSION_STATE".to_owned(),
-                "1".to_owned(),
-            ))
-            .chain(self.config.cli_env.iter().cloned())
-            .collect(),
+            env,
+            cwd,
+            tenant: dirs,
         };
         (spec, servers)
     }

@@ -24,8 +24,12 @@ pub struct EndpointConfig {
     pub settle_grace_ms: u64,
     /// How long a new CLI may take to answer `initialize` (ms).
     pub start_timeout_ms: u64,
-    /// Seed of generated ids (Responses API response ids); a host passes randomness in here.
+    /// Seed of the ids of a session's own requests to its CLI (not shown to clients).
     pub seed: u64,
+    /// Key of the ids clients see (`resp_…`, `appr_…`): each is a keyed SHA-256 of a counter,
+    /// unpredictable without the key. A host fills it from the OS's CSPRNG; tests that want
+    /// the same ids every run use [`id_key_from_seed`](Self::id_key_from_seed).
+    pub id_key: [u8; 32],
     /// The wall clock at `now = 0`, in Unix milliseconds (OpenAI's `created`).
     pub unix_epoch_ms: u64,
     /// Report every change of the routing index as `Claim` / `Release` outputs (for a host
@@ -50,15 +54,82 @@ pub struct EndpointConfig {
     pub approvals: bool,
     /// How long an approval waits for its answer before the tool is denied (ms).
     pub approval_timeout_ms: u64,
-    /// Variables every CLI gets (after the endpoint's own, so they win).
+    /// Variables every CLI gets (after the endpoint's own, so they win; but a tenant's
+    /// directories, with [`tenant_root`](Self::tenant_root), win over these).
     pub cli_env: Vec<(String, String)>,
     /// Variables no CLI inherits, besides those the endpoint always removes: whole names, as
     /// [`env_to_remove`](crate::gateway::env_to_remove) lists them from the host's
     /// environment.
     pub cli_env_remove: Vec<String>,
+    /// The directory under which each tenant (API key) gets its own CLI home, working and
+    /// temporary directories ([`TenantDirs`]); `None`: every CLI runs in the host's home and
+    /// working directory, as a library user's own CLI would.
+    pub tenant_root: Option<String>,
+    /// One working directory for the CLIs of every tenant instead of each tenant's own (the
+    /// homes stay apart).
+    pub shared_cwd: Option<String>,
+}
+
+/// A tenant's directories under [`EndpointConfig::tenant_root`]: `<root>/<id>/home` (its
+/// CLI's `HOME` and `CLAUDE_CONFIG_DIR` parent: settings, sessions, credentials), `work` (the
+/// working directory) and `tmp` (`TMPDIR`). `id` is `local` for the keyless tenant and a hash
+/// of the key otherwise (the key itself is never a path).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TenantDirs {
+    /// The tenant's id, its directory's name.
+    pub id: String,
+    /// Its CLI's home.
+    pub home: String,
+    /// Its CLI's working directory.
+    pub work: String,
+    /// Its CLI's temporary directory.
+    pub tmp: String,
+}
+
+impl TenantDirs {
+    /// The directories of `tenant` (an API key, or empty for the keyless one) under `root`.
+    pub fn new(root: &str, tenant: &str) -> TenantDirs {
+        let id = tenant_id(tenant);
+        let base = format!("{}/{id}", root.trim_end_matches('/'));
+        TenantDirs {
+            home: format!("{base}/home"),
+            work: format!("{base}/work"),
+            tmp: format!("{base}/tmp"),
+            id,
+        }
+    }
+}
+
+/// A tenant's id: `local` for the keyless tenant, else `k` and 24 hex digits of a hash of its
+/// key (stable across restarts, and reveals nothing of the key).
+pub fn tenant_id(tenant: &str) -> String {
+    use sha2::Digest;
+    if tenant.is_empty() {
+        return "local".to_owned();
+    }
+    let mut hash = sha2::Sha256::new();
+    hash.update(b"ccwire tenant\0");
+    hash.update(tenant.as_bytes());
+    let digest = hash.finalize();
+    let mut id = String::from("k");
+    for byte in &digest[..12] {
+        use std::fmt::Write;
+        let _ = write!(id, "{byte:02x}");
+    }
+    id
 }
 
 impl EndpointConfig {
+    /// An id key made from a number, for reproducible ids (tests, `ccwire serve --seed`):
+    /// never for a gateway that others can reach.
+    pub fn id_key_from_seed(seed: u64) -> [u8; 32] {
+        use sha2::Digest;
+        let mut hash = sha2::Sha256::new();
+        hash.update(b"ccwire id key\0");
+        hash.update(seed.to_le_bytes());
+        hash.finalize().into()
+    }
+
     /// The value a CLI sees for variable `name`, given the host's own variables (`inherited`).
     pub fn cli_var(
         &self,
@@ -90,6 +161,7 @@ impl Default for EndpointConfig {
             settle_grace_ms: 10_000,
             start_timeout_ms: 60_000,
             seed: 0,
+            id_key: EndpointConfig::id_key_from_seed(0),
             unix_epoch_ms: 0,
             publish_index: false,
             max_concurrent: 64,
@@ -101,6 +173,8 @@ impl Default for EndpointConfig {
             approval_timeout_ms: 5 * 60 * 1000,
             cli_env: Vec::new(),
             cli_env_remove: Vec::new(),
+            tenant_root: None,
+            shared_cwd: None,
         }
     }
 }
@@ -114,6 +188,11 @@ pub struct CliSpec {
     pub env_remove: Vec<String>,
     /// Variables to set.
     pub env: Vec<(String, String)>,
+    /// The working directory; `None`: the host's.
+    pub cwd: Option<String>,
+    /// The tenant's directories, which the host creates (owner-only) before the start and a
+    /// sandbox leaves writable; `None` without [`EndpointConfig::tenant_root`].
+    pub tenant: Option<TenantDirs>,
 }
 
 /// What the host must do; drain with [`Endpoint::poll_output`](super::Endpoint::poll_output). Serialized (as the npm package
