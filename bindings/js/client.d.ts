@@ -33,7 +33,7 @@ export interface ClaudeSettings {
   strictMcpConfig?: boolean;
   /** A settings file, or the settings themselves. */
   settings?: string | { [field: string]: Json };
-  /** Which settings files load (`[]`: none). */
+  /** Which settings files load, with their hooks, skills, plugins and CLAUDE.md files (default: none, as the Agent SDKs). */
   settingSources?: ("user" | "project" | "local")[];
   addDirs?: string[];
   fallbackModel?: string;

@@ -34,7 +34,8 @@ export function claudeArgs(options = {}) {
   if (options.settings !== undefined) {
     flag("--settings", typeof options.settings === "string" ? options.settings : JSON.stringify(options.settings));
   }
-  if (options.settingSources) flag(`--setting-sources=${options.settingSources.join(",")}`);
+  // No settings file loads unless asked for (the Agent SDKs' default).
+  flag(`--setting-sources=${(options.settingSources ?? []).join(",")}`);
   for (const dir of options.addDirs ?? []) flag("--add-dir", dir);
   if (options.fallbackModel) flag("--fallback-model", options.fallbackModel);
   if (options.betas?.length) flag("--betas", options.betas.join(","));

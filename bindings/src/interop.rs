@@ -124,9 +124,12 @@ struct MessageOption {
     priority: Option<String>,
     #[serde(default)]
     extra: Map<String, Value>,
+    #[serde(default)]
+    typed: bool,
 }
 
-/// Reads a user message (`{content, uuid, priority, extra}`).
+/// Reads a user message (`{content, uuid, priority, extra, typed}`; `typed: true` lets the CLI
+/// run a leading `/command` and read `@path` mentions, which it never does by default).
 pub fn user_message(text: &str) -> Result<UserMessage, JsError> {
     let m: MessageOption = parse("user message", text)?;
     if !(m.content.is_string() || m.content.is_array()) {
@@ -139,6 +142,7 @@ pub fn user_message(text: &str) -> Result<UserMessage, JsError> {
         uuid: m.uuid,
         priority: m.priority,
         extra: m.extra,
+        typed: m.typed,
     })
 }
 

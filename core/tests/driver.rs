@@ -87,6 +87,8 @@ impl Drive {
                     uuid: msg["uuid"].as_str().map(str::to_owned),
                     priority: msg["priority"].as_str().map(str::to_owned),
                     extra,
+                    // The recorded host wrote its lines as typed text.
+                    typed: true,
                 };
                 s.send_user_message(now, message).unwrap();
             }

@@ -126,8 +126,9 @@ pub struct ClaudeOptions {
     pub strict_mcp_config: bool,
     /// `--settings`: a settings file, or settings as JSON.
     pub settings: Option<String>,
-    /// `--setting-sources`: which settings files load (`user`, `project`, `local`); `Some` of
-    /// an empty list loads none.
+    /// `--setting-sources`: which settings files load (`user`, `project`, `local`), with the
+    /// hooks, skills, plugins, agents and CLAUDE.md files they bring. `None` (the default)
+    /// loads none, as the Agent SDKs do: nothing on disk changes what the app asked for.
     pub setting_sources: Option<Vec<String>>,
     /// `--add-dir`: more directories the CLI may work in.
     pub add_dirs: Vec<PathBuf>,
@@ -212,9 +213,8 @@ impl ClaudeOptions {
         if let Some(settings) = &self.settings {
             flag("--settings", Some(settings.clone()));
         }
-        if let Some(sources) = &self.setting_sources {
-            flag(&format!("--setting-sources={}", sources.join(",")), None);
-        }
+        let sources = self.setting_sources.as_deref().unwrap_or_default();
+        flag(&format!("--setting-sources={}", sources.join(",")), None);
         for dir in &self.add_dirs {
             args.push(OsString::from("--add-dir"));
             args.push(dir.clone().into_os_string());

@@ -104,6 +104,11 @@ struct ServeArgs {
     /// read-only and only its tenant's directories writable. `auto`: where it works here.
     #[arg(long, value_enum, default_value_t = ccwire_host::sandbox::SandboxMode::Auto)]
     sandbox: ccwire_host::sandbox::SandboxMode,
+    /// The settings files each CLI loads, comma-separated: `user` (the tenant's home),
+    /// `project`, `local` (the working directory's), with the hooks, skills, plugins and
+    /// CLAUDE.md files they bring. None by default.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    setting_sources: Vec<String>,
     /// The model for requests that name a non-Claude model (e.g. `gpt-4o` from an OpenAI
     /// client); without it the CLI's default.
     #[arg(long)]
@@ -267,6 +272,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             pool: args.pool,
             approvals: args.approvals == Approvals::Http,
             approval_timeout_ms: seconds(args.approval_timeout),
+            setting_sources: args.setting_sources,
             ..ccwire_core::gateway::EndpointConfig::default()
         },
         http: ccwire_core::gateway::HttpConfig {

@@ -246,6 +246,11 @@ pub struct UserMessage {
     pub priority: Option<String>,
     /// More top-level fields (`shouldQuery`, `client_composed`, …).
     pub extra: Map<String, Value>,
+    /// Whether the CLI may take the text as typed at its prompt: a leading `/command` runs
+    /// (`/config …` rewrites settings), `@path` mentions read files into the model's request.
+    /// Off by default: the line carries `"text_not_typed": true` and the model gets the text as
+    /// it is — the only safe choice for text an app did not write itself.
+    pub typed: bool,
 }
 
 impl UserMessage {
@@ -256,6 +261,7 @@ impl UserMessage {
             uuid: None,
             priority: None,
             extra: Map::new(),
+            typed: false,
         }
     }
 
@@ -266,7 +272,15 @@ impl UserMessage {
             uuid: None,
             priority: None,
             extra: Map::new(),
+            typed: false,
         }
+    }
+
+    /// This prompt, taken as typed at the CLI's prompt ([`typed`](Self::typed)): for text the
+    /// app's own user typed and may mean as a command.
+    pub fn as_typed(mut self) -> UserMessage {
+        self.typed = true;
+        self
     }
 }
 
@@ -497,6 +511,9 @@ impl Session {
         }
         if let Some(priority) = &message.priority {
             frame.insert("priority".into(), json!(priority));
+        }
+        if !message.typed {
+            frame.insert("text_not_typed".into(), Value::Bool(true));
         }
         frame.extend(message.extra);
         let frame = Value::Object(frame);

@@ -70,12 +70,21 @@ impl Endpoint {
             args.extend(["--allowedTools".to_owned(), allowed.join(",")]);
         }
         args.push("--include-partial-messages".to_owned());
+        // No settings file brings hooks, skills or plugins the operator did not choose.
+        args.push(format!(
+            "--setting-sources={}",
+            self.config.setting_sources.join(",")
+        ));
         args.extend(cli_settings_args(request));
         let dirs = (self.config.tenant_root.as_deref()).map(|root| TenantDirs::new(root, tenant));
-        let mut env: Vec<(String, String)> = vec![(
-            "CLAUDE_CODE_SDK_READS_SESSION_STATE".to_owned(),
-            "1".to_owned(),
-        )];
+        let mut env: Vec<(String, String)> = [
+            ("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1"),
+            // A client's `@path` is text for the model, never a file to read (besides every
+            // prompt going as `text_not_typed`).
+            ("CLAUDE_CODE_DISABLE_FILE_MENTIONS", "1"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .into();
         env.extend(self.config.cli_env.iter().cloned());
         if let Some(dirs) = &dirs {
             // Everything the CLI keeps (settings, sessions, credentials, caches, temporary

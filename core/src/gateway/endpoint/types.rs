@@ -68,6 +68,10 @@ pub struct EndpointConfig {
     /// One working directory for the CLIs of every tenant instead of each tenant's own (the
     /// homes stay apart).
     pub shared_cwd: Option<String>,
+    /// The settings files the CLIs load (`user`, `project`, `local`: the tenant's home, the
+    /// working directory's `.claude/settings.json` and `settings.local.json`), with the hooks,
+    /// skills, plugins, agents and CLAUDE.md files they bring. None by default.
+    pub setting_sources: Vec<String>,
 }
 
 /// A tenant's directories under [`EndpointConfig::tenant_root`]: `<root>/<id>/home` (its
@@ -175,6 +179,7 @@ impl Default for EndpointConfig {
             cli_env_remove: Vec::new(),
             tenant_root: None,
             shared_cwd: None,
+            setting_sources: Vec::new(),
         }
     }
 }
