@@ -15,12 +15,17 @@ scripts/install-cli.sh >/dev/null
 scripts/install-codex.sh >/dev/null
 # The wasm-bindgen CLI matching the pinned library (the npm package build).
 scripts/install-wasm-bindgen.sh
-# Chromium for the inspector's browser test (www/), from the system's packages.
-if ! command -v chromium >/dev/null 2>&1; then
+# From the system's packages: Chromium for the inspector's browser test (www/), and
+# bubblewrap, the OS sandbox `ccwire serve` runs each CLI in (its tests need it).
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
+if [ -n "$missing" ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null
 fi
 # The JavaScript dependencies, exactly as locked (skipped when installed from this lock).
 # (tests/sdk/drift reads the Agent SDK's types only: its optional native CLI is not needed.)

@@ -681,6 +681,27 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
             "ccwire serve: tenants' homes under {}",
             dir.join("tenants").display()
         );
+        let options = &server.app.options;
+        let credential = [
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+        ]
+        .iter()
+        .any(|name| {
+            let set = options.env.iter().rev().find(|(k, _)| k == name);
+            let value = set
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(name).ok());
+            value.is_some_and(|v| !v.is_empty())
+        });
+        if !credential {
+            eprintln!(
+                "ccwire serve: warning: no ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN: each \
+                 caller's CLI has its own home, so a Claude Code login in yours is not used \
+                 (`claude setup-token` prints a token for CLAUDE_CODE_OAUTH_TOKEN)"
+            );
+        }
     }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
