@@ -38,6 +38,11 @@ pub struct RunArgs {
     /// silent).
     #[arg(long, value_name = "SECS")]
     stall_timeout: Option<f64>,
+    /// The settings files the CLI loads, comma-separated (`user`, `project`, `local`), with
+    /// their hooks, skills and plugins: by default the working directory's local settings only,
+    /// where "a" (always) saves its rules; `""` for none.
+    #[arg(long, value_delimiter = ',', value_name = "LIST", default_value = "local")]
+    setting_sources: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -105,6 +110,12 @@ async fn run_prompt(args: RunArgs) -> Result<bool, ClientError> {
         claude: args.claude.clone(),
         model: args.model.clone(),
         include_partial_messages: true,
+        setting_sources: Some(
+            (args.setting_sources.iter())
+                .filter(|s| !s.is_empty())
+                .cloned()
+                .collect(),
+        ),
         ..ClaudeOptions::default()
     };
     let mode = args.permission;
