@@ -227,7 +227,8 @@ export interface GatewayOptions {
   settleGraceMs?: number;
   /** How long a new CLI may take to answer `initialize` (default 60 s). */
   startTimeoutMs?: number;
-  /** Seed of generated ids (random by default). */
+  /** For tests: ids (`resp_…`, `appr_…`) made from this number, the same every run and so
+   * guessable; by default they are keyed with 32 random bytes. */
   seed?: number;
   /**
    * The wall clock at `nowMs = 0`, in Unix milliseconds, for OpenAI's `created`: 0 (the
@@ -251,6 +252,13 @@ export interface GatewayOptions {
   approvals?: boolean;
   /** How long an approval waits before the tool is denied (default 5 min). */
   approvalTimeoutMs?: number;
+  /** Each tenant's CLI home, working and temporary directories go under this directory
+   * (`CliSpec.tenant`; the host creates them); by default every CLI runs in the host's own. */
+  tenantRoot?: string;
+  /** One working directory for every tenant's CLI instead of its own. */
+  sharedCwd?: string;
+  /** The settings files the CLIs load (`user`, `project`, `local`); none by default. */
+  settingSources?: ("user" | "project" | "local")[];
 }
 /** How to start a session's CLI. */
 export interface CliSpec {
@@ -260,6 +268,11 @@ export interface CliSpec {
   env: [string, string][];
   /** Variables the CLI must not inherit. */
   env_remove: string[];
+  /** The working directory (`null`: the host's). */
+  cwd: string | null;
+  /** The tenant's directories, to create (owner-only) before the start; `null` without
+   * `tenantRoot`. */
+  tenant: { id: string; home: string; work: string; tmp: string } | null;
 }
 /** What the host must do, in order. */
 export type GatewayOutput =

@@ -585,12 +585,15 @@ struct GatewayOptions {
     pool: Option<usize>,
     approvals: Option<bool>,
     approval_timeout_ms: Option<u64>,
+    tenant_root: Option<String>,
+    shared_cwd: Option<String>,
+    setting_sources: Option<Vec<String>>,
 }
 
 /// Reads the `Gateway` options: `{heldCallTimeoutMs, idleTtlMs, maxStoredResponses,
 /// maxSessions, enabledTools, defaultModel, pingEveryMs, settleGraceMs, startTimeoutMs, seed,
 /// idKey (64 hex digits; else the ids come from the seed), unixEpochMs, publishIndex, maxConcurrent, maxConcurrentPerKey, maxQueue, queueTimeoutMs,
-/// pool, approvals, approvalTimeoutMs}`, each optional.
+/// pool, approvals, approvalTimeoutMs, tenantRoot, sharedCwd, settingSources}`, each optional.
 pub fn endpoint_config(text: &str) -> Result<EndpointConfig, JsError> {
     let o: GatewayOptions = parse("Gateway options", text)?;
     let mut c = EndpointConfig::default();
@@ -628,6 +631,9 @@ pub fn endpoint_config(text: &str) -> Result<EndpointConfig, JsError> {
     c.max_queue = o.max_queue.unwrap_or(c.max_queue);
     c.pool = o.pool.unwrap_or(c.pool);
     c.approvals = o.approvals.unwrap_or(false);
+    c.tenant_root = o.tenant_root;
+    c.shared_cwd = o.shared_cwd;
+    c.setting_sources = o.setting_sources.unwrap_or_default();
     Ok(c)
 }
 

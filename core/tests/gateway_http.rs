@@ -402,3 +402,88 @@ fn the_cli_s_environment_is_the_endpoint_s_to_decide() {
     assert_eq!(config.cli_var("MCP_TOOL_TIMEOUT", host), None);
     assert_eq!(config.cli_var("HOME", host).as_deref(), Some("host's HOME"));
 }
+
+#[test]
+fn a_key_sees_its_own_metrics_and_health_says_only_its_status_without_one() {
+    let f = front(HttpConfig {
+        api_keys: vec!["a".into(), "b".into()],
+        admin_key: Some("admin".into()),
+        ..HttpConfig::default()
+    });
+    let mut e = Endpoint::new(EndpointConfig::default());
+    let mut id = 0;
+    let mut get = |e: &mut Endpoint, path: &str, headers: &[(&str, &str)], tenant: &str| {
+        id += 1;
+        let head = HttpHead {
+            method: "GET",
+            path,
+            headers,
+        };
+        let _ = f.handle(e, 1, id, &head, tenant, Ok(b"".as_slice()));
+        answer(e, id)
+    };
+    // Tenant a sends two requests the gateway refuses, tenant b one.
+    for (n, tenant) in [(1, "a"), (2, "a"), (3, "b")] {
+        let head = HttpHead {
+            method: "POST",
+            path: "/v1/messages",
+            headers: &[JSON],
+        };
+        let _ = f.handle(&mut e, 1, 100 + n, &head, tenant, Ok(b"{}".as_slice()));
+        assert_eq!(answer(&mut e, 100 + n).0, 400);
+    }
+    let series = r#"ccwire_requests_total{api="anthropic",status="400"}"#;
+    let text = |answer: (u16, Vec<(String, String)>, Vec<u8>)| {
+        assert_eq!(answer.0, 200);
+        String::from_utf8(answer.2).unwrap()
+    };
+    let a = text(get(&mut e, "/metrics", &[("x-api-key", "a")], ""));
+    assert!(a.contains(&format!("{series} 2\n")), "{a}");
+    assert!(!a.contains("ccwire_cli_spawns_total"), "no gateway-wide series: {a}");
+    let b = text(get(&mut e, "/metrics", &[("authorization", "Bearer b")], ""));
+    assert!(b.contains(&format!("{series} 1\n")), "{b}");
+    let all = text(get(&mut e, "/metrics", &[("authorization", "Bearer admin")], ""));
+    assert!(all.contains(&format!("{series} 3\n")), "{all}");
+    assert!(all.contains("ccwire_cli_spawns_total"));
+    assert_eq!(get(&mut e, "/metrics", &[], "").0, 401);
+    assert_eq!(get(&mut e, "/metrics", &[("x-api-key", "c")], "").0, 401);
+
+    // Health: the status alone without a key, the details with one.
+    let json = |answer: (u16, Vec<(String, String)>, Vec<u8>)| {
+        (answer.0, serde_json::from_slice::<Value>(&answer.2).unwrap())
+    };
+    let (status, bare) = json(get(&mut e, "/health", &[], ""));
+    assert_eq!((status, bare), (200, json!({"status": "ok"})));
+    let (_, known) = json(get(&mut e, "/health", &[("x-api-key", "a")], ""));
+    assert_eq!(known["status"], "ok");
+    assert!(known.get("cli").is_some() && known.get("sessions").is_some());
+    // Draining, it answers 503 for a load balancer.
+    e.drain(2, 1000);
+    let (status, bare) = json(get(&mut e, "/health", &[], ""));
+    assert_eq!((status, bare), (503, json!({"status": "draining"})));
+}
+
+#[test]
+fn draining_a_new_conversation_gets_its_503_at_once_and_none_waits() {
+    let f = front(HttpConfig::default());
+    let mut e = Endpoint::new(EndpointConfig {
+        max_concurrent: 0,
+        ..EndpointConfig::default()
+    });
+    let body = br#"{"model":"sonnet","max_tokens":10,"messages":[{"role":"user","content":"Hi"}]}"#;
+    let head = HttpHead {
+        method: "POST",
+        path: "/v1/messages",
+        headers: &[JSON],
+    };
+    // No room: the request waits in the queue.
+    let _ = f.handle(&mut e, 1, 1, &head, "", Ok(body.as_slice()));
+    assert!(e.poll_output().is_none(), "it waits for a turn");
+    // The drain answers it, and a new one, at once.
+    e.drain(2, 30_000);
+    let (status, headers, _) = answer(&mut e, 1);
+    assert_eq!(status, 503);
+    assert!(headers.iter().any(|(n, v)| n == "retry-after" && v == "1"));
+    let _ = f.handle(&mut e, 3, 2, &head, "", Ok(body.as_slice()));
+    assert_eq!(answer(&mut e, 2).0, 503);
+}

@@ -305,7 +305,7 @@ mod tests {
     }
 
     #[test]
-    fn the_base_arguments_are_always_there() {
+    fn the_base_arguments_are_always_there_and_no_settings_file_loads_unasked() {
         let args = strings(ClaudeOptions::default().args());
         assert_eq!(
             args,
@@ -314,7 +314,8 @@ mod tests {
                 "stream-json",
                 "--verbose",
                 "--input-format",
-                "stream-json"
+                "stream-json",
+                "--setting-sources="
             ]
         );
     }

@@ -419,3 +419,36 @@ async fn remember_writes_the_tenant_s_own_settings_only() {
     );
     gw.stop().await;
 }
+
+/// A request with 300,000 tools (20 MB) is read in linear time, off the engine: it is answered
+/// (here refused for its `tool_choice`, after every tool was read) well within the client's
+/// patience, and another tenant's turn meanwhile goes through. Read in quadratic time, as tool
+/// names once were checked, it took minutes and held every tenant up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_with_300_000_tools_holds_nobody_up() {
+    let state = tempfile::tempdir().unwrap();
+    let gw = Gw::start(|o| isolated(o, state.path(), SandboxMode::Off)).await;
+    let tools: Vec<Value> = (0..300_000)
+        .map(|i| json!({"name": format!("t{i}"), "input_schema": {"type": "object"}}))
+        .collect();
+    let mut big = anthropic(json!([{"role": "user", "content": "Hi"}]));
+    big["tools"] = json!(tools);
+    big["tool_choice"] = json!({"type": "any"});
+    let big = gw.post("/v1/messages", &big, Some("key-a"));
+    let small = async {
+        let body = anthropic(json!([{"role": "user", "content": "hello from b"}]));
+        gw.call("/v1/messages", &body, Some("key-b")).await
+    };
+    let (big, (status, _, answer)) = tokio::join!(big, small);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(big.status().as_u16(), 400);
+    let error: Value = big.json().await.unwrap();
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tool_choice"),
+        "{error}"
+    );
+    gw.stop().await;
+}

@@ -395,3 +395,56 @@ async fn always_at_the_prompt_saves_the_rule_for_the_next_run() {
     assert_eq!(result["is_error"], false, "{result}");
     assert!(result["content"].to_string().contains("hello-from-bash"));
 }
+
+/// Whatever the CLI prints is recorded whole — text that is not JSON, bytes that are not
+/// UTF-8, a line over the limit — and the transcript replays to the chunks the live session
+/// gave for those bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_keeps_every_line_and_replays_it_as_the_live_session_read_it() {
+    let server = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let cli = home.path().join("odd-cli.sh");
+    std::fs::write(
+        &cli,
+        "#!/bin/sh\n\
+         printf '%s\\n' '{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s1\",\"tools\":[],\"model\":\"m\"}'\n\
+         printf 'not json at all\\n'\n\
+         printf 'bad \\377\\376 bytes\\n'\n\
+         head -c 34000000 /dev/zero | tr '\\000' 'a'\n\
+         printf '\\n'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cli, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let transcript = home.path().join("odd.jsonl");
+    let args = [
+        "record",
+        "--claude",
+        cli.to_str().unwrap(),
+        "--out",
+        transcript.to_str().unwrap(),
+        "--",
+    ];
+    let out = ccwire(&home, &server, &args, b"");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let live = ccwire_core::replay(&out.stdout);
+    let recorded = std::fs::read(&transcript).unwrap();
+    assert!(recorded.len() < 10_000, "the long line is not kept whole");
+    let lines: Vec<Value> = String::from_utf8(recorded.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[1]["text"], "not json at all");
+    assert!(lines[2]["base64"].is_string(), "{}", lines[2]);
+    assert_eq!(lines[3]["too_long"], 34_000_000);
+    let replayed = ccwire_core::replay(&recorded);
+    let errors = |chunks: &[ccwire_core::Chunk]| -> Vec<Value> {
+        chunks
+            .iter()
+            .filter(|c| matches!(c, ccwire_core::Chunk::Error { .. }))
+            .map(|c| serde_json::to_value(c).unwrap())
+            .collect()
+    };
+    assert_eq!(errors(&live).len(), 3, "{live:?}");
+    assert_eq!(errors(&replayed), errors(&live));
+}

@@ -1468,3 +1468,36 @@ fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ignored_header_names_a_few_and_counts_the_rest() {
+        let many: Vec<String> = (0..5000).map(|i| format!("field_{i}")).collect();
+        let header = ignored_header(&many);
+        assert!(header.starts_with("field_0, field_1, "), "{header}");
+        assert!(header.ends_with(", and 4992 more"), "{header}");
+        assert!(header.len() < 200);
+        let odd = vec!["x".repeat(1000), "é\u{0}".to_owned()];
+        let header = ignored_header(&odd);
+        assert_eq!(header, format!("{}…, ??", "x".repeat(64)));
+    }
+
+    #[test]
+    fn ids_are_keyed_and_differ_for_every_key_and_counter() {
+        let endpoint = |key| {
+            Endpoint::new(EndpointConfig {
+                id_key: key,
+                ..EndpointConfig::default()
+            })
+        };
+        let (a, b) = (endpoint([1; 32]), endpoint([2; 32]));
+        assert_eq!(a.secret_id("resp_", 1), endpoint([1; 32]).secret_id("resp_", 1));
+        assert_ne!(a.secret_id("resp_", 1), b.secret_id("resp_", 1));
+        assert_ne!(a.secret_id("resp_", 1), a.secret_id("resp_", 2));
+        assert_ne!(a.secret_id("resp_", 1)[5..], a.secret_id("appr_", 1)[5..]);
+        assert_eq!(a.secret_id("appr_", 7).len(), 5 + 32);
+    }
+}

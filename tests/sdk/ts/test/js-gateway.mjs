@@ -3,6 +3,7 @@
 // that both can be run side by side on the same requests.
 
 import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 
 import { Gateway } from '../../../../bindings/js/conversation-node.js';
@@ -64,7 +65,13 @@ export async function startJsGateway({ claude, cwd, env, options, http: httpOpti
   function startCli(session, spec) {
     const childEnv = { ...env, ...Object.fromEntries(spec.env) };
     for (const name of spec.env_remove) delete childEnv[name];
-    const child = spawn(claude, spec.args, { cwd, env: childEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    // A tenant's own directories, when the engine gives each tenant its own (`tenantRoot`).
+    for (const dir of spec.tenant ? [spec.tenant.home, spec.tenant.work, spec.tenant.tmp] : []) {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+    }
+    const child = spawn(claude, spec.args, {
+      cwd: spec.cwd ?? cwd, env: childEnv, stdio: ['pipe', 'pipe', 'pipe'],
+    });
     processes.set(session, child);
     let stderr = '';
     child.stdin.on('error', () => {}); // a CLI gone mid-write: its exit says so
