@@ -2,7 +2,8 @@
 //!
 //! Runs the Claude Code CLI over the [`ccwire_core`] engine: the process transport
 //! ([`process`]), the command line it is started with ([`claude`]), the async [`Client`] for Rust
-//! embedders, transcript recording ([`record`]) and the gateway's OS sandbox ([`sandbox`]). Every protocol decision is made by the core;
+//! embedders, transcript recording ([`record`]), the gateway's OS sandbox ([`sandbox`]) and the end of
+//! what its CLIs leave running ([`tree`]). Every protocol decision is made by the core;
 //! this crate does IO only.
 
 pub mod claude;
@@ -11,6 +12,7 @@ pub mod gateway;
 pub mod process;
 pub mod record;
 pub mod sandbox;
+pub mod tree;
 
 pub use claude::{find_cli, ClaudeOptions, CliNotFound, SystemPrompt, Thinking};
 pub use client::{

@@ -1,7 +1,8 @@
 //! Spawning and supervising the CLI process.
 //!
 //! The CLI runs in its own process group so that teardown reaches the commands its tools started
-//! too. Teardown follows PROTOCOL.md §2.7: close stdin (the CLI flushes its session file after
+//! too (those still in the group: the Bash tool starts each command in a session of its own,
+//! whose background jobs only [`crate::tree`]'s sweep or the gateway's sandbox end). Teardown follows PROTOCOL.md §2.7: close stdin (the CLI flushes its session file after
 //! EOF), wait a grace period, SIGTERM the group, wait, SIGKILL. Dropping a [`CliProcess`] that
 //! was not shut down kills the group at once, so no process outlives its owner.
 
@@ -150,7 +151,7 @@ impl CliProcess {
             command.env_remove(key);
         }
         command.envs(set);
-        let mut child = command.spawn().map_err(|source| SpawnError::Io {
+        let mut child = crate::tree::spawn_own(&mut command).map_err(|source| SpawnError::Io {
             path: path.display().to_string(),
             source,
         })?;
@@ -210,6 +211,7 @@ impl CliProcess {
             return Ok(info);
         }
         let info = ExitInfo::from(self.child.wait().await?);
+        crate::tree::disown(self.pid);
         self.exited = Some(info);
         Ok(info)
     }
@@ -275,5 +277,6 @@ fn die_with_parent(_: &mut Command) {}
 impl Drop for CliProcess {
     fn drop(&mut self) {
         self.signal_group(Signal::SIGKILL);
+        crate::tree::disown(self.pid);
     }
 }

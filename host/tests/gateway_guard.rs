@@ -550,6 +550,11 @@ async fn the_cli_and_its_tools_inherit_no_gateway_secret() {
         "the tool's env output: {answer}"
     );
     assert!(answer.contains("ANTHROPIC_BASE_URL="), "{answer}");
+    // The one `CCWIRE_` variable it sees is the mark of its session (no secret).
+    let answer = (answer.lines())
+        .filter(|l| !l.starts_with("CCWIRE_GATEWAY_SESSION="))
+        .collect::<Vec<_>>()
+        .join("\n");
     for secret in ["key-of-tenant", "CCWIRE_", "secret-token", "secret-vault"] {
         assert!(!answer.contains(secret), "a tool saw {secret}: {answer}");
     }
@@ -560,7 +565,7 @@ async fn the_cli_and_its_tools_inherit_no_gateway_secret() {
     assert!(env.iter().any(|v| v == "KEEP_ME=kept-value"), "{env:?}");
     for var in &env {
         assert!(
-            !var.starts_with("CCWIRE_")
+            (!var.starts_with("CCWIRE_") || var.starts_with("CCWIRE_GATEWAY_SESSION="))
                 && !var.starts_with("MY_TOKEN=")
                 && !var.starts_with("VAULT_"),
             "the CLI inherited {var}"

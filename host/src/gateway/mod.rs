@@ -36,6 +36,7 @@ use tokio::sync::{mpsc, Notify};
 use crate::claude::{cli_version, find_cli};
 use crate::process::CliProcess;
 use crate::sandbox::{Sandbox, SandboxMode};
+use crate::tree::{Marks, MARKER_ENV};
 
 pub use ccwire_core::gateway::CODE_TOOLS;
 
@@ -132,6 +133,8 @@ struct App {
     sandbox: Option<Sandbox>,
     /// Why the CLIs run without it, when `auto` found it cannot work.
     no_sandbox: Option<String>,
+    /// What each CLI is marked with, for the sweep of what it leaves running.
+    marks: Marks,
     core: Mutex<Core>,
     /// The tasks that own CLI processes, to wait for at shutdown.
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -221,7 +224,8 @@ impl App {
             }
         }
         let cwd = spec.cwd.as_deref().map(Path::new);
-        let set = spec.env.iter().cloned();
+        let mark = (MARKER_ENV.to_owned(), self.marks.of(session));
+        let set = spec.env.iter().cloned().chain([mark]);
         let (program, args) = match (&self.sandbox, &spec.tenant) {
             (Some(sandbox), Some(dirs)) => {
                 let mut writable = vec![dirs.home.as_str(), dirs.work.as_str(), dirs.tmp.as_str()];
@@ -266,7 +270,7 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// Reads a CLI's stdout into the endpoint until it ends, then reports its exit. Once the
 /// endpoint has closed the session (its stdin closed), its output is no longer read and it has
-/// [`CLOSE_GRACE`] to exit by itself.
+/// [`CLOSE_GRACE`] to exit by itself. Once it has ended, what its tools left running is killed.
 async fn run_cli(
     app: Arc<App>,
     session: SessionId,
@@ -295,6 +299,8 @@ async fn run_cli(
     });
     let stderr = process.stderr().text();
     tracing::info!(session, ?exit, stderr = %stderr.trim_end(), "a Claude Code session ended");
+    let mark = app.marks.of(session);
+    let _ = tokio::task::spawn_blocking(move || crate::tree::sweep_session(&mark)).await;
     app.input(|endpoint, now| {
         endpoint.handle_exit(now, session, exit.code, exit.signal, &stderr);
     });
@@ -496,7 +502,9 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds and starts serving.
+    /// Binds and starts serving, once it has killed what the CLIs of gateways no longer
+    /// running left behind outside the sandbox ([`crate::tree`]: a gateway killed by SIGKILL
+    /// runs no code to do so).
     ///
     /// # Errors
     /// A public address without keys, or a socket that cannot be bound.
@@ -559,6 +567,7 @@ impl Server {
             }
             None => (None, None),
         };
+        let _ = tokio::task::spawn_blocking(crate::tree::sweep_orphans).await;
         let endpoint = Endpoint::new(engine);
         let app = Arc::new(App {
             options,
@@ -570,6 +579,7 @@ impl Server {
             claude,
             sandbox,
             no_sandbox,
+            marks: Marks::new(),
             core: Mutex::new(Core {
                 endpoint,
                 clis: HashMap::new(),
@@ -634,13 +644,16 @@ impl Server {
         self.shutdown().await;
     }
 
-    /// Stops accepting requests, closes every session (stdin closed, grace, then killed) and
-    /// waits for the CLI processes to end.
+    /// Stops accepting requests, closes every session (stdin closed, grace, then killed),
+    /// waits for the CLI processes to end and kills what their tools left running.
     pub async fn shutdown(mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
         close_all(&self.app).await;
+        // Each session's own sweep has run, unless its CLI outlasted the wait for it.
+        let marks = self.app.marks.clone();
+        let _ = tokio::task::spawn_blocking(move || marks.sweep_all()).await;
         let _ = tokio::time::timeout(Duration::from_secs(5), &mut self.task).await;
         self.task.abort();
     }
@@ -666,6 +679,10 @@ async fn close_all(app: &Arc<App>) {
 /// When the server cannot start.
 pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), ServeError> {
     let server = Server::start(addr, options).await?;
+    // Its only children from here on are CLIs: it can be the reaper of their orphans.
+    if let Err(err) = crate::tree::adopt_orphans() {
+        tracing::warn!(%err, "cannot reap the orphans of the CLIs' tools");
+    }
     eprintln!("ccwire serve: listening on http://{}", server.addr());
     if let Err(err) = &server.app.claude {
         eprintln!("ccwire serve: warning: {err}");
