@@ -88,6 +88,25 @@ struct ServeArgs {
     /// POST /admin/drain).
     #[arg(long, default_value_t = 30.0)]
     drain_grace: f64,
+    /// Seconds a client has to send a request's whole head once it began; then a 408 and the
+    /// connection is closed.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    header_timeout: f64,
+    /// Seconds a request's whole body has to arrive once its head did; then a 408.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    body_timeout: f64,
+    /// Seconds a connection may stay open with no request in flight and no byte sent either
+    /// way; then it is closed (streaming responses are never cut).
+    #[arg(long, value_name = "SECS", default_value_t = 75.0)]
+    idle_timeout: f64,
+    /// The most connections open at once; one more gets a 503 (default: half the open-file
+    /// limit, at most 8192).
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// The most connections open at once from one client address (an IPv6 client: its /64);
+    /// one more gets a 503.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_connections_per_ip: usize,
     /// The key POST /admin/drain needs, as `Authorization: Bearer` (also CCWIRE_ADMIN_KEY).
     #[arg(long)]
     admin_key: Option<String>,
@@ -254,6 +273,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         );
     }
     let seconds = |s: f64| (s.max(0.0) * 1000.0) as u64;
+    let duration = |s: f64| std::time::Duration::from_millis(seconds(s));
     let options = GatewayOptions {
         claude: args.claude,
         engine: ccwire_core::gateway::EndpointConfig {
@@ -285,6 +305,14 @@ fn serve(args: ServeArgs) -> ExitCode {
             allow_hosts: args.allow_hosts,
             max_body: args.max_body,
             drain_grace_ms: seconds(args.drain_grace),
+        },
+        conn: ccwire_host::gateway::ConnOptions {
+            header_timeout: duration(args.header_timeout),
+            body_timeout: duration(args.body_timeout),
+            idle_timeout: duration(args.idle_timeout),
+            max_connections: args.max_connections,
+            max_connections_per_ip: args.max_connections_per_ip,
+            ..ccwire_host::gateway::ConnOptions::default()
         },
         cwd: args.cwd,
         state_dir: Some(args.state_dir.unwrap_or_else(default_state_dir)),

@@ -120,6 +120,8 @@ pub enum ApiErrorKind {
     NotFound,
     /// 405: the endpoint exists, not with this method.
     MethodNotAllowed,
+    /// 408: the request did not arrive in time (its head or its body).
+    Timeout,
     /// 413: the body is too large.
     RequestTooLarge,
     /// 415: the body is not `application/json`.
@@ -136,12 +138,13 @@ pub enum ApiErrorKind {
 
 impl ApiErrorKind {
     /// Every kind.
-    pub const ALL: [ApiErrorKind; 11] = [
+    pub const ALL: [ApiErrorKind; 12] = [
         ApiErrorKind::InvalidRequest,
         ApiErrorKind::Authentication,
         ApiErrorKind::Forbidden,
         ApiErrorKind::NotFound,
         ApiErrorKind::MethodNotAllowed,
+        ApiErrorKind::Timeout,
         ApiErrorKind::RequestTooLarge,
         ApiErrorKind::UnsupportedMediaType,
         ApiErrorKind::RateLimit,
@@ -163,6 +166,7 @@ impl ApiErrorKind {
             ApiErrorKind::Forbidden => 403,
             ApiErrorKind::NotFound => 404,
             ApiErrorKind::MethodNotAllowed => 405,
+            ApiErrorKind::Timeout => 408,
             ApiErrorKind::RequestTooLarge => 413,
             ApiErrorKind::UnsupportedMediaType => 415,
             ApiErrorKind::RateLimit => 429,
@@ -180,6 +184,7 @@ impl ApiErrorKind {
             ApiErrorKind::Authentication => "authentication_error",
             ApiErrorKind::Forbidden => "permission_error",
             ApiErrorKind::NotFound => "not_found_error",
+            ApiErrorKind::Timeout => "timeout_error",
             ApiErrorKind::RequestTooLarge => "request_too_large",
             ApiErrorKind::UnsupportedMediaType => "invalid_request_error",
             ApiErrorKind::RateLimit => "rate_limit_error",
@@ -192,6 +197,7 @@ impl ApiErrorKind {
         match self {
             ApiErrorKind::InvalidRequest
             | ApiErrorKind::MethodNotAllowed
+            | ApiErrorKind::Timeout
             | ApiErrorKind::RequestTooLarge
             | ApiErrorKind::UnsupportedMediaType => "invalid_request_error",
             ApiErrorKind::Forbidden => "permission_error",

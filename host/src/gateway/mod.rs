@@ -20,7 +20,6 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
-use axum::serve::ListenerExt;
 use axum::Router;
 use ccwire_core::api::{ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
@@ -38,6 +37,10 @@ use crate::process::CliProcess;
 use crate::sandbox::{Sandbox, SandboxMode};
 use crate::tree::{Marks, MARKER_ENV};
 
+mod conn;
+
+pub use conn::ConnOptions;
+
 pub use ccwire_core::gateway::CODE_TOOLS;
 
 /// How the gateway runs.
@@ -53,6 +56,9 @@ pub struct GatewayOptions {
     /// The HTTP face: API keys, the admin key, allowed origins and hosts, the body limit, the
     /// drain grace.
     pub http: HttpConfig,
+    /// The connections: timeouts for a request's head and body and for idle connections, and
+    /// the caps on open connections.
+    pub conn: ConnOptions,
     /// One working directory for every tenant's CLI (shared by all of them); `None`: each
     /// tenant works in its own directory under the state directory.
     pub cwd: Option<PathBuf>,
@@ -385,7 +391,14 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         Admission::Respond(r) => return response(r.status, r.headers, Body::from(r.body)),
         Admission::Admit { tenant, cors } => (tenant, cors),
     };
-    let body = read_body(body, app.front.max_body()).await;
+    let timeout = app.options.conn.body_timeout;
+    let body = tokio::time::timeout(timeout, read_body(body, app.front.max_body()))
+        .await
+        .unwrap_or_else(|_| {
+            let after_ms = timeout.as_millis() as u64;
+            tracing::debug!(after_ms, "a request's body did not arrive in time");
+            Err(BodyError::TimedOut { after_ms })
+        });
     let id = app.next_request.fetch_add(1, Ordering::Relaxed);
     let (responder, mut parts) = mpsc::unbounded_channel();
     app.core().responders.insert(id, responder);
@@ -498,7 +511,7 @@ pub struct Server {
     addr: SocketAddr,
     app: Arc<App>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 impl Server {
@@ -594,20 +607,7 @@ impl Server {
         tokio::spawn(timers(app.clone()));
         let router = Router::new().fallback(handle).with_state(app.clone());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        // Without TCP_NODELAY a response's last small write can wait for the client's
-        // delayed acknowledgement (tens of milliseconds).
-        let listener = listener.tap_io(|tcp| {
-            if let Err(err) = tcp.set_nodelay(true) {
-                tracing::debug!(%err, "cannot set TCP_NODELAY");
-            }
-        });
-        let task = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = rx.await;
-                })
-                .await
-        });
+        let task = tokio::spawn(conn::serve(listener, router, app.options.conn.clone(), rx));
         tracing::debug!(%addr, "ccwire serve listening");
         Ok(Server {
             addr,

@@ -153,6 +153,11 @@ pub enum BodyError {
     TooLarge,
     /// It could not be read (the reason).
     Unreadable(String),
+    /// It did not arrive whole within the host's body timeout (answered with a 408).
+    TimedOut {
+        /// The timeout.
+        after_ms: u64,
+    },
 }
 
 /// An HTTP request the host sends for the gateway: `POST` the client's body to `url` with
@@ -499,6 +504,18 @@ impl HttpFront {
             Err(BodyError::Unreadable(reason)) => {
                 let error = ApiError::new(ApiErrorKind::InvalidRequest, reason);
                 endpoint.respond_error(request, api, &[], &error);
+                return Routed::Endpoint;
+            }
+            Err(BodyError::TimedOut { after_ms }) => {
+                let message = format!(
+                    "the request body did not arrive within {} s",
+                    after_ms.div_ceil(1000)
+                );
+                let error = ApiError::new(ApiErrorKind::Timeout, message);
+                // The rest of the body may still come: the connection cannot carry another
+                // request.
+                let close = [("connection".to_owned(), "close".to_owned())];
+                endpoint.respond_error(request, api, &close, &error);
                 return Routed::Endpoint;
             }
         };
