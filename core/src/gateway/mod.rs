@@ -11,7 +11,7 @@
 mod endpoint;
 mod metrics;
 
-pub use endpoint::{parse_request, tenant_id, TenantDirs};
+pub use endpoint::{parse_request, prepare_request, tenant_id, PreparedRequest, TenantDirs};
 pub use endpoint::{
     Admission, BodyError, CliSpec, Endpoint, EndpointConfig, EndpointOutput, EndpointTimeout,
     FrontError, HttpConfig, HttpFront, HttpHead, HttpResponse, Outbound, Prepared, RequestId,
@@ -434,14 +434,39 @@ impl Gateway {
         response_id: &str,
         now: Timestamp,
     ) -> Result<Route, ApiError> {
+        let scope = request_scope(tenant, request);
+        self.route_prepared(tenant, request, &scope, None, response_id, now)
+    }
+
+    /// [`route_request`](Self::route_request) with the request's `scope`
+    /// ([`request_scope`]) and, unless it continues a stored response, its `hashes` (the
+    /// history's and the hasher over all its messages) computed ahead.
+    ///
+    /// # Errors
+    /// Those of [`route_request`](Self::route_request).
+    pub(crate) fn route_prepared(
+        &mut self,
+        tenant: &str,
+        request: &mut ApiRequest,
+        scope: &str,
+        hashes: Option<(String, HistoryHasher)>,
+        response_id: &str,
+        now: Timestamp,
+    ) -> Result<Route, ApiError> {
         let store = (request.api == Api::Responses && request.store).then(|| PendingStore {
             tenant: tenant.to_owned(),
             response_id: response_id.to_owned(),
             previous: request.previous_response_id.clone(),
             input: request.conversation.messages.clone(),
         });
+        // The stored history goes first: the hashes are of the whole conversation.
+        let hashes = match request.previous_response_id {
+            Some(_) => None,
+            None => hashes,
+        };
         self.resolve_previous(tenant, request, now)?;
-        let route = self.route(&request_scope(tenant, request), &request.conversation, now)?;
+        let hashes = hashes.unwrap_or_else(|| history_hashes(scope, &request.conversation));
+        let route = self.route_hashed(&request.conversation, hashes, now)?;
         let session = match &route {
             Route::Continue { session, .. } | Route::Start { session, .. } => *session,
         };
@@ -463,14 +488,19 @@ impl Gateway {
         conversation: &Conversation,
         now: Timestamp,
     ) -> Result<Route, ApiError> {
+        self.route_hashed(conversation, history_hashes(scope, conversation), now)
+    }
+
+    /// [`route`](Self::route) with the conversation's [`history_hashes`] computed ahead.
+    fn route_hashed(
+        &mut self,
+        conversation: &Conversation,
+        (hash, hasher): (String, HistoryHasher),
+        now: Timestamp,
+    ) -> Result<Route, ApiError> {
         let n = conversation.history_len();
         let new = &conversation.messages[n..];
         let given = tool_results(new);
-        // The history's hash finds the session; the whole request's is kept for the response.
-        let mut hasher = HistoryHasher::new(scope);
-        hasher.extend(&conversation.messages[..n]);
-        let hash = hasher.finish();
-        hasher.extend(new);
         if n == 0 {
             if let Some((id, _)) = given.first() {
                 return Err(ApiError::invalid(
@@ -844,6 +874,18 @@ pub fn request_scope(tenant: &str, request: &ApiRequest) -> String {
         Gateway::scope(tenant, &request.conversation, &request.model),
         cli_settings_args(request).join(" ")
     )
+}
+
+/// A conversation's hashes in `scope`: its history's (the messages up to its last assistant
+/// message), which finds the session it continues, and the hasher over all its messages, which
+/// the response's message completes.
+pub fn history_hashes(scope: &str, conversation: &Conversation) -> (String, HistoryHasher) {
+    let n = conversation.history_len();
+    let mut hasher = HistoryHasher::new(scope);
+    hasher.extend(&conversation.messages[..n]);
+    let hash = hasher.finish();
+    hasher.extend(&conversation.messages[n..]);
+    (hash, hasher)
 }
 
 /// The names the model sees for a request's client tools (`mcp__<server>__<name>`), each with

@@ -411,12 +411,13 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let parsed = match &body {
         Ok(bytes) if bytes.len() > PARSE_INLINE => {
             let (app, path, bytes) = (app.clone(), head.path.to_owned(), bytes.clone());
-            tokio::task::spawn_blocking(move || app.front.parse_body(&path, &bytes))
+            let tenant = tenant.clone();
+            tokio::task::spawn_blocking(move || app.front.parse_body(&path, &tenant, &bytes))
                 .await
                 .ok()
                 .flatten()
         }
-        Ok(bytes) => app.front.parse_body(head.path, bytes),
+        Ok(bytes) => app.front.parse_body(head.path, &tenant, bytes),
         Err(_) => None,
     };
     let bytes = body.as_ref().map(|b| &b[..]).map_err(Clone::clone);

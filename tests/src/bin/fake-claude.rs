@@ -1,5 +1,6 @@
 //! A light stand-in for the `claude` CLI in stream-json mode, for load tests: it answers
-//! `initialize`, answers every prompt at once with partial messages (echoing it), and for a
+//! `initialize`, answers every prompt at once with partial messages (echoing it; a prompt over
+//! 4 KiB is echoed as its start and its length, as a model's answer is short), and for a
 //! prompt `lookup: KEY` calls the client's `lookup` tool through the `client` MCP server first
 //! (a held call), answering once the result comes; a prompt `slow: MS …` is answered after MS
 //! milliseconds unless an interrupt comes first. Its argv is ignored. It exits when its
@@ -116,7 +117,7 @@ impl Fake {
                     let at = Instant::now() + Duration::from_millis(ms);
                     self.slow = Some((at, format!("echo: {text}")));
                 } else {
-                    let answer = format!("echo: {text}");
+                    let answer = echo(&text);
                     self.message(
                         json!({"type": "text", "text": answer}),
                         "end_turn",
@@ -210,6 +211,19 @@ impl Fake {
                "stop_reason": "end_turn", "num_turns": 1, "session_id": "fake",
                "usage": {"input_tokens": 10, "output_tokens": 5}})
     }
+}
+
+/// The answer to a prompt: the prompt itself, or its start and length when it is long.
+fn echo(text: &str) -> String {
+    const LONG: usize = 4096;
+    if text.len() <= LONG {
+        return format!("echo: {text}");
+    }
+    let mut end = 64;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("echo: {}… ({} bytes)", &text[..end], text.len())
 }
 
 fn text_of(content: &Value) -> String {

@@ -26,9 +26,9 @@
 
 use serde_json::{json, Value};
 
-use super::{Endpoint, RequestId};
+use super::{Endpoint, PreparedRequest, RequestId};
 use crate::api::guard::{self, ApiKeys, BrowserHeaders, BrowserPolicy, InvalidAllowance};
-use crate::api::{anthropic, Api, ApiError, ApiErrorKind, ApiRequest};
+use crate::api::{anthropic, Api, ApiError, ApiErrorKind};
 use crate::gateway::CODE_TOOLS;
 use crate::Timestamp;
 
@@ -257,18 +257,18 @@ fn api_of(path: &str) -> Option<Api> {
 }
 
 /// A request's body as [`HttpFront::handle`] takes it: as read, or with an API request
-/// already parsed by [`HttpFront::prepare`].
+/// already read and prepared by [`HttpFront::prepare`].
 #[derive(Debug)]
 pub struct Prepared<'a> {
     body: Result<&'a [u8], BodyError>,
-    parsed: Option<Result<ApiRequest, ApiError>>,
+    parsed: Option<Result<PreparedRequest, ApiError>>,
 }
 
 impl<'a> Prepared<'a> {
-    /// A body with its request as [`HttpFront::parse_body`] read it.
+    /// A body with its request as [`HttpFront::parse_body`] read and prepared it.
     pub fn new(
         body: Result<&'a [u8], BodyError>,
-        parsed: Option<Result<ApiRequest, ApiError>>,
+        parsed: Option<Result<PreparedRequest, ApiError>>,
     ) -> Prepared<'a> {
         Prepared { body, parsed }
     }
@@ -453,26 +453,34 @@ impl HttpFront {
             .authenticate(head.header("x-api-key"), head.header("authorization"))
     }
 
-    /// Reads the body of an [admitted](Self::admit) request of one of the three APIs (the work
-    /// linear in its size, which needs no endpoint): a host that shares the endpoint between
-    /// threads calls this before taking its lock and passes the result to
-    /// [`handle`](Self::handle), so one large request does not hold up the others.
+    /// Reads and prepares the body of an [admitted](Self::admit) request of one of the three
+    /// APIs for its `tenant` (the work linear in its size, which needs no endpoint: see
+    /// [`PreparedRequest`]): a host that shares the endpoint between threads calls this before
+    /// taking its lock and passes the result to [`handle`](Self::handle), so one large request
+    /// does not hold up the others.
     pub fn prepare<'a>(
         &self,
         head: &HttpHead<'_>,
+        tenant: &str,
         body: Result<&'a [u8], BodyError>,
     ) -> Prepared<'a> {
         let parsed = body
             .as_ref()
             .ok()
-            .and_then(|b| self.parse_body(head.path, b));
+            .and_then(|b| self.parse_body(head.path, tenant, b));
         Prepared::new(body, parsed)
     }
 
     /// The part of [`prepare`](Self::prepare) that reads the body, for a host that runs it on
-    /// another thread (it needs only the path): the request of an API path, `None` for others.
-    pub fn parse_body(&self, path: &str, body: &[u8]) -> Option<Result<ApiRequest, ApiError>> {
-        api_of(path).map(|api| super::parse_request(api, body))
+    /// another thread (it needs only the path and the tenant): the prepared request of an API
+    /// path, `None` for others.
+    pub fn parse_body(
+        &self,
+        path: &str,
+        tenant: &str,
+        body: &[u8],
+    ) -> Option<Result<PreparedRequest, ApiError>> {
+        api_of(path).map(|api| super::prepare_request(api, tenant, body))
     }
 
     /// Handles an [admitted](Self::admit) request with its body (read, or
@@ -520,8 +528,8 @@ impl HttpFront {
             }
         };
         if let Some(api) = api_of(head.path) {
-            let parsed = parsed.unwrap_or_else(|| super::parse_request(api, body));
-            endpoint.handle_parsed(now, request, api, tenant, parsed);
+            let parsed = parsed.unwrap_or_else(|| super::prepare_request(api, tenant, body));
+            endpoint.handle_prepared(now, request, api, tenant, parsed);
             return Routed::Endpoint;
         }
         match head.path {

@@ -7,12 +7,14 @@ use serde_json::{json, Value};
 mod approvals;
 mod http;
 mod pool;
+mod prepared;
 mod types;
 
 pub use http::{
     Admission, BodyError, FrontError, HttpConfig, HttpFront, HttpHead, HttpResponse, Outbound,
     Prepared, Routed,
 };
+pub use prepared::{prepare_request, PreparedRequest};
 pub use types::{
     tenant_id, CliSpec, EndpointConfig, EndpointOutput, EndpointTimeout, RouteKey, TenantDirs,
 };
@@ -22,8 +24,7 @@ use pool::Warm;
 
 use super::metrics::{Gauges, Metrics};
 use super::{
-    check_request, client_tool_names, prompt_content, CallAction, Gateway, IndexChange, Route,
-    SessionId, SessionKind,
+    check_request, prompt_content, CallAction, Gateway, IndexChange, Route, SessionId, SessionKind,
 };
 use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
@@ -218,7 +219,7 @@ struct Queued {
     request: RequestId,
     api: Api,
     tenant: String,
-    parsed: ApiRequest,
+    parsed: PreparedRequest,
     deadline: Timestamp,
 }
 
@@ -436,8 +437,7 @@ impl Endpoint {
     }
 
     /// [`handle_request`](Self::handle_request) with its body already read by
-    /// [`parse_request`] — which takes time linear in the body and needs no endpoint, so a
-    /// host that shares the endpoint between threads runs it first, outside its lock.
+    /// [`parse_request`].
     pub fn handle_parsed(
         &mut self,
         now: Timestamp,
@@ -445,6 +445,21 @@ impl Endpoint {
         api: Api,
         tenant: &str,
         parsed: Result<ApiRequest, ApiError>,
+    ) {
+        let prepared = parsed.map(|r| PreparedRequest::new(tenant, r));
+        self.handle_prepared(now, request, api, tenant, prepared);
+    }
+
+    /// [`handle_request`](Self::handle_request) with its body already read and prepared by
+    /// [`prepare_request`] — which takes time linear in the body and needs no endpoint, so a
+    /// host that shares the endpoint between threads runs it first, outside its lock.
+    pub fn handle_prepared(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        api: Api,
+        tenant: &str,
+        parsed: Result<PreparedRequest, ApiError>,
     ) {
         self.now = now;
         self.arrivals.insert(
@@ -535,8 +550,16 @@ impl Endpoint {
         request: RequestId,
         api: Api,
         tenant: &str,
-        mut parsed: ApiRequest,
+        prepared: PreparedRequest,
     ) {
+        let PreparedRequest {
+            request: mut parsed,
+            scope,
+            hashes,
+            client_tools,
+            tools,
+            tools_digest,
+        } = prepared;
         let mut headers = Vec::new();
         if !parsed.ignored.is_empty() {
             headers.push((
@@ -546,9 +569,11 @@ impl Endpoint {
         }
         let response_id = (api == Api::Responses).then(|| self.response_id());
         let previous_response_id = parsed.previous_response_id.clone();
-        let route = self.registry.route_request(
+        let route = self.registry.route_prepared(
             tenant,
             &mut parsed,
+            &scope,
+            hashes,
             response_id.as_deref().unwrap_or_default(),
             now,
         );
@@ -588,7 +613,7 @@ impl Endpoint {
             id: response_id,
             created: (self.config.unix_epoch_ms.saturating_add(now)) / 1000,
             include_usage: parsed.include_usage,
-            client_tools: client_tool_names(&parsed.conversation, CLIENT_SERVER),
+            client_tools,
             client_tool_prefix: None,
             previous_response_id,
             store: parsed.store,
@@ -635,12 +660,14 @@ impl Endpoint {
                 if let Some(old) = replaces {
                     self.close(now, old);
                 }
-                let (spec, servers) = self.cli_for(&parsed, tenant);
+                let (spec, servers) = self.cli_for(&parsed, tools, tenant);
+                // The pool starts more CLIs of these settings; without one they serve this
+                // CLI alone (a request's tools are not copied).
+                let settings = (self.config.pool > 0).then(|| (spec.clone(), servers.clone()));
                 let signature = format!(
-                    "{}\n{:?}\n{}",
+                    "{}\n{:?}\n{tools_digest}",
                     spec.args.join("\u{0}"),
                     spec.tenant,
-                    serde_json::to_string(&servers).expect("servers serialize")
                 );
                 let prompt = UserMessage::blocks(prompt_content(&prompt));
                 let warm = self.take_warm(&signature);
@@ -681,7 +708,7 @@ impl Endpoint {
                             .retry_after(1);
                             return self.respond_error(request, api, &headers, &error);
                         }
-                        self.spawn(now, session, spec.clone(), servers.clone(), Some(prompt));
+                        self.spawn(now, session, spec, servers, Some(prompt));
                         session
                     }
                 };
@@ -692,7 +719,9 @@ impl Endpoint {
                 let flight = InFlight::new(session, tenant, api, parsed.stream, encoder, headers);
                 self.requests.insert(request, flight);
                 self.drain_session(now, session);
-                self.refill(now, &signature, &spec, &servers, warm.is_some());
+                if let Some((spec, servers)) = settings {
+                    self.refill(now, &signature, &spec, &servers, warm.is_some());
+                }
             }
         }
     }

@@ -23,19 +23,16 @@ impl Endpoint {
     /// How to start the CLI of a new conversation of `request` for `tenant`: the command line,
     /// environment and directories, and the MCP server of the client's tools. Equal for
     /// requests a warm CLI can serve.
-    pub(super) fn cli_for(&self, request: &ApiRequest, tenant: &str) -> (CliSpec, Vec<McpServer>) {
+    pub(super) fn cli_for(
+        &self,
+        request: &ApiRequest,
+        tools: Vec<McpTool>,
+        tenant: &str,
+    ) -> (CliSpec, Vec<McpServer>) {
         let enabled = &self.config.enabled_tools;
-        let external: Vec<McpTool> = request
-            .conversation
-            .tools
-            .iter()
+        let external: Vec<McpTool> = tools
+            .into_iter()
             .filter(|t| !enabled.contains(&t.name))
-            .map(|t| {
-                let mut tool = McpTool::new(&t.name, &t.description, t.input_schema.clone());
-                // Lets the CLI ask for every call of one message at once (HOLD.md §4).
-                tool.annotations = Some(json!({"readOnlyHint": true}));
-                tool
-            })
             .collect();
         let mut args: Vec<String> = crate::wire::STREAM_JSON_ARGS
             .into_iter()

@@ -1,0 +1,101 @@
+//! [`PreparedRequest`]: the work on a request that is linear in its size and needs no
+//! endpoint state, done before the endpoint takes it.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use super::CLIENT_SERVER;
+use crate::api::{Api, ApiError, ApiRequest};
+use crate::conversation::HistoryHasher;
+use crate::gateway::{client_tool_names, history_hashes, request_scope};
+use crate::mcp::McpTool;
+
+/// A request of one of the three APIs, read, checked, and made ready to route: its history's
+/// hashes, its client tools as MCP tools. Building one takes time linear in the request and
+/// needs only the request and its tenant, so a host that shares the [`Endpoint`](super::Endpoint)
+/// between threads builds it first ([`prepare_request`],
+/// [`HttpFront::parse_body`](super::HttpFront::parse_body)), outside its lock, and
+/// [`handle_prepared`](super::Endpoint::handle_prepared) has only the conversation's state to
+/// look up.
+#[derive(Debug)]
+pub struct PreparedRequest {
+    /// The request; its tools are in `tools`.
+    pub(super) request: ApiRequest,
+    /// The scope its history is hashed in (the stored history a `previous_response_id` puts
+    /// in front does not change it).
+    pub(super) scope: String,
+    /// The hash of its history and the hasher over all its messages; `None` when it continues
+    /// a stored response, whose history goes first.
+    pub(super) hashes: Option<(String, HistoryHasher)>,
+    /// The names the model sees for its client tools, with the client's own.
+    pub(super) client_tools: HashMap<String, String>,
+    /// Its tools as the client MCP server offers them (enabled built-ins included: they are
+    /// left out when its CLI starts).
+    pub(super) tools: Vec<McpTool>,
+    /// SHA-256 (hex) of the tools' JSON: the part of a CLI's settings they make.
+    pub(super) tools_digest: String,
+}
+
+impl PreparedRequest {
+    /// Prepares a read and checked request of `tenant`.
+    pub fn new(tenant: &str, mut request: ApiRequest) -> PreparedRequest {
+        let scope = request_scope(tenant, &request);
+        let hashes = (request.previous_response_id.is_none())
+            .then(|| history_hashes(&scope, &request.conversation));
+        let client_tools = client_tool_names(&request.conversation, CLIENT_SERVER);
+        let tools: Vec<McpTool> = std::mem::take(&mut request.conversation.tools)
+            .into_iter()
+            .map(|t| {
+                let mut tool = McpTool::new(t.name, t.description, t.input_schema);
+                // Lets the CLI ask for every call of one message at once (HOLD.md §4).
+                tool.annotations = Some(json!({"readOnlyHint": true}));
+                tool
+            })
+            .collect();
+        let tools_digest = {
+            use sha2::Digest;
+            let mut sha = sha2::Sha256::new();
+            serde_json::to_writer(ShaWriter(&mut sha), &tools).expect("tools serialize");
+            crate::conversation::hex(&sha.finalize())
+        };
+        PreparedRequest {
+            request,
+            scope,
+            hashes,
+            client_tools,
+            tools,
+            tools_digest,
+        }
+    }
+
+    /// The request (its `tools` moved out, to the MCP tools its CLI will offer).
+    pub fn request(&self) -> &ApiRequest {
+        &self.request
+    }
+}
+
+/// Reads a request of one of the three APIs, checks that the gateway can serve it
+/// ([`parse_request`](super::parse_request)) and prepares it for `tenant`: what
+/// [`Endpoint::handle_prepared`](super::Endpoint::handle_prepared) takes. Linear in the
+/// body's size.
+///
+/// # Errors
+/// Those of [`parse_request`](super::parse_request).
+pub fn prepare_request(api: Api, tenant: &str, body: &[u8]) -> Result<PreparedRequest, ApiError> {
+    super::parse_request(api, body).map(|r| PreparedRequest::new(tenant, r))
+}
+
+/// Feeds what is written into a hash.
+struct ShaWriter<'a>(&'a mut sha2::Sha256);
+
+impl std::io::Write for ShaWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(self.0, bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
