@@ -439,10 +439,23 @@ fn a_key_sees_its_own_metrics_and_health_says_only_its_status_without_one() {
     };
     let a = text(get(&mut e, "/metrics", &[("x-api-key", "a")], ""));
     assert!(a.contains(&format!("{series} 2\n")), "{a}");
-    assert!(!a.contains("ccwire_cli_spawns_total"), "no gateway-wide series: {a}");
-    let b = text(get(&mut e, "/metrics", &[("authorization", "Bearer b")], ""));
+    assert!(
+        !a.contains("ccwire_cli_spawns_total"),
+        "no gateway-wide series: {a}"
+    );
+    let b = text(get(
+        &mut e,
+        "/metrics",
+        &[("authorization", "Bearer b")],
+        "",
+    ));
     assert!(b.contains(&format!("{series} 1\n")), "{b}");
-    let all = text(get(&mut e, "/metrics", &[("authorization", "Bearer admin")], ""));
+    let all = text(get(
+        &mut e,
+        "/metrics",
+        &[("authorization", "Bearer admin")],
+        "",
+    ));
     assert!(all.contains(&format!("{series} 3\n")), "{all}");
     assert!(all.contains("ccwire_cli_spawns_total"));
     assert_eq!(get(&mut e, "/metrics", &[], "").0, 401);
@@ -450,7 +463,10 @@ fn a_key_sees_its_own_metrics_and_health_says_only_its_status_without_one() {
 
     // Health: the status alone without a key, the details with one.
     let json = |answer: (u16, Vec<(String, String)>, Vec<u8>)| {
-        (answer.0, serde_json::from_slice::<Value>(&answer.2).unwrap())
+        (
+            answer.0,
+            serde_json::from_slice::<Value>(&answer.2).unwrap(),
+        )
     };
     let (status, bare) = json(get(&mut e, "/health", &[], ""));
     assert_eq!((status, bare), (200, json!({"status": "ok"})));

@@ -41,7 +41,12 @@ pub struct RunArgs {
     /// The settings files the CLI loads, comma-separated (`user`, `project`, `local`), with
     /// their hooks, skills and plugins: by default the working directory's local settings only,
     /// where "a" (always) saves its rules; `""` for none.
-    #[arg(long, value_delimiter = ',', value_name = "LIST", default_value = "local")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "LIST",
+        default_value = "local"
+    )]
     setting_sources: Vec<String>,
 }
 

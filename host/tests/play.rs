@@ -444,7 +444,16 @@ async fn clis_die_with_a_gateway_killed_by_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     let claude = player(dir.path(), "e_partial_messages", &["--fault", "stall@8"]);
     let mut gateway = tokio::process::Command::new(env!("CARGO_BIN_EXE_ccwire"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--claude"])
+        // The player is a script that runs ccwire from the build tree: outside the sandbox,
+        // which shows a CLI nothing but its own executable.
+        .args([
+            "serve",
+            "--sandbox",
+            "off",
+            "--listen",
+            "127.0.0.1:0",
+            "--claude",
+        ])
         .arg(&claude)
         .env("HOME", dir.path())
         .env_remove("CCWIRE_API_KEYS")

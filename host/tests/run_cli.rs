@@ -425,7 +425,12 @@ async fn record_keeps_every_line_and_replays_it_as_the_live_session_read_it() {
         "--",
     ];
     let out = ccwire(&home, &server, &args, b"");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let live = ccwire_core::replay(&out.stdout);
     let recorded = std::fs::read(&transcript).unwrap();
     assert!(recorded.len() < 10_000, "the long line is not kept whole");
@@ -434,9 +439,15 @@ async fn record_keeps_every_line_and_replays_it_as_the_live_session_read_it() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines[1]["text"], "not json at all");
-    assert!(lines[2]["base64"].is_string(), "{}", lines[2]);
-    assert_eq!(lines[3]["too_long"], 34_000_000);
+    let out_lines: Vec<&Value> = lines.iter().filter(|l| l["dir"] == "out").collect();
+    assert_eq!(out_lines.len(), 4, "{lines:?}");
+    assert_eq!(out_lines[0]["msg"]["subtype"], "init");
+    assert_eq!(out_lines[1]["text"], "not json at all");
+    assert_eq!(
+        out_lines[2]["base64"], "YmFkIP/+IGJ5dGVz",
+        "the bytes as they were"
+    );
+    assert_eq!(out_lines[3]["too_long"], 34_000_000);
     let replayed = ccwire_core::replay(&recorded);
     let errors = |chunks: &[ccwire_core::Chunk]| -> Vec<Value> {
         chunks

@@ -1523,7 +1523,10 @@ mod tests {
             })
         };
         let (a, b) = (endpoint([1; 32]), endpoint([2; 32]));
-        assert_eq!(a.secret_id("resp_", 1), endpoint([1; 32]).secret_id("resp_", 1));
+        assert_eq!(
+            a.secret_id("resp_", 1),
+            endpoint([1; 32]).secret_id("resp_", 1)
+        );
         assert_ne!(a.secret_id("resp_", 1), b.secret_id("resp_", 1));
         assert_ne!(a.secret_id("resp_", 1), a.secret_id("resp_", 2));
         assert_ne!(a.secret_id("resp_", 1)[5..], a.secret_id("appr_", 1)[5..]);
