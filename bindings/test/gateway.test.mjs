@@ -240,7 +240,10 @@ test("the HTTP face: refusals from the head alone, then every route through the 
   const tooLarge = gw.handleHttp(1, head, "k", { error: "too_large" }, 0);
   assert.deepEqual(tooLarge.routed, { type: "endpoint" });
   assert.equal(whole(tooLarge.outputs, 1).status, 413);
-  const health = gw.handleHttp(2, { method: "GET", path: "/health", headers: {} }, "", "", 0);
+  // Health: the status alone without a key, the details with one.
+  const bare = gw.handleHttp(20, { method: "GET", path: "/health", headers: {} }, "", "", 0);
+  assert.deepEqual(JSON.parse(whole(bare.outputs, 20).body), { status: "ok" });
+  const health = gw.handleHttp(2, { method: "GET", path: "/health", headers: key }, "", "", 0);
   assert.deepEqual(JSON.parse(whole(health.outputs, 2).body).cli, { found: true });
   const count = gw.handleHttp(3, { method: "POST", path: "/v1/messages/count_tokens", headers: key }, "k",
     JSON.stringify({ model: "sonnet", messages: [{ role: "user", content: "hi there" }] }), 0);

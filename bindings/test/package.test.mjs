@@ -56,7 +56,7 @@ test("the packed tarball installs and replays a transcript", () => {
 import { replayTranscript } from "ccwire";
 import { encodeTranscript, Gateway, historyHash } from "ccwire/conversation";
 import { claudeArgs } from "ccwire/node";
-if (claudeArgs({ model: "m" }).join(" ") !== "--output-format stream-json --verbose --input-format stream-json --model m") throw new Error("no ccwire/node");
+if (claudeArgs({ model: "m" }).join(" ") !== "--output-format stream-json --verbose --input-format stream-json --model m --setting-sources=") throw new Error("no ccwire/node");
 const body = { model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "yo" }, { role: "user", content: "and?" }] };
 if (!/^[0-9a-f]{64}$/.test(historyHash(body, { api: "anthropic" }))) throw new Error("no hash");
 if (new Gateway().handleRequest(1, { api: "anthropic" }, body, 0)[0]?.type !== "spawn") throw new Error("no spawn");

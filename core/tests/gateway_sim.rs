@@ -1010,6 +1010,7 @@ fn many_conversations_give_the_same_outputs_every_time() {
 fn scenario() {
     let mut sim = Sim::new(EndpointConfig {
         seed: 42,
+        id_key: EndpointConfig::id_key_from_seed(42),
         unix_epoch_ms: 1_800_000_000_000,
         ..EndpointConfig::default()
     });
