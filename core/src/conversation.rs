@@ -134,8 +134,24 @@ impl Conversation {
     pub fn tool_signature(&self) -> String {
         let mut tools: Vec<&ToolSpec> = self.tools.iter().collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
-        let json = serde_json::to_vec(&tools).expect("tools serialize");
-        hex(&Sha256::digest(json))
+        let mut sha = Sha256::new();
+        serde_json::to_writer(ShaWriter(&mut sha), &tools).expect("tools serialize");
+        hex(&sha.finalize())
+    }
+}
+
+/// Hashes what is written into it (a large value is hashed as it is serialized, never held
+/// whole).
+pub(crate) struct ShaWriter<'a>(pub(crate) &'a mut Sha256);
+
+impl std::io::Write for ShaWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(self.0, bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

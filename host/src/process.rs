@@ -274,6 +274,22 @@ fn die_with_parent(command: &mut Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_: &mut Command) {}
 
+/// Lowers the calling thread's CPU priority (nice 10), for work that must not slow the
+/// threads serving live traffic (Linux, where the nice value is a thread's own; elsewhere
+/// nothing changes).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+pub(crate) fn lower_thread_priority() {
+    // SAFETY: setpriority only reads its integer arguments; `who = 0` is the calling thread.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
+}
+
+/// Lowers the calling thread's CPU priority (nothing to do on this system).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn lower_thread_priority() {}
+
 impl Drop for CliProcess {
     fn drop(&mut self) {
         self.signal_group(Signal::SIGKILL);

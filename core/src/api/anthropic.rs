@@ -393,7 +393,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
         Some(_) => return Err(ApiError::invalid("tools", "tools: must be an array")),
     };
     let mut specs = ToolSpecs::default();
-    for (i, tool) in items.into_iter().enumerate() {
+    for (i, mut tool) in items.into_iter().enumerate() {
         let at = At::Dot(&TOOLS, i);
         if tool
             .get("type")
@@ -408,6 +408,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
                 ),
             ));
         }
+        let schema = tool.get_mut("input_schema").map(Value::take);
         push_tool_spec(
             &mut specs,
             ToolFields {
@@ -417,7 +418,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
                 schema_required: true,
                 name: tool.get("name").and_then(Value::as_str),
                 description: tool.get("description").and_then(Value::as_str),
-                schema: tool.get("input_schema"),
+                schema,
             },
         )?;
     }

@@ -462,7 +462,8 @@ pub(crate) struct ToolFields<'a> {
     pub schema_required: bool,
     pub name: Option<&'a str>,
     pub description: Option<&'a str>,
-    pub schema: Option<&'a Value>,
+    /// The schema, taken out of the request (not copied).
+    pub schema: Option<Value>,
 }
 
 /// A request's tool definitions as they are read, with their names for the uniqueness check
@@ -497,7 +498,7 @@ pub(crate) fn push_tool_spec(specs: &mut ToolSpecs, tool: ToolFields<'_>) -> Res
         ));
     }
     let input_schema = match tool.schema {
-        Some(schema @ Value::Object(_)) => schema.clone(),
+        Some(schema @ Value::Object(_)) => schema,
         None | Some(Value::Null) if !tool.schema_required => {
             json!({"type": "object", "properties": {}})
         }

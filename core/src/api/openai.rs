@@ -321,7 +321,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
         Some(_) => return Err(ApiError::invalid("tools", "tools: must be an array")),
     };
     let mut specs = ToolSpecs::default();
-    for (i, tool) in items.iter().enumerate() {
+    for (i, mut tool) in items.into_iter().enumerate() {
         let at = At::Bracket(&TOOLS, i);
         if tool.get("type").and_then(Value::as_str) != Some("function") {
             return Err(ApiError::invalid(
@@ -329,6 +329,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
                 format!("{at}.type: only \"function\" tools are supported"),
             ));
         }
+        let schema = tool.pointer_mut("/function/parameters").map(Value::take);
         push_tool_spec(
             &mut specs,
             ToolFields {
@@ -340,7 +341,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
                 description: tool
                     .pointer("/function/description")
                     .and_then(Value::as_str),
-                schema: tool.pointer("/function/parameters"),
+                schema,
             },
         )?;
     }

@@ -426,7 +426,7 @@ fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec
         Some(_) => return Err(ApiError::invalid("tools", "tools: must be an array")),
     };
     let mut specs = ToolSpecs::default();
-    for (i, tool) in items.iter().enumerate() {
+    for (i, mut tool) in items.into_iter().enumerate() {
         let at = At::Bracket(&TOOLS, i);
         match tool.get("type").and_then(Value::as_str) {
             Some("function") => {}
@@ -436,6 +436,7 @@ fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec
             }
             None => return Err(ApiError::invalid(&at, format!("{at}.type: field required"))),
         }
+        let schema = tool.get_mut("parameters").map(Value::take);
         push_tool_spec(
             &mut specs,
             ToolFields {
@@ -445,7 +446,7 @@ fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec
                 schema_required: false,
                 name: tool.get("name").and_then(Value::as_str),
                 description: tool.get("description").and_then(Value::as_str),
-                schema: tool.get("parameters"),
+                schema,
             },
         )?;
     }

@@ -11,7 +11,7 @@
 mod endpoint;
 mod metrics;
 
-pub use endpoint::{parse_request, prepare_request, tenant_id, PreparedRequest, TenantDirs};
+pub use endpoint::{parse_request, prepare_request, tenant_id, Ended, PreparedRequest, TenantDirs};
 pub use endpoint::{
     Admission, BodyError, CliSpec, Endpoint, EndpointConfig, EndpointOutput, EndpointTimeout,
     FrontError, HttpConfig, HttpFront, HttpHead, HttpResponse, Outbound, Prepared, RequestId,
@@ -29,6 +29,16 @@ use crate::conversation::{
 };
 use crate::mcp::McpCallResult;
 use crate::Timestamp;
+
+/// What a request's routing needs that was computed ahead, off the endpoint: the request's
+/// `scope` ([`request_scope`]), unless it continues a stored response its `hashes` (the
+/// history's and the hasher over all its messages), and whether the prompt a new session
+/// starts with is made already (`prompt_ready`: a `Start` route's prompt is left empty).
+pub(crate) struct Ahead<'a> {
+    pub(crate) scope: &'a str,
+    pub(crate) hashes: Option<(String, HistoryHasher)>,
+    pub(crate) prompt_ready: bool,
+}
 
 /// A live session's id, given by the gateway.
 pub type SessionId = u64;
@@ -435,12 +445,16 @@ impl Gateway {
         now: Timestamp,
     ) -> Result<Route, ApiError> {
         let scope = request_scope(tenant, request);
-        self.route_prepared(tenant, request, &scope, None, response_id, now)
+        let ahead = Ahead {
+            scope: &scope,
+            hashes: None,
+            prompt_ready: false,
+        };
+        self.route_prepared(tenant, request, ahead, response_id, now)
     }
 
-    /// [`route_request`](Self::route_request) with the request's `scope`
-    /// ([`request_scope`]) and, unless it continues a stored response, its `hashes` (the
-    /// history's and the hasher over all its messages) computed ahead.
+    /// [`route_request`](Self::route_request) with what was computed ahead of it
+    /// ([`Ahead`]).
     ///
     /// # Errors
     /// Those of [`route_request`](Self::route_request).
@@ -448,8 +462,7 @@ impl Gateway {
         &mut self,
         tenant: &str,
         request: &mut ApiRequest,
-        scope: &str,
-        hashes: Option<(String, HistoryHasher)>,
+        ahead: Ahead<'_>,
         response_id: &str,
         now: Timestamp,
     ) -> Result<Route, ApiError> {
@@ -460,13 +473,18 @@ impl Gateway {
             input: request.conversation.messages.clone(),
         });
         // The stored history goes first: the hashes are of the whole conversation.
-        let hashes = match request.previous_response_id {
-            Some(_) => None,
-            None => hashes,
+        let Ahead {
+            scope,
+            hashes,
+            prompt_ready,
+        } = ahead;
+        let (hashes, prompt_ready) = match request.previous_response_id {
+            Some(_) => (None, false),
+            None => (hashes, prompt_ready),
         };
         self.resolve_previous(tenant, request, now)?;
         let hashes = hashes.unwrap_or_else(|| history_hashes(scope, &request.conversation));
-        let route = self.route_hashed(&request.conversation, hashes, now)?;
+        let route = self.route_hashed(&request.conversation, hashes, prompt_ready, now)?;
         let session = match &route {
             Route::Continue { session, .. } | Route::Start { session, .. } => *session,
         };
@@ -488,7 +506,12 @@ impl Gateway {
         conversation: &Conversation,
         now: Timestamp,
     ) -> Result<Route, ApiError> {
-        self.route_hashed(conversation, history_hashes(scope, conversation), now)
+        self.route_hashed(
+            conversation,
+            history_hashes(scope, conversation),
+            false,
+            now,
+        )
     }
 
     /// [`route`](Self::route) with the conversation's [`history_hashes`] computed ahead.
@@ -496,6 +519,7 @@ impl Gateway {
         &mut self,
         conversation: &Conversation,
         (hash, hasher): (String, HistoryHasher),
+        prompt_ready: bool,
         now: Timestamp,
     ) -> Result<Route, ApiError> {
         let n = conversation.history_len();
@@ -512,12 +536,16 @@ impl Gateway {
             return Ok(Route::Start {
                 session,
                 kind: SessionKind::New,
-                prompt: prompt_blocks(new),
+                prompt: if prompt_ready {
+                    Vec::new()
+                } else {
+                    prompt_blocks(new)
+                },
                 replaces: None,
             });
         }
         let Some(&session) = self.by_hash.get(&hash) else {
-            return Ok(self.rebuild(hasher, conversation, None, now));
+            return Ok(self.rebuild(hasher, conversation, None, prompt_ready, now));
         };
         let entry = self
             .sessions
@@ -570,7 +598,7 @@ impl Gateway {
             // the results were delivered by a request whose response failed (the client went
             // away) and are sent again: the live session no longer matches; a new one carries
             // the whole history.
-            return Ok(self.rebuild(hasher, conversation, Some(session), now));
+            return Ok(self.rebuild(hasher, conversation, Some(session), prompt_ready, now));
         }
         let mut answers = Vec::new();
         entry.delivered = given.iter().map(|(id, _)| id.clone()).collect();
@@ -601,6 +629,7 @@ impl Gateway {
         hasher: HistoryHasher,
         conversation: &Conversation,
         replaces: Option<SessionId>,
+        prompt_ready: bool,
         now: Timestamp,
     ) -> Route {
         if let Some(old) = replaces {
@@ -610,7 +639,11 @@ impl Gateway {
         Route::Start {
             session,
             kind: SessionKind::Rebuilt,
-            prompt: rebuild_prompt(&conversation.messages),
+            prompt: if prompt_ready {
+                Vec::new()
+            } else {
+                rebuild_prompt(&conversation.messages)
+            },
             replaces,
         }
     }
@@ -1006,7 +1039,7 @@ pub fn mcp_result(content: &[Block], is_error: bool) -> McpCallResult {
 }
 
 /// The content a request adds besides tool results, as user content blocks.
-fn prompt_blocks(new: &[Message]) -> Vec<Block> {
+pub(crate) fn prompt_blocks(new: &[Message]) -> Vec<Block> {
     new.iter()
         .flat_map(|m| &m.content)
         .filter(|b| !matches!(b, Block::ToolResult { .. }))

@@ -284,6 +284,26 @@ impl UserMessage {
     }
 }
 
+/// A prompt's content serialized ahead of [`Session::send_ready_prompt`]: the work linear in
+/// its size, done where it holds nothing up.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ReadyPrompt {
+    /// The content as `serde_json` writes it (as it goes into the line).
+    text: String,
+    /// Its canonical form (as the session reports the prompt).
+    content: Json,
+}
+
+impl ReadyPrompt {
+    /// The content (a string or content blocks) of a prompt, serialized.
+    pub(crate) fn new(content: &Value) -> ReadyPrompt {
+        ReadyPrompt {
+            text: content.to_string(),
+            content: Json::from_value(content),
+        }
+    }
+}
+
 /// The protocol engine of one CLI process.
 ///
 /// Feed it what the CLI wrote ([`handle_stdout`](Session::handle_stdout)) and, in observer mode,
@@ -531,6 +551,41 @@ impl Session {
         Ok(())
     }
 
+    /// [`send_user_message`](Self::send_user_message) of a prompt of data (no uuid, priority
+    /// or further field) whose content was serialized beforehand — off whatever lock guards
+    /// the session, for a large prompt. Writes the same line.
+    ///
+    /// # Errors
+    /// As [`send_user_message`](Self::send_user_message).
+    pub(crate) fn send_ready_prompt(
+        &mut self,
+        _now: Timestamp,
+        prompt: ReadyPrompt,
+    ) -> Result<(), CommandError> {
+        self.state.check_driver()?;
+        // The line around a mark, in the key order `send_user_message` writes, then the
+        // content's text where the mark is.
+        const MARK: &str = "\u{0}ccwire:content\u{0}";
+        let mut frame = Map::new();
+        frame.insert("type".into(), json!("user"));
+        frame.insert("message".into(), json!({"role": "user", "content": MARK}));
+        frame.insert("parent_tool_use_id".into(), Value::Null);
+        frame.insert("session_id".into(), json!(""));
+        frame.insert("text_not_typed".into(), Value::Bool(true));
+        let around = Value::Object(frame).to_string();
+        let mark = Value::from(MARK).to_string();
+        let at = around.find(&mark).expect("the mark is in the line");
+        let mut line = Vec::with_capacity(around.len() + prompt.text.len() + 1);
+        line.extend_from_slice(&around.as_bytes()[..at]);
+        line.extend_from_slice(prompt.text.as_bytes());
+        line.extend_from_slice(&around.as_bytes()[at + mark.len()..]);
+        line.push(b'\n');
+        self.state.write_line(line);
+        self.state.host_prompt(prompt.content, None, None);
+        self.state.refresh_tool_wait();
+        Ok(())
+    }
+
     /// Answers a `permission_request`.
     ///
     /// # Errors
@@ -741,3 +796,42 @@ pub(crate) fn excerpt(line: &[u8]) -> String {
 
 /// Output queue helpers shared by the engine parts.
 pub(crate) type Outputs = VecDeque<Output>;
+
+#[cfg(test)]
+mod ready_prompt_tests {
+    use super::*;
+
+    /// The line of a prompt serialized ahead is the line `send_user_message` writes.
+    #[test]
+    fn a_ready_prompt_writes_the_line_a_user_message_writes() {
+        let content = json!([
+            {"type": "text", "text": "/config \"x\" ünïcode \u{1F600} 1e21"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+            {"type": "other", "n": 1.5e300, "m": -0.0}
+        ]);
+        let line = |send: &dyn Fn(&mut Session)| {
+            let mut session = Session::driver(SessionConfig::default());
+            send(&mut session);
+            let mut lines = Vec::new();
+            let mut chunks = Vec::new();
+            while let Some(output) = session.poll_output() {
+                match output {
+                    Output::Write(bytes) => lines.push(bytes),
+                    Output::Chunk(chunk) => chunks.push(serde_json::to_string(&chunk).unwrap()),
+                }
+            }
+            (lines, chunks)
+        };
+        let plain = line(&|s| {
+            s.send_user_message(0, UserMessage::blocks(content.as_array().unwrap().clone()))
+                .unwrap();
+        });
+        let ready = line(&|s| s.send_ready_prompt(0, ReadyPrompt::new(&content)).unwrap());
+        assert_eq!(plain.0.len(), 1);
+        assert_eq!(
+            String::from_utf8_lossy(&ready.0[0]),
+            String::from_utf8_lossy(&plain.0[0])
+        );
+        assert_eq!(ready.1, plain.1, "the same chunks");
+    }
+}

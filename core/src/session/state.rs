@@ -194,6 +194,11 @@ impl State {
     pub fn write(&mut self, frame: &Value) {
         let mut line = serde_json::to_vec(frame).expect("a Value always serializes");
         line.push(b'\n');
+        self.write_line(line);
+    }
+
+    /// Writes a whole line (its newline included) made elsewhere.
+    pub fn write_line(&mut self, line: Vec<u8>) {
         self.saw_in = true;
         self.outputs.push_back(Output::Write(line));
     }

@@ -104,8 +104,8 @@ pub enum ServeError {
 /// signalled (SIGTERM, then SIGKILL).
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
-/// Bodies up to this size are parsed on the connection's own task; larger ones on a blocking
-/// thread.
+/// Bodies up to this size are parsed on the connection's own task; larger ones on a thread of
+/// their own, at a lower priority.
 const PARSE_INLINE: usize = 256 * 1024;
 
 /// A live CLI, as the host holds it.
@@ -169,7 +169,11 @@ impl App {
         while let Some(output) = core.endpoint.poll_output() {
             self.carry_out(&mut core, output);
         }
+        // Ended sessions are freed once the lock is released (a session's client tools can
+        // be hundreds of thousands).
+        let ended = core.endpoint.take_ended();
         drop(core);
+        drop(ended);
         self.wake.notify_one();
         value
     }
@@ -412,10 +416,19 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         Ok(bytes) if bytes.len() > PARSE_INLINE => {
             let (app, path, bytes) = (app.clone(), head.path.to_owned(), bytes.clone());
             let tenant = tenant.clone();
-            tokio::task::spawn_blocking(move || app.front.parse_body(&path, &tenant, &bytes))
-                .await
-                .ok()
-                .flatten()
+            let (parsed, read) = tokio::sync::oneshot::channel();
+            let reader = std::thread::Builder::new()
+                .name("ccwire-read".into())
+                .spawn(move || {
+                    // Below the threads that serve the live turns: a huge request waits for
+                    // the CPU, not the other tenants.
+                    crate::process::lower_thread_priority();
+                    let _ = parsed.send(app.front.parse_body(&path, &tenant, &bytes));
+                });
+            match reader {
+                Ok(_) => read.await.ok().flatten(),
+                Err(_) => None,
+            }
         }
         Ok(bytes) => app.front.parse_body(head.path, &tenant, bytes),
         Err(_) => None,

@@ -29,7 +29,7 @@ use super::{
 use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::mcp::McpServer;
-use crate::session::{Output, PermissionDecision, Session, UserMessage};
+use crate::session::{CommandError, Output, PermissionDecision, ReadyPrompt, Session, UserMessage};
 use crate::{Chunk, Timestamp};
 
 /// A request's id, chosen by the host; unique among the requests the endpoint has not ended.
@@ -68,8 +68,40 @@ struct Live {
 struct Starting {
     init_id: String,
     /// The first prompt, sent once the CLI has answered; none for a warm CLI.
-    prompt: Option<UserMessage>,
+    prompt: Option<FirstPrompt>,
     deadline: Timestamp,
+}
+
+/// How many ended sessions wait for [`Endpoint::take_ended`] before the endpoint frees them
+/// itself.
+const ENDED_KEPT: usize = 16;
+
+/// Ended sessions and responses, to drop ([`Endpoint::take_ended`]).
+#[derive(Debug)]
+pub struct Ended(#[allow(dead_code)] Vec<Retired>);
+
+/// Something ended, kept to be freed by the host.
+#[derive(Debug)]
+enum Retired {
+    Session(#[allow(dead_code)] Box<Live>),
+    Response(#[allow(dead_code)] Box<InFlight>),
+}
+
+/// A new session's first prompt: made under the endpoint, or serialized ahead with the
+/// request ([`PreparedRequest`]).
+#[derive(Debug)]
+enum FirstPrompt {
+    Message(UserMessage),
+    Ready(ReadyPrompt),
+}
+
+impl FirstPrompt {
+    fn send(self, session: &mut Session, now: Timestamp) -> Result<(), CommandError> {
+        match self {
+            FirstPrompt::Message(message) => session.send_user_message(now, message),
+            FirstPrompt::Ready(ready) => session.send_ready_prompt(now, ready),
+        }
+    }
 }
 
 /// One response in flight.
@@ -174,6 +206,8 @@ pub struct Endpoint {
     lives: BTreeMap<SessionId, Live>,
     requests: BTreeMap<RequestId, InFlight>,
     outputs: VecDeque<EndpointOutput>,
+    /// Ended sessions and responses not freed yet ([`take_ended`](Endpoint::take_ended)).
+    ended: Vec<Retired>,
     /// The CLI's model list, from the first `initialize` answer.
     models: Option<Value>,
     next_response: u64,
@@ -236,6 +270,7 @@ impl Endpoint {
             lives: BTreeMap::new(),
             requests: BTreeMap::new(),
             outputs: VecDeque::new(),
+            ended: Vec::new(),
             models: None,
             next_response: 0,
             now: 0,
@@ -559,6 +594,7 @@ impl Endpoint {
             client_tools,
             tools,
             tools_digest,
+            start_prompt,
         } = prepared;
         let mut headers = Vec::new();
         if !parsed.ignored.is_empty() {
@@ -569,11 +605,15 @@ impl Endpoint {
         }
         let response_id = (api == Api::Responses).then(|| self.response_id());
         let previous_response_id = parsed.previous_response_id.clone();
+        let ahead = super::Ahead {
+            scope: &scope,
+            hashes,
+            prompt_ready: start_prompt.is_some(),
+        };
         let route = self.registry.route_prepared(
             tenant,
             &mut parsed,
-            &scope,
-            hashes,
+            ahead,
             response_id.as_deref().unwrap_or_default(),
             now,
         );
@@ -669,7 +709,10 @@ impl Endpoint {
                     spec.args.join("\u{0}"),
                     spec.tenant,
                 );
-                let prompt = UserMessage::blocks(prompt_content(&prompt));
+                let prompt = match start_prompt {
+                    Some(ready) => FirstPrompt::Ready(ready),
+                    None => FirstPrompt::Message(UserMessage::blocks(prompt_content(&prompt))),
+                };
                 let warm = self.take_warm(&signature);
                 let session = match warm {
                     Some(warm) => {
@@ -680,7 +723,7 @@ impl Endpoint {
                         match &mut live.starting {
                             Some(starting) => starting.prompt = Some(prompt),
                             None => {
-                                let _ = live.session.send_user_message(now, prompt);
+                                let _ = prompt.send(&mut live.session, now);
                                 self.sent_to_cli(request);
                             }
                         }
@@ -777,7 +820,9 @@ impl Endpoint {
         live.session.handle_stdout_eof(now);
         live.session.handle_process_exit(now, code, signal);
         self.drain_session(now, session);
-        self.lives.remove(&session);
+        if let Some(live) = self.lives.remove(&session) {
+            self.retire(Retired::Session(Box::new(live)));
+        }
         self.pool.remove(&session);
         self.forget_session_approvals(session);
         self.registry.close(session);
@@ -1107,6 +1152,25 @@ impl Endpoint {
             );
             self.fail(now, request, error);
         }
+        self.retire(Retired::Session(Box::new(live)));
+    }
+
+    /// Keeps an ended session for the host to free ([`take_ended`](Self::take_ended)); past
+    /// a few, the oldest is freed here.
+    fn retire(&mut self, retired: Retired) {
+        if self.ended.len() >= ENDED_KEPT {
+            self.ended.remove(0);
+        }
+        self.ended.push(retired);
+    }
+
+    /// The sessions and responses that ended since the last call, for the host to drop where
+    /// it holds nothing up: freeing those of hundreds of thousands of client tools takes a while,
+    /// and a host that shares the endpoint between threads drops them after releasing its
+    /// lock. A host that never calls this loses nothing: past a few, they are freed as they
+    /// end.
+    pub fn take_ended(&mut self) -> Ended {
+        Ended(std::mem::take(&mut self.ended))
     }
 
     /// Drains a session's outputs: writes go to the host, chunks to the gateway's bookkeeping
@@ -1169,7 +1233,7 @@ impl Endpoint {
                     }
                     if let Some(prompt) = starting.prompt {
                         let request = live.request;
-                        match live.session.send_user_message(now, prompt) {
+                        match prompt.send(&mut live.session, now) {
                             Ok(()) => {
                                 if let Some(request) = request {
                                     self.sent_to_cli(request);
@@ -1285,7 +1349,15 @@ impl Endpoint {
         if flight.encoder.outcome().is_none() {
             return;
         }
-        let flight = self.requests.remove(&request).expect("looked up above");
+        let mut flight = self.requests.remove(&request).expect("looked up above");
+        self.end_flight(now, request, &mut flight);
+        // Freed by the host where it holds nothing up: its client tool names can be many.
+        self.retire(Retired::Response(Box::new(flight)));
+    }
+
+    /// A response whose turn has an outcome: the conversation's bookkeeping, then the end of
+    /// its stream or its whole answer.
+    fn end_flight(&mut self, now: Timestamp, request: RequestId, flight: &mut InFlight) {
         self.turn_freed = true;
         let session = flight.session;
         let done = matches!(
@@ -1332,7 +1404,7 @@ impl Endpoint {
         match (flight.encoder.body(), flight.encoder.outcome()) {
             (Some(body), _) => {
                 let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-                headers.extend(flight.headers);
+                headers.extend(std::mem::take(&mut flight.headers));
                 self.respond_whole(request, 200, headers, body.to_string().into_bytes());
             }
             (None, Some(Outcome::Failed(error))) => {

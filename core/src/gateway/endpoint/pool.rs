@@ -4,12 +4,13 @@
 use serde_json::{json, Map};
 
 use super::{
-    mix, CliSpec, Endpoint, EndpointOutput, Live, Starting, TenantDirs, CLIENT_SERVER, STRIPPED_ENV,
+    mix, CliSpec, Endpoint, EndpointOutput, FirstPrompt, Live, Starting, TenantDirs, CLIENT_SERVER,
+    STRIPPED_ENV,
 };
 use crate::api::ApiRequest;
 use crate::gateway::{cli_model, cli_settings_args, SessionId};
 use crate::mcp::{McpServer, McpTool};
-use crate::session::{Session, SessionConfig, UserMessage};
+use crate::session::{Session, SessionConfig};
 use crate::Timestamp;
 
 /// A CLI started ahead of need, waiting for a conversation with its settings.
@@ -129,7 +130,7 @@ impl Endpoint {
         id: SessionId,
         spec: CliSpec,
         servers: Vec<McpServer>,
-        prompt: Option<UserMessage>,
+        prompt: Option<FirstPrompt>,
     ) {
         let mut session = Session::driver(SessionConfig {
             seed: mix(self.config.seed ^ id.rotate_left(17)),

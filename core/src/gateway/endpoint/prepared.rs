@@ -3,13 +3,16 @@
 
 use std::collections::HashMap;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::CLIENT_SERVER;
 use crate::api::{Api, ApiError, ApiRequest};
-use crate::conversation::HistoryHasher;
-use crate::gateway::{client_tool_names, history_hashes, request_scope};
+use crate::conversation::{HistoryHasher, ShaWriter};
+use crate::gateway::{
+    client_tool_names, history_hashes, prompt_blocks, prompt_content, rebuild_prompt, request_scope,
+};
 use crate::mcp::McpTool;
+use crate::session::ReadyPrompt;
 
 /// A request of one of the three APIs, read, checked, and made ready to route: its history's
 /// hashes, its client tools as MCP tools. Building one takes time linear in the request and
@@ -35,6 +38,9 @@ pub struct PreparedRequest {
     pub(super) tools: Vec<McpTool>,
     /// SHA-256 (hex) of the tools' JSON: the part of a CLI's settings they make.
     pub(super) tools_digest: String,
+    /// The prompt a new session for it starts with — its messages, or for a history the
+    /// gateway does not hold, the rebuilt transcript — serialized; `None` with `hashes`.
+    pub(super) start_prompt: Option<ReadyPrompt>,
 }
 
 impl PreparedRequest {
@@ -43,6 +49,14 @@ impl PreparedRequest {
         let scope = request_scope(tenant, &request);
         let hashes = (request.previous_response_id.is_none())
             .then(|| history_hashes(&scope, &request.conversation));
+        let start_prompt = hashes.as_ref().map(|_| {
+            let messages = &request.conversation.messages;
+            let blocks = match request.conversation.history_len() {
+                0 => prompt_blocks(messages),
+                _ => rebuild_prompt(messages),
+            };
+            ReadyPrompt::new(&Value::Array(prompt_content(&blocks)))
+        });
         let client_tools = client_tool_names(&request.conversation, CLIENT_SERVER);
         let tools: Vec<McpTool> = std::mem::take(&mut request.conversation.tools)
             .into_iter()
@@ -66,6 +80,7 @@ impl PreparedRequest {
             client_tools,
             tools,
             tools_digest,
+            start_prompt,
         }
     }
 
@@ -84,18 +99,4 @@ impl PreparedRequest {
 /// Those of [`parse_request`](super::parse_request).
 pub fn prepare_request(api: Api, tenant: &str, body: &[u8]) -> Result<PreparedRequest, ApiError> {
     super::parse_request(api, body).map(|r| PreparedRequest::new(tenant, r))
-}
-
-/// Feeds what is written into a hash.
-struct ShaWriter<'a>(&'a mut sha2::Sha256);
-
-impl std::io::Write for ShaWriter<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        sha2::Digest::update(self.0, bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
