@@ -210,9 +210,13 @@ impl Sandbox {
         // A script CLI (`#!…`) needs its directory (its package) at its own path; a binary is
         // bound alone, so nothing of the directories around it shows.
         let real = std::fs::canonicalize(cli).unwrap_or_else(|_| cli.to_owned());
-        let script = std::fs::read(&real)
-            .map(|b| b.starts_with(b"#!"))
-            .unwrap_or(false);
+        let script = {
+            use std::io::Read;
+            let mut start = [0u8; 2];
+            std::fs::File::open(&real)
+                .and_then(|mut f| f.read_exact(&mut start))
+                .is_ok_and(|()| &start == b"#!")
+        };
         let inside: OsString = if script {
             let dir = real.parent().unwrap_or(Path::new("/")).as_os_str();
             a.extend(["--ro-bind".into(), dir.into(), dir.into()]);
