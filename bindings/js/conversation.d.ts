@@ -384,8 +384,10 @@ export class Gateway {
    */
   admit(head: HttpHead): HttpAdmission;
   /**
-   * An admitted request with its body (`{error: "too_large"}` over `maxBody`, `{error}` when
-   * it could not be read); its response comes in the outputs.
+   * An admitted request with its body (`{error: "too_large"}` over `maxBody`,
+   * `{error: "timed_out:<ms>"}` when it did not arrive within the host's body timeout of `<ms>`
+   * (a 408; close the connection after the answer), `{error}` when it could not be read); its
+   * response comes in the outputs.
    */
   handleHttp(
     requestId: number,

@@ -230,6 +230,7 @@ export class Gateway {
 
   /**
    * An admitted request with its body (`{error: "too_large"}` when it was over `maxBody`,
+   * `{error: "timed_out:<ms>"}` when it did not arrive within the host's body timeout,
    * `{error: reason}` when it could not be read): returns `{routed, outputs}`; `routed.type`
    * `"drain"` asks the host to exit once drained, `"count_tokens"` to send `routed.upstream`
    * (when there is one) and give its answer to `tokenCount`.

@@ -99,8 +99,9 @@ impl WasmGateway {
         })
     }
 
-    /// An admitted HTTP request with its body (or why there is none: `too_large`, or the
-    /// reason it could not be read): `{"routed": {type, estimate?, upstream?}, "outputs": […]}`.
+    /// An admitted HTTP request with its body (or why there is none: `too_large`,
+    /// `timed_out:<ms>` when it did not arrive within the host's body timeout, or the reason it
+    /// could not be read): `{"routed": {type, estimate?, upstream?}, "outputs": […]}`.
     ///
     /// # Errors
     /// A bad request id, headers or time.
@@ -121,6 +122,9 @@ impl WasmGateway {
         let now = interop::timestamp(now_ms)?;
         let body = match (&body, body_error) {
             (_, Some(e)) if e == "too_large" => Err(BodyError::TooLarge),
+            (_, Some(e)) if e.starts_with("timed_out:") => Err(BodyError::TimedOut {
+                after_ms: e["timed_out:".len()..].parse().unwrap_or(0),
+            }),
             (_, Some(reason)) => Err(BodyError::Unreadable(reason)),
             (body, None) => Ok(body.as_deref().unwrap_or_default()),
         };

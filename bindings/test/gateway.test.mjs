@@ -240,6 +240,10 @@ test("the HTTP face: refusals from the head alone, then every route through the 
   const tooLarge = gw.handleHttp(1, head, "k", { error: "too_large" }, 0);
   assert.deepEqual(tooLarge.routed, { type: "endpoint" });
   assert.equal(whole(tooLarge.outputs, 1).status, 413);
+  const slow = gw.handleHttp(21, head, "k", { error: "timed_out:60000" }, 0);
+  const timedOut = whole(slow.outputs, 21);
+  assert.equal(timedOut.status, 408);
+  assert.match(JSON.parse(timedOut.body).error.message, /within 60 s/);
   // Health: the status alone without a key, the details with one.
   const bare = gw.handleHttp(20, { method: "GET", path: "/health", headers: {} }, "", "", 0);
   assert.deepEqual(JSON.parse(whole(bare.outputs, 20).body), { status: "ok" });
