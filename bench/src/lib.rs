@@ -192,3 +192,24 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
     let rank = ((values.len() as f64 - 1.0) * p).round() as usize;
     values[rank]
 }
+
+/// A new conversation's first message through a gateway at `addr` (Messages API, `model`),
+/// checked to be answered "Hello." (the benchmarks' fake model's answer).
+pub async fn hello_turn(
+    http: &reqwest::Client,
+    addr: std::net::SocketAddr,
+    model: &str,
+    text: String,
+) {
+    let body = serde_json::json!({"model": model, "max_tokens": 256,
+                                  "messages": [{"role": "user", "content": text}]});
+    let response = http
+        .post(format!("http://{addr}/v1/messages"))
+        .json(&body)
+        .send()
+        .await
+        .expect("a response");
+    assert_eq!(response.status(), 200, "the gateway answered");
+    let answer: serde_json::Value = response.json().await.expect("a JSON body");
+    assert_eq!(answer["content"][0]["text"], "Hello.", "{answer}");
+}

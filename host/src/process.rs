@@ -2,7 +2,8 @@
 //!
 //! The CLI runs in its own process group so that teardown reaches the commands its tools started
 //! too (those still in the group: the Bash tool starts each command in a session of its own,
-//! whose background jobs only [`crate::tree`]'s sweep or the gateway's sandbox end). Teardown follows PROTOCOL.md §2.7: close stdin (the CLI flushes its session file after
+//! whose background jobs only [`crate::tree`]'s sweep or the gateway's sandbox end). Teardown
+//! follows PROTOCOL.md §2.7: close stdin (the CLI flushes its session file after
 //! EOF), wait a grace period, SIGTERM the group, wait, SIGKILL. Dropping a [`CliProcess`] that
 //! was not shut down kills the group at once, so no process outlives its owner.
 
@@ -273,22 +274,6 @@ fn die_with_parent(command: &mut Command) {
 
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_: &mut Command) {}
-
-/// Lowers the calling thread's CPU priority (nice 10), for work that must not slow the
-/// threads serving live traffic (Linux, where the nice value is a thread's own; elsewhere
-/// nothing changes).
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-pub(crate) fn lower_thread_priority() {
-    // SAFETY: setpriority only reads its integer arguments; `who = 0` is the calling thread.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
-    }
-}
-
-/// Lowers the calling thread's CPU priority (nothing to do on this system).
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn lower_thread_priority() {}
 
 impl Drop for CliProcess {
     fn drop(&mut self) {

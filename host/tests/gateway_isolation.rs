@@ -362,24 +362,7 @@ async fn remember_writes_the_tenant_s_own_settings_only() {
         .json(&body)
         .send();
     let turn = tokio::spawn(async move { request.await.unwrap().json::<Value>().await.unwrap() });
-    let mut waiting = Vec::new();
-    for _ in 0..150 {
-        let list: Value = gw
-            .http
-            .get(gw.url("/v1/approvals"))
-            .header("x-api-key", "key-a")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        waiting = list["data"].as_array().unwrap().clone();
-        if !waiting.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let waiting = gw.approvals_once_asked("key-a").await;
     assert_eq!(waiting.len(), 1, "the Bash call waits for a person");
     let id = waiting[0]["id"].as_str().unwrap();
     assert!(

@@ -204,17 +204,6 @@ async fn an_enabled_tool_waits_for_a_person_s_approval_over_http() {
         o.engine.approvals = true;
     })
     .await;
-    let pending = |key: &'static str| {
-        let request = gw
-            .http
-            .get(gw.url("/v1/approvals"))
-            .header("x-api-key", key)
-            .send();
-        async move {
-            let body: Value = request.await.unwrap().json().await.unwrap();
-            body["data"].as_array().unwrap().clone()
-        }
-    };
     let answer = |id: String, decision: Value| {
         gw.http
             .post(gw.url(&format!("/v1/approvals/{id}")))
@@ -234,18 +223,14 @@ async fn an_enabled_tool_waits_for_a_person_s_approval_over_http() {
     };
 
     let allowed = turn("PLEASE-TOUCH a file");
-    let mut waiting = Vec::new();
-    for _ in 0..150 {
-        waiting = pending("alice").await;
-        if !waiting.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let waiting = gw.approvals_once_asked("alice").await;
     assert_eq!(waiting.len(), 1, "the Bash call waits for a person");
     assert_eq!(waiting[0]["tool_name"], "Bash");
     assert_eq!(waiting[0]["input"]["command"], "touch approved.txt");
-    assert!(pending("bob").await.is_empty(), "another key sees nothing");
+    assert!(
+        gw.approvals("bob").await.is_empty(),
+        "another key sees nothing"
+    );
     let workdir = gw.home.workdir();
     assert!(!workdir.join("approved.txt").exists(), "nothing ran yet");
     let id = waiting[0]["id"].as_str().unwrap().to_owned();
@@ -263,14 +248,7 @@ async fn an_enabled_tool_waits_for_a_person_s_approval_over_http() {
     assert_eq!(again.status().as_u16(), 404, "an approval is answered once");
 
     let denied = turn("PLEASE-REMOVE please");
-    let mut waiting = Vec::new();
-    for _ in 0..150 {
-        waiting = pending("alice").await;
-        if !waiting.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let waiting = gw.approvals_once_asked("alice").await;
     let id = waiting[0]["id"].as_str().unwrap().to_owned();
     let decision = json!({"behavior": "deny", "message": "Not on this machine."});
     assert_eq!(answer(id, decision).await.unwrap().status().as_u16(), 200);

@@ -24,7 +24,6 @@ use ccwire_host::{Client, ClientOptions};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
 use futures::future::join_all;
-use serde_json::{json, Value};
 
 const MODEL: &str = "claude-sonnet-4-5-20250929";
 
@@ -43,17 +42,7 @@ async fn gateway(pool: usize, fake: &FakeAnthropic, home: &OfflineHome) -> Serve
 }
 
 async fn converse(http: &reqwest::Client, server: &Server, text: String) {
-    let body = json!({"model": MODEL, "max_tokens": 256,
-                      "messages": [{"role": "user", "content": text}]});
-    let response = http
-        .post(format!("http://{}/v1/messages", server.addr()))
-        .json(&body)
-        .send()
-        .await
-        .expect("a response");
-    assert_eq!(response.status(), 200, "the gateway answered");
-    let answer: Value = response.json().await.expect("a JSON body");
-    assert_eq!(answer["content"][0]["text"], "Hello.", "{answer}");
+    ccwire_bench::hello_turn(http, server.addr(), MODEL, text).await;
 }
 
 /// Ten (or `n`) new conversations at once; seconds until the last answer.

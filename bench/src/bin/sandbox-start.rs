@@ -13,11 +13,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::time::Instant;
 
+use ccwire_bench::{hello_turn, percentile};
 use ccwire_host::gateway::{GatewayOptions, Server};
 use ccwire_host::sandbox::SandboxMode;
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
-use serde_json::{json, Value};
 
 const MODEL: &str = "claude-sonnet-4-5-20250929";
 
@@ -37,23 +37,9 @@ async fn gateway(sandbox: SandboxMode, fake: &FakeAnthropic, home: &OfflineHome)
 
 /// Seconds from a new conversation's first message to its whole answer.
 async fn conversation(http: &reqwest::Client, server: &Server, n: usize) -> f64 {
-    let body = json!({"model": MODEL, "max_tokens": 256,
-                      "messages": [{"role": "user", "content": format!("Hello {n}")}]});
     let start = Instant::now();
-    let response = http
-        .post(format!("http://{}/v1/messages", server.addr()))
-        .json(&body)
-        .send()
-        .await
-        .expect("a response");
-    assert_eq!(response.status(), 200, "the gateway answered");
-    let answer: Value = response.json().await.expect("a JSON body");
-    assert_eq!(answer["content"][0]["text"], "Hello.", "{answer}");
+    hello_turn(http, server.addr(), MODEL, format!("Hello {n}")).await;
     start.elapsed().as_secs_f64()
-}
-
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
 #[tokio::main]
@@ -80,25 +66,26 @@ async fn main() {
     }
     plain.shutdown().await;
     boxed.shutdown().await;
-    off.sort_by(f64::total_cmp);
-    on.sort_by(f64::total_cmp);
     let ms = |s: f64| s * 1000.0;
     println!("sandbox-start: {n} new conversations each, a real CLI started for every one");
     println!();
     println!("| CLIs | first answer p50 | p90 |");
     println!("|---|---:|---:|");
-    for (name, times) in [("without the sandbox", &off), ("in the sandbox", &on)] {
+    for (name, times) in [
+        ("without the sandbox", &mut off),
+        ("in the sandbox", &mut on),
+    ] {
         println!(
             "| {name} | {:.0} ms | {:.0} ms |",
-            ms(quantile(times, 0.5)),
-            ms(quantile(times, 0.9))
+            ms(percentile(times, 0.5)),
+            ms(percentile(times, 0.9))
         );
     }
-    let cost = quantile(&on, 0.5) - quantile(&off, 0.5);
+    let cost = percentile(&mut on, 0.5) - percentile(&mut off, 0.5);
     println!();
     println!(
         "the sandbox adds {:.0} ms to a new conversation's median ({:.2}x)",
         ms(cost),
-        quantile(&on, 0.5) / quantile(&off, 0.5)
+        percentile(&mut on, 0.5) / percentile(&mut off, 0.5)
     );
 }

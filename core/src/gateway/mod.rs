@@ -31,9 +31,10 @@ use crate::mcp::McpCallResult;
 use crate::Timestamp;
 
 /// What a request's routing needs that was computed ahead, off the endpoint: the request's
-/// `scope` ([`request_scope`]), unless it continues a stored response its `hashes` (the
-/// history's and the hasher over all its messages), and whether the prompt a new session
-/// starts with is made already (`prompt_ready`: a `Start` route's prompt is left empty).
+/// `scope` ([`request_scope`]), its `hashes` (the history's and the hasher over all its
+/// messages) and whether the prompt a new session starts with is made already
+/// (`prompt_ready`: a `Start` route's prompt is left empty). A request that continues a stored
+/// response has neither: the stored history goes in front of it first.
 pub(crate) struct Ahead<'a> {
     pub(crate) scope: &'a str,
     pub(crate) hashes: Option<(String, HistoryHasher)>,
@@ -472,16 +473,11 @@ impl Gateway {
             previous: request.previous_response_id.clone(),
             input: request.conversation.messages.clone(),
         });
-        // The stored history goes first: the hashes are of the whole conversation.
         let Ahead {
             scope,
             hashes,
             prompt_ready,
         } = ahead;
-        let (hashes, prompt_ready) = match request.previous_response_id {
-            Some(_) => (None, false),
-            None => (hashes, prompt_ready),
-        };
         self.resolve_previous(tenant, request, now)?;
         let hashes = hashes.unwrap_or_else(|| history_hashes(scope, &request.conversation));
         let route = self.route_hashed(&request.conversation, hashes, prompt_ready, now)?;

@@ -284,6 +284,29 @@ impl UserMessage {
     }
 }
 
+/// The line of a user message.
+fn user_frame(message: UserMessage) -> Value {
+    let mut frame = Map::new();
+    frame.insert("type".into(), json!("user"));
+    frame.insert(
+        "message".into(),
+        json!({"role": "user", "content": message.content}),
+    );
+    frame.insert("parent_tool_use_id".into(), Value::Null);
+    frame.insert("session_id".into(), json!(""));
+    if let Some(uuid) = message.uuid {
+        frame.insert("uuid".into(), json!(uuid));
+    }
+    if let Some(priority) = message.priority {
+        frame.insert("priority".into(), json!(priority));
+    }
+    if !message.typed {
+        frame.insert("text_not_typed".into(), Value::Bool(true));
+    }
+    frame.extend(message.extra);
+    Value::Object(frame)
+}
+
 /// A prompt's content serialized ahead of [`Session::send_ready_prompt`]: the work linear in
 /// its size, done where it holds nothing up.
 #[derive(Debug, Clone, PartialEq)]
@@ -517,26 +540,9 @@ impl Session {
         message: UserMessage,
     ) -> Result<(), CommandError> {
         self.state.check_driver()?;
-        let mut frame = Map::new();
-        frame.insert("type".into(), json!("user"));
         let content = Json::from_value(&message.content);
-        frame.insert(
-            "message".into(),
-            json!({"role": "user", "content": message.content}),
-        );
-        frame.insert("parent_tool_use_id".into(), Value::Null);
-        frame.insert("session_id".into(), json!(""));
-        if let Some(uuid) = &message.uuid {
-            frame.insert("uuid".into(), json!(uuid));
-        }
-        if let Some(priority) = &message.priority {
-            frame.insert("priority".into(), json!(priority));
-        }
-        if !message.typed {
-            frame.insert("text_not_typed".into(), Value::Bool(true));
-        }
-        frame.extend(message.extra);
-        let frame = Value::Object(frame);
+        let (uuid, priority) = (message.uuid.clone(), message.priority.clone());
+        let frame = user_frame(message);
         self.state.write(&frame);
         if content.is_null() {
             // Written all the same; said as an observer of the line would say it.
@@ -544,8 +550,7 @@ impl Session {
             self.state
                 .invalid("a user message needs `message.content`", &text);
         } else {
-            self.state
-                .host_prompt(content, message.uuid, message.priority);
+            self.state.host_prompt(content, uuid, priority);
         }
         self.state.refresh_tool_wait();
         Ok(())
@@ -563,16 +568,10 @@ impl Session {
         prompt: ReadyPrompt,
     ) -> Result<(), CommandError> {
         self.state.check_driver()?;
-        // The line around a mark, in the key order `send_user_message` writes, then the
-        // content's text where the mark is.
+        // The line `send_user_message` writes around a mark, then the content's text where
+        // the mark is.
         const MARK: &str = "\u{0}ccwire:content\u{0}";
-        let mut frame = Map::new();
-        frame.insert("type".into(), json!("user"));
-        frame.insert("message".into(), json!({"role": "user", "content": MARK}));
-        frame.insert("parent_tool_use_id".into(), Value::Null);
-        frame.insert("session_id".into(), json!(""));
-        frame.insert("text_not_typed".into(), Value::Bool(true));
-        let around = Value::Object(frame).to_string();
+        let around = user_frame(UserMessage::text(MARK)).to_string();
         let mark = Value::from(MARK).to_string();
         let at = around.find(&mark).expect("the mark is in the line");
         let mut line = Vec::with_capacity(around.len() + prompt.text.len() + 1);

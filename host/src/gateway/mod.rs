@@ -104,8 +104,8 @@ pub enum ServeError {
 /// signalled (SIGTERM, then SIGKILL).
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
-/// Bodies up to this size are parsed on the connection's own task; larger ones on a thread of
-/// their own, at a lower priority.
+/// Bodies up to this size are parsed on the connection's own task; larger ones on a blocking
+/// thread.
 const PARSE_INLINE: usize = 256 * 1024;
 
 /// A live CLI, as the host holds it.
@@ -139,6 +139,8 @@ struct App {
     sandbox: Option<Sandbox>,
     /// Why the CLIs run without it, when `auto` found it cannot work.
     no_sandbox: Option<String>,
+    /// Whether the CLIs get a credential for the model API from their environment.
+    credential: bool,
     /// What each CLI is marked with, for the sweep of what it leaves running.
     marks: Marks,
     core: Mutex<Core>,
@@ -309,8 +311,11 @@ async fn run_cli(
     });
     let stderr = process.stderr().text();
     tracing::info!(session, ?exit, stderr = %stderr.trim_end(), "a Claude Code session ended");
-    let mark = app.marks.of(session);
-    let _ = tokio::task::spawn_blocking(move || crate::tree::sweep_session(&mark)).await;
+    // In the sandbox its PID namespace ended with it, and everything in it.
+    if app.sandbox.is_none() {
+        let mark = app.marks.of(session);
+        let _ = tokio::task::spawn_blocking(move || crate::tree::sweep_session(&mark)).await;
+    }
     app.input(|endpoint, now| {
         endpoint.handle_exit(now, session, exit.code, exit.signal, &stderr);
     });
@@ -416,19 +421,10 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         Ok(bytes) if bytes.len() > PARSE_INLINE => {
             let (app, path, bytes) = (app.clone(), head.path.to_owned(), bytes.clone());
             let tenant = tenant.clone();
-            let (parsed, read) = tokio::sync::oneshot::channel();
-            let reader = std::thread::Builder::new()
-                .name("ccwire-read".into())
-                .spawn(move || {
-                    // Below the threads that serve the live turns: a huge request waits for
-                    // the CPU, not the other tenants.
-                    crate::process::lower_thread_priority();
-                    let _ = parsed.send(app.front.parse_body(&path, &tenant, &bytes));
-                });
-            match reader {
-                Ok(_) => read.await.ok().flatten(),
-                Err(_) => None,
-            }
+            tokio::task::spawn_blocking(move || app.front.parse_body(&path, &tenant, &bytes))
+                .await
+                .ok()
+                .flatten()
         }
         Ok(bytes) => app.front.parse_body(head.path, &tenant, bytes),
         Err(_) => None,
@@ -576,7 +572,15 @@ impl Server {
                 .map(|d| d.to_string_lossy().into_owned()),
             ..options.engine.clone()
         };
-        front.count_tokens_upstream(|name| engine.cli_var(name, |n| std::env::var(n).ok()));
+        let cli_var = |name: &str| engine.cli_var(name, |n| std::env::var(n).ok());
+        front.count_tokens_upstream(cli_var);
+        let credential = [
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+        ]
+        .into_iter()
+        .any(|name| cli_var(name).is_some_and(|v| !v.is_empty()));
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ServeError::Bind { addr, source })?;
@@ -606,6 +610,7 @@ impl Server {
             claude,
             sandbox,
             no_sandbox,
+            credential,
             marks: Marks::new(),
             core: Mutex::new(Core {
                 endpoint,
@@ -712,21 +717,7 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
             "ccwire serve: tenants' homes under {}",
             dir.join("tenants").display()
         );
-        let options = &server.app.options;
-        let credential = [
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_AUTH_TOKEN",
-            "CLAUDE_CODE_OAUTH_TOKEN",
-        ]
-        .iter()
-        .any(|name| {
-            let set = options.env.iter().rev().find(|(k, _)| k == name);
-            let value = set
-                .map(|(_, v)| v.clone())
-                .or_else(|| std::env::var(name).ok());
-            value.is_some_and(|v| !v.is_empty())
-        });
-        if !credential {
+        if !server.app.credential {
             eprintln!(
                 "ccwire serve: warning: no ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN: each \
                  caller's CLI has its own home, so a Claude Code login in yours is not used \

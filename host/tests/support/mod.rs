@@ -133,6 +133,28 @@ impl Gw {
         (status, kind, data)
     }
 
+    /// The approvals waiting for `key`'s answer (`GET /v1/approvals`).
+    pub async fn approvals(&self, key: &str) -> Vec<Value> {
+        let request = self
+            .http
+            .get(self.url("/v1/approvals"))
+            .header("x-api-key", key);
+        let list: Value = request.send().await.unwrap().json().await.unwrap();
+        list["data"].as_array().unwrap().clone()
+    }
+
+    /// The approvals waiting for `key`'s answer, once there is one (30 s at most).
+    pub async fn approvals_once_asked(&self, key: &str) -> Vec<Value> {
+        for _ in 0..150 {
+            let waiting = self.approvals(key).await;
+            if !waiting.is_empty() {
+                return waiting;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Vec::new()
+    }
+
     /// What `GET /health` says.
     pub async fn health(&self) -> Value {
         let response = self.http.get(self.url("/health")).send().await.unwrap();

@@ -257,7 +257,7 @@ fn api_of(path: &str) -> Option<Api> {
 }
 
 /// A request's body as [`HttpFront::handle`] takes it: as read, or with an API request
-/// already read and prepared by [`HttpFront::prepare`].
+/// already read and prepared by [`HttpFront::parse_body`].
 #[derive(Debug)]
 pub struct Prepared<'a> {
     body: Result<&'a [u8], BodyError>,
@@ -453,27 +453,12 @@ impl HttpFront {
             .authenticate(head.header("x-api-key"), head.header("authorization"))
     }
 
-    /// Reads and prepares the body of an [admitted](Self::admit) request of one of the three
-    /// APIs for its `tenant` (the work linear in its size, which needs no endpoint: see
-    /// [`PreparedRequest`]): a host that shares the endpoint between threads calls this before
-    /// taking its lock and passes the result to [`handle`](Self::handle), so one large request
-    /// does not hold up the others.
-    pub fn prepare<'a>(
-        &self,
-        head: &HttpHead<'_>,
-        tenant: &str,
-        body: Result<&'a [u8], BodyError>,
-    ) -> Prepared<'a> {
-        let parsed = body
-            .as_ref()
-            .ok()
-            .and_then(|b| self.parse_body(head.path, tenant, b));
-        Prepared::new(body, parsed)
-    }
-
-    /// The part of [`prepare`](Self::prepare) that reads the body, for a host that runs it on
-    /// another thread (it needs only the path and the tenant): the prepared request of an API
-    /// path, `None` for others.
+    /// Reads and prepares the body of an [admitted](Self::admit) request for its `tenant` when
+    /// its path takes API requests (`None` for others): the work linear in its size, which
+    /// needs only the path and the tenant ([`PreparedRequest`]). A host that shares the
+    /// endpoint between threads runs it before taking its lock, on a thread of its own for a
+    /// large body, and gives the result to [`handle`](Self::handle) with [`Prepared::new`], so
+    /// one large request does not hold up the others.
     pub fn parse_body(
         &self,
         path: &str,
@@ -484,7 +469,7 @@ impl HttpFront {
     }
 
     /// Handles an [admitted](Self::admit) request with its body (read, or
-    /// [prepared](Self::prepare)): the endpoint's outputs for
+    /// [prepared](Self::parse_body)): the endpoint's outputs for
     /// `request` answer it (a body that could not be read gets a 413 or 400).
     pub fn handle<'a>(
         &self,
@@ -592,8 +577,8 @@ impl HttpFront {
                 } else {
                     ("ok", 200)
                 };
-                let known =
-                    self.keys.is_empty() || self.is_admin(head) || self.authenticate(head).is_ok();
+                // Without keys every caller is known.
+                let known = self.is_admin(head) || self.authenticate(head).is_ok();
                 let health = if known {
                     json!({
                         "status": status,

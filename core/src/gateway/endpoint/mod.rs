@@ -216,7 +216,7 @@ pub struct Endpoint {
     /// Each request not ended yet: its API and when it came (for the metrics).
     arrivals: BTreeMap<RequestId, Arrival>,
     metrics: Metrics,
-    /// The part of the counters that concerns each tenant ([`Metrics::tenant_part`]).
+    /// The counters of each tenant's own requests ([`tenant_metrics`](Self::tenant_metrics)).
     tenant_metrics: BTreeMap<String, Metrics>,
     /// Requests waiting for a free turn, oldest first.
     queue: VecDeque<Queued>,
@@ -468,20 +468,7 @@ impl Endpoint {
         tenant: &str,
         body: &[u8],
     ) {
-        self.handle_parsed(now, request, api, tenant, parse_request(api, body));
-    }
-
-    /// [`handle_request`](Self::handle_request) with its body already read by
-    /// [`parse_request`].
-    pub fn handle_parsed(
-        &mut self,
-        now: Timestamp,
-        request: RequestId,
-        api: Api,
-        tenant: &str,
-        parsed: Result<ApiRequest, ApiError>,
-    ) {
-        let prepared = parsed.map(|r| PreparedRequest::new(tenant, r));
+        let prepared = prepared::prepare_request(api, tenant, body);
         self.handle_prepared(now, request, api, tenant, prepared);
     }
 
@@ -1068,14 +1055,10 @@ impl Endpoint {
         hash.update(self.config.id_key);
         hash.update(prefix.as_bytes());
         hash.update(counter.to_le_bytes());
-        let digest = hash.finalize();
-        let mut id = String::with_capacity(prefix.len() + 32);
-        id.push_str(prefix);
-        for byte in &digest[..16] {
-            use std::fmt::Write;
-            let _ = write!(id, "{byte:02x}");
-        }
-        id
+        format!(
+            "{prefix}{}",
+            crate::conversation::hex(&hash.finalize()[..16])
+        )
     }
 
     /// Starts shutting down: new conversations get a 503, warm CLIs are closed, every session
@@ -1508,8 +1491,8 @@ fn seconds(now: Timestamp, since: Timestamp) -> f64 {
     now.saturating_sub(since) as f64 / 1000.0
 }
 
-/// Reads a request of one of the three APIs and checks that the gateway can serve it: what
-/// [`Endpoint::handle_parsed`] takes. Linear in the body's size.
+/// Reads a request of one of the three APIs and checks that the gateway can serve it (what
+/// [`prepare_request`] prepares). Linear in the body's size.
 ///
 /// # Errors
 /// A 400 naming the field for a body that is not a valid request, or one the gateway cannot
@@ -1550,7 +1533,7 @@ fn ignored_header(ignored: &[String]) -> String {
                 })
                 .collect();
             if end < name.len() {
-                format!("{cut}…")
+                format!("{cut}...")
             } else {
                 cut
             }
@@ -1583,7 +1566,11 @@ mod tests {
         assert!(header.len() < 200);
         let odd = vec!["x".repeat(1000), "é\u{0}".to_owned()];
         let header = ignored_header(&odd);
-        assert_eq!(header, format!("{}…, ??", "x".repeat(64)));
+        assert_eq!(header, format!("{}..., ??", "x".repeat(64)));
+        assert!(
+            header.bytes().all(|b| b.is_ascii_graphic() || b == b' '),
+            "a valid header value"
+        );
     }
 
     #[test]

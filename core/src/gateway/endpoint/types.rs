@@ -114,13 +114,7 @@ pub fn tenant_id(tenant: &str) -> String {
     let mut hash = sha2::Sha256::new();
     hash.update(b"ccwire tenant\0");
     hash.update(tenant.as_bytes());
-    let digest = hash.finalize();
-    let mut id = String::from("k");
-    for byte in &digest[..12] {
-        use std::fmt::Write;
-        let _ = write!(id, "{byte:02x}");
-    }
-    id
+    format!("k{}", crate::conversation::hex(&hash.finalize()[..12]))
 }
 
 impl EndpointConfig {
