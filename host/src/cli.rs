@@ -31,6 +31,13 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Play a recorded transcript as the `claude` executable, for the host that spawns it.
     Play(crate::play::PlayArgs),
+    /// The watchdog `ccwire serve` starts: once the gateway named has ended, kills what its
+    /// CLIs' tools left running.
+    #[command(hide = true)]
+    Watchdog {
+        /// The gateway, as `<pid>.<start time>`.
+        gateway: String,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -223,6 +230,11 @@ pub fn main() -> ExitCode {
         Command::Record(args) => crate::run::record(args),
         Command::Serve(args) => serve(*args),
         Command::Play(args) => crate::play::play(args),
+        Command::Watchdog { gateway } => {
+            crate::run::init_tracing();
+            ccwire_host::tree::watch(&gateway);
+            ExitCode::SUCCESS
+        }
     }
 }
 
@@ -321,6 +333,18 @@ fn serve(args: ServeArgs) -> ExitCode {
         env_remove: args.strip_env,
         seed: args.seed,
     };
+    // Outside the sandbox, what the CLIs' tools leave running dies with the gateway even when
+    // the gateway is killed by SIGKILL.
+    let _watchdog =
+        if cfg!(target_os = "linux") && options.sandbox != ccwire_host::sandbox::SandboxMode::On {
+            let args = ["watchdog".to_owned(), ccwire_host::tree::gateway_id()];
+            std::env::current_exe()
+                .and_then(|exe| ccwire_host::tree::Watchdog::start(&exe, &args))
+                .inspect_err(|err| tracing::warn!(%err, "cannot start the gateway's watchdog"))
+                .ok()
+        } else {
+            None
+        };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(err) => {

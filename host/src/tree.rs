@@ -5,9 +5,11 @@
 //! the sandbox the gateway therefore starts every CLI with a variable naming the gateway and
 //! the session ([`MARKER_ENV`]), which whatever its tools run inherits, and once the CLI has
 //! ended it kills every process still carrying that mark ([`sweep_session`]). A gateway killed
-//! by SIGKILL runs no code to do so: the next gateway to start kills the marked processes of
-//! gateways that are no longer running ([`sweep_orphans`]). In the sandbox none of this is
-//! needed: each CLI has its own PID namespace, which ends with the CLI or the gateway.
+//! by SIGKILL runs no code to do so: `ccwire serve` starts a [`Watchdog`], a process of its
+//! own that notices the gateway's end and kills what its CLIs left; and the next gateway to
+//! start kills the marked processes of gateways that are no longer running
+//! ([`sweep_orphans`]), should the watchdog have been killed too. In the sandbox none of this
+//! is needed: each CLI has its own PID namespace, which ends with the CLI or the gateway.
 //!
 //! A process that drops the variable from its environment before it starts others escapes the
 //! mark; the sandbox is the boundary, this is the clean-up outside it. Linux only (it reads
@@ -93,6 +95,74 @@ pub fn sweep_orphans() -> usize {
             killed,
             "killed what the CLIs of gateways no longer running left"
         );
+    }
+    killed
+}
+
+/// A process that outlives its gateway by a moment: when the gateway ends, however it ends
+/// (SIGKILL included), it kills every process the gateway's CLIs marked, and exits.
+///
+/// It is the gateway's executable started again with arguments that make it [`watch`]: its
+/// standard input is a pipe that only the gateway holds open, so that the end of the
+/// gateway is the end of that input. It runs in a process group of its own, so that a
+/// signal to the gateway's group (Ctrl-C in a terminal) leaves it to do its work.
+#[derive(Debug)]
+pub struct Watchdog {
+    _pipe: std::process::ChildStdin,
+}
+
+impl Watchdog {
+    /// Starts `program` with `args` (which must make it call [`watch`] with this process's
+    /// [`gateway_id`]) as the watchdog of this process.
+    ///
+    /// # Errors
+    /// When the process cannot be started.
+    pub fn start(program: &std::path::Path, args: &[String]) -> io::Result<Watchdog> {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        let pipe = child.stdin.take().expect("piped");
+        // Reaped by whoever adopts it once the gateway has ended; reaped here if it ends
+        // first (the reaper of adopted orphans waits for any child it does not own).
+        drop(child);
+        Ok(Watchdog { _pipe: pipe })
+    }
+}
+
+/// This process, as a watchdog names it: `<pid>.<start time>`.
+pub fn gateway_id() -> String {
+    let pid = std::process::id();
+    format!("{pid}.{}", Stat::of(pid).map_or(0, |s| s.start))
+}
+
+/// The work of a [`Watchdog`]: waits for the end of standard input, then for the end of the
+/// gateway `gateway` (a [`gateway_id`]), kills every process its CLIs marked and returns how
+/// many.
+pub fn watch(gateway: &str) -> usize {
+    use std::io::Read;
+    let mut sink = [0u8; 64];
+    let mut input = io::stdin().lock();
+    while !matches!(input.read(&mut sink), Ok(0) | Err(_)) {}
+    // The gateway's descriptors close as it exits, a moment before it has ended.
+    if let Some((pid, start)) = gateway
+        .split_once('.')
+        .and_then(|(pid, start)| Some((pid.parse::<u32>().ok()?, start.parse::<u64>().ok()?)))
+    {
+        for _ in 0..500 {
+            if !Stat::of(pid).is_some_and(|s| s.start == start && s.running()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    let prefix = format!("{gateway}.");
+    let killed = sweep(|mark| mark.starts_with(&prefix));
+    if killed > 0 {
+        tracing::info!(killed, "killed what the CLIs of an ended gateway left");
     }
     killed
 }

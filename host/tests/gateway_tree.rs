@@ -2,7 +2,7 @@
 //! Bash tool backgrounds a long-lived process (in a session of its own, out of the CLI's
 //! process group). With the sandbox it dies with the CLI's PID namespace; without it, the
 //! gateway's sweep kills it once the CLI has ended, and a gateway killed by SIGKILL leaves it
-//! to the next gateway's start.
+//! to its watchdog (or, should that be killed too, to the next gateway's start).
 
 mod support;
 
@@ -226,7 +226,7 @@ async fn sandboxed_a_tool_s_background_job_dies_with_a_sigkilled_gateway() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unsandboxed_a_sigkilled_gateway_s_leftovers_die_when_the_next_one_starts() {
+async fn unsandboxed_a_tool_s_background_job_dies_with_a_sigkilled_gateway() {
     let _one = SERIAL.lock().await;
     let (token, state) = (token(), tempfile::tempdir().unwrap());
     let (fake, home) = (
@@ -234,11 +234,30 @@ async fn unsandboxed_a_sigkilled_gateway_s_leftovers_die_when_the_next_one_start
         OfflineHome::new(),
     );
     let serve = serve_with_a_job(&home, &fake, state.path(), "off", &token).await;
+    let watchdog = the_watchdog(serve.child.id().unwrap());
+
+    sigkill_serve(serve).await;
+
+    eventually("the job is gone", || marked(&token).is_empty()).await;
+    eventually("the watchdog has ended", || !alive(watchdog)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsandboxed_leftovers_of_a_gateway_sigkilled_with_its_watchdog_die_when_the_next_one_starts(
+) {
+    let _one = SERIAL.lock().await;
+    let (token, state) = (token(), tempfile::tempdir().unwrap());
+    let (fake, home) = (
+        FakeAnthropic::start(script(&token)).await,
+        OfflineHome::new(),
+    );
+    let serve = serve_with_a_job(&home, &fake, state.path(), "off", &token).await;
+    sigkill(the_watchdog(serve.child.id().unwrap()));
     sigkill_serve(serve).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(
         !marked(&token).is_empty(),
-        "outside the sandbox nothing kills the job but the next gateway"
+        "with the watchdog killed, nothing kills the job but the next gateway"
     );
 
     let next = ServeProcess::start(
@@ -256,6 +275,20 @@ async fn unsandboxed_a_sigkilled_gateway_s_leftovers_die_when_the_next_one_start
 
     eventually("the job is gone", || marked(&token).is_empty()).await;
     next.stop().await;
+}
+
+/// The watchdog `ccwire serve` (process `serve`) started.
+fn the_watchdog(serve: u32) -> u32 {
+    let children: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|pid| ppid(*pid) == Some(serve))
+        .collect();
+    *children
+        .iter()
+        .find(|pid| cmdline(**pid).get(1).is_some_and(|a| a == "watchdog"))
+        .unwrap_or_else(|| panic!("no watchdog among the children of ccwire serve: {children:?}"))
 }
 
 /// `ccwire serve` adopts what the CLIs' tools leave running (Linux's child subreaper), and

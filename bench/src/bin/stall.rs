@@ -16,8 +16,10 @@
 //! - nothing (the baseline);
 //! - a 32 MiB request: a history of ~32,000 messages of 1 KiB, then a question (a new
 //!   conversation each time, rebuilt from its history);
-//! - a request with 900,000 tools (each a small valid tool; 104 MiB, so the gateway runs with
-//!   `--max-body 256 MiB`).
+//! - a request with 900,000 tools, each as small as a tool gets (`{"name":"t…","input_schema":{}}`),
+//!   31.7 MiB: within the default body limit;
+//! - a request with 900,000 small tools that each have a description and a property (104 MiB,
+//!   so the gateway runs with `--max-body 256 MiB`).
 //!
 //! Each case runs `SECONDS` (default 10) in each of `ROUNDS` rounds (default 2), and on until
 //! its last big request is answered; the cases are interleaved so that every ratio compares
@@ -34,10 +36,11 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 /// The cases, in the order each round runs them.
-const CASES: [&str; 3] = [
+const CASES: [&str; 4] = [
     "baseline (nothing else)",
     "32 MiB requests",
-    "900,000-tool requests",
+    "900,000-tool requests (31.7 MiB)",
+    "900,000-tool requests (104 MiB)",
 ];
 
 /// A live turn: the case it ran in, time to first byte, whole turn, largest chunk gap (ms).
@@ -80,16 +83,21 @@ fn history_body(bytes: usize) -> Vec<u8> {
     body
 }
 
-/// A request with `n` small tools and one message.
-fn tools_body(n: usize) -> Vec<u8> {
+/// A request with `n` tools and one message: the smallest valid tools, or small tools with
+/// a description and a property.
+fn tools_body(n: usize, smallest: bool) -> Vec<u8> {
     let mut body = String::from(r#"{"model":"default","max_tokens":64,"tools":["#);
     for i in 0..n {
         if i > 0 {
             body.push(',');
         }
-        body.push_str(&format!(
-            r#"{{"name":"tool_{i}","description":"Tool {i}.","input_schema":{{"type":"object","properties":{{"x":{{"type":"string"}}}}}}}}"#
-        ));
+        body.push_str(&if smallest {
+            format!(r#"{{"name":"t{i}","input_schema":{{}}}}"#)
+        } else {
+            format!(
+                r#"{{"name":"tool_{i}","description":"Tool {i}.","input_schema":{{"type":"object","properties":{{"x":{{"type":"string"}}}}}}}}"#
+            )
+        });
     }
     body.push_str(r#"],"messages":[{"role":"user","content":"Hello."}]}"#);
     body.into_bytes()
@@ -211,8 +219,13 @@ async fn main() {
         .map_or(2, |a| a.parse().expect("ROUNDS is a number"));
     raise_fd_limit();
     let history = history_body(32 * 1024 * 1024);
-    let tools = tools_body(900_000);
-    let sizes = [0, history.len(), tools.len()];
+    let small_tools = tools_body(900_000, true);
+    assert!(
+        small_tools.len() <= 32 * 1024 * 1024,
+        "within the default limit"
+    );
+    let tools = tools_body(900_000, false);
+    let sizes = [0, history.len(), small_tools.len(), tools.len()];
     let home = tempfile::tempdir().expect("a home");
     let max_body = (256 * 1024 * 1024).to_string();
     let (mut gateway, addr) = serve_fake(
@@ -245,9 +258,14 @@ async fn main() {
     let bigs = Mutex::new(Vec::new());
     let phase = Duration::from_secs(seconds);
     for _ in 0..rounds {
-        for (index, body) in [None, Some(&history[..]), Some(&tools[..])]
-            .into_iter()
-            .enumerate()
+        for (index, body) in [
+            None,
+            Some(&history[..]),
+            Some(&small_tools[..]),
+            Some(&tools[..]),
+        ]
+        .into_iter()
+        .enumerate()
         {
             case.store(index, Ordering::Relaxed);
             let until = Instant::now() + phase;
