@@ -72,7 +72,7 @@ pub fn process_rss_kib(pid: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// The child processes of `pid` (the CLIs a gateway runs).
+/// The child processes of `pid` (the CLIs a gateway runs), but its watchdog.
 pub fn children(pid: u32) -> Vec<u32> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
@@ -85,6 +85,10 @@ pub fn children(pid: u32) -> Vec<u32> {
                 .split_whitespace()
                 .filter_map(|p| p.parse().ok())
                 .collect::<Vec<u32>>()
+        })
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            cmdline.split(|b| *b == 0).nth(1) != Some(b"watchdog".as_slice())
         })
         .collect()
 }

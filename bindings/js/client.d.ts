@@ -84,7 +84,10 @@ export interface ClientOptions extends ClaudeSettings {
   initializeTimeoutMs?: number;
 }
 
-/** The CLI's arguments for these settings. */
+/**
+ * The CLI's arguments for these settings: the flags, in the order, of the Rust `ClaudeOptions`
+ * and `ccwire serve` (one builder). Throws an `Error` naming a field of the wrong type.
+ */
 export function claudeArgs(options?: ClaudeSettings & { sdkMcpServers?: string[] }): string[];
 
 export class ProcessExitedError extends Error {

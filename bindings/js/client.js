@@ -3,57 +3,25 @@
 
 import { spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { Session } from "./node.js";
+import { cliArgs, initSync as initConversation } from "../pkg/ccwire_conversation.js";
 
-/** The CLI's arguments for these options: the same flags, in the same order, as ccwire's Rust `ClaudeOptions`. */
+/**
+ * The CLI's arguments for these options: the same flags, in the same order, as ccwire's Rust
+ * `ClaudeOptions` and `ccwire serve` (one builder, in the package's WebAssembly module).
+ */
 export function claudeArgs(options = {}) {
-  const args = ["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"];
-  const flag = (name, value) => {
-    args.push(name);
-    if (value !== undefined) args.push(String(value));
-  };
-  const prompt = options.systemPrompt;
-  if (typeof prompt === "string") flag("--system-prompt", prompt);
-  else if (prompt && typeof prompt.append === "string") flag("--append-system-prompt", prompt.append);
-  if (options.model) flag("--model", options.model);
-  if (options.maxTurns > 0) flag("--max-turns", options.maxTurns);
-  if (options.tools) flag("--tools", options.tools.join(","));
-  if (options.allowedTools?.length) flag("--allowedTools", options.allowedTools.join(","));
-  if (options.disallowedTools?.length) flag("--disallowedTools", options.disallowedTools.join(","));
-  if (options.permissionMode) flag("--permission-mode", options.permissionMode);
-  if (options.permissionPrompts) flag("--permission-prompt-tool", "stdio");
-  const sdkServers = options.sdkMcpServers ?? [];
-  const external = Object.entries(options.mcpServers ?? {});
-  if (sdkServers.length || external.length) {
-    const servers = {};
-    for (const name of sdkServers) servers[name] = { type: "sdk", name };
-    for (const [name, config] of external) servers[name] = config;
-    flag("--mcp-config", JSON.stringify({ mcpServers: servers }));
+  if (!conversationReady) {
+    // The builder lives in the `ccwire/conversation` module (loaded once, on first use; a
+    // second load elsewhere is harmless), which keeps the package's main module small.
+    initConversation({ module: readFileSync(new URL("../pkg/ccwire_conversation_bg.wasm", import.meta.url)) });
+    conversationReady = true;
   }
-  if (options.strictMcpConfig) flag("--strict-mcp-config");
-  if (options.settings !== undefined) {
-    flag("--settings", typeof options.settings === "string" ? options.settings : JSON.stringify(options.settings));
-  }
-  // No settings file loads unless asked for (the Agent SDKs' default).
-  flag(`--setting-sources=${(options.settingSources ?? []).join(",")}`);
-  for (const dir of options.addDirs ?? []) flag("--add-dir", dir);
-  if (options.fallbackModel) flag("--fallback-model", options.fallbackModel);
-  if (options.betas?.length) flag("--betas", options.betas.join(","));
-  if (options.maxBudgetUsd !== undefined) flag("--max-budget-usd", options.maxBudgetUsd);
-  const thinking = options.thinking;
-  if (thinking === "adaptive") flag("--thinking=adaptive");
-  else if (thinking === "disabled") flag("--thinking=disabled");
-  else if (thinking && typeof thinking.budgetTokens === "number") flag("--max-thinking-tokens", thinking.budgetTokens);
-  if (options.effort) flag("--effort", options.effort);
-  if (options.agents) flag("--agents", JSON.stringify(options.agents));
-  if (options.includePartialMessages) flag("--include-partial-messages");
-  // Equals form: a value starting with `-` must not be read as a flag.
-  if (options.resume) flag(`--resume=${options.resume}`);
-  if (options.continue) flag("--continue");
-  if (options.forkSession) flag("--fork-session");
-  args.push(...(options.extraArgs ?? []));
-  return args;
+  return JSON.parse(cliArgs(JSON.stringify(options ?? {})));
 }
+
+let conversationReady = false;
 
 /** The CLI ended: how, the end of its stderr, and the last error result it reported. */
 export class ProcessExitedError extends Error {

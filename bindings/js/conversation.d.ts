@@ -285,7 +285,12 @@ export type GatewayOutput =
   /** Requests with this routing key belong to this gateway now (with `publishIndex`). */
   | { type: "claim"; key: string }
   /** They no longer do. */
-  | { type: "release"; key: string };
+  | { type: "release"; key: string }
+  /** `POST` `body` to `url` with `headers` (a token count the model API makes); give the
+   * answer's body to `handleFetched`. */
+  | { type: "fetch"; request: number; url: string; headers: [string, string][]; body: string }
+  /** An admin asked for a drain over HTTP: it has begun; exit once `isDrained`. */
+  | { type: "drain_requested" };
 /** When the gateway wants `handleTimeout`, and why (in words). */
 export interface GatewayDeadline {
   atMs: number;
@@ -353,15 +358,6 @@ export interface HttpHead {
 export type HttpAdmission =
   | { respond: { status: number; headers: [string, string][]; body: string } }
   | { admit: { tenant: string; cors: [string, string][] } };
-/** What the host does besides carrying out the outputs of `Gateway.handleHttp`. */
-export type HttpRouted =
-  | { type: "endpoint" }
-  | { type: "drain" }
-  | {
-      type: "count_tokens";
-      estimate: number;
-      upstream: { url: string; headers: [string, string][] } | null;
-    };
 /** How a CLI ended. */
 export interface CliExit {
   code?: number | null;
@@ -395,9 +391,13 @@ export class Gateway {
     tenant: string,
     body: string | Uint8Array | { error: string },
     nowMs: number,
-  ): { routed: HttpRouted; outputs: GatewayOutput[] };
-  /** Answers a `count_tokens` request: the upstream's body when it answered with success, else the estimate. */
-  tokenCount(requestId: number, estimate: number, upstreamBody?: string | Uint8Array | null): GatewayOutput[];
+  ): GatewayOutput[];
+  /**
+   * The answer to a `fetch` output: the body of the upstream's answer when it succeeded, else
+   * `null`. A token count answers with the upstream's count when the body has one, else with
+   * the gateway's estimate.
+   */
+  handleFetched(requestId: number, answerBody: string | Uint8Array | null, nowMs: number): GatewayOutput[];
   /** A client's request; `requestId` is yours, unique among requests not ended. */
   handleRequest(
     requestId: number,

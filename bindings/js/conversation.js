@@ -188,7 +188,11 @@ function headerList(headers = []) {
  * - `{type: "write", session, data}`: write to that CLI's stdin;
  * - `{type: "close", session}`: close its stdin, end it after a grace period;
  * - `{type: "respond", request, status, headers}`, `{type: "body", request, data}`,
- *   `{type: "end", request}`: the response of a request (SSE frames or a JSON body).
+ *   `{type: "end", request}`: the response of a request (SSE frames or a JSON body);
+ * - `{type: "fetch", request, url, headers, body}`: `POST` `body` to `url` (a token count
+ *   the model API makes) and give the answer's body to `handleFetched`;
+ * - `{type: "drain_requested"}`: an admin asked for a drain over HTTP; it has begun, exit
+ *   once `isDrained`.
  *
  * Then call `handleTimeout` when `nextDeadline().atMs` passes.
  */
@@ -231,9 +235,7 @@ export class Gateway {
   /**
    * An admitted request with its body (`{error: "too_large"}` when it was over `maxBody`,
    * `{error: "timed_out:<ms>"}` when it did not arrive within the host's body timeout,
-   * `{error: reason}` when it could not be read): returns `{routed, outputs}`; `routed.type`
-   * `"drain"` asks the host to exit once drained, `"count_tokens"` to send `routed.upstream`
-   * (when there is one) and give its answer to `tokenCount`.
+   * `{error: reason}` when it could not be read): returns the outputs, like every input.
    */
   handleHttp(requestId, { method, path, headers }, tenant, body, nowMs) {
     const error = body?.error === undefined ? undefined : String(body.error);
@@ -243,10 +245,14 @@ export class Gateway {
     ));
   }
 
-  /** Answers a `count_tokens` request: the upstream's answer body when it succeeded, else the estimate. */
-  tokenCount(requestId, estimate, upstreamBody) {
-    const data = upstreamBody == null ? undefined : bytesOf(upstreamBody, "upstream body");
-    return JSON.parse(this.#inner.tokenCount(requestId, estimate, data));
+  /**
+   * The answer to a `fetch` output: the body of the upstream's answer when it succeeded, else
+   * `null` (an error status, no answer). A token count answers with the upstream's count when
+   * the body has one, else with the gateway's estimate.
+   */
+  handleFetched(requestId, answerBody, nowMs) {
+    const data = answerBody == null ? undefined : bytesOf(answerBody, "answer body");
+    return JSON.parse(this.#inner.handleFetched(requestId, data, nowMs));
   }
 
   /**

@@ -2,7 +2,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use ccwire_core::gateway::{Endpoint, RouteKey};
+use ccwire_core::gateway::{Gateway, RouteKey};
 
 use crate::interop;
 
@@ -23,7 +23,7 @@ pub fn canonical_request(api: &str, body: &str, tenant: &str) -> Result<String, 
     })
 }
 
-/// The key that says which gateway must serve a request (`Endpoint::route_key`), as JSON:
+/// The key that says which gateway must serve a request (`Gateway::route_key`), as JSON:
 /// `{"kind":"new"}` or `{"kind":"conversation","key":…}`.
 ///
 /// The API's own validation error comes back in place of the result, as
@@ -34,7 +34,7 @@ pub fn canonical_request(api: &str, body: &str, tenant: &str) -> Result<String, 
 #[wasm_bindgen(js_name = routeKey)]
 pub fn route_key(api: &str, body: &str, tenant: &str) -> Result<String, JsError> {
     let api = interop::api(api)?;
-    let key = match Endpoint::route_key(api, tenant, body.as_bytes()) {
+    let key = match Gateway::route_key(api, tenant, body.as_bytes()) {
         Ok(key) => key,
         Err(err) => return Ok(interop::api_error(&err, api)),
     };
@@ -44,4 +44,16 @@ pub fn route_key(api: &str, body: &str, tenant: &str) -> Result<String, JsError>
             serde_json::json!({"kind": "conversation", "key": key}).to_string()
         }
     })
+}
+
+/// The CLI's arguments for the options of `ccwire/node`'s `claudeArgs` (JSON): the same
+/// flags, in the same order, as the Rust `ClaudeOptions` and the gateway (one builder,
+/// [`ccwire_core::args::CliArgs`]). Returns them as a JSON array.
+///
+/// # Errors
+/// Options that are not a JSON object, or a field of the wrong type (named).
+#[wasm_bindgen(js_name = cliArgs)]
+pub fn cli_args(options: &str) -> Result<String, JsError> {
+    let args = interop::cli_args(options).map_err(|e| JsError::new(&format!("claudeArgs: {e}")))?;
+    Ok(serde_json::to_string(&args.to_args()).expect("strings serialize"))
 }

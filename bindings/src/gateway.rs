@@ -1,6 +1,6 @@
-//! The gateway endpoint of `ccwire serve` for JS hosts (`ccwire/conversation`).
+//! The gateway engine of `ccwire serve` for JS hosts (`ccwire/conversation`).
 
-use ccwire_core::gateway::{BodyError, Endpoint, EndpointOutput, HttpConfig, HttpFront, HttpHead};
+use ccwire_core::gateway::{BodyError, Gateway, GatewayOutput, HttpConfig, HttpHead};
 use serde::Deserialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
@@ -26,26 +26,28 @@ struct HttpOptions {
     env: Option<std::collections::HashMap<String, String>>,
 }
 
-fn front(options: &str) -> Result<HttpFront, JsError> {
-    let o: HttpOptions = serde_json::from_str(options)
+/// The gateway of the `Gateway` options (JSON) `options` with the HTTP face `http`.
+fn gateway(options: &str, http: &str) -> Result<Gateway, JsError> {
+    let o: HttpOptions = serde_json::from_str(http)
         .map_err(|err| JsError::new(&format!("Gateway http options: {err}")))?;
     let defaults = HttpConfig::default();
-    let config = HttpConfig {
+    let mut config = interop::endpoint_config(options)?;
+    config.http = HttpConfig {
         api_keys: o.api_keys,
         admin_key: o.admin_key,
         allow_origins: o.allow_origins,
         allow_hosts: o.allow_hosts,
         max_body: o.max_body.unwrap_or(defaults.max_body),
         drain_grace_ms: o.drain_grace_ms.unwrap_or(defaults.drain_grace_ms),
+        listener: o.listener.unwrap_or(defaults.listener),
+        loopback: o.loopback.unwrap_or(defaults.loopback),
     };
-    let listener = o.listener.as_deref().unwrap_or("127.0.0.1");
-    let mut front = HttpFront::new(config, listener, o.loopback.unwrap_or(true), &[])
-        .map_err(|err| JsError::new(&err.to_string()))?;
-    front.set_cli(o.cli.unwrap_or(Value::Null));
+    let mut gateway = Gateway::new(config).map_err(|err| JsError::new(&err.to_string()))?;
+    gateway.set_cli(o.cli.unwrap_or(Value::Null));
     if let Some(env) = o.env {
-        front.count_tokens_upstream(|name| env.get(name).cloned());
+        gateway.count_tokens_upstream(|name| env.get(name).cloned());
     }
-    Ok(front)
+    Ok(gateway)
 }
 
 /// Calls `f` with a request head from JS (the headers as JSON `[[name, value], …]`).
@@ -65,12 +67,11 @@ fn with_head<T>(
     }))
 }
 
-/// [`Endpoint`]: every conversation's CLI session and response, driven by the host's
+/// [`Gateway`]: every conversation's CLI session and response, driven by the host's
 /// requests, CLI output and clock. Every input returns the outputs it made, as a JSON array.
 #[wasm_bindgen]
 pub struct WasmGateway {
-    inner: Endpoint,
-    front: HttpFront,
+    inner: Gateway,
 }
 
 #[wasm_bindgen]
@@ -83,8 +84,7 @@ impl WasmGateway {
     #[wasm_bindgen(constructor)]
     pub fn new(options: &str, http: &str) -> Result<WasmGateway, JsError> {
         Ok(WasmGateway {
-            inner: Endpoint::new(interop::endpoint_config(options)?),
-            front: front(http)?,
+            inner: gateway(options, http)?,
         })
     }
 
@@ -95,13 +95,14 @@ impl WasmGateway {
     /// Headers that are not a list of name–value pairs.
     pub fn admit(&self, method: &str, path: &str, headers: &str) -> Result<String, JsError> {
         with_head(method, path, headers, |head| {
-            self.front.admit(head).to_json().to_string()
+            self.inner.admit(head).to_json().to_string()
         })
     }
 
     /// An admitted HTTP request with its body (or why there is none: `too_large`,
     /// `timed_out:<ms>` when it did not arrive within the host's body timeout, or the reason it
-    /// could not be read): `{"routed": {type, estimate?, upstream?}, "outputs": […]}`.
+    /// could not be read): the outputs, among them a `fetch` to send for a `count_tokens`
+    /// request and `drain_requested` for an accepted `POST /admin/drain`.
     ///
     /// # Errors
     /// A bad request id, headers or time.
@@ -128,34 +129,28 @@ impl WasmGateway {
             (_, Some(reason)) => Err(BodyError::Unreadable(reason)),
             (body, None) => Ok(body.as_deref().unwrap_or_default()),
         };
-        let (front, inner) = (&self.front, &mut self.inner);
-        let routed = with_head(method, path, headers, |head| {
-            front
-                .handle(inner, now, request, head, tenant, body)
-                .to_json()
+        let inner = &mut self.inner;
+        with_head(method, path, headers, |head| {
+            inner.handle_http(now, request, head, tenant, body);
         })?;
-        Ok(format!(
-            r#"{{"routed":{routed},"outputs":{}}}"#,
-            self.drain_outputs()
-        ))
+        Ok(self.drain_outputs())
     }
 
-    /// Answers a `count_tokens` request: the upstream's answer body (when it answered with
-    /// success) or the estimate.
+    /// The answer to a `fetch` output: the body of the upstream's answer when it answered with
+    /// success, else nothing.
     ///
     /// # Errors
-    /// A bad request id.
-    #[wasm_bindgen(js_name = tokenCount)]
-    pub fn token_count(
+    /// A bad request id or time.
+    #[wasm_bindgen(js_name = handleFetched)]
+    pub fn handle_fetched(
         &mut self,
         request: f64,
-        estimate: f64,
-        upstream: Option<Box<[u8]>>,
+        answer: Option<Box<[u8]>>,
+        now_ms: f64,
     ) -> Result<String, JsError> {
         let request = interop::id("request", request)?;
-        let estimate = interop::id("estimate", estimate)?;
-        self.front
-            .token_count(&mut self.inner, request, estimate, upstream.as_deref());
+        let now = interop::timestamp(now_ms)?;
+        self.inner.handle_fetched(now, request, answer.as_deref());
         Ok(self.drain_outputs())
     }
 
@@ -314,7 +309,7 @@ impl WasmGateway {
         Ok(self.drain_outputs())
     }
 
-    /// Starts draining (see `Endpoint::drain`).
+    /// Starts draining (see `Gateway::drain`).
     ///
     /// # Errors
     /// A bad time.
@@ -367,7 +362,7 @@ impl WasmGateway {
 }
 
 impl WasmGateway {
-    /// The outputs made so far, as one JSON array (each as [`EndpointOutput::to_json`] writes
+    /// The outputs made so far, as one JSON array (each as [`GatewayOutput::to_json`] writes
     /// it).
     fn drain_outputs(&mut self) -> String {
         let mut out = String::from("[");
@@ -375,7 +370,7 @@ impl WasmGateway {
             if out.len() > 1 {
                 out.push(',');
             }
-            out.push_str(&EndpointOutput::to_json(&output));
+            out.push_str(&GatewayOutput::to_json(&output));
         }
         out.push(']');
         out

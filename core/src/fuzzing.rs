@@ -12,8 +12,7 @@ use crate::api::response::{EncoderOptions, ResponseEncoder};
 use crate::api::{anthropic, openai, responses, Api, ApiError, ApiErrorKind};
 use crate::conversation::HistoryHasher;
 use crate::gateway::{
-    Admission, Endpoint, EndpointConfig, EndpointOutput, HttpConfig, HttpFront, HttpHead,
-    RequestId, Routed, SessionId,
+    Admission, Gateway, GatewayConfig, GatewayOutput, HttpConfig, HttpHead, RequestId, SessionId,
 };
 use crate::mcp::McpCallResult;
 use crate::play::Player;
@@ -440,7 +439,7 @@ pub fn play(data: &[u8]) {
     while player.poll_output().is_some() {}
 }
 
-/// The gateway endpoint driven by arbitrary operations — requests of the three APIs, CLI
+/// The gateway engine driven by arbitrary operations — requests of the three APIs, CLI
 /// output, exits, spawn failures, clients gone, approvals, a drain, time — checking what every
 /// host relies on: a request gets one head before any body, and one end; nothing is written to
 /// a CLI that was never started or was closed.
@@ -448,7 +447,12 @@ pub fn gateway(data: &[u8]) {
     let Some((&shape, rest)) = data.split_first() else {
         return;
     };
-    let mut endpoint = Endpoint::new(EndpointConfig {
+    let keys = if shape & 16 != 0 {
+        vec!["k".to_owned()]
+    } else {
+        Vec::new()
+    };
+    let mut gateway = Gateway::new(GatewayConfig {
         pool: usize::from(shape % 3),
         max_sessions: 4,
         max_concurrent: 3,
@@ -456,21 +460,20 @@ pub fn gateway(data: &[u8]) {
         approvals: shape & 4 != 0,
         enabled_tools: vec!["Bash".to_owned()],
         publish_index: shape & 8 != 0,
-        ..EndpointConfig::default()
-    });
-    let keys = if shape & 16 != 0 {
-        vec!["k".to_owned()]
-    } else {
-        Vec::new()
-    };
-    let http = HttpConfig {
-        api_keys: keys,
-        admin_key: Some("a".to_owned()),
-        allow_origins: vec!["http://app.example".to_owned()],
-        max_body: 2048,
-        ..HttpConfig::default()
-    };
-    let front = HttpFront::new(http, "127.0.0.1:1", true, &[]).expect("a loopback front");
+        http: HttpConfig {
+            api_keys: keys,
+            admin_key: Some("a".to_owned()),
+            allow_origins: vec!["http://app.example".to_owned()],
+            max_body: 2048,
+            ..HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    })
+    .expect("a loopback gateway");
+    if shape & 32 != 0 {
+        gateway.count_tokens_upstream(|name| (name == "ANTHROPIC_API_KEY").then(|| "x".into()));
+    }
+    let mut fetches = Vec::new();
     let mut now = 0;
     let mut next_request: RequestId = 0;
     let mut responses: BTreeMap<RequestId, (bool, bool)> = BTreeMap::new();
@@ -492,41 +495,40 @@ pub fn gateway(data: &[u8]) {
                 next_request += 1;
                 responses.insert(next_request, (false, false));
                 let api = [Api::Anthropic, Api::OpenAi, Api::Responses][usize::from(op % 3)];
-                endpoint.handle_request(now, next_request, api, "t", payload);
+                gateway.handle_request(now, next_request, api, "t", payload);
             }
             3 | 4 => {
                 if let Some(&session) = live.get(pick % live.len().max(1)) {
-                    endpoint.handle_stdout(now, session, payload);
+                    gateway.handle_stdout(now, session, payload);
                 }
             }
             5 => {
                 now += u64::from(shape) * 1000 + (pick as u64) * 60_000;
-                endpoint.handle_timeout(now);
+                gateway.handle_timeout(now);
             }
             6 => {
                 if let Some(&request) = open_requests.get(pick % open_requests.len().max(1)) {
-                    endpoint.handle_client_gone(now, request);
+                    gateway.handle_client_gone(now, request);
                     responses.remove(&request);
                 }
             }
             7 => {
                 if let Some(&session) = live.get(pick % live.len().max(1)) {
                     if pick % 2 == 0 {
-                        endpoint.handle_exit(now, session, Some(1), None, "gone");
+                        gateway.handle_exit(now, session, Some(1), None, "gone");
                     } else {
-                        endpoint.handle_spawn_failed(now, session, "gone");
+                        gateway.handle_spawn_failed(now, session, "gone");
                     }
                     clis.insert(session, false);
                 }
             }
             _ => {
                 if pick % 5 == 0 {
-                    endpoint.drain(now, 1_000);
+                    gateway.drain(now, 1_000);
                 } else if pick % 5 == 1 {
                     next_request += 1;
                     http_request(
-                        &front,
-                        &mut endpoint,
+                        &mut gateway,
                         now,
                         next_request,
                         pick,
@@ -534,21 +536,32 @@ pub fn gateway(data: &[u8]) {
                         &mut responses,
                     );
                 } else {
-                    let list = endpoint.approvals("t");
+                    let list = gateway.approvals("t");
                     if let Some(id) = list["data"][0]["id"].as_str() {
-                        let _ = endpoint.answer_approval(now, "t", id, payload);
+                        let _ = gateway.answer_approval(now, "t", id, payload);
                     }
-                    let _ = endpoint.answer_approval(now, "t", "appr_none", payload);
+                    let _ = gateway.answer_approval(now, "t", "appr_none", payload);
                 }
             }
         }
-        while let Some(output) = endpoint.poll_output() {
+        while let Some(output) = gateway.poll_output() {
+            if let GatewayOutput::Fetch { request, .. } = output {
+                fetches.push(request);
+            }
             check(&output, &mut responses, &mut clis);
         }
-        assert!(endpoint.poll_timeout().is_none_or(|(at, _)| at < u64::MAX));
+        // The model API answers each count, when the payload says so, or fails.
+        for request in fetches.drain(..) {
+            let answer = (pick % 2 == 0).then_some(payload);
+            gateway.handle_fetched(now, request, answer);
+        }
+        while let Some(output) = gateway.poll_output() {
+            check(&output, &mut responses, &mut clis);
+        }
+        assert!(gateway.poll_timeout().is_none_or(|(at, _)| at < u64::MAX));
     }
     assert!(
-        endpoint.metrics().contains("ccwire_sessions"),
+        gateway.metrics().contains("ccwire_sessions"),
         "metrics render"
     );
 }
@@ -556,8 +569,7 @@ pub fn gateway(data: &[u8]) {
 /// An HTTP request through the front: the path, then `name: value` header lines, then the
 /// body, from the payload; the method from `pick`.
 fn http_request(
-    front: &HttpFront,
-    endpoint: &mut Endpoint,
+    gateway: &mut Gateway,
     now: u64,
     request: RequestId,
     pick: usize,
@@ -584,7 +596,7 @@ fn http_request(
         path,
         headers: &pairs,
     };
-    match front.admit(&head) {
+    match gateway.admit(&head) {
         Admission::Respond(r) => {
             assert!((200..600).contains(&r.status), "a status");
             if r.status >= 400 {
@@ -594,44 +606,41 @@ fn http_request(
         }
         Admission::Admit { tenant, .. } => {
             responses.insert(request, (false, false));
-            let routed = front.handle(endpoint, now, request, &head, &tenant, Ok(body.as_bytes()));
-            if let Routed::CountTokens { estimate, .. } = routed {
-                front.token_count(endpoint, request, estimate, Some(body.as_bytes()));
-            }
+            gateway.handle_http(now, request, &head, &tenant, Ok(body.as_bytes()));
         }
     }
 }
 
 fn check(
-    output: &EndpointOutput,
+    output: &GatewayOutput,
     responses: &mut BTreeMap<RequestId, (bool, bool)>,
     clis: &mut BTreeMap<SessionId, bool>,
 ) {
     match output {
-        EndpointOutput::Spawn { session, .. } => {
+        GatewayOutput::Spawn { session, .. } => {
             assert!(
                 clis.insert(*session, true).is_none(),
                 "one spawn per session"
             );
         }
-        EndpointOutput::Write { session, .. } => {
+        GatewayOutput::Write { session, .. } => {
             assert_eq!(clis.get(session), Some(&true), "writes go to a live CLI");
         }
-        EndpointOutput::Close { session } => {
+        GatewayOutput::Close { session } => {
             clis.insert(*session, false);
         }
-        EndpointOutput::Respond { request, .. } => {
+        GatewayOutput::Respond { request, .. } => {
             if let Some(state) = responses.get_mut(request) {
                 assert!(!state.0, "one head per response");
                 state.0 = true;
             }
         }
-        EndpointOutput::Body { request, .. } => {
+        GatewayOutput::Body { request, .. } => {
             if let Some(state) = responses.get(request) {
                 assert!(state.0 && !state.1, "a body between head and end");
             }
         }
-        EndpointOutput::End { request } => {
+        GatewayOutput::End { request } => {
             if let Some(state) = responses.get_mut(request) {
                 assert!(state.0 && !state.1, "one end, after the head");
                 state.1 = true;

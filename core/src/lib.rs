@@ -31,6 +31,7 @@
 //! session.
 
 pub mod api;
+pub mod args;
 mod chunk;
 pub mod conversation;
 pub mod framing;

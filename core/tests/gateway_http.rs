@@ -1,17 +1,21 @@
 //! The gateway's HTTP face: what it admits from a request's head, and how each route answers
-//! through the endpoint's outputs.
+//! through the gateway's outputs.
 
 use ccwire_core::gateway::{
-    Admission, BodyError, Endpoint, EndpointConfig, EndpointOutput, FrontError, HttpConfig,
-    HttpFront, HttpHead, Routed,
+    Admission, BodyError, ConfigError, Gateway, GatewayConfig, GatewayOutput, HttpConfig, HttpHead,
 };
 use serde_json::{json, Value};
 
-fn front(config: HttpConfig) -> HttpFront {
-    HttpFront::new(config, "127.0.0.1:8080", true, &[]).expect("a loopback front")
+/// A gateway with this HTTP face and `config` otherwise.
+fn with_http(http: HttpConfig, config: GatewayConfig) -> Gateway {
+    Gateway::new(GatewayConfig { http, ..config }).expect("a loopback gateway")
 }
 
-fn admit(front: &HttpFront, method: &str, path: &str, headers: &[(&str, &str)]) -> Admission {
+fn front(http: HttpConfig) -> Gateway {
+    with_http(http, GatewayConfig::default())
+}
+
+fn admit(front: &Gateway, method: &str, path: &str, headers: &[(&str, &str)]) -> Admission {
     front.admit(&HttpHead {
         method,
         path,
@@ -33,20 +37,28 @@ fn refused(admission: Admission, header: &str) -> (u16, Option<String>, Value) {
     (r.status, value, body)
 }
 
-/// A whole response of `request` from the endpoint's outputs: status, headers, body.
-fn answer(endpoint: &mut Endpoint, request: u64) -> (u16, Vec<(String, String)>, Vec<u8>) {
+/// A whole response of `request` from the gateway's outputs: status, headers, body.
+fn answer(gateway: &mut Gateway, request: u64) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    answer_of(
+        std::iter::from_fn(|| gateway.poll_output()).collect(),
+        request,
+    )
+}
+
+/// A whole response of `request` among `outputs`.
+fn answer_of(outputs: Vec<GatewayOutput>, request: u64) -> (u16, Vec<(String, String)>, Vec<u8>) {
     let (mut status, mut headers, mut body, mut ended) = (0, Vec::new(), Vec::new(), false);
-    while let Some(output) = endpoint.poll_output() {
+    for output in outputs {
         match output {
-            EndpointOutput::Respond {
+            GatewayOutput::Respond {
                 request: r,
                 status: s,
                 headers: h,
             } if r == request => (status, headers) = (s, h),
-            EndpointOutput::Body { request: r, bytes } if r == request => {
+            GatewayOutput::Body { request: r, bytes } if r == request => {
                 body.extend_from_slice(&bytes);
             }
-            EndpointOutput::End { request: r } if r == request => ended = true,
+            GatewayOutput::End { request: r } if r == request => ended = true,
             _ => {}
         }
     }
@@ -169,16 +181,22 @@ fn an_allowed_origin_gets_its_preflight_and_cors_headers() {
 
 #[test]
 fn a_public_listener_needs_a_key_and_names_the_tools_that_run_code() {
-    let error = HttpFront::new(
-        HttpConfig::default(),
-        "0.0.0.0:80",
-        false,
-        &["Bash".into(), "Read".into()],
-    )
-    .expect_err("no key on a public address");
+    let public = |http: HttpConfig, tools: &[&str]| {
+        Gateway::new(GatewayConfig {
+            http: HttpConfig {
+                listener: "0.0.0.0:80".into(),
+                loopback: false,
+                ..http
+            },
+            enabled_tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+            ..GatewayConfig::default()
+        })
+    };
+    let error =
+        public(HttpConfig::default(), &["Bash", "Read"]).expect_err("no key on a public address");
     assert_eq!(
         error,
-        FrontError::NoKey {
+        ConfigError::NoKey {
             listener: "0.0.0.0:80".into(),
             code_tools: vec!["Bash".into()]
         }
@@ -190,28 +208,30 @@ fn a_public_listener_needs_a_key_and_names_the_tools_that_run_code() {
         api_keys: vec!["k".into()],
         ..HttpConfig::default()
     };
-    assert!(HttpFront::new(keyed, "0.0.0.0:80", false, &[]).is_ok());
+    assert!(public(keyed, &[]).is_ok());
     let bad = HttpConfig {
         allow_origins: vec!["*".into()],
         ..HttpConfig::default()
     };
     assert!(matches!(
-        HttpFront::new(bad, "127.0.0.1:1", true, &[]),
-        Err(FrontError::Allowance(_))
+        Gateway::new(GatewayConfig {
+            http: bad,
+            ..GatewayConfig::default()
+        }),
+        Err(ConfigError::Allowance(_))
     ));
 }
 
 #[test]
 fn the_routes_answer_through_the_endpoint() {
-    let mut f = front(HttpConfig {
+    let mut e = front(HttpConfig {
         admin_key: Some("admin".into()),
         max_body: 64,
         drain_grace_ms: 7000,
         ..HttpConfig::default()
     });
-    f.set_cli(json!({"found": true, "version": "2.1.330"}));
-    let mut e = Endpoint::new(EndpointConfig::default());
-    let handle = |e: &mut Endpoint,
+    e.set_cli(json!({"found": true, "version": "2.1.330"}));
+    let handle = |e: &mut Gateway,
                   id,
                   method,
                   path,
@@ -222,13 +242,10 @@ fn the_routes_answer_through_the_endpoint() {
             path,
             headers,
         };
-        f.handle(e, 1, id, &head, "", body)
+        e.handle_http(1, id, &head, "", body)
     };
 
-    assert_eq!(
-        handle(&mut e, 1, "GET", "/health", &[], Ok(b"")),
-        Routed::Endpoint
-    );
+    handle(&mut e, 1, "GET", "/health", &[], Ok(b""));
     let (status, _, body) = answer(&mut e, 1);
     let health: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(status, 200);
@@ -241,7 +258,7 @@ fn the_routes_answer_through_the_endpoint() {
         (Some(0), Some(0))
     );
 
-    let _ = handle(&mut e, 2, "GET", "/v1/models", &[], Ok(b""));
+    handle(&mut e, 2, "GET", "/v1/models", &[], Ok(b""));
     let (_, _, body) = answer(&mut e, 2);
     let models: Value = serde_json::from_slice(&body).unwrap();
     assert!(models["data"]
@@ -250,14 +267,14 @@ fn the_routes_answer_through_the_endpoint() {
         .iter()
         .any(|m| m["id"] == "sonnet"));
 
-    let _ = handle(&mut e, 3, "GET", "/metrics", &[], Ok(b""));
+    handle(&mut e, 3, "GET", "/metrics", &[], Ok(b""));
     let (status, headers, body) = answer(&mut e, 3);
     assert_eq!(status, 200);
     assert!(headers[0].1.starts_with("text/plain; version=0.0.4"));
     assert!(String::from_utf8(body).unwrap().contains("ccwire_sessions"));
 
     // A body over the limit, or unreadable: 413 and 400 in the API's shape.
-    let _ = handle(
+    handle(
         &mut e,
         4,
         "POST",
@@ -272,7 +289,7 @@ fn the_routes_answer_through_the_endpoint() {
         error["error"]["message"],
         "the request body is larger than 64 bytes"
     );
-    let _ = handle(
+    handle(
         &mut e,
         5,
         "POST",
@@ -283,7 +300,7 @@ fn the_routes_answer_through_the_endpoint() {
     assert_eq!(answer(&mut e, 5).0, 400);
 
     // An approval that does not exist.
-    let _ = handle(
+    handle(
         &mut e,
         6,
         "POST",
@@ -294,7 +311,7 @@ fn the_routes_answer_through_the_endpoint() {
     assert_eq!(answer(&mut e, 6).0, 404);
 
     // The admin drain: refused without the admin key, then accepted.
-    let _ = handle(
+    handle(
         &mut e,
         7,
         "POST",
@@ -303,7 +320,7 @@ fn the_routes_answer_through_the_endpoint() {
         Ok(b""),
     );
     assert_eq!(answer(&mut e, 7).0, 401);
-    let routed = handle(
+    handle(
         &mut e,
         8,
         "POST",
@@ -311,8 +328,12 @@ fn the_routes_answer_through_the_endpoint() {
         &[("authorization", "Bearer admin")],
         Ok(b""),
     );
-    assert_eq!(routed, Routed::Drain);
-    let (status, _, body) = answer(&mut e, 8);
+    let outputs: Vec<GatewayOutput> = std::iter::from_fn(|| e.poll_output()).collect();
+    assert!(
+        outputs.contains(&GatewayOutput::DrainRequested),
+        "the host is told to exit once drained"
+    );
+    let (status, _, body) = answer_of(outputs, 8);
     let drain: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!((status, drain["grace_seconds"].as_u64()), (202, Some(7)));
     assert!(e.is_drained());
@@ -327,25 +348,14 @@ fn token_counts_come_from_the_cli_s_model_api_or_an_estimate() {
         path: "/v1/messages/count_tokens",
         headers: &[JSON, ("anthropic-beta", "b1")],
     };
-    let mut e = Endpoint::new(EndpointConfig::default());
 
     // No key in the CLI's environment: the estimate, and nothing to send.
-    let plain = front(HttpConfig::default());
-    let Routed::CountTokens {
-        estimate,
-        upstream: None,
-    } = plain.handle(&mut e, 0, 1, &head, "", Ok(body.as_bytes()))
-    else {
-        panic!("not a count");
-    };
-    assert!(estimate > 0);
-    plain.token_count(&mut e, 1, estimate, None);
-    let (_, headers, answered) = answer(&mut e, 1);
+    let mut plain = front(HttpConfig::default());
+    plain.handle_http(0, 1, &head, "", Ok(body.as_bytes()));
+    let (_, headers, answered) = answer(&mut plain, 1);
     assert!(headers.contains(&("x-ccwire-token-count".into(), "estimate".into())));
-    assert_eq!(
-        serde_json::from_slice::<Value>(&answered).unwrap()["input_tokens"],
-        estimate
-    );
+    let estimate = serde_json::from_slice::<Value>(&answered).unwrap()["input_tokens"].clone();
+    assert!(estimate.as_u64() > Some(0), "{estimate}");
 
     // A key the CLI gets: the model API counts, with the client's version and beta headers.
     let mut counted = front(HttpConfig::default());
@@ -354,44 +364,66 @@ fn token_counts_come_from_the_cli_s_model_api_or_an_estimate() {
         "ANTHROPIC_AUTH_TOKEN" => Some("tok".into()),
         _ => None,
     });
-    let Routed::CountTokens {
-        estimate,
-        upstream: Some(out),
-    } = counted.handle(&mut e, 0, 2, &head, "", Ok(body.as_bytes()))
-    else {
-        panic!("no upstream");
+    let fetch = |e: &mut Gateway, id| {
+        e.handle_http(0, id, &head, "", Ok(body.as_bytes()));
+        match e.poll_output() {
+            Some(GatewayOutput::Fetch {
+                request,
+                url,
+                headers,
+                body: sent,
+            }) => {
+                assert_eq!(request, id);
+                assert_eq!(sent, body.as_bytes(), "the client's body goes upstream");
+                assert!(e.poll_output().is_none(), "no answer before the count");
+                (url, headers)
+            }
+            other => panic!("not a fetch: {other:?}"),
+        }
     };
-    assert_eq!(out.url, "http://127.0.0.1:9/v1/messages/count_tokens");
+    let (url, headers) = fetch(&mut counted, 2);
+    assert_eq!(url, "http://127.0.0.1:9/v1/messages/count_tokens");
     for header in [
         ("authorization", "Bearer tok"),
         ("anthropic-version", "2023-06-01"),
         ("anthropic-beta", "b1"),
     ] {
         assert!(
-            out.headers.contains(&(header.0.into(), header.1.into())),
+            headers.contains(&(header.0.into(), header.1.into())),
             "{header:?}"
         );
     }
-    counted.token_count(&mut e, 2, estimate, Some(br#"{"input_tokens": 42}"#));
-    let (_, headers, answered) = answer(&mut e, 2);
+    counted.handle_fetched(1, 2, Some(br#"{"input_tokens": 42}"#));
+    let (_, headers, answered) = answer(&mut counted, 2);
     assert!(headers.contains(&("x-ccwire-token-count".into(), "upstream".into())));
     assert_eq!(
         serde_json::from_slice::<Value>(&answered).unwrap()["input_tokens"],
         42
     );
-    // An answer without a count: the estimate.
-    counted.token_count(&mut e, 3, estimate, Some(b"not json"));
-    assert!(answer(&mut e, 3)
-        .1
-        .contains(&("x-ccwire-token-count".into(), "estimate".into())));
+    // An answer without a count, or none: the estimate.
+    for (id, upstream) in [(3, Some(b"not json".as_slice())), (4, None)] {
+        fetch(&mut counted, id);
+        counted.handle_fetched(1, id, upstream);
+        let (_, headers, answered) = answer(&mut counted, id);
+        assert!(headers.contains(&("x-ccwire-token-count".into(), "estimate".into())));
+        assert_eq!(
+            serde_json::from_slice::<Value>(&answered).unwrap()["input_tokens"],
+            estimate
+        );
+    }
+    // The client went away: a late answer is dropped.
+    fetch(&mut counted, 5);
+    counted.handle_client_gone(1, 5);
+    counted.handle_fetched(2, 5, Some(br#"{"input_tokens": 42}"#));
+    assert_eq!(counted.poll_output(), None);
 }
 
 #[test]
 fn the_cli_s_environment_is_the_endpoint_s_to_decide() {
-    let config = EndpointConfig {
+    let config = GatewayConfig {
         cli_env: vec![("ANTHROPIC_BASE_URL".into(), "http://fake".into())],
         cli_env_remove: vec!["ANTHROPIC_API_KEY".into()],
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     };
     let host = |name: &str| Some(format!("host's {name}"));
     assert_eq!(
@@ -405,21 +437,20 @@ fn the_cli_s_environment_is_the_endpoint_s_to_decide() {
 
 #[test]
 fn a_key_sees_its_own_metrics_and_health_says_only_its_status_without_one() {
-    let f = front(HttpConfig {
+    let mut e = front(HttpConfig {
         api_keys: vec!["a".into(), "b".into()],
         admin_key: Some("admin".into()),
         ..HttpConfig::default()
     });
-    let mut e = Endpoint::new(EndpointConfig::default());
     let mut id = 0;
-    let mut get = |e: &mut Endpoint, path: &str, headers: &[(&str, &str)], tenant: &str| {
+    let mut get = |e: &mut Gateway, path: &str, headers: &[(&str, &str)], tenant: &str| {
         id += 1;
         let head = HttpHead {
             method: "GET",
             path,
             headers,
         };
-        let _ = f.handle(e, 1, id, &head, tenant, Ok(b"".as_slice()));
+        e.handle_http(1, id, &head, tenant, Ok(b"".as_slice()));
         answer(e, id)
     };
     // Tenant a sends two requests the gateway refuses, tenant b one.
@@ -429,7 +460,7 @@ fn a_key_sees_its_own_metrics_and_health_says_only_its_status_without_one() {
             path: "/v1/messages",
             headers: &[JSON],
         };
-        let _ = f.handle(&mut e, 1, 100 + n, &head, tenant, Ok(b"{}".as_slice()));
+        e.handle_http(1, 100 + n, &head, tenant, Ok(b"{}".as_slice()));
         assert_eq!(answer(&mut e, 100 + n).0, 400);
     }
     let series = r#"ccwire_requests_total{api="anthropic",status="400"}"#;
@@ -481,11 +512,13 @@ fn a_key_sees_its_own_metrics_and_health_says_only_its_status_without_one() {
 
 #[test]
 fn draining_a_new_conversation_gets_its_503_at_once_and_none_waits() {
-    let f = front(HttpConfig::default());
-    let mut e = Endpoint::new(EndpointConfig {
-        max_concurrent: 0,
-        ..EndpointConfig::default()
-    });
+    let mut e = with_http(
+        HttpConfig::default(),
+        GatewayConfig {
+            max_concurrent: 0,
+            ..GatewayConfig::default()
+        },
+    );
     let body = br#"{"model":"sonnet","max_tokens":10,"messages":[{"role":"user","content":"Hi"}]}"#;
     let head = HttpHead {
         method: "POST",
@@ -493,13 +526,13 @@ fn draining_a_new_conversation_gets_its_503_at_once_and_none_waits() {
         headers: &[JSON],
     };
     // No room: the request waits in the queue.
-    let _ = f.handle(&mut e, 1, 1, &head, "", Ok(body.as_slice()));
+    e.handle_http(1, 1, &head, "", Ok(body.as_slice()));
     assert!(e.poll_output().is_none(), "it waits for a turn");
     // The drain answers it, and a new one, at once.
     e.drain(2, 30_000);
     let (status, headers, _) = answer(&mut e, 1);
     assert_eq!(status, 503);
     assert!(headers.iter().any(|(n, v)| n == "retry-after" && v == "1"));
-    let _ = f.handle(&mut e, 3, 2, &head, "", Ok(body.as_slice()));
+    e.handle_http(3, 2, &head, "", Ok(body.as_slice()));
     assert_eq!(answer(&mut e, 2).0, 503);
 }

@@ -1,4 +1,4 @@
-//! The gateway endpoint in simulation: clients, CLIs and a clock driven in one thread, time
+//! The gateway engine in simulation: clients, CLIs and a clock driven in one thread, time
 //! jumping from deadline to deadline. Each fake CLI speaks the wire as CLI 2.1.330 does in the
 //! corpus (partial messages, held `tools/call`s, interrupts); each test asserts what a client of
 //! `ccwire serve` would see.
@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use ccwire_core::api::Api;
 use ccwire_core::gateway::{
-    Admission, CliSpec, Endpoint, EndpointConfig, EndpointOutput, HttpConfig, HttpFront, HttpHead,
-    RequestId, RouteKey, Routed, SessionId, HELD_CALL_TIMEOUT_TEXT,
+    Admission, CliSpec, Gateway, GatewayConfig, GatewayOutput, HttpHead, RequestId, RouteKey,
+    SessionId, HELD_CALL_TIMEOUT_TEXT,
 };
 use serde_json::{json, Value};
 
@@ -334,10 +334,10 @@ impl Response {
     }
 }
 
-/// The endpoint, its CLIs and its clients on one clock.
+/// The gateway, its CLIs and its clients on one clock.
 struct Sim {
     now: u64,
-    endpoint: Endpoint,
+    gateway: Gateway,
     clis: BTreeMap<SessionId, FakeCli>,
     specs: BTreeMap<SessionId, CliSpec>,
     closed: Vec<SessionId>,
@@ -350,15 +350,14 @@ struct Sim {
     muted: Vec<SessionId>,
     /// Spawns to refuse.
     fail_spawns: bool,
-    /// The HTTP face, as a JS `Gateway` without `http` options has it.
-    front: HttpFront,
 }
 
 impl Sim {
-    fn new(config: EndpointConfig) -> Sim {
+    fn new(config: GatewayConfig) -> Sim {
         Sim {
             now: 1_000,
-            endpoint: Endpoint::new(config),
+            // The HTTP face as a JS `Gateway` without `http` options has it.
+            gateway: Gateway::new(config).expect("a loopback gateway"),
             clis: BTreeMap::new(),
             specs: BTreeMap::new(),
             closed: Vec::new(),
@@ -367,12 +366,11 @@ impl Sim {
             trace: Vec::new(),
             muted: Vec::new(),
             fail_spawns: false,
-            front: HttpFront::new(HttpConfig::default(), "127.0.0.1", true, &[]).unwrap(),
         }
     }
 
     fn default() -> Sim {
-        Sim::new(EndpointConfig::default())
+        Sim::new(GatewayConfig::default())
     }
 
     /// Sends a request; runs until everything is quiet; returns its id.
@@ -390,14 +388,14 @@ impl Sim {
             json!({"op": "request", "now": self.now, "request": id, "api": api_name,
                           "tenant": tenant, "body": body}),
         );
-        self.endpoint
+        self.gateway
             .handle_request(self.now, id, api, tenant, body.as_bytes());
         self.run();
         id
     }
 
-    /// Sends an HTTP request through the front; runs until quiet; returns its id if admitted.
-    /// A `count_tokens` is answered with the estimate.
+    /// Sends an HTTP request through the HTTP face; runs until quiet; returns its id if
+    /// admitted.
     fn http(
         &mut self,
         method: &str,
@@ -415,7 +413,7 @@ impl Sim {
             path,
             headers,
         };
-        let admission = self.front.admit(&head);
+        let admission = self.gateway.admit(&head);
         self.trace
             .push(json!({ "admission": admission.to_json() }).to_string());
         let Admission::Admit { tenant, .. } = admission else {
@@ -423,20 +421,8 @@ impl Sim {
         };
         self.next_request = id;
         self.responses.insert(id, Response::default());
-        let routed = self.front.handle(
-            &mut self.endpoint,
-            self.now,
-            id,
-            &head,
-            &tenant,
-            Ok(body.as_bytes()),
-        );
-        self.trace
-            .push(json!({ "routed": routed.to_json() }).to_string());
-        if let Routed::CountTokens { estimate, .. } = routed {
-            self.front
-                .token_count(&mut self.endpoint, id, estimate, None);
-        }
+        self.gateway
+            .handle_http(self.now, id, &head, &tenant, Ok(body.as_bytes()));
         self.run();
         Some(id)
     }
@@ -445,32 +431,32 @@ impl Sim {
         &self.responses[&id]
     }
 
-    /// Carries out the endpoint's outputs and feeds back what the CLIs print, until quiet.
+    /// Carries out the gateway's outputs and feeds back what the CLIs print, until quiet.
     fn run(&mut self) {
         let mut stdout: VecDeque<(SessionId, String)> = VecDeque::new();
         loop {
-            while let Some(output) = self.endpoint.poll_output() {
+            while let Some(output) = self.gateway.poll_output() {
                 self.trace.push(format!("{{\"out\":{}}}", output.to_json()));
                 match output {
-                    EndpointOutput::Spawn { session, spec } => {
+                    GatewayOutput::Spawn { session, spec } => {
                         if self.fail_spawns {
                             self.input(json!({"op": "spawn_failed", "now": self.now,
                                               "session": session, "error": "no such file"}));
-                            self.endpoint
+                            self.gateway
                                 .handle_spawn_failed(self.now, session, "no such file");
                             continue;
                         }
                         self.specs.insert(session, spec);
                         self.clis.insert(session, FakeCli::default());
                     }
-                    EndpointOutput::Write { session, bytes } => {
+                    GatewayOutput::Write { session, bytes } => {
                         let cli = self.clis.get_mut(&session).expect("written after spawn");
                         for l in cli.write(&bytes) {
                             stdout.push_back((session, l));
                         }
                     }
-                    EndpointOutput::Close { session } => self.closed.push(session),
-                    EndpointOutput::Respond {
+                    GatewayOutput::Close { session } => self.closed.push(session),
+                    GatewayOutput::Respond {
                         request,
                         status,
                         headers,
@@ -480,17 +466,17 @@ impl Sim {
                         response.status = status;
                         response.headers = headers;
                     }
-                    EndpointOutput::Body { request, bytes } => {
+                    GatewayOutput::Body { request, bytes } => {
                         let response = self.responses.get_mut(&request).unwrap();
                         assert!(response.status != 0 && !response.ended, "body after head");
                         response.body.extend(bytes);
                     }
-                    EndpointOutput::End { request } => {
+                    GatewayOutput::End { request } => {
                         let response = self.responses.get_mut(&request).unwrap();
                         assert!(response.status != 0 && !response.ended, "one end");
                         response.ended = true;
                     }
-                    EndpointOutput::Claim { .. } | EndpointOutput::Release { .. } => {}
+                    GatewayOutput::Claim { .. } | GatewayOutput::Release { .. } => {}
                     other => panic!("an output the harness does not know: {other:?}"),
                 }
             }
@@ -501,20 +487,20 @@ impl Sim {
                 continue;
             }
             self.input(json!({"op": "stdout", "now": self.now, "session": session, "data": l}));
-            self.endpoint.handle_stdout(self.now, session, l.as_bytes());
+            self.gateway.handle_stdout(self.now, session, l.as_bytes());
         }
     }
 
     /// Jumps the clock by `ms`, through every deadline on the way.
     fn advance(&mut self, ms: u64) {
         let until = self.now + ms;
-        while let Some((at, _)) = self.endpoint.poll_timeout() {
+        while let Some((at, _)) = self.gateway.poll_timeout() {
             if at > until {
                 break;
             }
             self.now = self.now.max(at);
             self.input(json!({"op": "timeout", "now": self.now}));
-            self.endpoint.handle_timeout(self.now);
+            self.gateway.handle_timeout(self.now);
             self.run();
         }
         self.now = until;
@@ -525,14 +511,14 @@ impl Sim {
             json!({"op": "exit", "now": self.now, "session": session, "code": code,
                           "signal": null, "stderr": "boom"}),
         );
-        self.endpoint
+        self.gateway
             .handle_exit(self.now, session, Some(code), None, "boom");
         self.run();
     }
 
     fn gone(&mut self, request: RequestId) {
         self.input(json!({"op": "client_gone", "now": self.now, "request": request}));
-        self.endpoint.handle_client_gone(self.now, request);
+        self.gateway.handle_client_gone(self.now, request);
         self.run();
     }
 
@@ -643,14 +629,14 @@ fn a_held_tool_call_ends_the_response_and_the_result_continues_the_turn() {
         start["content_block"]["name"], "lookup",
         "the client's own name"
     );
-    assert_eq!(sim.endpoint.held_count(), 1);
+    assert_eq!(sim.gateway.held_count(), 1);
 
     let messages = with_result(&ask, "paris", "sunny");
     let second = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
     let response = sim.response(second);
     assert_eq!(response.header("x-ccwire-session"), Some("continued"));
     assert_eq!(response.json()["content"][0]["text"], "done: sunny");
-    assert_eq!(sim.endpoint.held_count(), 0);
+    assert_eq!(sim.gateway.held_count(), 0);
     assert_eq!(sim.clis.len(), 1);
 }
 
@@ -675,7 +661,7 @@ fn parallel_calls_need_every_result_and_a_partial_request_loses_nothing() {
         2
     );
     assert_eq!(
-        sim.endpoint.held_count(),
+        sim.gateway.held_count(),
         2,
         "both calls reached the gateway"
     );
@@ -697,7 +683,7 @@ fn parallel_calls_need_every_result_and_a_partial_request_loses_nothing() {
         .as_str()
         .unwrap()
         .contains("toolu_2"));
-    assert_eq!(sim.endpoint.held_count(), 2, "nothing was lost");
+    assert_eq!(sim.gateway.held_count(), 2, "nothing was lost");
 
     let full = sim.send(
         Api::OpenAi,
@@ -716,10 +702,10 @@ fn a_held_call_past_its_deadline_gets_an_error_and_a_late_result_rebuilds() {
     let mut sim = Sim::default();
     let ask = json!([{"role": "user", "content": "lookup: paris"}]);
     sim.send(Api::Anthropic, "t", anthropic(ask.clone(), false));
-    assert_eq!(sim.endpoint.held_count(), 1);
+    assert_eq!(sim.gateway.held_count(), 1);
 
     sim.advance(10 * 60 * 1000);
-    assert_eq!(sim.endpoint.held_count(), 0);
+    assert_eq!(sim.gateway.held_count(), 0);
     let answer = sim.cli(1).stdin.last().unwrap().clone();
     let result = &answer["response"]["response"]["mcp_response"]["result"];
     assert_eq!(result["isError"], true);
@@ -745,17 +731,13 @@ fn an_idle_session_is_closed_past_its_ttl() {
         "t",
         anthropic(json!([{"role": "user", "content": "Hi"}]), false),
     );
-    assert_eq!(sim.endpoint.session_count(), 1);
+    assert_eq!(sim.gateway.session_count(), 1);
     sim.advance(30 * 60 * 1000 - 1);
-    assert_eq!(sim.endpoint.session_count(), 1);
+    assert_eq!(sim.gateway.session_count(), 1);
     sim.advance(1);
-    assert_eq!(sim.endpoint.session_count(), 0);
+    assert_eq!(sim.gateway.session_count(), 0);
     assert_eq!(sim.closed, [1]);
-    assert_eq!(
-        sim.endpoint.poll_timeout(),
-        None,
-        "nothing left to wake for"
-    );
+    assert_eq!(sim.gateway.poll_timeout(), None, "nothing left to wake for");
 }
 
 #[test]
@@ -807,7 +789,7 @@ fn a_conversation_is_busy_until_its_interrupted_turn_ends_then_closed_if_it_neve
     assert_eq!(sim.response(again).header("retry-after"), Some("1"));
     sim.advance(10_000);
     assert_eq!(sim.closed, [1], "closed after the settle grace");
-    assert_eq!(sim.endpoint.session_count(), 0);
+    assert_eq!(sim.gateway.session_count(), 0);
 }
 
 #[test]
@@ -829,7 +811,7 @@ fn a_cli_that_dies_mid_turn_fails_the_response_in_the_api_s_shape() {
         "{text}"
     );
     assert!(text.ends_with("data: [DONE]\n\n"));
-    assert_eq!(sim.endpoint.session_count(), 0);
+    assert_eq!(sim.gateway.session_count(), 0);
 
     // Before anything was streamed, the error is an HTTP status.
     sim.muted.push(2);
@@ -879,14 +861,14 @@ fn a_spawn_failure_is_a_500_naming_it() {
     assert!(response
         .text()
         .contains("cannot start a Claude Code session: no such file"));
-    assert_eq!(sim.endpoint.session_count(), 0);
+    assert_eq!(sim.gateway.session_count(), 0);
 }
 
 #[test]
 fn the_session_cap_is_a_429() {
-    let mut sim = Sim::new(EndpointConfig {
+    let mut sim = Sim::new(GatewayConfig {
         max_sessions: 1,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     });
     sim.send(
         Api::Anthropic,
@@ -952,9 +934,9 @@ fn bad_requests_are_answered_in_the_api_s_shape_and_start_nothing() {
 
 /// Many conversations, clients and CLIs interleaved over an hour of simulated time.
 fn many(seed: u64) -> (Vec<String>, usize) {
-    let mut sim = Sim::new(EndpointConfig {
+    let mut sim = Sim::new(GatewayConfig {
         seed,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     });
     let mut histories: Vec<Vec<Value>> = Vec::new();
     for round in 0..6 {
@@ -1008,11 +990,11 @@ fn many_conversations_give_the_same_outputs_every_time() {
 /// inputs and must make the same outputs, byte for byte (`bindings/test/gateway.test.mjs`).
 #[test]
 fn scenario() {
-    let mut sim = Sim::new(EndpointConfig {
+    let mut sim = Sim::new(GatewayConfig {
         seed: 42,
-        id_key: EndpointConfig::id_key_from_seed(42),
+        id_key: GatewayConfig::id_key_from_seed(42),
         unix_epoch_ms: 1_800_000_000_000,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     });
     // Anthropic, streamed: a held call and its result.
     let ask = json!([{"role": "user", "content": "lookup: paris"}]);
@@ -1085,7 +1067,7 @@ fn scenario() {
         "frank",
         anthropic(json!([{"role": "user", "content": "stall"}]), true),
     );
-    let session = sim.endpoint.request_session(dies).unwrap();
+    let session = sim.gateway.request_session(dies).unwrap();
     sim.exit(session, 1);
     // Through the HTTP face: refusals from the head, the routes, a conversation.
     let json_body = [("content-type", "application/json")];
@@ -1119,7 +1101,7 @@ fn scenario() {
     let turn = sim.http("POST", "/v1/messages", &json_body, &ask).unwrap();
     assert_eq!(sim.response(turn).status, 200);
     sim.advance(31 * 60 * 1000);
-    assert_eq!(sim.endpoint.session_count(), 0);
+    assert_eq!(sim.gateway.session_count(), 0);
     assert!(
         sim.responses.values().all(|r| r.status != 0),
         "every request was answered"
@@ -1131,9 +1113,9 @@ fn scenario() {
 /// claims: every request of a conversation reaches the gateway that holds it.
 #[test]
 fn a_router_with_the_published_index_keeps_each_conversation_on_its_gateway() {
-    let config = EndpointConfig {
+    let config = GatewayConfig {
         publish_index: true,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     };
     let mut gateways = [Sim::new(config.clone()), Sim::new(config)];
     let mut owner: BTreeMap<String, usize> = BTreeMap::new();
@@ -1144,8 +1126,7 @@ fn a_router_with_the_published_index_keeps_each_conversation_on_its_gateway() {
     for _round in 0..3 {
         for (c, messages) in conversations.iter_mut().enumerate() {
             let body = anthropic(json!(messages), false);
-            let key =
-                Endpoint::route_key(Api::Anthropic, "t", body.to_string().as_bytes()).unwrap();
+            let key = Gateway::route_key(Api::Anthropic, "t", body.to_string().as_bytes()).unwrap();
             let at = match &key {
                 RouteKey::New => {
                     next_new += 1;
@@ -1189,8 +1170,8 @@ fn a_router_with_the_published_index_keeps_each_conversation_on_its_gateway() {
             });
         }
     }
-    assert_eq!(gateways[0].endpoint.session_count(), 2);
-    assert_eq!(gateways[1].endpoint.session_count(), 2);
+    assert_eq!(gateways[0].gateway.session_count(), 2);
+    assert_eq!(gateways[1].gateway.session_count(), 2);
     assert_eq!(owner.len(), 4, "one live key per conversation");
     // A closed conversation releases its key: its next request may go anywhere (and rebuilds).
     gateways[0].advance(31 * 60 * 1000);
@@ -1213,7 +1194,7 @@ fn metrics_count_requests_turns_tokens_and_latency() {
         "t",
         json!({"model": "m", "n": 2, "messages": []}),
     );
-    let text = sim.endpoint.metrics();
+    let text = sim.gateway.metrics();
     for line in [
         "ccwire_requests_total{api=\"anthropic\",status=\"200\"} 2",
         "ccwire_requests_total{api=\"openai\",status=\"400\"} 1",
@@ -1252,10 +1233,10 @@ fn stall(sim: &mut Sim, tenant: &str) -> RequestId {
 
 #[test]
 fn requests_over_the_concurrency_cap_wait_in_order_and_a_full_queue_is_a_429() {
-    let mut sim = Sim::new(EndpointConfig {
+    let mut sim = Sim::new(GatewayConfig {
         max_concurrent: 2,
         max_queue: 1,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     });
     let first = stall(&mut sim, "a");
     let _second = stall(&mut sim, "b");
@@ -1265,25 +1246,19 @@ fn requests_over_the_concurrency_cap_wait_in_order_and_a_full_queue_is_a_429() {
     let fourth = stall(&mut sim, "d");
     assert_eq!(sim.response(fourth).status, 429);
     assert_eq!(sim.response(fourth).header("retry-after"), Some("1"));
-    assert!(sim
-        .endpoint
-        .metrics()
-        .contains("ccwire_requests_queued 1\n"));
+    assert!(sim.gateway.metrics().contains("ccwire_requests_queued 1\n"));
     // A turn ends: the waiting request is served.
     sim.gone(first);
     assert_eq!(sim.clis.len(), 3);
     assert_eq!(sim.response(third).status, 200);
-    assert!(sim
-        .endpoint
-        .metrics()
-        .contains("ccwire_requests_queued 0\n"));
+    assert!(sim.gateway.metrics().contains("ccwire_requests_queued 0\n"));
 }
 
 #[test]
 fn a_tenant_at_its_own_cap_waits_without_holding_up_the_others() {
-    let mut sim = Sim::new(EndpointConfig {
+    let mut sim = Sim::new(GatewayConfig {
         max_concurrent_per_key: 1,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     });
     let a1 = stall(&mut sim, "a");
     let a2 = stall(&mut sim, "a");
@@ -1296,10 +1271,10 @@ fn a_tenant_at_its_own_cap_waits_without_holding_up_the_others() {
 
 #[test]
 fn a_request_that_waits_too_long_gets_a_429() {
-    let mut sim = Sim::new(EndpointConfig {
+    let mut sim = Sim::new(GatewayConfig {
         max_concurrent: 1,
         queue_timeout_ms: 5_000,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     });
     stall(&mut sim, "a");
     let waiting = stall(&mut sim, "b");
@@ -1312,11 +1287,8 @@ fn a_request_that_waits_too_long_gets_a_429() {
     // A client that leaves the queue is forgotten.
     let left = stall(&mut sim, "c");
     sim.gone(left);
-    assert_eq!(sim.endpoint.request_count(), 1);
-    assert!(sim
-        .endpoint
-        .metrics()
-        .contains("ccwire_requests_queued 0\n"));
+    assert_eq!(sim.gateway.request_count(), 1);
+    assert!(sim.gateway.metrics().contains("ccwire_requests_queued 0\n"));
 }
 
 fn spawns(sim: &Sim) -> usize {
@@ -1328,9 +1300,9 @@ fn spawns(sim: &Sim) -> usize {
 
 #[test]
 fn a_warm_pool_gives_new_conversations_a_started_cli_and_refills() {
-    let mut sim = Sim::new(EndpointConfig {
+    let mut sim = Sim::new(GatewayConfig {
         pool: 2,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     });
     let first = sim.send(
         Api::Anthropic,
@@ -1339,7 +1311,7 @@ fn a_warm_pool_gives_new_conversations_a_started_cli_and_refills() {
     );
     assert_eq!(sim.response(first).status, 200);
     assert_eq!(spawns(&sim), 3, "its own CLI, and two for the pool");
-    assert!(sim.endpoint.metrics().contains("ccwire_pool_sessions 2\n"));
+    assert!(sim.gateway.metrics().contains("ccwire_pool_sessions 2\n"));
     // Both warm CLIs answered initialize and wait, with no prompt.
     for id in [2, 3] {
         let kinds: Vec<&str> = sim
@@ -1372,7 +1344,7 @@ fn a_warm_pool_gives_new_conversations_a_started_cli_and_refills() {
         "the oldest warm CLI took it"
     );
     assert_eq!(spawns(&sim), 4, "one more to replace it");
-    let metrics = sim.endpoint.metrics();
+    let metrics = sim.gateway.metrics();
     for line in [
         "ccwire_pool_hits_total 1",
         "ccwire_pool_misses_total 1",
@@ -1394,9 +1366,9 @@ fn a_warm_pool_gives_new_conversations_a_started_cli_and_refills() {
 
 #[test]
 fn other_settings_miss_the_pool_and_take_the_oldest_slot() {
-    let mut sim = Sim::new(EndpointConfig {
+    let mut sim = Sim::new(GatewayConfig {
         pool: 1,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     });
     sim.send(
         Api::Anthropic,
@@ -1423,10 +1395,10 @@ fn other_settings_miss_the_pool_and_take_the_oldest_slot() {
 
 #[test]
 fn warm_clis_count_toward_the_session_cap_and_give_way_to_conversations() {
-    let mut sim = Sim::new(EndpointConfig {
+    let mut sim = Sim::new(GatewayConfig {
         pool: 2,
         max_sessions: 2,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     });
     sim.send(
         Api::Anthropic,
@@ -1437,14 +1409,14 @@ fn warm_clis_count_toward_the_session_cap_and_give_way_to_conversations() {
     let plain = json!({"model": "sonnet", "max_tokens": 10, "messages": [{"role": "user", "content": "Plain"}]});
     let id = sim.send(Api::Anthropic, "t", plain);
     assert_eq!(sim.response(id).status, 200, "a warm CLI gave way");
-    assert_eq!(sim.endpoint.session_count(), 2);
+    assert_eq!(sim.gateway.session_count(), 2);
 }
 
 #[test]
 fn a_drain_refuses_new_conversations_lets_held_turns_finish_and_closes_every_cli() {
-    let mut sim = Sim::new(EndpointConfig {
+    let mut sim = Sim::new(GatewayConfig {
         pool: 1,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     });
     // An idle conversation, and one whose turn waits for the client's tool result.
     sim.send(
@@ -1455,19 +1427,19 @@ fn a_drain_refuses_new_conversations_lets_held_turns_finish_and_closes_every_cli
     let ask = json!([{"role": "user", "content": "lookup: paris"}]);
     sim.send(Api::Anthropic, "t", anthropic(ask.clone(), false));
     assert_eq!(
-        sim.endpoint.session_count(),
+        sim.gateway.session_count(),
         3,
         "two conversations and a warm CLI"
     );
 
-    sim.endpoint.drain(sim.now, 30_000);
+    sim.gateway.drain(sim.now, 30_000);
     sim.run();
     assert_eq!(
-        sim.endpoint.session_count(),
+        sim.gateway.session_count(),
         1,
         "the idle one and the warm one are closed"
     );
-    assert!(!sim.endpoint.is_drained());
+    assert!(!sim.gateway.is_drained());
     let new = sim.send(
         Api::OpenAi,
         "t",
@@ -1483,19 +1455,19 @@ fn a_drain_refuses_new_conversations_lets_held_turns_finish_and_closes_every_cli
         sim.response(done).json()["content"][0]["text"],
         "done: sunny"
     );
-    assert!(sim.endpoint.is_drained());
-    assert_eq!(sim.endpoint.poll_timeout(), None);
+    assert!(sim.gateway.is_drained());
+    assert_eq!(sim.gateway.poll_timeout(), None);
 }
 
 #[test]
 fn a_drain_closes_what_still_runs_at_the_end_of_its_grace() {
     let mut sim = Sim::default();
     let stalled = stall(&mut sim, "t");
-    sim.endpoint.drain(sim.now, 5_000);
+    sim.gateway.drain(sim.now, 5_000);
     sim.run();
-    assert!(!sim.endpoint.is_drained());
+    assert!(!sim.gateway.is_drained());
     sim.advance(5_000);
-    assert!(sim.endpoint.is_drained());
+    assert!(sim.gateway.is_drained());
     let response = sim.response(stalled);
     assert!(response.ended);
     assert!(
@@ -1508,12 +1480,12 @@ fn a_drain_closes_what_still_runs_at_the_end_of_its_grace() {
 }
 
 fn approvals_sim() -> Sim {
-    Sim::new(EndpointConfig {
+    Sim::new(GatewayConfig {
         approvals: true,
         enabled_tools: vec!["Bash".to_owned()],
         approval_timeout_ms: 60_000,
         unix_epoch_ms: 1_800_000_000_000,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     })
 }
 
@@ -1525,7 +1497,7 @@ fn bash(sim: &mut Sim, tenant: &str, command: &str) -> RequestId {
 
 fn answer(sim: &mut Sim, tenant: &str, id: &str, body: Value) -> Result<Value, u16> {
     let result = sim
-        .endpoint
+        .gateway
         .answer_approval(sim.now, tenant, id, body.to_string().as_bytes())
         .map_err(|e| e.status());
     sim.run();
@@ -1537,7 +1509,7 @@ fn an_enabled_tool_waits_for_a_person_and_runs_once_allowed() {
     let mut sim = approvals_sim();
     let watch = sim.next_request + 100;
     sim.responses.insert(watch, Response::default());
-    sim.endpoint.handle_approval_events(sim.now, watch, "alice");
+    sim.gateway.handle_approval_events(sim.now, watch, "alice");
     sim.run();
     let turn = bash(&mut sim, "alice", "ls");
     let spec = sim.specs[&1].args.join(" ");
@@ -1548,7 +1520,7 @@ fn an_enabled_tool_waits_for_a_person_and_runs_once_allowed() {
     );
     // The turn waits; the approval is listed for its tenant only.
     assert!(!sim.response(turn).ended);
-    let list = sim.endpoint.approvals("alice");
+    let list = sim.gateway.approvals("alice");
     assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
     let pending = &list["data"][0];
     assert_eq!(pending["tool_name"], "Bash");
@@ -1557,7 +1529,7 @@ fn an_enabled_tool_waits_for_a_person_and_runs_once_allowed() {
         pending["expires_at_ms"],
         1_800_000_000_000u64 + 1_000 + 60_000
     );
-    assert_eq!(sim.endpoint.approvals("bob")["data"], json!([]));
+    assert_eq!(sim.gateway.approvals("bob")["data"], json!([]));
     let id = pending["id"].as_str().unwrap().to_owned();
     assert_eq!(
         answer(&mut sim, "bob", &id, json!({"behavior": "allow"})),
@@ -1568,7 +1540,7 @@ fn an_enabled_tool_waits_for_a_person_and_runs_once_allowed() {
         Err(400)
     );
     assert!(sim
-        .endpoint
+        .gateway
         .metrics()
         .contains("ccwire_pending_approvals 1\n"));
 
@@ -1607,7 +1579,7 @@ fn an_enabled_tool_waits_for_a_person_and_runs_once_allowed() {
 fn a_denied_or_unanswered_approval_tells_the_model_the_tool_did_not_run() {
     let mut sim = approvals_sim();
     let turn = bash(&mut sim, "alice", "rm -rf /");
-    let id = sim.endpoint.approvals("alice")["data"][0]["id"]
+    let id = sim.gateway.approvals("alice")["data"][0]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -1630,7 +1602,7 @@ fn a_denied_or_unanswered_approval_tells_the_model_the_tool_did_not_run() {
         text.contains("No one answered this approval in time"),
         "{text}"
     );
-    assert_eq!(sim.endpoint.approvals("alice")["data"], json!([]));
+    assert_eq!(sim.gateway.approvals("alice")["data"], json!([]));
 }
 
 #[test]
@@ -1645,9 +1617,9 @@ fn without_approvals_a_permission_request_is_denied_at_once() {
 
 #[test]
 fn an_account_limit_the_cli_reported_gives_the_429_its_retry_after() {
-    let mut sim = Sim::new(EndpointConfig {
+    let mut sim = Sim::new(GatewayConfig {
         unix_epoch_ms: 1_800_000_000_000,
-        ..EndpointConfig::default()
+        ..GatewayConfig::default()
     });
     let asked = sim.send(
         Api::OpenAi,
@@ -1662,7 +1634,7 @@ fn an_account_limit_the_cli_reported_gives_the_429_its_retry_after() {
         json!({"type": "result", "subtype": "success", "is_error": true, "api_error_status": 429,
                "result": "Claude usage limit reached.", "session_id": "s"}),
     ] {
-        sim.endpoint
+        sim.gateway
             .handle_stdout(sim.now, 1, format!("{line}\n").as_bytes());
         sim.run();
     }

@@ -1,4 +1,4 @@
-//! The gateway endpoint with requests, CLI output and time: see `ccwire_core::fuzzing::gateway`.
+//! The gateway engine with requests, CLI output and time: see `ccwire_core::fuzzing::gateway`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

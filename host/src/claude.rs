@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// The environment variable naming the CLI executable.
 pub const CLAUDE_ENV: &str = "CCWIRE_CLAUDE";
@@ -57,28 +57,7 @@ fn existing(path: &Path) -> Option<PathBuf> {
     path.is_file().then(|| path.to_path_buf())
 }
 
-/// The system prompt the CLI runs with.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum SystemPrompt {
-    /// Claude Code's own system prompt (no flag).
-    #[default]
-    Preset,
-    /// Replace it (`--system-prompt`); an empty string is an empty prompt.
-    Custom(String),
-    /// Keep Claude Code's and append to it (`--append-system-prompt`).
-    Append(String),
-}
-
-/// How the model thinks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Thinking {
-    /// The model decides how much to think.
-    Adaptive,
-    /// Up to this many tokens.
-    Budget(u64),
-    /// No thinking.
-    Disabled,
-}
+pub use ccwire_core::args::{SystemPrompt, Thinking};
 
 /// How to start the CLI.
 #[derive(Debug, Clone, Default)]
@@ -150,116 +129,42 @@ pub struct ClaudeOptions {
 }
 
 impl ClaudeOptions {
-    /// The arguments after the executable.
+    /// The arguments after the executable, as [`CliArgs`](ccwire_core::args::CliArgs) builds
+    /// them for every host (`--add-dir` directories and the extra arguments, last, as given).
     pub fn args(&self) -> Vec<OsString> {
-        let mut args: Vec<OsString> = ccwire_core::wire::STREAM_JSON_ARGS
-            .into_iter()
-            .map(OsString::from)
-            .collect();
-        let mut flag = |name: &str, value: Option<String>| {
-            args.push(OsString::from(name));
-            if let Some(v) = value {
-                args.push(OsString::from(v));
-            }
-        };
-        match &self.system_prompt {
-            SystemPrompt::Preset => {}
-            SystemPrompt::Custom(p) => flag("--system-prompt", Some(p.clone())),
-            SystemPrompt::Append(p) => flag("--append-system-prompt", Some(p.clone())),
+        let args = ccwire_core::args::CliArgs {
+            system_prompt: self.system_prompt.clone(),
+            model: self.model.clone(),
+            max_turns: self.max_turns,
+            tools: self.tools.clone(),
+            allowed_tools: self.allowed_tools.clone(),
+            disallowed_tools: self.disallowed_tools.clone(),
+            permission_mode: self.permission_mode.clone(),
+            permission_prompts: self.permission_prompts,
+            sdk_mcp_servers: self.sdk_mcp_servers.clone(),
+            mcp_servers: self.mcp_servers.clone(),
+            strict_mcp_config: self.strict_mcp_config,
+            settings: self.settings.clone(),
+            setting_sources: self.setting_sources.clone().unwrap_or_default(),
+            fallback_model: self.fallback_model.clone(),
+            betas: self.betas.clone(),
+            max_budget_usd: self.max_budget_usd,
+            thinking: self.thinking,
+            effort: self.effort.clone(),
+            agents: self.agents.clone(),
+            include_partial_messages: self.include_partial_messages,
+            resume: self.resume.clone(),
+            continue_conversation: self.continue_conversation,
+            fork_session: self.fork_session,
+            // Paths and arguments need not be UTF-8: added below as they are.
+            add_dirs: Vec::new(),
+            extra_args: Vec::new(),
         }
-        if let Some(model) = &self.model {
-            flag("--model", Some(model.clone()));
-        }
-        if self.max_turns > 0 {
-            flag("--max-turns", Some(self.max_turns.to_string()));
-        }
-        if let Some(tools) = &self.tools {
-            flag("--tools", Some(tools.join(",")));
-        }
-        if !self.allowed_tools.is_empty() {
-            flag("--allowedTools", Some(self.allowed_tools.join(",")));
-        }
-        if !self.disallowed_tools.is_empty() {
-            flag("--disallowedTools", Some(self.disallowed_tools.join(",")));
-        }
-        if let Some(mode) = &self.permission_mode {
-            flag("--permission-mode", Some(mode.clone()));
-        }
-        if self.permission_prompts {
-            flag("--permission-prompt-tool", Some("stdio".into()));
-        }
-        if !self.sdk_mcp_servers.is_empty() || !self.mcp_servers.is_empty() {
-            let mut servers: Map<String, Value> = self
-                .sdk_mcp_servers
-                .iter()
-                .map(|(name, extra)| {
-                    let mut config = json!({"type": "sdk", "name": name});
-                    config
-                        .as_object_mut()
-                        .expect("an object")
-                        .extend(extra.clone());
-                    (name.clone(), config)
-                })
-                .collect();
-            servers.extend(self.mcp_servers.iter().cloned());
-            flag(
-                "--mcp-config",
-                Some(json!({"mcpServers": servers}).to_string()),
-            );
-        }
-        if self.strict_mcp_config {
-            flag("--strict-mcp-config", None);
-        }
-        if let Some(settings) = &self.settings {
-            flag("--settings", Some(settings.clone()));
-        }
-        let sources = self.setting_sources.as_deref().unwrap_or_default();
-        flag(&format!("--setting-sources={}", sources.join(",")), None);
+        .to_args();
+        let mut args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
         for dir in &self.add_dirs {
             args.push(OsString::from("--add-dir"));
             args.push(dir.clone().into_os_string());
-        }
-        let mut flag = |name: &str, value: Option<String>| {
-            args.push(OsString::from(name));
-            if let Some(v) = value {
-                args.push(OsString::from(v));
-            }
-        };
-        if let Some(model) = &self.fallback_model {
-            flag("--fallback-model", Some(model.clone()));
-        }
-        if !self.betas.is_empty() {
-            flag("--betas", Some(self.betas.join(",")));
-        }
-        if let Some(budget) = self.max_budget_usd {
-            flag("--max-budget-usd", Some(budget.to_string()));
-        }
-        match self.thinking {
-            None => {}
-            Some(Thinking::Adaptive) => flag("--thinking=adaptive", None),
-            Some(Thinking::Disabled) => flag("--thinking=disabled", None),
-            Some(Thinking::Budget(tokens)) => {
-                flag("--max-thinking-tokens", Some(tokens.to_string()));
-            }
-        }
-        if let Some(effort) = &self.effort {
-            flag("--effort", Some(effort.clone()));
-        }
-        if let Some(agents) = &self.agents {
-            flag("--agents", Some(agents.to_string()));
-        }
-        if self.include_partial_messages {
-            flag("--include-partial-messages", None);
-        }
-        // Equals form: a value starting with `-` must not be read as a flag.
-        if let Some(id) = &self.resume {
-            flag(&format!("--resume={id}"), None);
-        }
-        if self.continue_conversation {
-            flag("--continue", None);
-        }
-        if self.fork_session {
-            flag("--fork-session", None);
         }
         args.extend(self.extra_args.iter().cloned());
         args
@@ -298,6 +203,8 @@ pub async fn cli_version(path: &std::path::Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn strings(args: Vec<OsString>) -> Vec<String> {
@@ -361,12 +268,12 @@ mod tests {
             "--mcp-config",
             r#"{"mcpServers":{"calc":{"type":"sdk","name":"calc"},"files":{"type":"stdio","command":"files-server"}}}"#,
             "--setting-sources=",
-            "--add-dir",
-            "/data",
             "--max-thinking-tokens",
             "4096",
             "--include-partial-messages",
             "--resume=-id",
+            "--add-dir",
+            "/data",
         ];
         let mut args = strings(options.args());
         let at = args.iter().position(|a| a == "--mcp-config").unwrap() + 1;

@@ -288,11 +288,11 @@ fn serve(args: ServeArgs) -> ExitCode {
     let duration = |s: f64| std::time::Duration::from_millis(seconds(s));
     let options = GatewayOptions {
         claude: args.claude,
-        engine: ccwire_core::gateway::EndpointConfig {
-            limits: ccwire_core::gateway::GatewayConfig {
+        engine: ccwire_core::gateway::GatewayConfig {
+            limits: ccwire_core::gateway::Limits {
                 held_call_timeout_ms: seconds(args.held_call_timeout),
                 idle_ttl_ms: seconds(args.idle_ttl),
-                ..ccwire_core::gateway::GatewayConfig::default()
+                ..ccwire_core::gateway::Limits::default()
             },
             max_sessions: args.max_sessions,
             enabled_tools: args.enable_tools,
@@ -305,18 +305,19 @@ fn serve(args: ServeArgs) -> ExitCode {
             approvals: args.approvals == Approvals::Http,
             approval_timeout_ms: seconds(args.approval_timeout),
             setting_sources: args.setting_sources,
-            ..ccwire_core::gateway::EndpointConfig::default()
-        },
-        http: ccwire_core::gateway::HttpConfig {
-            api_keys,
-            admin_key: args
-                .admin_key
-                .or_else(|| std::env::var("CCWIRE_ADMIN_KEY").ok())
-                .filter(|k| !k.is_empty()),
-            allow_origins: args.allow_origins,
-            allow_hosts: args.allow_hosts,
-            max_body: args.max_body,
-            drain_grace_ms: seconds(args.drain_grace),
+            http: ccwire_core::gateway::HttpConfig {
+                api_keys,
+                admin_key: args
+                    .admin_key
+                    .or_else(|| std::env::var("CCWIRE_ADMIN_KEY").ok())
+                    .filter(|k| !k.is_empty()),
+                allow_origins: args.allow_origins,
+                allow_hosts: args.allow_hosts,
+                max_body: args.max_body,
+                drain_grace_ms: seconds(args.drain_grace),
+                ..ccwire_core::gateway::HttpConfig::default()
+            },
+            ..ccwire_core::gateway::GatewayConfig::default()
         },
         conn: ccwire_host::gateway::ConnOptions {
             header_timeout: duration(args.header_timeout),

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use ccwire_core::gateway::{GatewayConfig, HELD_CALL_TIMEOUT_TEXT};
+use ccwire_core::gateway::{Limits, HELD_CALL_TIMEOUT_TEXT};
 use ccwire_host::gateway::{GatewayOptions, Server};
 use ccwire_tests::{Match, Reply, Script};
 use futures::StreamExt;
@@ -225,9 +225,9 @@ async fn a_restarted_gateway_rebuilds_the_conversation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_session_is_closed_and_its_conversation_rebuilt() {
     let gw = Gw::start(|o| {
-        o.engine.limits = GatewayConfig {
+        o.engine.limits = Limits {
             idle_ttl_ms: 1500,
-            ..GatewayConfig::default()
+            ..Limits::default()
         }
     })
     .await;
@@ -262,9 +262,9 @@ async fn an_idle_session_is_closed_and_its_conversation_rebuilt() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_call_past_its_deadline_gets_an_error_and_late_results_rebuild() {
     let gw = Gw::start(|o| {
-        o.engine.limits = GatewayConfig {
+        o.engine.limits = Limits {
             held_call_timeout_ms: 1500,
-            ..GatewayConfig::default()
+            ..Limits::default()
         }
     })
     .await;
@@ -519,7 +519,7 @@ async fn partial_or_unknown_tool_results_get_a_400_and_lose_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_are_checked_and_tenants_never_share_a_session() {
-    let gw = Gw::start(|o| o.http.api_keys = vec!["key-a".into(), "key-b".into()]).await;
+    let gw = Gw::start(|o| o.engine.http.api_keys = vec!["key-a".into(), "key-b".into()]).await;
     let user = json!({"role": "user", "content": "hi there"});
     let request = anthropic(json!([user]));
     let (status, _, body) = gw.call("/v1/messages", &request, None).await;
@@ -575,7 +575,7 @@ async fn keys_are_checked_and_tenants_never_share_a_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_errors_in_each_api_s_shape() {
-    let gw = Gw::start(|o| o.http.max_body = 4096).await;
+    let gw = Gw::start(|o| o.engine.http.max_body = 4096).await;
     let big = json!({"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": "x".repeat(10_000)}]});
     let (status, _, body) = gw.call("/v1/messages", &big, None).await;
     assert_eq!(status, 413, "{body}");

@@ -358,8 +358,8 @@ async fn browser_borne_and_malformed_requests_are_refused_before_anything_runs()
 async fn an_allowed_origin_and_host_are_served_with_cors_and_nothing_else_is() {
     let app = "http://app.example:3000";
     let gw = Gw::start(|o| {
-        o.http.allow_origins = vec![format!("{app}/")];
-        o.http.allow_hosts = vec!["devbox.local".into()];
+        o.engine.http.allow_origins = vec![format!("{app}/")];
+        o.engine.http.allow_hosts = vec!["devbox.local".into()];
     })
     .await;
     let port = gw.server().addr().port();

@@ -23,7 +23,7 @@ fn isolated(o: &mut GatewayOptions, state: &Path, sandbox: SandboxMode) {
     o.state_dir = Some(state.to_owned());
     o.sandbox = sandbox;
     o.cwd = None;
-    o.http.api_keys = vec!["key-a".into(), "key-b".into()];
+    o.engine.http.api_keys = vec!["key-a".into(), "key-b".into()];
 }
 
 /// Every file under `dir` (recursively), with its content.

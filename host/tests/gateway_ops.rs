@@ -199,7 +199,7 @@ async fn an_enabled_tool_waits_for_a_person_s_approval_over_http() {
         )
         .when(Match::Any, Reply::Echo);
     let gw = Gw::start_with(script, |o| {
-        o.http.api_keys = vec!["alice".into(), "bob".into()];
+        o.engine.http.api_keys = vec!["alice".into(), "bob".into()];
         o.engine.enabled_tools = vec!["Bash".into()];
         o.engine.approvals = true;
     })

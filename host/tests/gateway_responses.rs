@@ -155,7 +155,7 @@ async fn a_held_tool_round_trip_with_the_whole_input_every_turn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stored_responses_are_continued_by_id_per_tenant() {
-    let gw = Gw::start(|o| o.http.api_keys = vec!["key-a".into(), "key-b".into()]).await;
+    let gw = Gw::start(|o| o.engine.http.api_keys = vec!["key-a".into(), "key-b".into()]).await;
     let a = Some("key-a");
     let (status, kind, first) = gw
         .call(

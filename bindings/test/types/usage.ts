@@ -205,9 +205,11 @@ const admission = web.admit(head);
 if ("respond" in admission) {
   console.log(admission.respond.status, admission.respond.headers, admission.respond.body);
 } else {
-  const { routed, outputs } = web.handleHttp(3, head, admission.admit.tenant, "{}", Date.now());
-  carryOut(outputs);
-  if (routed.type === "count_tokens") carryOut(web.tokenCount(3, routed.estimate, routed.upstream ? "{}" : null));
+  for (const output of web.handleHttp(3, head, admission.admit.tenant, "{}", Date.now())) {
+    if (output.type === "fetch") carryOut(web.handleFetched(output.request, output.body.length > 0 ? "{}" : null, Date.now()));
+    else if (output.type === "drain_requested") console.log("exit once drained:", web.isDrained);
+    else carryOut([output]);
+  }
   console.log(admission.admit.cors.map(([name, value]) => `${name}: ${value}`));
 }
 web.handleHttp(4, { method: "GET", path: "/health", headers: [["host", "localhost"]] }, "", { error: "too_large" }, 0);

@@ -91,7 +91,7 @@ pub struct ApiRequest {
     /// (the gateway names them in its `x-ccwire-ignored` response header).
     pub ignored: Vec<String>,
     /// Responses API: the stored response this request continues; its history goes in front
-    /// of the conversation ([`Gateway::resolve_previous`](crate::gateway::Gateway::resolve_previous)).
+    /// of the conversation when the gateway holds it.
     pub previous_response_id: Option<String>,
     /// Responses API: whether to keep the response, so a later request can continue it by id.
     pub store: bool,

@@ -52,7 +52,7 @@ fn header(out: &mut String, name: &str, help: &str, kind: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
-/// What the endpoint counts.
+/// What the gateway counts.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Metrics {
     /// Responses by (API, HTTP status).
@@ -79,7 +79,7 @@ pub(crate) struct Metrics {
     pub added: Histogram,
 }
 
-/// The gauges the endpoint reads from its state when asked.
+/// The gauges the gateway reads from its state when asked.
 pub(crate) struct Gauges {
     pub sessions: usize,
     pub starting: usize,

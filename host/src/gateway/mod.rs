@@ -1,11 +1,11 @@
 //! `ccwire serve`: the Claude Code CLI behind the Anthropic Messages, OpenAI Chat Completions
 //! and OpenAI Responses APIs (GATEWAY.md). Every decision — which session a request continues,
 //! held client tool calls, deadlines, the CLI's command line, response framing — is made by
-//! the sans-IO [`Endpoint`] of `ccwire_core::gateway`; this module moves its bytes: HTTP
+//! the sans-IO [`Gateway`] of `ccwire_core::gateway`; this module moves its bytes: HTTP
 //! requests and responses, CLI processes and their pipes, and a timer.
 //!
-//! All of the endpoint's inputs go through [`App::input`], which holds one lock while it calls
-//! the endpoint and carries out what it asks for, so outputs happen in the order they were
+//! All of the gateway's inputs go through [`App::input`], which holds one lock while it calls
+//! the gateway and carries out what it asks for, so outputs happen in the order they were
 //! made.
 
 use std::collections::HashMap;
@@ -23,8 +23,8 @@ use axum::response::Response;
 use axum::Router;
 use ccwire_core::api::{ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
-    env_to_remove, Admission, BodyError, CliSpec, Endpoint, EndpointConfig, EndpointOutput,
-    FrontError, HttpConfig, HttpFront, HttpHead, Outbound, Prepared, RequestId, Routed, SessionId,
+    env_to_remove, prepare, Admission, BodyError, CliSpec, ConfigError, Gateway, GatewayConfig,
+    GatewayOutput, HttpConfig, HttpHead, Prepared, RequestId, SessionId,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -48,14 +48,13 @@ pub use ccwire_core::gateway::CODE_TOOLS;
 pub struct GatewayOptions {
     /// The `claude` executable (found with [`find_cli`] when `None`).
     pub claude: Option<PathBuf>,
-    /// The engine's settings: deadlines, caps, enabled tools, the default model (its clock is
-    /// set at start, and its seed unless [`seed`](Self::seed) is given).
-    pub engine: EndpointConfig,
+    /// The engine's settings: deadlines, caps, enabled tools, the default model, the HTTP face
+    /// (API keys, the admin key, allowed origins and hosts, the body limit, the drain grace;
+    /// the listener is set at start, as are the clock and, unless [`seed`](Self::seed) is
+    /// given, the seed).
+    pub engine: GatewayConfig,
     /// The seed of the ids the gateway makes up (`resp_…`); `None`: the OS's randomness.
     pub seed: Option<u64>,
-    /// The HTTP face: API keys, the admin key, allowed origins and hosts, the body limit, the
-    /// drain grace.
-    pub http: HttpConfig,
     /// The connections: timeouts for a request's head and body and for idle connections, and
     /// the caps on open connections.
     pub conn: ConnOptions,
@@ -83,7 +82,7 @@ pub enum ServeError {
     /// The HTTP settings do not suit the listener (no key on a public address, an origin or
     /// host that cannot be allowed).
     #[error(transparent)]
-    Front(#[from] FrontError),
+    Config(#[from] ConfigError),
     /// The sandbox was asked for and cannot work here.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxError),
@@ -110,30 +109,29 @@ const PARSE_INLINE: usize = 256 * 1024;
 
 /// A live CLI, as the host holds it.
 struct Cli {
-    /// Lines for its stdin; dropped when the endpoint closes the session, it closes stdin and
+    /// Lines for its stdin; dropped when the gateway closes the session, it closes stdin and
     /// the CLI has [`CLOSE_GRACE`] to exit.
     stdin: mpsc::UnboundedSender<Vec<u8>>,
     pid: u32,
 }
 
-/// A piece of a response, as the endpoint's outputs give it; the channel closes at its end.
+/// A piece of a response, as the gateway's outputs give it; the channel closes at its end.
 enum Part {
     Head(u16, Vec<(String, String)>),
     Body(Bytes),
 }
 
-/// The endpoint and what its outputs act on, under one lock.
+/// The gateway and what its outputs act on, under one lock.
 struct Core {
-    endpoint: Endpoint,
+    gateway: Gateway,
     clis: HashMap<SessionId, Cli>,
     responders: HashMap<RequestId, mpsc::UnboundedSender<Part>>,
 }
 
 struct App {
     options: GatewayOptions,
-    /// Sends the front's outbound requests (token counts).
+    /// Sends the gateway's outbound requests (token counts).
     http: reqwest::Client,
-    front: HttpFront,
     claude: Result<PathBuf, String>,
     /// The sandbox every CLI runs in, when on.
     sandbox: Option<Sandbox>,
@@ -163,44 +161,44 @@ impl App {
         self.start.elapsed().as_millis() as u64
     }
 
-    /// Gives the endpoint an input, then carries out every output it makes, in order.
-    fn input<T>(self: &Arc<Self>, f: impl FnOnce(&mut Endpoint, u64) -> T) -> T {
+    /// Gives the gateway an input, then carries out every output it makes, in order.
+    fn input<T>(self: &Arc<Self>, f: impl FnOnce(&mut Gateway, u64) -> T) -> T {
         let mut core = self.core();
         let now = self.now();
-        let value = f(&mut core.endpoint, now);
-        while let Some(output) = core.endpoint.poll_output() {
+        let value = f(&mut core.gateway, now);
+        while let Some(output) = core.gateway.poll_output() {
             self.carry_out(&mut core, output);
         }
         // Ended sessions are freed once the lock is released (a session's client tools can
         // be hundreds of thousands).
-        let ended = core.endpoint.take_ended();
+        let ended = core.gateway.take_ended();
         drop(core);
         drop(ended);
         self.wake.notify_one();
         value
     }
 
-    fn carry_out(self: &Arc<Self>, core: &mut Core, output: EndpointOutput) {
+    fn carry_out(self: &Arc<Self>, core: &mut Core, output: GatewayOutput) {
         match output {
-            EndpointOutput::Spawn { session, spec } => {
+            GatewayOutput::Spawn { session, spec } => {
                 if let Err(error) = self.spawn(core, session, &spec) {
                     tracing::warn!(session, %error, "cannot start a Claude Code session");
                     let now = self.now();
-                    core.endpoint.handle_spawn_failed(now, session, &error);
+                    core.gateway.handle_spawn_failed(now, session, &error);
                 }
             }
-            EndpointOutput::Write { session, bytes } => {
+            GatewayOutput::Write { session, bytes } => {
                 if let Some(cli) = core.clis.get(&session) {
                     trace_lines(">", &mut Vec::new(), &bytes);
                     let _ = cli.stdin.send(bytes);
                 }
             }
-            EndpointOutput::Close { session } => {
+            GatewayOutput::Close { session } => {
                 if let Some(cli) = core.clis.remove(&session) {
                     tracing::info!(session, pid = cli.pid, "closing a Claude Code session");
                 }
             }
-            EndpointOutput::Respond {
+            GatewayOutput::Respond {
                 request,
                 status,
                 headers,
@@ -209,14 +207,29 @@ impl App {
                     let _ = responder.send(Part::Head(status, headers));
                 }
             }
-            EndpointOutput::Body { request, bytes } => {
+            GatewayOutput::Body { request, bytes } => {
                 if let Some(responder) = core.responders.get(&request) {
                     let _ = responder.send(Part::Body(bytes.into()));
                 }
             }
-            EndpointOutput::End { request } => {
+            GatewayOutput::End { request } => {
                 core.responders.remove(&request);
             }
+            GatewayOutput::Fetch {
+                request,
+                url,
+                headers,
+                body,
+            } => {
+                let app = self.clone();
+                tokio::spawn(async move {
+                    let answer = send(&app.http, &url, &headers, body).await;
+                    app.input(|gateway, now| {
+                        gateway.handle_fetched(now, request, answer.as_deref());
+                    });
+                });
+            }
+            GatewayOutput::DrainRequested => self.drain_asked.notify_one(),
             _ => {}
         }
     }
@@ -280,8 +293,8 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
         .create(dir)
 }
 
-/// Reads a CLI's stdout into the endpoint until it ends, then reports its exit. Once the
-/// endpoint has closed the session (its stdin closed), its output is no longer read and it has
+/// Reads a CLI's stdout into the gateway until it ends, then reports its exit. Once the
+/// gateway has closed the session (its stdin closed), its output is no longer read and it has
 /// [`CLOSE_GRACE`] to exit by itself. Once it has ended, what its tools left running is killed.
 async fn run_cli(
     app: Arc<App>,
@@ -298,7 +311,7 @@ async fn run_cli(
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
                     trace_lines("<", &mut trace, &buf[..n]);
-                    app.input(|endpoint, now| endpoint.handle_stdout(now, session, &buf[..n]));
+                    app.input(|gateway, now| gateway.handle_stdout(now, session, &buf[..n]));
                 }
             },
             _ = &mut closed => break,
@@ -316,8 +329,8 @@ async fn run_cli(
         let mark = app.marks.of(session);
         let _ = tokio::task::spawn_blocking(move || crate::tree::sweep_session(&mark)).await;
     }
-    app.input(|endpoint, now| {
-        endpoint.handle_exit(now, session, exit.code, exit.signal, &stderr);
+    app.input(|gateway, now| {
+        gateway.handle_exit(now, session, exit.code, exit.signal, &stderr);
     });
     app.core().clis.remove(&session);
 }
@@ -340,10 +353,10 @@ fn trace_lines(direction: &str, partial: &mut Vec<u8>, bytes: &[u8]) {
     }
 }
 
-/// Applies the endpoint's deadlines as they come.
+/// Applies the gateway's deadlines as they come.
 async fn timers(app: Arc<App>) {
     loop {
-        let next = app.core().endpoint.poll_timeout();
+        let next = app.core().gateway.poll_timeout();
         let sleep = match next {
             Some((at, _)) => Duration::from_millis(at.saturating_sub(app.now())),
             None => Duration::from_secs(3600),
@@ -352,12 +365,12 @@ async fn timers(app: Arc<App>) {
             () = tokio::time::sleep(sleep) => {}
             () = app.wake.notified() => continue,
         }
-        app.input(|endpoint, now| endpoint.handle_timeout(now));
+        app.input(|gateway, now| gateway.handle_timeout(now));
     }
 }
 
-/// A request the endpoint answers. Dropped before its response ended (the client went away),
-/// it tells the endpoint.
+/// A request the gateway answers. Dropped before its response ended (the client went away),
+/// it tells the gateway.
 struct InFlight {
     app: Arc<App>,
     id: RequestId,
@@ -366,10 +379,10 @@ struct InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         let id = self.id;
-        self.app.input(|endpoint, now| {
-            if endpoint.request_session(id).is_some() {
+        self.app.input(|gateway, now| {
+            if gateway.request_session(id).is_some() {
                 tracing::info!(request = id, "the client went away mid-response");
-                endpoint.handle_client_gone(now, id);
+                gateway.handle_client_gone(now, id);
             }
         });
         self.app.core().responders.remove(&id);
@@ -377,7 +390,7 @@ impl Drop for InFlight {
 }
 
 /// Every request: its head decided on by the front, its body read, then handed to the
-/// endpoint, whose outputs for it are relayed — a stream as it comes, or a whole answer.
+/// gateway, whose outputs for it are relayed — a stream as it comes, or a whole answer.
 async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let mut headers: Vec<(&str, &str)> = parts
@@ -396,12 +409,16 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         path: parts.uri.path(),
         headers: &headers,
     };
-    let (tenant, cors) = match app.front.admit(&head) {
+    let (admission, max_body) = {
+        let core = app.core();
+        (core.gateway.admit(&head), core.gateway.max_body())
+    };
+    let (tenant, cors) = match admission {
         Admission::Respond(r) => return response(r.status, r.headers, Body::from(r.body)),
         Admission::Admit { tenant, cors } => (tenant, cors),
     };
     let timeout = app.options.conn.body_timeout;
-    let body = tokio::time::timeout(timeout, read_body(body, app.front.max_body()))
+    let body = tokio::time::timeout(timeout, read_body(body, max_body))
         .await
         .unwrap_or_else(|_| {
             let after_ms = timeout.as_millis() as u64;
@@ -415,38 +432,22 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         app: app.clone(),
         id,
     };
-    // An API request is read before the endpoint's lock is taken (and, when large, off the
+    // An API request is read before the gateway's lock is taken (and, when large, off the
     // threads that serve the other connections), so it holds up no other request.
     let parsed = match &body {
         Ok(bytes) if bytes.len() > PARSE_INLINE => {
-            let (app, path, bytes) = (app.clone(), head.path.to_owned(), bytes.clone());
-            let tenant = tenant.clone();
-            tokio::task::spawn_blocking(move || app.front.parse_body(&path, &tenant, &bytes))
+            let (path, bytes, tenant) = (head.path.to_owned(), bytes.clone(), tenant.clone());
+            tokio::task::spawn_blocking(move || prepare(&path, &tenant, &bytes))
                 .await
                 .ok()
                 .flatten()
         }
-        Ok(bytes) => app.front.parse_body(head.path, &tenant, bytes),
+        Ok(bytes) => prepare(head.path, &tenant, bytes),
         Err(_) => None,
     };
     let bytes = body.as_ref().map(|b| &b[..]).map_err(Clone::clone);
     let prepared = Prepared::new(bytes, parsed);
-    let routed = app.input(|endpoint, now| {
-        app.front
-            .handle(endpoint, now, id, &head, &tenant, prepared)
-    });
-    match routed {
-        Routed::Endpoint => {}
-        Routed::Drain => app.drain_asked.notify_one(),
-        Routed::CountTokens { estimate, upstream } => {
-            let answer = match (upstream, body) {
-                (Some(upstream), Ok(body)) => send(&app.http, upstream, body).await,
-                _ => None,
-            };
-            let answer = answer.as_deref();
-            app.input(|endpoint, _| app.front.token_count(endpoint, id, estimate, answer));
-        }
-    }
+    app.input(|gateway, now| gateway.handle_http(now, id, &head, &tenant, prepared));
     let Some(Part::Head(status, mut headers)) = parts.recv().await else {
         let error = ApiError::new(ApiErrorKind::Api, "the gateway dropped the request");
         return response(500, Vec::new(), error.body(head.api()).to_string().into());
@@ -475,15 +476,21 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     response(status, headers, body)
 }
 
-/// Sends an outbound request of the front with `body`: the body of a successful answer.
-async fn send(http: &reqwest::Client, out: Outbound, body: Bytes) -> Option<Bytes> {
-    let mut request = http.post(&out.url).body(body);
-    for (name, value) in &out.headers {
+/// Sends an outbound request of the gateway (`POST url` with `headers` and `body`): the
+/// body of a successful answer.
+async fn send(
+    http: &reqwest::Client,
+    url: &str,
+    headers: &[(String, String)],
+    body: Vec<u8>,
+) -> Option<Bytes> {
+    let mut request = http.post(url).body(body);
+    for (name, value) in headers {
         request = request.header(name, value);
     }
     let answer = async { request.send().await?.error_for_status()?.bytes().await }.await;
     answer
-        .map_err(|err| tracing::debug!(%err, url = out.url, "no answer from the upstream"))
+        .map_err(|err| tracing::debug!(%err, url, "no answer from the upstream"))
         .ok()
 }
 
@@ -532,16 +539,10 @@ impl Server {
     /// # Errors
     /// A public address without keys, or a socket that cannot be bound.
     pub async fn start(addr: SocketAddr, options: GatewayOptions) -> Result<Server, ServeError> {
-        let mut front = HttpFront::new(
-            options.http.clone(),
-            &addr.to_string(),
-            addr.ip().is_loopback(),
-            &options.engine.enabled_tools,
-        )?;
         let inherited: Vec<String> = std::env::vars_os()
             .filter_map(|(k, _)| k.into_string().ok())
             .collect();
-        let engine = EndpointConfig {
+        let engine = GatewayConfig {
             cli_env: options.env.clone(),
             cli_env_remove: env_to_remove(
                 inherited.iter().map(String::as_str),
@@ -551,7 +552,7 @@ impl Server {
                 std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u8)
             }),
             id_key: match options.seed {
-                Some(seed) => EndpointConfig::id_key_from_seed(seed),
+                Some(seed) => GatewayConfig::id_key_from_seed(seed),
                 None => {
                     let mut key = [0u8; 32];
                     getrandom::getrandom(&mut key)
@@ -570,10 +571,16 @@ impl Server {
                 .cwd
                 .as_ref()
                 .map(|d| d.to_string_lossy().into_owned()),
+            http: HttpConfig {
+                listener: addr.to_string(),
+                loopback: addr.ip().is_loopback(),
+                ..options.engine.http.clone()
+            },
             ..options.engine.clone()
         };
         let cli_var = |name: &str| engine.cli_var(name, |n| std::env::var(n).ok());
-        front.count_tokens_upstream(cli_var);
+        let mut gateway = Gateway::new(engine.clone())?;
+        gateway.count_tokens_upstream(cli_var);
         let credential = [
             "ANTHROPIC_API_KEY",
             "ANTHROPIC_AUTH_TOKEN",
@@ -586,7 +593,7 @@ impl Server {
             .map_err(|source| ServeError::Bind { addr, source })?;
         let addr = listener.local_addr()?;
         let claude = find_cli(options.claude.as_deref()).map_err(|e| e.to_string());
-        front.set_cli(match &claude {
+        gateway.set_cli(match &claude {
             Ok(path) => json!({"found": true, "path": path, "version": cli_version(path).await}),
             Err(error) => json!({"found": false, "error": error}),
         });
@@ -599,21 +606,19 @@ impl Server {
             None => (None, None),
         };
         let _ = tokio::task::spawn_blocking(crate::tree::sweep_orphans).await;
-        let endpoint = Endpoint::new(engine);
         let app = Arc::new(App {
             options,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap_or_default(),
-            front,
             claude,
             sandbox,
             no_sandbox,
             credential,
             marks: Marks::new(),
             core: Mutex::new(Core {
-                endpoint,
+                gateway,
                 clis: HashMap::new(),
                 responders: HashMap::new(),
             }),
@@ -651,12 +656,12 @@ impl Server {
     /// tool calls included, up to the drain grace), each CLI is closed once its turn is done,
     /// and the server stops when none is left.
     pub async fn drain(self) {
-        let grace = Duration::from_millis(self.app.options.http.drain_grace_ms);
+        let grace = Duration::from_millis(self.app.options.engine.http.drain_grace_ms);
         self.app
-            .input(|endpoint, now| endpoint.drain(now, grace.as_millis() as u64));
-        // The endpoint closes what still runs at the end of the grace; this bounds the wait.
+            .input(|gateway, now| gateway.drain(now, grace.as_millis() as u64));
+        // The gateway closes what still runs at the end of the grace; this bounds the wait.
         let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(10);
-        let drained = || self.app.core().endpoint.is_drained();
+        let drained = || self.app.core().gateway.is_drained();
         while !drained() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -679,10 +684,10 @@ impl Server {
 }
 
 async fn close_all(app: &Arc<App>) {
-    app.input(|endpoint, now| {
-        let sessions: Vec<SessionId> = endpoint.sessions().collect();
+    app.input(|gateway, now| {
+        let sessions: Vec<SessionId> = gateway.sessions().collect();
         for session in sessions {
-            endpoint.close(now, session);
+            gateway.close(now, session);
         }
     });
     let tasks: Vec<_> = std::mem::take(&mut *app.tasks.lock().expect("tasks lock"));
@@ -733,7 +738,7 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
     }
     eprintln!(
         "ccwire serve: draining (running turns have {} s to finish)",
-        server.app.options.http.drain_grace_ms / 1000
+        server.app.options.engine.http.drain_grace_ms / 1000
     );
     server.drain().await;
     eprintln!("ccwire serve: stopped");

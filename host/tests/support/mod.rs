@@ -289,6 +289,11 @@ impl ServeProcess {
                     .map(|p| p.parse::<u32>().unwrap()),
             );
         }
+        // Its watchdog is no CLI.
+        pids.retain(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            cmdline.split(|b| *b == 0).nth(1) != Some(b"watchdog".as_slice())
+        });
         pids
     }
 

@@ -134,6 +134,16 @@ def _all_stats() -> dict[int, tuple[int, str, int]]:
     return stats
 
 
+def _is_watchdog(pid: int) -> bool:
+    """Whether the process is the watchdog `ccwire serve` starts (`ccwire watchdog …`)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+    except OSError:
+        return False
+    return len(args) > 1 and args[1] == b"watchdog"
+
+
 def alive(proc: tuple[int, int]) -> bool:
     """Whether the process (pid, start time) still runs; a zombie does not count."""
     stat = _stat(proc[0])
@@ -291,9 +301,13 @@ class Gateway:
             self._stop_watch.wait(0.2)
 
     def cli_pids(self) -> set[int]:
-        """The live CLI processes: the gateway's direct children."""
+        """The live CLI processes: the gateway's direct children, but its watchdog."""
         stats = _all_stats()
-        pids = {p for p, s in stats.items() if s[0] == self.proc.pid and s[1] != "Z"}
+        pids = {
+            p
+            for p, s in stats.items()
+            if s[0] == self.proc.pid and s[1] != "Z" and not _is_watchdog(p)
+        }
         self.seen |= {(p, stats[p][2]) for p in pids}
         return pids
 

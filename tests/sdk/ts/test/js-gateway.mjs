@@ -50,6 +50,15 @@ export async function startJsGateway({ claude, cwd, env, options, http: httpOpti
           responses.delete(o.request);
           response?.res.end();
           break;
+        case 'fetch':
+          fetch(o.url, { method: 'POST', headers: o.headers, body: o.body })
+            .then(async (answer) => (answer.ok ? answer.text() : null))
+            .catch(() => null)
+            .then((answer) => carryOut(gateway.handleFetched(o.request, answer, now())));
+          break;
+        case 'drain_requested':
+          // The test stops this host itself.
+          break;
         default:
           throw new Error(`an output this host does not know: ${JSON.stringify(o)}`);
       }
@@ -111,20 +120,7 @@ export async function startJsGateway({ claude, cwd, env, options, http: httpOpti
       if (responses.delete(id)) carryOut(gateway.handleClientGone(id, now()));
     });
     const body = size > maxBody ? { error: 'too_large' } : Buffer.concat(parts);
-    const { routed, outputs } = gateway.handleHttp(id, head, decision.admit.tenant, body, now());
-    carryOut(outputs);
-    if (routed.type === 'count_tokens') {
-      let answer;
-      if (routed.upstream) {
-        const upstream = await fetch(routed.upstream.url, {
-          method: 'POST',
-          headers: routed.upstream.headers,
-          body: Buffer.concat(parts),
-        }).catch(() => null);
-        answer = upstream?.ok ? await upstream.text() : undefined;
-      }
-      carryOut(gateway.tokenCount(id, routed.estimate, answer));
-    }
+    carryOut(gateway.handleHttp(id, head, decision.admit.tenant, body, now()));
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

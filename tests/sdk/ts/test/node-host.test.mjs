@@ -53,31 +53,38 @@ async function collect(turn) {
 }
 
 test('the arguments are the ones the Rust ClaudeOptions gives', () => {
-  assert.deepEqual(
-    claudeArgs({
-      systemPrompt: '',
-      model: 'sonnet',
-      maxTurns: 3,
-      allowedTools: ['Read', 'mcp__calc'],
-      permissionPrompts: true,
-      sdkMcpServers: ['calc'],
-      mcpServers: { files: { type: 'stdio', command: 'files-server' } },
-      settingSources: [],
-      addDirs: ['/data'],
-      thinking: { budgetTokens: 4096 },
-      includePartialMessages: true,
-      resume: '-id',
-    }),
-    [
-      '--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json',
-      '--system-prompt', '', '--model', 'sonnet', '--max-turns', '3',
-      '--allowedTools', 'Read,mcp__calc', '--permission-prompt-tool', 'stdio',
-      '--mcp-config',
-      '{"mcpServers":{"calc":{"type":"sdk","name":"calc"},"files":{"type":"stdio","command":"files-server"}}}',
-      '--setting-sources=', '--add-dir', '/data', '--max-thinking-tokens', '4096',
-      '--include-partial-messages', '--resume=-id',
-    ],
-  );
+  const args = claudeArgs({
+    systemPrompt: '',
+    model: 'sonnet',
+    maxTurns: 3,
+    allowedTools: ['Read', 'mcp__calc'],
+    permissionPrompts: true,
+    sdkMcpServers: ['calc'],
+    mcpServers: { files: { type: 'stdio', command: 'files-server' } },
+    settingSources: [],
+    addDirs: ['/data'],
+    thinking: { budgetTokens: 4096 },
+    includePartialMessages: true,
+    resume: '-id',
+    // A client's own option: not the CLI's.
+    cwd: '/tmp',
+  });
+  // The same list as host/src/claude.rs's `the_npm_client_builds_the_same_arguments`.
+  const config = args.indexOf('--mcp-config') + 1;
+  assert.deepEqual(JSON.parse(args[config]), {
+    mcpServers: { calc: { type: 'sdk', name: 'calc' }, files: { type: 'stdio', command: 'files-server' } },
+  });
+  args[config] = '(config)';
+  assert.deepEqual(args, [
+    '--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json',
+    '--system-prompt', '', '--model', 'sonnet', '--max-turns', '3',
+    '--allowedTools', 'Read,mcp__calc', '--permission-prompt-tool', 'stdio',
+    '--mcp-config', '(config)',
+    '--setting-sources=', '--max-thinking-tokens', '4096',
+    '--include-partial-messages', '--resume=-id', '--add-dir', '/data',
+  ]);
+  assert.throws(() => claudeArgs({ thinking: 'lots' }), /claudeArgs: thinking must be/);
+  assert.throws(() => claudeArgs({ allowedTools: 'Read' }), /allowedTools must be an array of strings/);
 });
 
 test('a JS app drives the CLI: permissions, hooks, an in-process tool, typed requests, interrupt', async (t) => {

@@ -143,6 +143,15 @@ export function alive(pid, start = undefined) {
   return s !== null && s.state !== 'Z' && (start === undefined || s.start === start);
 }
 
+/** Whether a process is the watchdog `ccwire serve` starts (`ccwire watchdog …`). */
+function isWatchdog(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[1] === 'watchdog';
+  } catch {
+    return false;
+  }
+}
+
 /** The live direct children of a process: [{pid, start}], by pid. */
 export function childrenOf(ppid) {
   const children = [];
@@ -284,9 +293,9 @@ export class Gateway {
     return this.child.pid;
   }
 
-  /** The CLI processes (direct children of the gateway) now. */
+  /** The CLI processes (direct children of the gateway, but its watchdog) now. */
   cliPids() {
-    const children = childrenOf(this.child.pid);
+    const children = childrenOf(this.child.pid).filter(({ pid }) => !isWatchdog(pid));
     for (const { pid, start } of children) this.seen.set(pid, start);
     return children.map((c) => c.pid);
   }

@@ -1,5 +1,5 @@
 //! [`PreparedRequest`]: the work on a request that is linear in its size and needs no
-//! endpoint state, done before the endpoint takes it.
+//! gateway state, done before the gateway takes it.
 
 use std::collections::HashMap;
 
@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use super::CLIENT_SERVER;
 use crate::api::{Api, ApiError, ApiRequest};
 use crate::conversation::{HistoryHasher, ShaWriter};
-use crate::gateway::{
+use crate::gateway::translate::{
     client_tool_names, history_hashes, prompt_blocks, prompt_content, rebuild_prompt, request_scope,
 };
 use crate::mcp::McpTool;
@@ -16,11 +16,9 @@ use crate::session::ReadyPrompt;
 
 /// A request of one of the three APIs, read, checked, and made ready to route: its history's
 /// hashes, its client tools as MCP tools. Building one takes time linear in the request and
-/// needs only the request and its tenant, so a host that shares the [`Endpoint`](super::Endpoint)
-/// between threads builds it first ([`prepare_request`],
-/// [`HttpFront::parse_body`](super::HttpFront::parse_body)), outside its lock, and
-/// [`handle_prepared`](super::Endpoint::handle_prepared) has only the conversation's state to
-/// look up.
+/// needs only the request and its tenant, so a host that shares the [`Gateway`](super::Gateway)
+/// between threads builds it first ([`prepare`](super::prepare)), outside its lock, and
+/// [`handle_http`](super::Gateway::handle_http) has only the conversation's state to look up.
 #[derive(Debug)]
 pub struct PreparedRequest {
     /// The request; its tools are in `tools`.
@@ -91,12 +89,15 @@ impl PreparedRequest {
 }
 
 /// Reads a request of one of the three APIs, checks that the gateway can serve it
-/// ([`parse_request`](super::parse_request)) and prepares it for `tenant`: what
-/// [`Endpoint::handle_prepared`](super::Endpoint::handle_prepared) takes. Linear in the
+/// ([`parse_request`](super::parse_request)) and prepares it for `tenant`. Linear in the
 /// body's size.
 ///
 /// # Errors
 /// Those of [`parse_request`](super::parse_request).
-pub fn prepare_request(api: Api, tenant: &str, body: &[u8]) -> Result<PreparedRequest, ApiError> {
+pub(crate) fn prepare_request(
+    api: Api,
+    tenant: &str,
+    body: &[u8],
+) -> Result<PreparedRequest, ApiError> {
     super::parse_request(api, body).map(|r| PreparedRequest::new(tenant, r))
 }

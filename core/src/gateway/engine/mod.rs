@@ -1,4 +1,4 @@
-//! [`Endpoint`]: the whole gateway as one sans-IO state machine.
+//! [`Gateway`]: the whole gateway as one sans-IO state machine.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -11,28 +11,30 @@ mod prepared;
 mod types;
 
 pub use http::{
-    Admission, BodyError, FrontError, HttpConfig, HttpFront, HttpHead, HttpResponse, Outbound,
-    Prepared, Routed,
+    prepare, Admission, BodyError, ConfigError, HttpConfig, HttpHead, HttpResponse, Prepared,
 };
-pub use prepared::{prepare_request, PreparedRequest};
+use prepared::prepare_request;
+pub use prepared::PreparedRequest;
 pub use types::{
-    tenant_id, CliSpec, EndpointConfig, EndpointOutput, EndpointTimeout, RouteKey, TenantDirs,
+    tenant_id, CliSpec, GatewayConfig, GatewayOutput, GatewayTimeout, RouteKey, TenantDirs,
 };
 
 use approvals::Approval;
 use pool::Warm;
 
 use super::metrics::{Gauges, Metrics};
-use super::{
-    check_request, prompt_content, CallAction, Gateway, IndexChange, Route, SessionId, SessionKind,
+use super::registry::{
+    stored_response_key, Action, Ahead, CallAction, IndexChange, Registry, Route, SessionId,
+    SessionKind,
 };
+use super::translate::{check_request, prompt_content, request_scope};
 use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::mcp::McpServer;
 use crate::session::{CommandError, Output, PermissionDecision, ReadyPrompt, Session, UserMessage};
 use crate::{Chunk, Timestamp};
 
-/// A request's id, chosen by the host; unique among the requests the endpoint has not ended.
+/// A request's id, chosen by the host; unique among the requests the gateway has not ended.
 pub type RequestId = u64;
 
 /// The name of the in-process MCP server that carries the client's tools: the model sees them
@@ -72,11 +74,11 @@ struct Starting {
     deadline: Timestamp,
 }
 
-/// How many ended sessions wait for [`Endpoint::take_ended`] before the endpoint frees them
+/// How many ended sessions wait for [`Gateway::take_ended`] before the gateway frees them
 /// itself.
 const ENDED_KEPT: usize = 16;
 
-/// Ended sessions and responses, to drop ([`Endpoint::take_ended`]).
+/// Ended sessions and responses, to drop ([`Gateway::take_ended`]).
 #[derive(Debug)]
 pub struct Ended(#[allow(dead_code)] Vec<Retired>);
 
@@ -87,7 +89,7 @@ enum Retired {
     Response(#[allow(dead_code)] Box<InFlight>),
 }
 
-/// A new session's first prompt: made under the endpoint, or serialized ahead with the
+/// A new session's first prompt: made under the gateway, or serialized ahead with the
 /// request ([`PreparedRequest`]).
 #[derive(Debug)]
 enum FirstPrompt {
@@ -143,38 +145,46 @@ impl InFlight {
     }
 }
 
-/// The whole gateway as one sans-IO state machine: conversations, their CLI sessions and
-/// the responses in flight.
+/// The whole gateway as one sans-IO state machine: the HTTP face, conversations, their CLI
+/// sessions and the responses in flight.
 ///
 /// It is to [`Session`] what quinn-proto's `Endpoint` is to its `Connection`: it owns every
 /// conversation's CLI [`Session`] and the [`ResponseEncoder`] of every response in flight, the
-/// history-hash index and held client tool calls ([`Gateway`]), the session cap and the CLI's
-/// spawn policy (its arguments and environment, [`CliSpec`]). An [`HttpFront`] before it
-/// decides on each HTTP request (browser guard, routes, keys) and hands it over. A host
-/// (`ccwire serve`, the npm `Gateway`) only moves bytes and time:
+/// conversation registry (history-hash index, held client tool calls, stored responses), the
+/// session cap and the CLI's spawn policy (its arguments and environment, [`CliSpec`]), and it
+/// decides on each HTTP request (browser guard, routes, keys). A host (`ccwire serve`, the npm
+/// `Gateway`) only moves bytes and time:
 ///
 /// ```text
 /// loop {
 ///     select! {
-///         http request  => front.admit(head), then front.handle(&mut endpoint, now, req, head,
-///                          tenant, body) — or endpoint.handle_request(now, req, api, tenant, body),
-///         client gone   => endpoint.handle_client_gone(now, req),
-///         CLI stdout    => endpoint.handle_stdout(now, session, bytes),
-///         CLI exited    => endpoint.handle_exit(now, session, code, signal, stderr),
-///         spawn failed  => endpoint.handle_spawn_failed(now, session, error),
-///         timer         => endpoint.handle_timeout(now),
+///         request head  => match gateway.admit(head) {
+///                              Respond(response) => send it,
+///                              Admit { tenant, cors } => read at most gateway.max_body() bytes,
+///                          }
+///         request body  => gateway.handle_http(now, req, head, tenant, body),
+///                          (the body read and prepared first with `prepare`, off any lock)
+///         client gone   => gateway.handle_client_gone(now, req),
+///         CLI stdout    => gateway.handle_stdout(now, session, bytes),
+///         CLI exited    => gateway.handle_exit(now, session, code, signal, stderr),
+///         spawn failed  => gateway.handle_spawn_failed(now, session, error),
+///         fetched       => gateway.handle_fetched(now, req, answer body),
+///         timer         => gateway.handle_timeout(now),
 ///     }
-///     while let Some(output) = endpoint.poll_output() {
+///     while let Some(output) = gateway.poll_output() {
 ///         match output {
 ///             Spawn { session, spec }        => start the CLI with spec.args and spec.env, without spec.env_remove,
 ///             Write { session, bytes }       => write to that CLI's stdin,
 ///             Close { session }              => close its stdin; kill it after a grace period,
-///             Respond { request, status, headers } => send the response head,
+///             Respond { request, status, headers } => send the response head (with the cors headers),
 ///             Body { request, bytes }        => send body bytes (SSE frames or JSON),
 ///             End { request }                => finish the response,
+///             Fetch { request, url, .. }     => POST it, then handle_fetched,
+///             DrainRequested                 => exit once gateway.is_drained(),
+///             Claim / Release { key }        => share the routing index (scale-out),
 ///         }
 ///     }
-///     timer = endpoint.poll_timeout();
+///     timer = gateway.poll_timeout();
 /// }
 /// ```
 ///
@@ -187,11 +197,11 @@ impl InFlight {
 /// than one gateway needs affinity: each request must reach the gateway that holds its
 /// conversation. The seam for that is two pieces of data, no IO:
 ///
-/// - [`Endpoint::route_key`] computes, from a request alone, the key of the conversation it
+/// - [`Gateway::route_key`] computes, from a request alone, the key of the conversation it
 ///   continues (the scoped history hash, or the stored response it names), or that it starts a
 ///   new one (any gateway will do). Any gateway, or a router in front of them, can compute it.
-/// - With [`EndpointConfig::publish_index`], every change of what this gateway serves comes out
-///   as [`EndpointOutput::Claim`] and [`EndpointOutput::Release`] with such keys (digests: no
+/// - With [`GatewayConfig::publish_index`], every change of what this gateway serves comes out
+///   as [`GatewayOutput::Claim`] and [`GatewayOutput::Release`] with such keys (digests: no
 ///   tenant key leaves the gateway).
 ///
 /// A host that scales out writes claims and releases to a shared registry (a Redis hash of key
@@ -200,13 +210,13 @@ impl InFlight {
 /// served here and rebuilt from the history, as after a restart. The in-memory registry of one
 /// gateway is the default; a shared one is a backend of the host, not a change of this engine.
 #[derive(Debug)]
-pub struct Endpoint {
-    config: EndpointConfig,
-    registry: Gateway,
+pub struct Gateway {
+    config: GatewayConfig,
+    registry: Registry,
     lives: BTreeMap<SessionId, Live>,
     requests: BTreeMap<RequestId, InFlight>,
-    outputs: VecDeque<EndpointOutput>,
-    /// Ended sessions and responses not freed yet ([`take_ended`](Endpoint::take_ended)).
+    outputs: VecDeque<GatewayOutput>,
+    /// Ended sessions and responses not freed yet ([`take_ended`](Gateway::take_ended)).
     ended: Vec<Retired>,
     /// The CLI's model list, from the first `initialize` answer.
     models: Option<Value>,
@@ -234,6 +244,8 @@ pub struct Endpoint {
     /// Streams of approval events (`GET /v1/approvals/events`): their tenant and next
     /// keep-alive.
     watchers: BTreeMap<RequestId, (String, Timestamp)>,
+    /// The HTTP face.
+    front: http::Front,
 }
 
 /// When a request came and, for the added-latency histogram, when its turn reached the CLI
@@ -257,14 +269,19 @@ struct Queued {
     deadline: Timestamp,
 }
 
-impl Endpoint {
-    /// An endpoint with these settings.
-    pub fn new(config: EndpointConfig) -> Endpoint {
-        let mut registry = Gateway::new(config.limits);
+impl Gateway {
+    /// A gateway with these settings.
+    ///
+    /// # Errors
+    /// An HTTP face that must not serve: a listener other than loopback without API keys, or
+    /// an origin or host name that cannot be allowed.
+    pub fn new(config: GatewayConfig) -> Result<Gateway, ConfigError> {
+        let front = http::Front::new(config.http.clone(), &config.enabled_tools)?;
+        let mut registry = Registry::new(config.limits);
         if config.publish_index {
             registry.publish_index();
         }
-        Endpoint {
+        Ok(Gateway {
             registry,
             config,
             lives: BTreeMap::new(),
@@ -285,7 +302,8 @@ impl Endpoint {
             approvals: BTreeMap::new(),
             next_approval: 0,
             watchers: BTreeMap::new(),
-        }
+            front,
+        })
     }
 
     // ---- getters -------------------------------------------------------------------------
@@ -440,7 +458,7 @@ impl Endpoint {
             Api::Responses => api::responses::parse_request(body),
         }?;
         if let Some(previous) = &request.previous_response_id {
-            return Ok(RouteKey::Conversation(super::stored_response_key(
+            return Ok(RouteKey::Conversation(stored_response_key(
                 tenant, previous,
             )));
         }
@@ -448,7 +466,7 @@ impl Endpoint {
         if n == 0 {
             return Ok(RouteKey::New);
         }
-        let scope = super::request_scope(tenant, &request);
+        let scope = request_scope(tenant, &request);
         Ok(RouteKey::Conversation(crate::conversation::history_hash(
             &scope,
             &request.conversation.messages[..n],
@@ -457,9 +475,11 @@ impl Endpoint {
 
     // ---- inputs --------------------------------------------------------------------------
 
-    /// A client's request on one of the three APIs, authenticated as `tenant` (the caller's
-    /// key; it scopes conversations and stored responses). The response comes out as
-    /// `Respond`, `Body`… and `End` outputs for `request`.
+    /// A client's request on one of the three APIs without its HTTP head (for a host that
+    /// routes and authenticates requests itself; [`handle_http`](Self::handle_http) does both),
+    /// authenticated as `tenant` (the caller's key; it scopes conversations and stored
+    /// responses). The response comes out as `Respond`, `Body`… and `End` outputs for
+    /// `request`.
     pub fn handle_request(
         &mut self,
         now: Timestamp,
@@ -473,9 +493,8 @@ impl Endpoint {
     }
 
     /// [`handle_request`](Self::handle_request) with its body already read and prepared by
-    /// [`prepare_request`] — which takes time linear in the body and needs no endpoint, so a
-    /// host that shares the endpoint between threads runs it first, outside its lock.
-    pub fn handle_prepared(
+    /// [`prepare_request`].
+    fn handle_prepared(
         &mut self,
         now: Timestamp,
         request: RequestId,
@@ -592,7 +611,7 @@ impl Endpoint {
         }
         let response_id = (api == Api::Responses).then(|| self.response_id());
         let previous_response_id = parsed.previous_response_id.clone();
-        let ahead = super::Ahead {
+        let ahead = Ahead {
             scope: &scope,
             hashes,
             prompt_ready: start_prompt.is_some(),
@@ -825,7 +844,7 @@ impl Endpoint {
         self.pool.remove(&session);
         // What was queued for the process that never was.
         self.outputs
-            .retain(|o| !matches!(o, EndpointOutput::Write { session: s, .. } if *s == session));
+            .retain(|o| !matches!(o, GatewayOutput::Write { session: s, .. } if *s == session));
         self.registry.close(session);
         if let Some(request) = live.request {
             let error = ApiError::new(
@@ -841,7 +860,9 @@ impl Endpoint {
     /// closed. Nothing more is sent for the request.
     pub fn handle_client_gone(&mut self, now: Timestamp, request: RequestId) {
         self.now = now;
-        if self.watchers.remove(&request).is_some() {
+        if self.watchers.remove(&request).is_some()
+            || self.front.counting.remove(&request).is_some()
+        {
             return;
         }
         if let Some(at) = self.queue.iter().position(|q| q.request == request) {
@@ -886,7 +907,7 @@ impl Endpoint {
         }
         for action in self.registry.handle_timeout(now) {
             match action {
-                super::Action::Answer {
+                Action::Answer {
                     session,
                     request_id,
                     result,
@@ -897,7 +918,7 @@ impl Endpoint {
                         self.drain_session(now, session);
                     }
                 }
-                super::Action::Close { session } => self.close(now, session),
+                Action::Close { session } => self.close(now, session),
             }
         }
         let ids: Vec<SessionId> = self.lives.keys().copied().collect();
@@ -944,7 +965,7 @@ impl Endpoint {
         for (&request, (_, next_ping)) in &mut self.watchers {
             if *next_ping <= now {
                 *next_ping = now.saturating_add(self.config.ping_every_ms);
-                self.outputs.push_back(EndpointOutput::Body {
+                self.outputs.push_back(GatewayOutput::Body {
                     request,
                     bytes: b": ping\n\n".to_vec(),
                 });
@@ -967,7 +988,7 @@ impl Endpoint {
             if flight.next_ping.is_some_and(|t| t <= now) {
                 let frame = flight.encoder.ping();
                 flight.next_ping = Some(now.saturating_add(ping_every));
-                self.outputs.push_back(EndpointOutput::Body {
+                self.outputs.push_back(GatewayOutput::Body {
                     request,
                     bytes: frame.into_bytes(),
                 });
@@ -978,7 +999,7 @@ impl Endpoint {
     // ---- outputs -------------------------------------------------------------------------
 
     /// The next thing for the host to do.
-    pub fn poll_output(&mut self) -> Option<EndpointOutput> {
+    pub fn poll_output(&mut self) -> Option<GatewayOutput> {
         if self.turn_freed && !self.queue.is_empty() {
             self.run_queue();
         }
@@ -993,45 +1014,45 @@ impl Endpoint {
     }
 
     /// The next deadline and why; call [`handle_timeout`](Self::handle_timeout) then.
-    pub fn poll_timeout(&self) -> Option<(Timestamp, EndpointTimeout)> {
-        let mut next: Option<(Timestamp, EndpointTimeout)> = None;
-        let mut consider = |at: Timestamp, why: EndpointTimeout| {
+    pub fn poll_timeout(&self) -> Option<(Timestamp, GatewayTimeout)> {
+        let mut next: Option<(Timestamp, GatewayTimeout)> = None;
+        let mut consider = |at: Timestamp, why: GatewayTimeout| {
             if next.as_ref().is_none_or(|(t, _)| at < *t) {
                 next = Some((at, why));
             }
         };
         if let Some((at, why)) = self.registry.poll_timeout() {
-            consider(at, EndpointTimeout::Gateway(why));
+            consider(at, why.into());
         }
         for (&session, live) in &self.lives {
             if let Some(starting) = &live.starting {
-                consider(starting.deadline, EndpointTimeout::Start { session });
+                consider(starting.deadline, GatewayTimeout::Start { session });
             }
             if let Some(at) = live.settle_by {
-                consider(at, EndpointTimeout::Settle { session });
+                consider(at, GatewayTimeout::Settle { session });
             }
             if let Some((at, reason)) = live.session.poll_timeout() {
-                consider(at, EndpointTimeout::Session { session, reason });
+                consider(at, GatewayTimeout::Session { session, reason });
             }
         }
         for (&request, flight) in &self.requests {
             if let Some(at) = flight.next_ping {
-                consider(at, EndpointTimeout::Ping { request });
+                consider(at, GatewayTimeout::Ping { request });
             }
         }
         if let Some(approval) = self.approvals.values().min_by_key(|a| a.deadline) {
-            consider(approval.deadline, EndpointTimeout::Approval);
+            consider(approval.deadline, GatewayTimeout::Approval);
         }
         for (&request, (_, at)) in &self.watchers {
-            consider(*at, EndpointTimeout::Ping { request });
+            consider(*at, GatewayTimeout::Ping { request });
         }
         if let Some(until) = self.draining.filter(|_| !self.lives.is_empty()) {
-            consider(until, EndpointTimeout::Drain);
+            consider(until, GatewayTimeout::Drain);
         }
         if let Some(queued) = self.queue.iter().min_by_key(|q| q.deadline) {
             consider(
                 queued.deadline,
-                EndpointTimeout::Queued {
+                GatewayTimeout::Queued {
                     request: queued.request,
                 },
             );
@@ -1048,7 +1069,7 @@ impl Endpoint {
     }
 
     /// `prefix` and 32 hex digits of the keyed SHA-256 of `prefix` and `counter`: 128 bits
-    /// that no number of other ids reveals without the [id key](EndpointConfig::id_key).
+    /// that no number of other ids reveals without the [id key](GatewayConfig::id_key).
     pub(super) fn secret_id(&self, prefix: &str, counter: u64) -> String {
         use sha2::Digest;
         let mut hash = sha2::Sha256::new();
@@ -1083,7 +1104,7 @@ impl Endpoint {
             self.serve(now, request, api, &tenant, parsed);
         }
         for request in std::mem::take(&mut self.watchers).into_keys() {
-            self.outputs.push_back(EndpointOutput::End { request });
+            self.outputs.push_back(GatewayOutput::End { request });
         }
         let warm: Vec<SessionId> = self.pool.keys().copied().collect();
         for id in warm {
@@ -1127,7 +1148,7 @@ impl Endpoint {
         let Some(live) = self.lives.remove(&session) else {
             return;
         };
-        self.outputs.push_back(EndpointOutput::Close { session });
+        self.outputs.push_back(GatewayOutput::Close { session });
         if let Some(request) = live.request {
             let error = ApiError::new(
                 ApiErrorKind::Api,
@@ -1149,7 +1170,7 @@ impl Endpoint {
 
     /// The sessions and responses that ended since the last call, for the host to drop where
     /// it holds nothing up: freeing those of hundreds of thousands of client tools takes a while,
-    /// and a host that shares the endpoint between threads drops them after releasing its
+    /// and a host that shares the gateway between threads drops them after releasing its
     /// lock. A host that never calls this loses nothing: past a few, they are freed as they
     /// end.
     pub fn take_ended(&mut self) -> Ended {
@@ -1169,7 +1190,7 @@ impl Endpoint {
             match output {
                 Output::Write(bytes) => {
                     self.outputs
-                        .push_back(EndpointOutput::Write { session, bytes });
+                        .push_back(GatewayOutput::Write { session, bytes });
                 }
                 Output::Chunk(chunk) => self.on_chunk(now, session, chunk),
             }
@@ -1314,14 +1335,14 @@ impl Endpoint {
                     ("cache-control".to_owned(), "no-cache".to_owned()),
                 ];
                 headers.extend(flight.headers.iter().cloned());
-                self.outputs.push_back(EndpointOutput::Respond {
+                self.outputs.push_back(GatewayOutput::Respond {
                     request,
                     status: 200,
                     headers,
                 });
                 self.responded(request, 200);
             }
-            self.outputs.push_back(EndpointOutput::Body {
+            self.outputs.push_back(GatewayOutput::Body {
                 request,
                 bytes: frames.concat().into_bytes(),
             });
@@ -1380,7 +1401,7 @@ impl Endpoint {
         // The conversation's new key is claimed before the client can send its next request.
         self.publish();
         if flight.responded {
-            self.outputs.push_back(EndpointOutput::End { request });
+            self.outputs.push_back(GatewayOutput::End { request });
             self.ended(request);
             return;
         }
@@ -1416,8 +1437,8 @@ impl Endpoint {
     fn publish(&mut self) {
         for change in self.registry.take_index_changes() {
             self.outputs.push_back(match change {
-                IndexChange::Claim(key) => EndpointOutput::Claim { key },
-                IndexChange::Release(key) => EndpointOutput::Release { key },
+                IndexChange::Claim(key) => GatewayOutput::Claim { key },
+                IndexChange::Release(key) => GatewayOutput::Release { key },
             });
         }
     }
@@ -1440,17 +1461,17 @@ impl Endpoint {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) {
-        self.outputs.push_back(EndpointOutput::Respond {
+        self.outputs.push_back(GatewayOutput::Respond {
             request,
             status,
             headers,
         });
         self.responded(request, status);
-        self.outputs.push_back(EndpointOutput::Body {
+        self.outputs.push_back(GatewayOutput::Body {
             request,
             bytes: body,
         });
-        self.outputs.push_back(EndpointOutput::End { request });
+        self.outputs.push_back(GatewayOutput::End { request });
         self.ended(request);
     }
 
@@ -1492,7 +1513,7 @@ fn seconds(now: Timestamp, since: Timestamp) -> f64 {
 }
 
 /// Reads a request of one of the three APIs and checks that the gateway can serve it (what
-/// [`prepare_request`] prepares). Linear in the body's size.
+/// [`prepare`] prepares). Linear in the body's size.
 ///
 /// # Errors
 /// A 400 naming the field for a body that is not a valid request, or one the gateway cannot
@@ -1575,16 +1596,17 @@ mod tests {
 
     #[test]
     fn ids_are_keyed_and_differ_for_every_key_and_counter() {
-        let endpoint = |key| {
-            Endpoint::new(EndpointConfig {
+        let gateway = |key| {
+            Gateway::new(GatewayConfig {
                 id_key: key,
-                ..EndpointConfig::default()
+                ..GatewayConfig::default()
             })
+            .expect("a gateway")
         };
-        let (a, b) = (endpoint([1; 32]), endpoint([2; 32]));
+        let (a, b) = (gateway([1; 32]), gateway([2; 32]));
         assert_eq!(
             a.secret_id("resp_", 1),
-            endpoint([1; 32]).secret_id("resp_", 1)
+            gateway([1; 32]).secret_id("resp_", 1)
         );
         assert_ne!(a.secret_id("resp_", 1), b.secret_id("resp_", 1));
         assert_ne!(a.secret_id("resp_", 1), a.secret_id("resp_", 2));

@@ -1,16 +1,17 @@
-//! The endpoint's settings, outputs and timeout reasons.
+//! The gateway's settings, outputs and timeout reasons.
 
 use serde::Serialize;
 
 use super::RequestId;
-use crate::gateway::{GatewayConfig, GatewayTimeout, SessionId, STRIPPED_ENV};
+use crate::gateway::registry::{Limits, RegistryTimeout, SessionId};
+use crate::gateway::STRIPPED_ENV;
 use crate::session::TimeoutReason;
 
-/// Settings of an [`Endpoint`](super::Endpoint).
+/// Settings of an [`Gateway`](super::Gateway).
 #[derive(Debug, Clone)]
-pub struct EndpointConfig {
+pub struct GatewayConfig {
     /// Held-call and idle deadlines, stored responses.
-    pub limits: GatewayConfig,
+    pub limits: Limits,
     /// The most live CLI sessions at once; a request that needs one more gets a 429.
     pub max_sessions: usize,
     /// Built-in CLI tools the model may use (they run on the gateway's machine).
@@ -33,7 +34,7 @@ pub struct EndpointConfig {
     /// The wall clock at `now = 0`, in Unix milliseconds (OpenAI's `created`).
     pub unix_epoch_ms: u64,
     /// Report every change of the routing index as `Claim` / `Release` outputs (for a host
-    /// that shares it with other gateways; see [`Endpoint`](super::Endpoint), "Scale-out").
+    /// that shares it with other gateways; see [`Gateway`](super::Gateway), "Scale-out").
     pub publish_index: bool,
     /// The most responses produced at once; more requests wait in the queue.
     pub max_concurrent: usize,
@@ -48,16 +49,16 @@ pub struct EndpointConfig {
     /// `max_sessions`.
     pub pool: usize,
     /// Enabled built-in tools wait for a person's approval over HTTP
-    /// ([`approvals`](super::Endpoint::approvals), [`answer_approval`](super::Endpoint::answer_approval),
-    /// [`handle_approval_events`](super::Endpoint::handle_approval_events)) instead of running
+    /// ([`approvals`](super::Gateway::approvals), [`answer_approval`](super::Gateway::answer_approval),
+    /// [`handle_approval_events`](super::Gateway::handle_approval_events)) instead of running
     /// outright.
     pub approvals: bool,
     /// How long an approval waits for its answer before the tool is denied (ms).
     pub approval_timeout_ms: u64,
-    /// Variables every CLI gets (after the endpoint's own, so they win; but a tenant's
+    /// Variables every CLI gets (after the gateway's own, so they win; but a tenant's
     /// directories, with [`tenant_root`](Self::tenant_root), win over these).
     pub cli_env: Vec<(String, String)>,
-    /// Variables no CLI inherits, besides those the endpoint always removes: whole names, as
+    /// Variables no CLI inherits, besides those the gateway always removes: whole names, as
     /// [`env_to_remove`](crate::gateway::env_to_remove) lists them from the host's
     /// environment.
     pub cli_env_remove: Vec<String>,
@@ -68,13 +69,15 @@ pub struct EndpointConfig {
     /// One working directory for the CLIs of every tenant instead of each tenant's own (the
     /// homes stay apart).
     pub shared_cwd: Option<String>,
+    /// The HTTP face: keys, browser policy, body limit, drain grace.
+    pub http: super::HttpConfig,
     /// The settings files the CLIs load (`user`, `project`, `local`: the tenant's home, the
     /// working directory's `.claude/settings.json` and `settings.local.json`), with the hooks,
     /// skills, plugins, agents and CLAUDE.md files they bring. None by default.
     pub setting_sources: Vec<String>,
 }
 
-/// A tenant's directories under [`EndpointConfig::tenant_root`]: `<root>/<id>/home` (its
+/// A tenant's directories under [`GatewayConfig::tenant_root`]: `<root>/<id>/home` (its
 /// CLI's `HOME` and `CLAUDE_CONFIG_DIR` parent: settings, sessions, credentials), `work` (the
 /// working directory) and `tmp` (`TMPDIR`). `id` is `local` for the keyless tenant and a hash
 /// of the key otherwise (the key itself is never a path).
@@ -117,7 +120,7 @@ pub fn tenant_id(tenant: &str) -> String {
     format!("k{}", crate::conversation::hex(&hash.finalize()[..12]))
 }
 
-impl EndpointConfig {
+impl GatewayConfig {
     /// An id key made from a number, for reproducible ids (tests, `ccwire serve --seed`):
     /// never for a gateway that others can reach.
     pub fn id_key_from_seed(seed: u64) -> [u8; 32] {
@@ -148,10 +151,10 @@ impl EndpointConfig {
     }
 }
 
-impl Default for EndpointConfig {
+impl Default for GatewayConfig {
     fn default() -> Self {
-        EndpointConfig {
-            limits: GatewayConfig::default(),
+        GatewayConfig {
+            limits: Limits::default(),
             max_sessions: 64,
             enabled_tools: Vec::new(),
             default_model: None,
@@ -159,7 +162,7 @@ impl Default for EndpointConfig {
             settle_grace_ms: 10_000,
             start_timeout_ms: 60_000,
             seed: 0,
-            id_key: EndpointConfig::id_key_from_seed(0),
+            id_key: GatewayConfig::id_key_from_seed(0),
             unix_epoch_ms: 0,
             publish_index: false,
             max_concurrent: 64,
@@ -174,6 +177,7 @@ impl Default for EndpointConfig {
             tenant_root: None,
             shared_cwd: None,
             setting_sources: Vec::new(),
+            http: super::HttpConfig::default(),
         }
     }
 }
@@ -190,20 +194,20 @@ pub struct CliSpec {
     /// The working directory; `None`: the host's.
     pub cwd: Option<String>,
     /// The tenant's directories, which the host creates (owner-only) before the start and a
-    /// sandbox leaves writable; `None` without [`EndpointConfig::tenant_root`].
+    /// sandbox leaves writable; `None` without [`GatewayConfig::tenant_root`].
     pub tenant: Option<TenantDirs>,
 }
 
-/// What the host must do; drain with [`Endpoint::poll_output`](super::Endpoint::poll_output). Serialized (as the npm package
+/// What the host must do; drain with [`Gateway::poll_output`](super::Gateway::poll_output). Serialized (as the npm package
 /// hands it out) with a `type` tag and the bytes as text.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum EndpointOutput {
+pub enum GatewayOutput {
     /// Start a CLI process for `session`. Its stdout goes to
-    /// [`handle_stdout`](super::Endpoint::handle_stdout), its end to
-    /// [`handle_exit`](super::Endpoint::handle_exit); a failure to start to
-    /// [`handle_spawn_failed`](super::Endpoint::handle_spawn_failed).
+    /// [`handle_stdout`](super::Gateway::handle_stdout), its end to
+    /// [`handle_exit`](super::Gateway::handle_exit); a failure to start to
+    /// [`handle_spawn_failed`](super::Gateway::handle_spawn_failed).
     Spawn {
         /// The session.
         session: SessionId,
@@ -218,7 +222,7 @@ pub enum EndpointOutput {
         #[serde(rename = "data", serialize_with = "as_text")]
         bytes: Vec<u8>,
     },
-    /// Close the session's stdin, then end the process after a grace period. The endpoint has
+    /// Close the session's stdin, then end the process after a grace period. The gateway has
     /// forgotten the session; its later output and its exit are ignored.
     Close {
         /// The session.
@@ -246,8 +250,8 @@ pub enum EndpointOutput {
         /// The request.
         request: RequestId,
     },
-    /// Requests whose [`route_key`](super::Endpoint::route_key) is `key` belong to this gateway now
-    /// (only with [`EndpointConfig::publish_index`]).
+    /// Requests whose [`route_key`](super::Gateway::route_key) is `key` belong to this gateway now
+    /// (only with [`GatewayConfig::publish_index`]).
     Claim {
         /// The key.
         key: String,
@@ -257,9 +261,26 @@ pub enum EndpointOutput {
         /// The key.
         key: String,
     },
+    /// `POST` `body` to `url` with `headers` for `request` (a `count_tokens` request the model
+    /// API counts), and give the answer to
+    /// [`handle_fetched`](super::Gateway::handle_fetched).
+    Fetch {
+        /// The request it answers.
+        request: RequestId,
+        /// Where.
+        url: String,
+        /// The headers.
+        headers: Vec<(String, String)>,
+        /// The body (JSON).
+        #[serde(serialize_with = "as_text")]
+        body: Vec<u8>,
+    },
+    /// An admin asked over HTTP that the gateway drain (`POST /admin/drain`): it drains; the
+    /// host exits once it [`is_drained`](super::Gateway::is_drained).
+    DrainRequested,
 }
 
-/// Which gateway a request must reach ([`Endpoint::route_key`](super::Endpoint::route_key)).
+/// Which gateway a request must reach ([`Gateway::route_key`](super::Gateway::route_key)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RouteKey {
     /// It starts a conversation: any gateway.
@@ -268,24 +289,28 @@ pub enum RouteKey {
     Conversation(String),
 }
 
-impl EndpointOutput {
+impl GatewayOutput {
     /// The output as one line of JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("outputs always serialize")
     }
 }
 
-/// Bytes the endpoint made (always UTF-8: JSON lines, SSE frames, JSON bodies) as text.
+/// Bytes the gateway made (always UTF-8: JSON lines, SSE frames, JSON bodies) as text.
 fn as_text<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&String::from_utf8_lossy(bytes))
 }
 
-/// Why [`Endpoint::poll_timeout`](super::Endpoint::poll_timeout) wants to be woken.
+/// Why [`Gateway::poll_timeout`](super::Gateway::poll_timeout) wants to be woken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum EndpointTimeout {
-    /// A held call, idle session or stored response deadline.
-    Gateway(GatewayTimeout),
+pub enum GatewayTimeout {
+    /// A held client tool call has waited for the client's result as long as it may.
+    HeldCall,
+    /// A session has sat idle as long as it may.
+    Idle,
+    /// A stored response has gone unused as long as it may.
+    StoredResponse,
     /// A quiet stream is due a keep-alive frame.
     Ping {
         /// The request.
@@ -319,33 +344,39 @@ pub enum EndpointTimeout {
     },
 }
 
-impl std::fmt::Display for EndpointTimeout {
+impl std::fmt::Display for GatewayTimeout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            EndpointTimeout::Gateway(GatewayTimeout::HeldCall) => {
-                write!(f, "a held tool call's deadline")
-            }
-            EndpointTimeout::Gateway(GatewayTimeout::Idle) => write!(f, "an idle session's TTL"),
-            EndpointTimeout::Gateway(GatewayTimeout::StoredResponse) => {
-                write!(f, "a stored response's TTL")
-            }
-            EndpointTimeout::Ping { request } => {
+            GatewayTimeout::HeldCall => write!(f, "a held tool call's deadline"),
+            GatewayTimeout::Idle => write!(f, "an idle session's TTL"),
+            GatewayTimeout::StoredResponse => write!(f, "a stored response's TTL"),
+            GatewayTimeout::Ping { request } => {
                 write!(f, "a keep-alive frame for request {request}")
             }
-            EndpointTimeout::Settle { session } => {
+            GatewayTimeout::Settle { session } => {
                 write!(f, "session {session}'s interrupted turn has not ended")
             }
-            EndpointTimeout::Start { session } => {
+            GatewayTimeout::Start { session } => {
                 write!(f, "session {session}'s CLI has not answered initialize")
             }
-            EndpointTimeout::Drain => write!(f, "the end of the drain's grace period"),
-            EndpointTimeout::Approval => write!(f, "an approval's deadline"),
-            EndpointTimeout::Queued { request } => {
+            GatewayTimeout::Drain => write!(f, "the end of the drain's grace period"),
+            GatewayTimeout::Approval => write!(f, "an approval's deadline"),
+            GatewayTimeout::Queued { request } => {
                 write!(f, "request {request} has waited for a free turn too long")
             }
-            EndpointTimeout::Session { session, reason } => {
+            GatewayTimeout::Session { session, reason } => {
                 write!(f, "session {session} is {reason}")
             }
+        }
+    }
+}
+
+impl From<RegistryTimeout> for GatewayTimeout {
+    fn from(why: RegistryTimeout) -> GatewayTimeout {
+        match why {
+            RegistryTimeout::HeldCall => GatewayTimeout::HeldCall,
+            RegistryTimeout::Idle => GatewayTimeout::Idle,
+            RegistryTimeout::StoredResponse => GatewayTimeout::StoredResponse,
         }
     }
 }

@@ -1,14 +1,16 @@
 //! New CLIs: the command line and MCP server of a conversation's settings, their start, and
 //! the pool of CLIs started ahead of need.
 
-use serde_json::{json, Map};
+use serde_json::{json, Map, Value};
 
 use super::{
-    mix, CliSpec, Endpoint, EndpointOutput, FirstPrompt, Live, Starting, TenantDirs, CLIENT_SERVER,
+    mix, CliSpec, FirstPrompt, Gateway, GatewayOutput, Live, Starting, TenantDirs, CLIENT_SERVER,
     STRIPPED_ENV,
 };
 use crate::api::ApiRequest;
-use crate::gateway::{cli_model, cli_settings_args, SessionId};
+use crate::args::{CliArgs, SystemPrompt};
+use crate::gateway::registry::SessionId;
+use crate::gateway::translate::cli_model;
 use crate::mcp::{McpServer, McpTool};
 use crate::session::{Session, SessionConfig};
 use crate::Timestamp;
@@ -20,7 +22,7 @@ pub(super) struct Warm {
     pub(super) signature: String,
 }
 
-impl Endpoint {
+impl Gateway {
     /// How to start the CLI of a new conversation of `request` for `tenant`: the command line,
     /// environment and directories, and the MCP server of the client's tools. Equal for
     /// requests a warm CLI can serve.
@@ -35,45 +37,40 @@ impl Endpoint {
             .into_iter()
             .filter(|t| !enabled.contains(&t.name))
             .collect();
-        let mut args: Vec<String> = crate::wire::STREAM_JSON_ARGS
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        if let Some(system) = &request.conversation.system {
-            args.extend(["--system-prompt".to_owned(), system.clone()]);
-        }
-        if let Some(model) = cli_model(&request.model, self.config.default_model.as_deref()) {
-            args.extend(["--model".to_owned(), model]);
-        }
-        args.extend(["--tools".to_owned(), enabled.join(",")]);
-        let mut allowed = enabled.clone();
+        let mut args = CliArgs {
+            system_prompt: request
+                .conversation
+                .system
+                .clone()
+                .map_or(SystemPrompt::Preset, SystemPrompt::Custom),
+            model: cli_model(&request.model, self.config.default_model.as_deref()),
+            tools: Some(enabled.clone()),
+            allowed_tools: enabled.clone(),
+            include_partial_messages: true,
+            // No settings file brings hooks, skills or plugins the operator did not choose.
+            setting_sources: self.config.setting_sources.clone(),
+            thinking: request.thinking,
+            effort: request.effort.map(str::to_owned),
+            ..CliArgs::default()
+        };
         let mut servers = Vec::new();
         if !external.is_empty() {
-            allowed.push(format!("mcp__{CLIENT_SERVER}"));
+            args.allowed_tools.push(format!("mcp__{CLIENT_SERVER}"));
             let mut server = McpServer::new(CLIENT_SERVER);
             server.tools = external;
             servers.push(server);
-            let config = json!({"mcpServers": {CLIENT_SERVER: {
-                "type": "sdk", "name": CLIENT_SERVER,
-                "alwaysLoad": true, "disableAutoBackground": true,
-            }}});
-            args.extend(["--mcp-config".to_owned(), config.to_string()]);
+            let extra = json!({"alwaysLoad": true, "disableAutoBackground": true});
+            let Value::Object(extra) = extra else {
+                unreachable!("an object")
+            };
+            args.sdk_mcp_servers.push((CLIENT_SERVER.to_owned(), extra));
         }
         if self.config.approvals {
             // Enabled tools ask; a person answers over HTTP.
-            allowed.retain(|t| !enabled.contains(t));
-            args.extend(["--permission-prompt-tool".to_owned(), "stdio".to_owned()]);
+            args.allowed_tools.retain(|t| !enabled.contains(t));
+            args.permission_prompts = true;
         }
-        if !allowed.is_empty() {
-            args.extend(["--allowedTools".to_owned(), allowed.join(",")]);
-        }
-        args.push("--include-partial-messages".to_owned());
-        // No settings file brings hooks, skills or plugins the operator did not choose.
-        args.push(format!(
-            "--setting-sources={}",
-            self.config.setting_sources.join(",")
-        ));
-        args.extend(cli_settings_args(request));
+        let args = args.to_args();
         let dirs = (self.config.tenant_root.as_deref()).map(|root| TenantDirs::new(root, tenant));
         let mut env: Vec<(String, String)> = [
             ("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1"),
@@ -139,7 +136,7 @@ impl Endpoint {
         });
         self.metrics.spawns += 1;
         self.outputs
-            .push_back(EndpointOutput::Spawn { session: id, spec });
+            .push_back(GatewayOutput::Spawn { session: id, spec });
         let init_id = match session.initialize(now, &[], Map::new()) {
             Ok((init_id, _)) => init_id,
             Err(_) => unreachable!("a new driver session takes commands"),

@@ -1,32 +1,16 @@
 //! The gateway's HTTP face: which requests it accepts and where each goes.
 //!
-//! An [`HttpFront`] stands before an [`Endpoint`]. A host hands it each request in two steps:
-//! the head ([`admit`](HttpFront::admit): browser-borne requests refused, CORS preflights
-//! answered, the route, method, `Content-Type` and API key checked — before any body byte is
-//! read), then the body ([`handle`](HttpFront::handle): the API requests, models, metrics,
-//! approvals, health and the admin drain, answered through the endpoint's outputs like any
+//! A host hands each HTTP request to the [`Gateway`] in two steps: the head
+//! ([`admit`](Gateway::admit): browser-borne requests refused, CORS preflights answered, the
+//! route, method, `Content-Type` and API key checked — before any body byte is read), then the
+//! body ([`handle_http`](Gateway::handle_http): the API requests, models, metrics, approvals,
+//! token counts, health and the admin drain, answered through the gateway's outputs like any
 //! other response). So a host's HTTP server is one handler, and every host answers every path
 //! alike.
-//!
-//! ```text
-//! match front.admit(&head) {
-//!     Admission::Respond(response) => send it,
-//!     Admission::Admit { tenant, cors } => {
-//!         body = read at most front.max_body() bytes
-//!         match front.handle(&mut endpoint, now, id, &head, &tenant, body) {
-//!             Routed::Endpoint => {}
-//!             Routed::CountTokens { estimate, upstream } => send `upstream` (if any), then
-//!                 front.token_count(&mut endpoint, id, estimate, its answer's body),
-//!             Routed::Drain => exit once endpoint.is_drained(),
-//!         }
-//!         relay the outputs of request id, with `cors` added to its head
-//!     }
-//! }
-//! ```
 
 use serde_json::{json, Value};
 
-use super::{Endpoint, PreparedRequest, RequestId};
+use super::{Gateway, GatewayOutput, PreparedRequest, RequestId};
 use crate::api::guard::{self, ApiKeys, BrowserHeaders, BrowserPolicy, InvalidAllowance};
 use crate::api::{anthropic, Api, ApiError, ApiErrorKind};
 use crate::gateway::CODE_TOOLS;
@@ -48,6 +32,11 @@ pub struct HttpConfig {
     pub max_body: usize,
     /// How long running turns may take to finish when the gateway drains (ms).
     pub drain_grace_ms: u64,
+    /// The address the host listens on, for error messages.
+    pub listener: String,
+    /// Whether that address is a loopback one: only a loopback listener may go without API
+    /// keys, and its `Host` header must name it.
+    pub loopback: bool,
 }
 
 impl Default for HttpConfig {
@@ -59,13 +48,15 @@ impl Default for HttpConfig {
             allow_hosts: Vec::new(),
             max_body: 32 * 1024 * 1024,
             drain_grace_ms: 30_000,
+            listener: "127.0.0.1".to_owned(),
+            loopback: true,
         }
     }
 }
 
-/// Why a gateway must not listen as configured.
+/// Why a gateway cannot run as configured.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FrontError {
+pub enum ConfigError {
     /// A listener other than loopback without an API key.
     #[error(
         "refusing to listen on {listener} without an API key{}: give --api-key or \
@@ -131,12 +122,12 @@ pub struct HttpResponse {
     pub body: Vec<u8>,
 }
 
-/// What [`HttpFront::admit`] decided.
+/// What [`Gateway::admit`] decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admission {
     /// Answer with this and read nothing more: a refusal or a preflight's answer.
     Respond(HttpResponse),
-    /// Read the body (at most [`HttpFront::max_body`] bytes) and [`handle`](HttpFront::handle)
+    /// Read the body (at most [`Gateway::max_body`] bytes) and [`handle_http`](Gateway::handle_http)
     /// the request.
     Admit {
         /// The caller's tenant (its API key; empty without keys).
@@ -149,7 +140,7 @@ pub enum Admission {
 /// Why the host has no body to give.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BodyError {
-    /// It is larger than [`HttpFront::max_body`].
+    /// It is larger than [`Gateway::max_body`].
     TooLarge,
     /// It could not be read (the reason).
     Unreadable(String),
@@ -158,35 +149,6 @@ pub enum BodyError {
         /// The timeout.
         after_ms: u64,
     },
-}
-
-/// An HTTP request the host sends for the gateway: `POST` the client's body to `url` with
-/// these headers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outbound {
-    /// Where.
-    pub url: String,
-    /// The headers.
-    pub headers: Vec<(String, String)>,
-}
-
-/// What the host does besides relaying the request's outputs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[must_use]
-pub enum Routed {
-    /// Nothing: the endpoint answers.
-    Endpoint,
-    /// `POST /v1/messages/count_tokens`: send `upstream` (when there is one) and give its
-    /// answer to [`HttpFront::token_count`].
-    CountTokens {
-        /// The gateway's own estimate, the answer without an upstream count.
-        estimate: u64,
-        /// The model API's count request, when the CLI's environment has a key for it.
-        upstream: Option<Outbound>,
-    },
-    /// `POST /admin/drain` was accepted: the endpoint drains; the host exits once it
-    /// [`is_drained`](Endpoint::is_drained).
-    Drain,
 }
 
 impl Admission {
@@ -200,22 +162,6 @@ impl Admission {
                 "body": String::from_utf8_lossy(&r.body),
             }}),
             Admission::Admit { tenant, cors } => json!({"admit": {"tenant": tenant, "cors": cors}}),
-        }
-    }
-}
-
-impl Routed {
-    /// As JSON: `{"type": "endpoint" | "drain"}` or `{"type": "count_tokens", estimate,
-    /// upstream: {url, headers} | null}`.
-    pub fn to_json(&self) -> Value {
-        match self {
-            Routed::Endpoint => json!({"type": "endpoint"}),
-            Routed::Drain => json!({"type": "drain"}),
-            Routed::CountTokens { estimate, upstream } => json!({
-                "type": "count_tokens",
-                "estimate": estimate,
-                "upstream": upstream.as_ref().map(|u| json!({"url": u.url, "headers": u.headers})),
-            }),
         }
     }
 }
@@ -256,8 +202,8 @@ fn api_of(path: &str) -> Option<Api> {
     }
 }
 
-/// A request's body as [`HttpFront::handle`] takes it: as read, or with an API request
-/// already read and prepared by [`HttpFront::parse_body`].
+/// A request's body as [`Gateway::handle_http`] takes it: as read, or with an API request
+/// already read and prepared by [`prepare`].
 #[derive(Debug)]
 pub struct Prepared<'a> {
     body: Result<&'a [u8], BodyError>,
@@ -265,7 +211,7 @@ pub struct Prepared<'a> {
 }
 
 impl<'a> Prepared<'a> {
-    /// A body with its request as [`HttpFront::parse_body`] read and prepared it.
+    /// A body with its request as [`prepare`] read and prepared it.
     pub fn new(
         body: Result<&'a [u8], BodyError>,
         parsed: Option<Result<PreparedRequest, ApiError>>,
@@ -286,49 +232,47 @@ fn approval_id(path: &str) -> Option<&str> {
     (!id.is_empty() && !id.contains('/') && id != "events").then_some(id)
 }
 
-/// The HTTP face of a gateway (see the module docs).
+/// What the HTTP face knows: made once from the [`HttpConfig`].
 #[derive(Debug, Clone)]
-pub struct HttpFront {
+pub(super) struct Front {
     config: HttpConfig,
     browser: BrowserPolicy,
     keys: ApiKeys,
     admin: Option<ApiKeys>,
-    cli: Value,
+    /// What `GET /health` says of the CLI.
+    pub(super) cli: Value,
     /// The model API's `count_tokens` and its key header.
     count_tokens: Option<(String, (&'static str, String))>,
+    /// The estimates of `count_tokens` requests whose upstream answer is awaited.
+    pub(super) counting: std::collections::BTreeMap<RequestId, u64>,
 }
 
-impl HttpFront {
-    /// The face of a gateway on `listener` (loopback or not) that enables `enabled_tools`.
+impl Front {
+    /// The face `config` describes, of a gateway that enables `enabled_tools`.
     ///
     /// # Errors
     /// A listener other than loopback without API keys (naming the enabled tools that run
     /// code), or an origin or host name that cannot be allowed.
-    pub fn new(
-        config: HttpConfig,
-        listener: &str,
-        loopback: bool,
-        enabled_tools: &[String],
-    ) -> Result<HttpFront, FrontError> {
-        if !loopback && config.api_keys.is_empty() {
+    pub(super) fn new(config: HttpConfig, enabled_tools: &[String]) -> Result<Front, ConfigError> {
+        if !config.loopback && config.api_keys.is_empty() {
             let code_tools = enabled_tools
                 .iter()
                 .filter(|t| CODE_TOOLS.contains(&t.as_str()))
                 .cloned()
                 .collect();
-            return Err(FrontError::NoKey {
-                listener: listener.to_owned(),
+            return Err(ConfigError::NoKey {
+                listener: config.listener.clone(),
                 code_tools,
             });
         }
-        let mut browser = BrowserPolicy::new(loopback);
+        let mut browser = BrowserPolicy::new(config.loopback);
         for origin in &config.allow_origins {
             browser.allow_origin(origin)?;
         }
         for host in &config.allow_hosts {
             browser.allow_host(host)?;
         }
-        Ok(HttpFront {
+        Ok(Front {
             keys: ApiKeys::new(&config.api_keys),
             admin: config
                 .admin_key
@@ -338,18 +282,46 @@ impl HttpFront {
             config,
             cli: Value::Null,
             count_tokens: None,
+            counting: std::collections::BTreeMap::new(),
         })
     }
 
+    /// Whether the request carries the admin key (`Authorization: Bearer`).
+    fn is_admin(&self, head: &HttpHead<'_>) -> bool {
+        self.admin.as_ref().is_some_and(|admin| {
+            admin
+                .authenticate(None, head.header("authorization"))
+                .is_ok()
+        })
+    }
+
+    fn authenticate(&self, head: &HttpHead<'_>) -> Result<String, ApiError> {
+        self.keys
+            .authenticate(head.header("x-api-key"), head.header("authorization"))
+    }
+}
+
+/// Reads and prepares the body of an [admitted](Gateway::admit) request to `path` for its
+/// `tenant` when the path takes API requests (`None` for others): the work linear in its size,
+/// which needs neither the gateway nor its lock ([`PreparedRequest`]). A host that shares the
+/// gateway between threads runs it before taking its lock, on a thread of its own for a large
+/// body, and gives the result to [`handle_http`](Gateway::handle_http) with [`Prepared::new`],
+/// so one large request does not hold up the others.
+pub fn prepare(path: &str, tenant: &str, body: &[u8]) -> Option<Result<PreparedRequest, ApiError>> {
+    api_of(path).map(|api| super::prepare_request(api, tenant, body))
+}
+
+impl Gateway {
     /// What `GET /health` says of the CLI (the host finds it: path, version, or why not).
     pub fn set_cli(&mut self, cli: Value) {
-        self.cli = cli;
+        self.front.cli = cli;
     }
 
     /// Counts `count_tokens` requests with the Messages API the CLI talks to, as the variables
     /// it gets (`var`) name it: `ANTHROPIC_BASE_URL` (default the public API) with
-    /// `ANTHROPIC_API_KEY` or `ANTHROPIC_AUTH_TOKEN`. Without a key (a Claude login cannot
-    /// count tokens) the gateway's estimate answers.
+    /// `ANTHROPIC_API_KEY` or `ANTHROPIC_AUTH_TOKEN`; the host sends what
+    /// [`GatewayOutput::Fetch`] asks. Without a key (a Claude login cannot count tokens) the
+    /// gateway's estimate answers.
     pub fn count_tokens_upstream(&mut self, var: impl Fn(&str) -> Option<String>) {
         let var = |name| var(name).filter(|v| !v.is_empty());
         let auth = match (var("ANTHROPIC_API_KEY"), var("ANTHROPIC_AUTH_TOKEN")) {
@@ -359,31 +331,32 @@ impl HttpFront {
         };
         let base = var("ANTHROPIC_BASE_URL").unwrap_or_else(|| "https://api.anthropic.com".into());
         let url = format!("{}/v1/messages/count_tokens", base.trim_end_matches('/'));
-        self.count_tokens = Some((url, auth));
+        self.front.count_tokens = Some((url, auth));
     }
 
-    /// The largest body [`handle`](Self::handle) takes.
+    /// The largest body [`handle_http`](Self::handle_http) takes.
     pub fn max_body(&self) -> usize {
-        self.config.max_body
+        self.front.config.max_body
     }
 
     /// Decides on a request from its head alone: browser-borne requests the operator did not
     /// allow are refused before anything else, CORS preflights of allowed origins answered,
     /// unknown paths (404), wrong methods (405), bodies that are not JSON (415) and missing or
-    /// wrong API keys (401) refused.
+    /// wrong API keys (401) refused. Changes nothing.
     pub fn admit(&self, head: &HttpHead<'_>) -> Admission {
+        let front = &self.front;
         let api = head.api();
         let browser = BrowserHeaders {
             host: head.header("host"),
             origin: head.header("origin"),
             sec_fetch_site: head.header("sec-fetch-site"),
         };
-        let origin = match self.browser.check(&browser) {
+        let origin = match front.browser.check(&browser) {
             Ok(origin) => origin,
             Err(e) => return Admission::Respond(error_response(api, &e, Vec::new())),
         };
         let cors: Vec<(String, String)> = origin
-            .map(|o| self.browser.cors_headers(o))
+            .map(|o| front.browser.cors_headers(o))
             .unwrap_or_default()
             .into_iter()
             .map(|(n, v)| (n.to_owned(), v))
@@ -395,7 +368,7 @@ impl HttpFront {
             head.header("access-control-request-method"),
         ) {
             let wanted = head.header("access-control-request-headers");
-            return match self.browser.preflight(origin, method, wanted) {
+            return match front.browser.preflight(origin, method, wanted) {
                 Ok(headers) => Admission::Respond(HttpResponse {
                     status: 204,
                     headers: headers
@@ -429,7 +402,7 @@ impl HttpFront {
             }
         }
         let tenant = if key {
-            match self.authenticate(head) {
+            match front.authenticate(head) {
                 Ok(tenant) => tenant,
                 Err(e) => return refuse(e),
             }
@@ -439,48 +412,20 @@ impl HttpFront {
         Admission::Admit { tenant, cors }
     }
 
-    /// Whether the request carries the admin key (`Authorization: Bearer`).
-    fn is_admin(&self, head: &HttpHead<'_>) -> bool {
-        self.admin.as_ref().is_some_and(|admin| {
-            admin
-                .authenticate(None, head.header("authorization"))
-                .is_ok()
-        })
-    }
-
-    fn authenticate(&self, head: &HttpHead<'_>) -> Result<String, ApiError> {
-        self.keys
-            .authenticate(head.header("x-api-key"), head.header("authorization"))
-    }
-
-    /// Reads and prepares the body of an [admitted](Self::admit) request for its `tenant` when
-    /// its path takes API requests (`None` for others): the work linear in its size, which
-    /// needs only the path and the tenant ([`PreparedRequest`]). A host that shares the
-    /// endpoint between threads runs it before taking its lock, on a thread of its own for a
-    /// large body, and gives the result to [`handle`](Self::handle) with [`Prepared::new`], so
-    /// one large request does not hold up the others.
-    pub fn parse_body(
-        &self,
-        path: &str,
-        tenant: &str,
-        body: &[u8],
-    ) -> Option<Result<PreparedRequest, ApiError>> {
-        api_of(path).map(|api| super::prepare_request(api, tenant, body))
-    }
-
     /// Handles an [admitted](Self::admit) request with its body (read, or
-    /// [prepared](Self::parse_body)): the endpoint's outputs for
-    /// `request` answer it (a body that could not be read gets a 413 or 400).
-    pub fn handle<'a>(
-        &self,
-        endpoint: &mut Endpoint,
+    /// [prepared](prepare)): the outputs for `request` answer it (a body that could not be
+    /// read gets a 413, 408 or 400). A `count_tokens` request with an upstream asks the host
+    /// to send it ([`GatewayOutput::Fetch`]); an accepted `POST /admin/drain` starts the
+    /// drain and says so ([`GatewayOutput::DrainRequested`]).
+    pub fn handle_http<'a>(
+        &mut self,
         now: Timestamp,
         request: RequestId,
         head: &HttpHead<'_>,
         tenant: &str,
         body: impl Into<Prepared<'a>>,
-    ) -> Routed {
-        endpoint.now = now;
+    ) {
+        self.now = now;
         let api = head.api();
         let Prepared { body, parsed } = body.into();
         let body = match body {
@@ -488,16 +433,14 @@ impl HttpFront {
             Err(BodyError::TooLarge) => {
                 let message = format!(
                     "the request body is larger than {} bytes",
-                    self.config.max_body
+                    self.front.config.max_body
                 );
                 let error = ApiError::new(ApiErrorKind::RequestTooLarge, message);
-                endpoint.respond_error(request, api, &[], &error);
-                return Routed::Endpoint;
+                return self.respond_error(request, api, &[], &error);
             }
             Err(BodyError::Unreadable(reason)) => {
                 let error = ApiError::new(ApiErrorKind::InvalidRequest, reason);
-                endpoint.respond_error(request, api, &[], &error);
-                return Routed::Endpoint;
+                return self.respond_error(request, api, &[], &error);
             }
             Err(BodyError::TimedOut { after_ms }) => {
                 let message = format!(
@@ -508,145 +451,117 @@ impl HttpFront {
                 // The rest of the body may still come: the connection cannot carry another
                 // request.
                 let close = [("connection".to_owned(), "close".to_owned())];
-                endpoint.respond_error(request, api, &close, &error);
-                return Routed::Endpoint;
+                return self.respond_error(request, api, &close, &error);
             }
         };
         if let Some(api) = api_of(head.path) {
             let parsed = parsed.unwrap_or_else(|| super::prepare_request(api, tenant, body));
-            endpoint.handle_prepared(now, request, api, tenant, parsed);
-            return Routed::Endpoint;
+            return self.handle_prepared(now, request, api, tenant, parsed);
         }
         match head.path {
-            "/v1/messages/count_tokens" => {
-                return match anthropic::parse_count_tokens_request(body) {
-                    Ok(parsed) => Routed::CountTokens {
-                        estimate: anthropic::estimate_input_tokens(&parsed.conversation),
-                        upstream: self.count_tokens.as_ref().map(|(url, (name, value))| {
-                            let version = head.header("anthropic-version").unwrap_or("2023-06-01");
-                            let mut headers = vec![
-                                ("content-type".to_owned(), "application/json".to_owned()),
-                                ((*name).to_owned(), value.clone()),
-                                ("anthropic-version".to_owned(), version.to_owned()),
-                            ];
-                            if let Some(beta) = head.header("anthropic-beta") {
-                                headers.push(("anthropic-beta".to_owned(), beta.to_owned()));
-                            }
-                            Outbound {
-                                url: url.clone(),
-                                headers,
-                            }
-                        }),
-                    },
-                    Err(e) => {
-                        endpoint.respond_error(request, api, &[], &e);
-                        Routed::Endpoint
-                    }
-                };
-            }
+            "/v1/messages/count_tokens" => self.count_tokens(request, head, body),
             "/v1/models" => {
-                let models = endpoint.models();
-                respond_json(endpoint, request, 200, &models);
+                let models = self.models();
+                respond_json(self, request, 200, &models);
             }
             "/v1/approvals" => {
-                let list = endpoint.approvals(tenant);
-                respond_json(endpoint, request, 200, &list);
+                let list = self.approvals(tenant);
+                respond_json(self, request, 200, &list);
             }
-            "/v1/approvals/events" => endpoint.handle_approval_events(now, request, tenant),
+            "/v1/approvals/events" => self.handle_approval_events(now, request, tenant),
             "/metrics" => {
-                let text = if self.is_admin(head) || self.keys.is_empty() {
-                    endpoint.metrics()
+                let text = if self.front.is_admin(head) || self.front.keys.is_empty() {
+                    self.metrics()
                 } else {
-                    match self.authenticate(head) {
-                        Ok(tenant) => endpoint.tenant_metrics(&tenant),
-                        Err(e) => {
-                            endpoint.respond_error(request, api, &[], &e);
-                            return Routed::Endpoint;
-                        }
+                    match self.front.authenticate(head) {
+                        Ok(tenant) => self.tenant_metrics(&tenant),
+                        Err(e) => return self.respond_error(request, api, &[], &e),
                     }
                 }
                 .into_bytes();
                 let content_type = "text/plain; version=0.0.4; charset=utf-8";
                 let headers = vec![("content-type".to_owned(), content_type.to_owned())];
-                endpoint.respond_whole(request, 200, headers, text);
+                self.respond_whole(request, 200, headers, text);
             }
             "/health" => {
                 // Draining, load balancers must stop sending new conversations here.
-                let (status, code) = if endpoint.is_draining() {
+                let (status, code) = if self.is_draining() {
                     ("draining", 503)
                 } else {
                     ("ok", 200)
                 };
                 // Without keys every caller is known.
-                let known = self.is_admin(head) || self.authenticate(head).is_ok();
+                let known = self.front.is_admin(head) || self.front.authenticate(head).is_ok();
                 let health = if known {
                     json!({
                         "status": status,
-                        "cli": self.cli,
-                        "sessions": endpoint.session_count() - endpoint.pool_count(),
-                        "pool": endpoint.pool_count(),
-                        "held_tool_calls": endpoint.held_count(),
+                        "cli": self.front.cli,
+                        "sessions": self.session_count() - self.pool_count(),
+                        "pool": self.pool_count(),
+                        "held_tool_calls": self.held_count(),
                     })
                 } else {
                     json!({"status": status})
                 };
-                respond_json(endpoint, request, code, &health);
+                respond_json(self, request, code, &health);
             }
-            "/admin/drain" => return self.drain(endpoint, now, request, head),
+            "/admin/drain" => self.admin_drain(now, request, head),
             path => match approval_id(path) {
-                Some(id) => match endpoint.answer_approval(now, tenant, id, body) {
-                    Ok(decided) => respond_json(endpoint, request, 200, &decided),
-                    Err(e) => endpoint.respond_error(request, api, &[], &e),
+                Some(id) => match self.answer_approval(now, tenant, id, body) {
+                    Ok(decided) => respond_json(self, request, 200, &decided),
+                    Err(e) => self.respond_error(request, api, &[], &e),
                 },
                 None => {
                     let error =
                         ApiError::new(ApiErrorKind::NotFound, format!("no endpoint {path}"));
-                    endpoint.respond_error(request, api, &[], &error);
+                    self.respond_error(request, api, &[], &error);
                 }
             },
         }
-        Routed::Endpoint
     }
 
-    /// `POST /admin/drain`, with the admin key.
-    fn drain(
-        &self,
-        endpoint: &mut Endpoint,
-        now: Timestamp,
-        request: RequestId,
-        head: &HttpHead<'_>,
-    ) -> Routed {
-        let allowed = match &self.admin {
-            None => Err(ApiError::new(
-                ApiErrorKind::Forbidden,
-                "no admin key is set (--admin-key or CCWIRE_ADMIN_KEY)",
-            )),
-            Some(admin) => admin.authenticate(None, head.header("authorization")),
+    /// `POST /v1/messages/count_tokens`: the upstream's count when there is one to ask, else
+    /// the estimate.
+    fn count_tokens(&mut self, request: RequestId, head: &HttpHead<'_>, body: &[u8]) {
+        let parsed = match anthropic::parse_count_tokens_request(body) {
+            Ok(parsed) => parsed,
+            Err(e) => return self.respond_error(request, Api::Anthropic, &[], &e),
         };
-        if let Err(e) = allowed {
-            endpoint.respond_error(request, Api::Anthropic, &[], &e);
-            return Routed::Endpoint;
+        let estimate = anthropic::estimate_input_tokens(&parsed.conversation);
+        let Some((url, (name, value))) = &self.front.count_tokens else {
+            return self.token_count(request, estimate, None);
+        };
+        let version = head.header("anthropic-version").unwrap_or("2023-06-01");
+        let mut headers = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ((*name).to_owned(), value.clone()),
+            ("anthropic-version".to_owned(), version.to_owned()),
+        ];
+        if let Some(beta) = head.header("anthropic-beta") {
+            headers.push(("anthropic-beta".to_owned(), beta.to_owned()));
         }
-        endpoint.drain(now, self.config.drain_grace_ms);
-        let answer = json!({
-            "draining": true,
-            "sessions": endpoint.session_count(),
-            "grace_seconds": self.config.drain_grace_ms / 1000,
+        self.front.counting.insert(request, estimate);
+        self.outputs.push_back(GatewayOutput::Fetch {
+            request,
+            url: url.clone(),
+            headers,
+            body: body.to_vec(),
         });
-        respond_json(endpoint, request, 202, &answer);
-        Routed::Drain
     }
 
-    /// Answers a [`Routed::CountTokens`] request with the upstream's count when its answer
-    /// (the body of a successful one) has one, else the estimate; the `x-ccwire-token-count` header says
-    /// which (`upstream` or `estimate`).
-    pub fn token_count(
-        &self,
-        endpoint: &mut Endpoint,
-        request: RequestId,
-        estimate: u64,
-        upstream: Option<&[u8]>,
-    ) {
+    /// The answer to an [`GatewayOutput::Fetch`]: the body of the upstream's answer when it
+    /// answered with success, else `None` (no answer, an error status, a network failure).
+    /// The request gets the upstream's count when that body has one, else the estimate; the
+    /// `x-ccwire-token-count` header says which (`upstream` or `estimate`). An answer for a
+    /// request whose client went away is dropped.
+    pub fn handle_fetched(&mut self, now: Timestamp, request: RequestId, answer: Option<&[u8]>) {
+        self.now = now;
+        if let Some(estimate) = self.front.counting.remove(&request) {
+            self.token_count(request, estimate, answer);
+        }
+    }
+
+    fn token_count(&mut self, request: RequestId, estimate: u64, upstream: Option<&[u8]>) {
         let counted = upstream
             .and_then(|body| serde_json::from_slice::<Value>(body).ok())
             .and_then(|answer| answer.get("input_tokens").and_then(Value::as_u64));
@@ -656,13 +571,36 @@ impl HttpFront {
             ("x-ccwire-token-count".to_owned(), source.to_owned()),
         ];
         let body = json!({"input_tokens": tokens}).to_string().into_bytes();
-        endpoint.respond_whole(request, 200, headers, body);
+        self.respond_whole(request, 200, headers, body);
+    }
+
+    /// `POST /admin/drain`, with the admin key.
+    fn admin_drain(&mut self, now: Timestamp, request: RequestId, head: &HttpHead<'_>) {
+        let allowed = match &self.front.admin {
+            None => Err(ApiError::new(
+                ApiErrorKind::Forbidden,
+                "no admin key is set (--admin-key or CCWIRE_ADMIN_KEY)",
+            )),
+            Some(admin) => admin.authenticate(None, head.header("authorization")),
+        };
+        if let Err(e) = allowed {
+            return self.respond_error(request, Api::Anthropic, &[], &e);
+        }
+        let grace_ms = self.front.config.drain_grace_ms;
+        self.drain(now, grace_ms);
+        let answer = json!({
+            "draining": true,
+            "sessions": self.session_count(),
+            "grace_seconds": grace_ms / 1000,
+        });
+        respond_json(self, request, 202, &answer);
+        self.outputs.push_back(GatewayOutput::DrainRequested);
     }
 }
 
-fn respond_json(endpoint: &mut Endpoint, request: RequestId, status: u16, value: &Value) {
+fn respond_json(gateway: &mut Gateway, request: RequestId, status: u16, value: &Value) {
     let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    endpoint.respond_whole(request, status, headers, value.to_string().into_bytes());
+    gateway.respond_whole(request, status, headers, value.to_string().into_bytes());
 }
 
 /// An error's whole response in `api`'s shape (`retry-after` when it says when), with `extra`

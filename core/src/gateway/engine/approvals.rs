@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Endpoint, EndpointOutput, RequestId};
+use super::{Gateway, GatewayOutput, RequestId};
 use crate::api::{ApiError, ApiErrorKind};
 use crate::gateway::SessionId;
 use crate::session::PermissionDecision;
@@ -24,7 +24,7 @@ pub(super) struct Approval {
     pub(super) deadline: Timestamp,
 }
 
-impl Endpoint {
+impl Gateway {
     /// `GET /v1/approvals`: the permission requests of `tenant`'s conversations waiting for an
     /// answer, oldest first.
     pub fn approvals(&self, tenant: &str) -> Value {
@@ -39,7 +39,7 @@ impl Endpoint {
 
     /// The CLI's suggested permission updates, made to save to the tenant's own settings
     /// (its home's) where tenants have their own homes: the working directory's settings
-    /// files may be shared by every tenant ([`shared_cwd`](super::EndpointConfig::shared_cwd)).
+    /// files may be shared by every tenant ([`shared_cwd`](super::GatewayConfig::shared_cwd)).
     fn own_settings(&self, mut updates: Vec<Value>) -> Vec<Value> {
         if self.config.tenant_root.is_some() {
             for update in &mut updates {
@@ -133,7 +133,7 @@ impl Endpoint {
     /// keep-alives, until the client goes away or the gateway drains.
     pub fn handle_approval_events(&mut self, now: Timestamp, request: RequestId, tenant: &str) {
         self.now = now;
-        self.outputs.push_back(EndpointOutput::Respond {
+        self.outputs.push_back(GatewayOutput::Respond {
             request,
             status: 200,
             headers: vec![
@@ -150,7 +150,7 @@ impl Endpoint {
         if frames.is_empty() {
             frames.push_str(": no approval is pending\n\n");
         }
-        self.outputs.push_back(EndpointOutput::Body {
+        self.outputs.push_back(GatewayOutput::Body {
             request,
             bytes: frames.into_bytes(),
         });
@@ -271,7 +271,7 @@ impl Endpoint {
         for (&request, (watching, next_ping)) in &mut self.watchers {
             if watching == tenant {
                 *next_ping = self.now.saturating_add(ping_every);
-                self.outputs.push_back(EndpointOutput::Body {
+                self.outputs.push_back(GatewayOutput::Body {
                     request,
                     bytes: frame.clone().into_bytes(),
                 });

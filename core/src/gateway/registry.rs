@@ -1,0 +1,1334 @@
+//! The conversation registry: which live CLI session a request continues, the client tool
+//! calls held open across requests, stored responses, and the deadlines of held calls, idle
+//! sessions and stored responses. Private to the [`Gateway`](super::Gateway), which tells it
+//! what happened and carries out what it answers.
+//!
+//! A request's history (the messages up to its last assistant message) is hashed in a *scope*:
+//! the caller's API key and everything a live session cannot change (tool set, system prompt,
+//! model). After each response the registry stores the hash of the history extended by the
+//! assistant message it returned, so the client's next request finds the session again.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
+use crate::conversation::{history_hash, Block, Conversation, HistoryHasher, Message, Role};
+use crate::mcp::McpCallResult;
+use crate::Timestamp;
+
+use super::translate::{history_hashes, prompt_blocks, rebuild_prompt, tool_results};
+
+/// What a request's routing needs that was computed ahead, off the endpoint: the request's
+/// `scope` ([`request_scope`]), its `hashes` (the history's and the hasher over all its
+/// messages) and whether the prompt a new session starts with is made already
+/// (`prompt_ready`: a `Start` route's prompt is left empty). A request that continues a stored
+/// response has neither: the stored history goes in front of it first.
+pub(crate) struct Ahead<'a> {
+    pub(crate) scope: &'a str,
+    pub(crate) hashes: Option<(String, HistoryHasher)>,
+    pub(crate) prompt_ready: bool,
+}
+
+/// A live session's id, given by the gateway.
+pub type SessionId = u64;
+
+/// Time limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// How long a held client tool call waits for the client's result (ms).
+    pub held_call_timeout_ms: u64,
+    /// How long a session may sit without a request before it is closed (ms); a stored
+    /// response (Responses API, `store: true`) is kept as long after it was last used.
+    pub idle_ttl_ms: u64,
+    /// The most stored responses kept at once, over all tenants; the least recently used go
+    /// first.
+    pub max_stored_responses: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            held_call_timeout_ms: 10 * 60 * 1000,
+            idle_ttl_ms: 30 * 60 * 1000,
+            max_stored_responses: 10_000,
+        }
+    }
+}
+
+/// How a request's session was found; the `x-ccwire-session` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionKind {
+    /// The history matched a live session.
+    Continued,
+    /// The history has assistant turns but no live session: a new one carries them.
+    Rebuilt,
+    /// No history: a new session.
+    New,
+}
+
+impl SessionKind {
+    /// The header value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionKind::Continued => "continued",
+            SessionKind::Rebuilt => "rebuilt",
+            SessionKind::New => "new",
+        }
+    }
+}
+
+/// What the host must do for a request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Route {
+    /// Continue a live session: answer these held calls, then send the prompt, if any.
+    Continue {
+        /// The session.
+        session: SessionId,
+        /// Held `tools/call` requests to answer now: (control request id, result).
+        answers: Vec<(String, McpCallResult)>,
+        /// Content to send as a user message (after the answers), when the request adds any.
+        prompt: Option<Vec<Block>>,
+    },
+    /// Start a new CLI session and send it `prompt`.
+    Start {
+        /// The new session's id.
+        session: SessionId,
+        /// `New`, or `Rebuilt` when the prompt carries the earlier turns.
+        kind: SessionKind,
+        /// The first user message.
+        prompt: Vec<Block>,
+        /// A live session this one replaces, to close.
+        replaces: Option<SessionId>,
+    },
+}
+
+/// What the host must do after a timeout or a tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Answer a held `tools/call` of a session.
+    Answer {
+        /// The session.
+        session: SessionId,
+        /// The control request id of the call.
+        request_id: String,
+        /// The result.
+        result: McpCallResult,
+    },
+    /// Close a session (idle too long).
+    Close {
+        /// The session.
+        session: SessionId,
+    },
+}
+
+/// What the host should do with a `tools/call` the CLI just made.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallAction {
+    /// Answer it now with this result.
+    Answer(McpCallResult),
+    /// Hold it: the client's result is not in yet.
+    Hold,
+}
+
+/// Why [`Registry::poll_timeout`] wants to be woken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegistryTimeout {
+    /// A held call's deadline.
+    HeldCall,
+    /// A session's idle deadline.
+    Idle,
+    /// A stored response's deadline.
+    StoredResponse,
+}
+
+#[derive(Debug)]
+struct Held {
+    request_id: String,
+    since: Timestamp,
+}
+
+#[derive(Debug, Default)]
+struct Entry {
+    hashes: Vec<String>,
+    /// The request in flight (the session is busy): the hash of its messages, which the
+    /// response's message completes.
+    in_flight: Option<HistoryHasher>,
+    last_active: Timestamp,
+    /// Client tool calls returned in the last response, awaiting the client's results.
+    expected: Vec<String>,
+    /// Held `tools/call`s by tool_use id.
+    held: BTreeMap<String, Held>,
+    /// Client results that came before the CLI asked.
+    results: HashMap<String, McpCallResult>,
+    /// Calls the gateway or the CLI ended without the client's result; a result for them is
+    /// accepted and dropped.
+    settled: HashSet<String>,
+    /// Client results handed to the CLI by the request in flight (or by the last one, when its
+    /// response failed): the CLI has them, so the same request sent again cannot continue.
+    delivered: HashSet<String>,
+    /// The request in flight asked for its response to be stored (Responses API).
+    store: Option<PendingStore>,
+}
+
+/// What a response to store needs besides its message.
+#[derive(Debug)]
+struct PendingStore {
+    tenant: String,
+    response_id: String,
+    previous: Option<String>,
+    input: Vec<Message>,
+}
+
+impl Entry {
+    fn busy(&self) -> bool {
+        self.in_flight.is_some()
+    }
+}
+
+/// The text a held call gets when the client does not answer in time.
+pub const HELD_CALL_TIMEOUT_TEXT: &str =
+    "The client did not return a result for this tool call in time; the call was abandoned.";
+
+/// A stored response: a link of a chain that `previous_response_id` continues.
+#[derive(Debug)]
+struct StoredResponse {
+    /// The stored response the request continued.
+    previous: Option<String>,
+    /// The request's own messages and the response's message.
+    messages: Vec<Message>,
+    /// When it was stored or last continued.
+    touched: Timestamp,
+}
+
+/// A stored response's key: the tenant and the response id (one tenant cannot continue
+/// another's responses).
+type StoredKey = (String, String);
+
+/// The gateway state machine. See the [module docs](self).
+#[derive(Debug, Default)]
+pub struct Registry {
+    config: Limits,
+    sessions: BTreeMap<SessionId, Entry>,
+    by_hash: HashMap<String, SessionId>,
+    next_id: SessionId,
+    stored: HashMap<StoredKey, StoredResponse>,
+    /// The stored responses by the time they were last used, oldest first.
+    stored_by_time: BTreeSet<(Timestamp, StoredKey)>,
+    /// Changes of the routing index, kept for a host that shares it (see
+    /// [`Endpoint`]'s scale-out notes); `None` when nobody reads them.
+    index_changes: Option<Vec<IndexChange>>,
+}
+
+/// A change of what this gateway serves: a key a front router may look up to find the gateway
+/// that holds a conversation (see [`Endpoint::route_key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexChange {
+    /// Requests with this key belong here now.
+    Claim(String),
+    /// They no longer do.
+    Release(String),
+}
+
+/// The routing key of a stored response: a digest, so the tenant (an API key) never leaves the
+/// gateway.
+pub fn stored_response_key(tenant: &str, response_id: &str) -> String {
+    use sha2::Digest;
+    let mut sha = sha2::Sha256::new();
+    sha.update(b"ccwire-stored-v1\0");
+    sha.update(tenant.as_bytes());
+    sha.update(b"\0");
+    sha.update(response_id.as_bytes());
+    crate::conversation::hex(&sha.finalize())
+}
+
+impl Registry {
+    /// A gateway with these limits.
+    pub fn new(config: Limits) -> Registry {
+        Registry {
+            config,
+            ..Registry::default()
+        }
+    }
+
+    /// The scope a history hash lives in: the tenant and what a live session cannot change.
+    pub fn scope(tenant: &str, conversation: &Conversation, model: &str) -> String {
+        let system = conversation.system.as_deref().unwrap_or("");
+        format!(
+            "{tenant}\n{}\n{model}\n{}",
+            conversation.tool_signature(),
+            history_hash(
+                "system",
+                &[Message {
+                    role: Role::User,
+                    content: vec![Block::Text {
+                        text: system.to_owned()
+                    }],
+                }]
+            )
+        )
+    }
+
+    /// Puts the history of the stored response a Responses request continues
+    /// (`previous_response_id`) in front of its conversation, and keeps the chain of stored
+    /// responses alive; `previous_response_id` is cleared (the request now carries its whole
+    /// history). A request without `previous_response_id` is left as it is.
+    ///
+    /// # Errors
+    /// 400 naming `previous_response_id` when the tenant has no such stored response (never
+    /// stored, or expired).
+    pub fn resolve_previous(
+        &mut self,
+        tenant: &str,
+        request: &mut ApiRequest,
+        now: Timestamp,
+    ) -> Result<(), ApiError> {
+        let Some(first) = request.previous_response_id.take() else {
+            return Ok(());
+        };
+        let mut chain: Vec<StoredKey> = Vec::new();
+        let mut next = Some(first.clone());
+        while let Some(id) = next {
+            let key = (tenant.to_owned(), id);
+            let Some(stored) = self.stored.get(&key) else {
+                let error = ApiError::invalid(
+                    "previous_response_id",
+                    format!(
+                        "previous_response_id: no stored response {first:?} (responses are kept \
+                         for {} minutes after their last use)",
+                        self.config.idle_ttl_ms / 60_000
+                    ),
+                );
+                request.previous_response_id = Some(first);
+                return Err(error);
+            };
+            next = stored.previous.clone();
+            chain.push(key);
+            if chain.len() > self.stored.len() {
+                break;
+            }
+        }
+        let mut conversation = Conversation {
+            system: request.conversation.system.take(),
+            messages: Vec::new(),
+            tools: std::mem::take(&mut request.conversation.tools),
+        };
+        for key in chain.into_iter().rev() {
+            let stored = self.stored.get_mut(&key).expect("found above");
+            self.stored_by_time.remove(&(stored.touched, key.clone()));
+            stored.touched = now;
+            self.stored_by_time.insert((now, key));
+            for message in &stored.messages {
+                conversation.push(message.role, message.content.clone());
+            }
+        }
+        for message in std::mem::take(&mut request.conversation.messages) {
+            conversation.push(message.role, message.content);
+        }
+        request.conversation = conversation;
+        Ok(())
+    }
+
+    /// Keeps a Responses API response (`store: true`) so a later request can continue it
+    /// with `previous_response_id`: `input` is the request's own messages (without the
+    /// history of the response it continued, `previous`), `response` the response's message.
+    pub fn store_response(
+        &mut self,
+        tenant: &str,
+        id: &str,
+        previous: Option<&str>,
+        input: Vec<Message>,
+        response: Message,
+        now: Timestamp,
+    ) {
+        let key = (tenant.to_owned(), id.to_owned());
+        let mut messages = input;
+        messages.push(response);
+        let stored = StoredResponse {
+            previous: previous.map(str::to_owned),
+            messages,
+            touched: now,
+        };
+        match self.stored.insert(key.clone(), stored) {
+            Some(old) => {
+                self.stored_by_time.remove(&(old.touched, key.clone()));
+            }
+            None => self.changed(IndexChange::Claim(stored_response_key(tenant, id))),
+        }
+        self.stored_by_time.insert((now, key));
+        while self.stored.len() > self.config.max_stored_responses {
+            let Some((_, oldest)) = self.stored_by_time.pop_first() else {
+                break;
+            };
+            self.stored.remove(&oldest);
+            self.changed(IndexChange::Release(stored_response_key(
+                &oldest.0, &oldest.1,
+            )));
+        }
+    }
+
+    /// Whether a session has no turn running: no request in flight and no tool call waiting
+    /// for the client (a session the gateway does not know counts as idle).
+    pub fn is_idle(&self, session: SessionId) -> bool {
+        self.sessions
+            .get(&session)
+            .is_none_or(|e| !e.busy() && e.held.is_empty() && e.expected.is_empty())
+    }
+
+    /// A session id for a session the host starts ahead of need ([`rekey`](Self::rekey) gives
+    /// it a conversation later).
+    pub fn allocate_id(&mut self) -> SessionId {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Moves a conversation's state from session `from` to session `to` (a CLI started ahead
+    /// takes the conversation that [`route`](Self::route) started as `from`).
+    pub fn rekey(&mut self, from: SessionId, to: SessionId) {
+        let Some(entry) = self.sessions.remove(&from) else {
+            return;
+        };
+        for hash in &entry.hashes {
+            self.by_hash.insert(hash.clone(), to);
+        }
+        self.sessions.insert(to, entry);
+    }
+
+    /// Keeps the routing index's changes for [`take_index_changes`](Self::take_index_changes).
+    pub fn publish_index(&mut self) {
+        self.index_changes.get_or_insert_with(Vec::new);
+    }
+
+    /// The routing index's changes since the last call (none unless
+    /// [`publish_index`](Self::publish_index) was called).
+    pub fn take_index_changes(&mut self) -> Vec<IndexChange> {
+        self.index_changes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn changed(&mut self, change: IndexChange) {
+        if let Some(changes) = &mut self.index_changes {
+            changes.push(change);
+        }
+    }
+
+    /// Stored responses, over all tenants.
+    pub fn stored_count(&self) -> usize {
+        self.stored.len()
+    }
+
+    #[cfg(test)]
+    /// Routes a parsed request of any API: puts the stored history of a Responses request's
+    /// `previous_response_id` in front of it ([`resolve_previous`](Self::resolve_previous)),
+    /// finds what it continues or starts ([`route`](Self::route)) in the scope of `tenant`,
+    /// and, for a Responses request with `store: true`, remembers to store its response under
+    /// `response_id` when it ends ([`response_done`](Self::response_done)).
+    ///
+    /// # Errors
+    /// Those of [`resolve_previous`](Self::resolve_previous) and [`route`](Self::route).
+    pub fn route_request(
+        &mut self,
+        tenant: &str,
+        request: &mut ApiRequest,
+        response_id: &str,
+        now: Timestamp,
+    ) -> Result<Route, ApiError> {
+        let scope = super::translate::request_scope(tenant, request);
+        let ahead = Ahead {
+            scope: &scope,
+            hashes: None,
+            prompt_ready: false,
+        };
+        self.route_prepared(tenant, request, ahead, response_id, now)
+    }
+
+    /// [`route_request`](Self::route_request) with what was computed ahead of it
+    /// ([`Ahead`]).
+    ///
+    /// # Errors
+    /// Those of [`route_request`](Self::route_request).
+    pub(crate) fn route_prepared(
+        &mut self,
+        tenant: &str,
+        request: &mut ApiRequest,
+        ahead: Ahead<'_>,
+        response_id: &str,
+        now: Timestamp,
+    ) -> Result<Route, ApiError> {
+        let store = (request.api == Api::Responses && request.store).then(|| PendingStore {
+            tenant: tenant.to_owned(),
+            response_id: response_id.to_owned(),
+            previous: request.previous_response_id.clone(),
+            input: request.conversation.messages.clone(),
+        });
+        let Ahead {
+            scope,
+            hashes,
+            prompt_ready,
+        } = ahead;
+        self.resolve_previous(tenant, request, now)?;
+        let hashes = hashes.unwrap_or_else(|| history_hashes(scope, &request.conversation));
+        let route = self.route_hashed(&request.conversation, hashes, prompt_ready, now)?;
+        let session = match &route {
+            Route::Continue { session, .. } | Route::Start { session, .. } => *session,
+        };
+        if let Some(entry) = self.sessions.get_mut(&session) {
+            entry.store = store;
+        }
+        Ok(route)
+    }
+
+    #[cfg(test)]
+    /// Finds what a request continues, or starts. The session is busy until
+    /// [`response_done`](Self::response_done) or [`response_failed`](Self::response_failed).
+    ///
+    /// # Errors
+    /// 400 when the request's tool results do not match the calls the session waits for
+    /// (naming the ids), 429 when the conversation is busy with another request.
+    pub fn route(
+        &mut self,
+        scope: &str,
+        conversation: &Conversation,
+        now: Timestamp,
+    ) -> Result<Route, ApiError> {
+        self.route_hashed(
+            conversation,
+            history_hashes(scope, conversation),
+            false,
+            now,
+        )
+    }
+
+    /// [`route`](Self::route) with the conversation's [`history_hashes`] computed ahead.
+    fn route_hashed(
+        &mut self,
+        conversation: &Conversation,
+        (hash, hasher): (String, HistoryHasher),
+        prompt_ready: bool,
+        now: Timestamp,
+    ) -> Result<Route, ApiError> {
+        let n = conversation.history_len();
+        let new = &conversation.messages[n..];
+        let given = tool_results(new);
+        if n == 0 {
+            if let Some((id, _)) = given.first() {
+                return Err(ApiError::invalid(
+                    "messages",
+                    format!("messages: tool result for unknown tool_use id {id}"),
+                ));
+            }
+            let session = self.insert(hasher, now);
+            return Ok(Route::Start {
+                session,
+                kind: SessionKind::New,
+                prompt: if prompt_ready {
+                    Vec::new()
+                } else {
+                    prompt_blocks(new)
+                },
+                replaces: None,
+            });
+        }
+        let Some(&session) = self.by_hash.get(&hash) else {
+            return Ok(self.rebuild(hasher, conversation, None, prompt_ready, now));
+        };
+        let entry = self
+            .sessions
+            .get_mut(&session)
+            .expect("hashes point at sessions");
+        if entry.busy() {
+            return Err(ApiError::new(
+                ApiErrorKind::RateLimit,
+                "this conversation is busy with another request; retry when it has finished",
+            )
+            .retry_after(1));
+        }
+        let expected: HashSet<&str> = entry.expected.iter().map(String::as_str).collect();
+        let given_ids: HashSet<&str> = given.iter().map(|(id, _)| id.as_str()).collect();
+        let mut missing: Vec<&str> = entry
+            .expected
+            .iter()
+            .map(String::as_str)
+            .filter(|id| !given_ids.contains(id))
+            .collect();
+        missing.dedup();
+        let unknown: Vec<&str> = given
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .filter(|id| !expected.contains(id) && !entry.delivered.contains(*id))
+            .collect();
+        let mut problems = Vec::new();
+        if !missing.is_empty() {
+            problems.push(format!(
+                "the tool calls {} have no tool result; every tool_use of the previous response \
+                 needs its result in this request",
+                missing.join(", ")
+            ));
+        }
+        if !unknown.is_empty() {
+            problems.push(format!(
+                "tool result for unknown tool_use id {}",
+                unknown.join(", ")
+            ));
+        }
+        if !problems.is_empty() {
+            return Err(ApiError::invalid(
+                "messages",
+                format!("messages: {}", problems.join("; ")),
+            ));
+        }
+        let gone = |id: &String| entry.settled.contains(id) || entry.delivered.contains(id);
+        if !given.is_empty() && given.iter().all(|(id, _)| gone(id)) {
+            // Every call was given up on (deadline) and the turn went on without the client, or
+            // the results were delivered by a request whose response failed (the client went
+            // away) and are sent again: the live session no longer matches; a new one carries
+            // the whole history.
+            return Ok(self.rebuild(hasher, conversation, Some(session), prompt_ready, now));
+        }
+        let mut answers = Vec::new();
+        entry.delivered = given.iter().map(|(id, _)| id.clone()).collect();
+        for (id, result) in given {
+            if entry.settled.remove(&id) {
+                continue;
+            }
+            match entry.held.remove(&id) {
+                Some(held) => answers.push((held.request_id, result)),
+                None => {
+                    entry.results.insert(id, result);
+                }
+            }
+        }
+        entry.expected.clear();
+        entry.in_flight = Some(hasher);
+        entry.last_active = now;
+        let prompt = prompt_blocks(new);
+        Ok(Route::Continue {
+            session,
+            answers,
+            prompt: (!prompt.is_empty()).then_some(prompt),
+        })
+    }
+
+    fn rebuild(
+        &mut self,
+        hasher: HistoryHasher,
+        conversation: &Conversation,
+        replaces: Option<SessionId>,
+        prompt_ready: bool,
+        now: Timestamp,
+    ) -> Route {
+        if let Some(old) = replaces {
+            self.close(old);
+        }
+        let session = self.insert(hasher, now);
+        Route::Start {
+            session,
+            kind: SessionKind::Rebuilt,
+            prompt: if prompt_ready {
+                Vec::new()
+            } else {
+                rebuild_prompt(&conversation.messages)
+            },
+            replaces,
+        }
+    }
+
+    fn insert(&mut self, request: HistoryHasher, now: Timestamp) -> SessionId {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.sessions.insert(
+            id,
+            Entry {
+                in_flight: Some(request),
+                last_active: now,
+                ..Entry::default()
+            },
+        );
+        id
+    }
+
+    /// A response ended normally with the assistant `message`; `tool_calls` are the client
+    /// tool calls in it. The request's messages and this message are the history the next
+    /// request continues; a response [`route_request`](Self::route_request) was asked to
+    /// store is stored. Returns `false` (and does nothing) when the session has no request
+    /// in flight: it was closed, or its response already ended.
+    pub fn response_done(
+        &mut self,
+        session: SessionId,
+        message: &Message,
+        tool_calls: Vec<String>,
+        now: Timestamp,
+    ) -> bool {
+        let Some(entry) = self.sessions.get_mut(&session) else {
+            return false;
+        };
+        let Some(mut hasher) = entry.in_flight.take() else {
+            return false;
+        };
+        hasher.extend(std::slice::from_ref(message));
+        let hash = hasher.finish();
+        let store = entry.store.take();
+        // One live entry per session: older hashes cannot be continued any more.
+        let old: Vec<String> = entry.hashes.drain(..).collect();
+        entry.hashes.push(hash.clone());
+        entry.expected = tool_calls;
+        entry.delivered.clear();
+        entry.last_active = now;
+        for old in old {
+            self.by_hash.remove(&old);
+            self.changed(IndexChange::Release(old));
+        }
+        self.changed(IndexChange::Claim(hash.clone()));
+        if let Some(previous) = self.by_hash.insert(hash, session) {
+            if previous != session {
+                if let Some(other) = self.sessions.get_mut(&previous) {
+                    other.hashes.clear();
+                }
+            }
+        }
+        if let Some(store) = store {
+            self.store_response(
+                &store.tenant,
+                &store.response_id,
+                store.previous.as_deref(),
+                store.input,
+                message.clone(),
+                now,
+            );
+        }
+        true
+    }
+
+    /// A response ended without completing (error, client gone); the session stays.
+    pub fn response_failed(&mut self, session: SessionId, now: Timestamp) {
+        if let Some(entry) = self.sessions.get_mut(&session) {
+            entry.in_flight = None;
+            entry.store = None;
+            entry.last_active = now;
+        }
+    }
+
+    /// The CLI calls a client tool.
+    pub fn tool_call(
+        &mut self,
+        session: SessionId,
+        request_id: &str,
+        tool_use_id: Option<&str>,
+        now: Timestamp,
+    ) -> CallAction {
+        let Some(entry) = self.sessions.get_mut(&session) else {
+            return CallAction::Answer(McpCallResult::error("The session is closed."));
+        };
+        let Some(id) = tool_use_id else {
+            return CallAction::Answer(McpCallResult::error(
+                "The tool call carries no tool_use id; the gateway cannot route it.",
+            ));
+        };
+        if let Some(result) = entry.results.remove(id) {
+            return CallAction::Answer(result);
+        }
+        entry.held.insert(
+            id.to_owned(),
+            Held {
+                request_id: request_id.to_owned(),
+                since: now,
+            },
+        );
+        CallAction::Hold
+    }
+
+    /// The CLI cancelled a held call (`notifications/cancelled`); a later result is dropped.
+    pub fn tool_cancelled(&mut self, session: SessionId, tool_use_id: &str) {
+        if let Some(entry) = self.sessions.get_mut(&session) {
+            if entry.held.remove(tool_use_id).is_some() {
+                entry.settled.insert(tool_use_id.to_owned());
+            }
+        }
+    }
+
+    /// Forgets a session (closed, or its process ended).
+    pub fn close(&mut self, session: SessionId) {
+        if let Some(entry) = self.sessions.remove(&session) {
+            for hash in entry.hashes {
+                self.by_hash.remove(&hash);
+                self.changed(IndexChange::Release(hash));
+            }
+        }
+    }
+
+    /// The next deadline.
+    pub fn poll_timeout(&self) -> Option<(Timestamp, RegistryTimeout)> {
+        let mut next: Option<(Timestamp, RegistryTimeout)> = None;
+        let mut consider = |at: Timestamp, why: RegistryTimeout| {
+            if next.is_none_or(|(t, _)| at < t) {
+                next = Some((at, why));
+            }
+        };
+        for entry in self.sessions.values() {
+            for held in entry.held.values() {
+                consider(
+                    held.since.saturating_add(self.config.held_call_timeout_ms),
+                    RegistryTimeout::HeldCall,
+                );
+            }
+            if !entry.busy() {
+                consider(
+                    entry.last_active.saturating_add(self.config.idle_ttl_ms),
+                    RegistryTimeout::Idle,
+                );
+            }
+        }
+        if let Some((touched, _)) = self.stored_by_time.first() {
+            consider(
+                touched.saturating_add(self.config.idle_ttl_ms),
+                RegistryTimeout::StoredResponse,
+            );
+        }
+        next
+    }
+
+    /// Applies the deadlines that passed by `now`.
+    pub fn handle_timeout(&mut self, now: Timestamp) -> Vec<Action> {
+        let mut actions = Vec::new();
+        let held_limit = self.config.held_call_timeout_ms;
+        for (&session, entry) in &mut self.sessions {
+            let expired: Vec<String> = entry
+                .held
+                .iter()
+                .filter(|(_, h)| h.since.saturating_add(held_limit) <= now)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in expired {
+                let held = entry.held.remove(&id).expect("listed above");
+                entry.settled.insert(id);
+                actions.push(Action::Answer {
+                    session,
+                    request_id: held.request_id,
+                    result: McpCallResult::error(HELD_CALL_TIMEOUT_TEXT),
+                });
+            }
+            if !entry.busy() && entry.last_active.saturating_add(self.config.idle_ttl_ms) <= now {
+                actions.push(Action::Close { session });
+            }
+        }
+        for action in &actions {
+            if let Action::Close { session } = action {
+                self.close(*session);
+            }
+        }
+        while let Some((touched, _)) = self.stored_by_time.first() {
+            if touched.saturating_add(self.config.idle_ttl_ms) > now {
+                break;
+            }
+            let (_, key) = self.stored_by_time.pop_first().expect("looked at above");
+            self.stored.remove(&key);
+            self.changed(IndexChange::Release(stored_response_key(&key.0, &key.1)));
+        }
+        actions
+    }
+
+    #[cfg(test)]
+    /// Live sessions.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Held client tool calls, over all sessions.
+    pub fn held_count(&self) -> usize {
+        self.sessions.values().map(|e| e.held.len()).sum()
+    }
+
+    #[cfg(test)]
+    /// The ids of live sessions.
+    pub fn sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.sessions.keys().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::super::translate::*;
+    use super::*;
+
+    #[test]
+    fn no_cli_inherits_the_gateway_s_variables_or_those_named() {
+        let inherited = [
+            "PATH",
+            "CCWIRE_API_KEYS",
+            "CCWIRE_X",
+            "AWS_SECRET",
+            "AWS_REGION",
+            "DB_PASSWORD",
+            "HOME",
+        ];
+        let named = [
+            "AWS_*".to_owned(),
+            "DB_PASSWORD".to_owned(),
+            "NOT_SET".to_owned(),
+        ];
+        let removed = env_to_remove(inherited.into_iter(), &named);
+        assert_eq!(
+            removed,
+            [
+                "DB_PASSWORD",
+                "NOT_SET",
+                "CCWIRE_API_KEYS",
+                "CCWIRE_X",
+                "AWS_SECRET",
+                "AWS_REGION"
+            ]
+        );
+    }
+
+    fn text(t: &str) -> Block {
+        Block::Text { text: t.into() }
+    }
+
+    fn conversation(messages: Vec<(Role, Vec<Block>)>) -> Conversation {
+        let mut c = Conversation::default();
+        for (role, blocks) in messages {
+            c.push(role, blocks);
+        }
+        c
+    }
+
+    fn tool_use(id: &str) -> Block {
+        Block::ToolUse {
+            id: id.into(),
+            name: "lookup".into(),
+            input: json!({"q": id}),
+        }
+    }
+
+    fn result(id: &str, t: &str) -> Block {
+        Block::ToolResult {
+            tool_use_id: id.into(),
+            content: vec![text(t)],
+            is_error: false,
+        }
+    }
+
+    /// A session that answered `hi` with two tool calls, a and b.
+    fn waiting_for_tools(gw: &mut Registry) -> (SessionId, Vec<Message>) {
+        let c = conversation(vec![(Role::User, vec![text("hi")])]);
+        let Route::Start { session, kind, .. } = gw.route("k", &c, 0).unwrap() else {
+            panic!()
+        };
+        assert_eq!(kind, SessionKind::New);
+        let mut history = c.messages.clone();
+        history.push(Message {
+            role: Role::Assistant,
+            content: vec![tool_use("a"), tool_use("b")],
+        });
+        assert!(gw.response_done(
+            session,
+            history.last().expect("the answer"),
+            vec!["a".into(), "b".into()],
+            10
+        ));
+        assert!(
+            !gw.response_done(session, history.last().expect("the answer"), Vec::new(), 11),
+            "a response ends once"
+        );
+        (session, history)
+    }
+
+    fn with_results(history: &[Message], results: Vec<Block>) -> Conversation {
+        let mut c = Conversation {
+            messages: history.to_vec(),
+            ..Conversation::default()
+        };
+        c.push(Role::User, results);
+        c
+    }
+
+    #[test]
+    fn results_answer_held_calls_and_wait_for_calls_not_yet_made() {
+        let mut gw = Registry::new(Limits::default());
+        let (session, history) = waiting_for_tools(&mut gw);
+        assert_eq!(
+            gw.tool_call(session, "req-a", Some("a"), 20),
+            CallAction::Hold
+        );
+        let c = with_results(&history, vec![result("b", "B"), result("a", "A")]);
+        let Route::Continue {
+            session: s,
+            answers,
+            prompt,
+        } = gw.route("k", &c, 30).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(s, session);
+        assert_eq!(prompt, None);
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0].0, "req-a");
+        assert_eq!(
+            answers[0].1.content,
+            vec![json!({"type":"text","text":"A"})]
+        );
+        // The CLI asks for b after a was answered (serial calls): answered from what was kept.
+        let CallAction::Answer(b) = gw.tool_call(session, "req-b", Some("b"), 40) else {
+            panic!()
+        };
+        assert_eq!(b.content, vec![json!({"type":"text","text":"B"})]);
+    }
+
+    #[test]
+    fn missing_and_unknown_results_are_named_and_nothing_is_lost() {
+        let mut gw = Registry::new(Limits::default());
+        let (session, history) = waiting_for_tools(&mut gw);
+        let err = gw
+            .route("k", &with_results(&history, vec![result("a", "A")]), 30)
+            .unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert!(err.message.contains('b'), "{}", err.message);
+        let err = gw
+            .route(
+                "k",
+                &with_results(
+                    &history,
+                    vec![result("a", "A"), result("b", "B"), result("zz", "?")],
+                ),
+                30,
+            )
+            .unwrap_err();
+        assert!(err.message.contains("zz"), "{}", err.message);
+        // A corrected request still continues the session.
+        let route = gw
+            .route(
+                "k",
+                &with_results(&history, vec![result("a", "A"), result("b", "B")]),
+                30,
+            )
+            .unwrap();
+        assert!(matches!(route, Route::Continue { session: s, .. } if s == session));
+    }
+
+    #[test]
+    fn results_sent_again_after_a_failed_response_rebuild() {
+        let mut gw = Registry::new(Limits::default());
+        let (session, history) = waiting_for_tools(&mut gw);
+        let request = with_results(&history, vec![result("a", "A"), result("b", "B")]);
+        let route = gw.route("k", &request, 30).unwrap();
+        assert!(matches!(route, Route::Continue { session: s, .. } if s == session));
+        // The client went away mid-answer; the CLI has the results, the retry cannot continue.
+        gw.response_failed(session, 40);
+        let route = gw.route("k", &request, 50).unwrap();
+        assert!(
+            matches!(
+                route,
+                Route::Start {
+                    kind: SessionKind::Rebuilt,
+                    replaces: Some(s),
+                    ..
+                } if s == session
+            ),
+            "{route:?}"
+        );
+    }
+
+    #[test]
+    fn claude_models_pass_and_others_take_the_default() {
+        assert_eq!(
+            cli_model("claude-sonnet-4-5", None).as_deref(),
+            Some("claude-sonnet-4-5")
+        );
+        assert_eq!(
+            cli_model("Opus[1m]", Some("haiku")).as_deref(),
+            Some("Opus[1m]")
+        );
+        assert_eq!(
+            cli_model("gpt-4o", Some("sonnet")).as_deref(),
+            Some("sonnet")
+        );
+        assert_eq!(cli_model("gpt-4o", None), None);
+        assert_eq!(cli_model("sonnetish", None), None);
+    }
+
+    #[test]
+    fn tenants_never_share_a_session() {
+        let mut gw = Registry::new(Limits::default());
+        let (_, history) = waiting_for_tools(&mut gw);
+        let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
+        let route = gw.route("other-key", &c, 30).unwrap();
+        assert!(
+            matches!(
+                route,
+                Route::Start {
+                    kind: SessionKind::Rebuilt,
+                    ..
+                }
+            ),
+            "{route:?}"
+        );
+    }
+
+    #[test]
+    fn a_held_call_past_its_deadline_is_answered_with_an_error() {
+        let mut gw = Registry::new(Limits {
+            held_call_timeout_ms: 1000,
+            idle_ttl_ms: 60_000,
+            ..Limits::default()
+        });
+        let (session, history) = waiting_for_tools(&mut gw);
+        assert_eq!(
+            gw.tool_call(session, "req-a", Some("a"), 100),
+            CallAction::Hold
+        );
+        assert_eq!(
+            gw.tool_call(session, "req-b", Some("b"), 100),
+            CallAction::Hold
+        );
+        assert_eq!(gw.poll_timeout(), Some((1100, RegistryTimeout::HeldCall)));
+        assert!(gw.handle_timeout(1099).is_empty());
+        let actions = gw.handle_timeout(1100);
+        assert_eq!(actions.len(), 2);
+        assert!(actions.iter().all(|a| matches!(a,
+            Action::Answer { result, .. } if result.is_error)));
+        assert_eq!(gw.held_count(), 0);
+        // The client's late results: the turn went on without them, so the history is rebuilt.
+        let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
+        let route = gw.route("k", &c, 2000).unwrap();
+        let Route::Start {
+            kind,
+            replaces,
+            prompt,
+            ..
+        } = route
+        else {
+            panic!("{route:?}")
+        };
+        assert_eq!(kind, SessionKind::Rebuilt);
+        assert_eq!(replaces, Some(session));
+        let Block::Text { text } = &prompt[0] else {
+            panic!()
+        };
+        assert!(text.contains("<tool_result tool_use_id=\"a\" is_error=\"false\">A</tool_result>"));
+    }
+
+    #[test]
+    fn idle_sessions_close_and_busy_ones_do_not() {
+        let mut gw = Registry::new(Limits {
+            held_call_timeout_ms: 1000,
+            idle_ttl_ms: 5000,
+            ..Limits::default()
+        });
+        let (session, history) = waiting_for_tools(&mut gw);
+        assert_eq!(gw.poll_timeout(), Some((5010, RegistryTimeout::Idle)));
+        let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
+        gw.route("k", &c, 4000).unwrap();
+        assert_eq!(
+            gw.poll_timeout(),
+            None,
+            "a busy session has no idle deadline"
+        );
+        let err = gw.route("k", &c, 4001).unwrap_err();
+        assert_eq!(err.status(), 429);
+        gw.response_failed(session, 4500);
+        assert_eq!(gw.handle_timeout(9500), vec![Action::Close { session }]);
+        assert_eq!(gw.session_count(), 0);
+    }
+
+    #[test]
+    fn only_tool_choice_auto_is_honoured_when_there_are_tools() {
+        let with = |choice: &str, tools: bool| {
+            let tools = if tools {
+                r#","tools":[{"name":"lookup","input_schema":{"type":"object"}}]"#
+            } else {
+                ""
+            };
+            let body = format!(
+                r#"{{"model":"m","max_tokens":1,"messages":[{{"role":"user","content":"hi"}}],"tool_choice":{{"type":"{choice}"}}{tools}}}"#
+            );
+            check_request(&crate::api::anthropic::parse_request(body.as_bytes()).unwrap())
+        };
+        assert!(with("auto", true).is_ok());
+        assert!(with("none", false).is_ok());
+        let err = with("any", true).unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert_eq!(err.param.as_deref(), Some("tool_choice"));
+        assert!(with("none", true).is_err());
+    }
+
+    #[test]
+    fn prompt_content_is_what_the_cli_takes() {
+        let other = json!({"type": "document", "source": {"type": "text", "data": "d"}});
+        let content = prompt_content(&[
+            text("hi"),
+            Block::Image {
+                source: json!({"type": "url", "url": "u"}),
+            },
+            Block::Other {
+                block: other.clone(),
+            },
+        ]);
+        assert_eq!(
+            content,
+            vec![
+                json!({"type": "text", "text": "hi"}),
+                json!({"type": "image", "source": {"type": "url", "url": "u"}}),
+                other,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_cancelled_call_drops_its_late_result() {
+        let mut gw = Registry::new(Limits::default());
+        let (session, history) = waiting_for_tools(&mut gw);
+        assert_eq!(
+            gw.tool_call(session, "req-a", Some("a"), 20),
+            CallAction::Hold
+        );
+        assert_eq!(
+            gw.tool_call(session, "req-b", Some("b"), 20),
+            CallAction::Hold
+        );
+        gw.tool_cancelled(session, "a");
+        let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
+        let Route::Continue { answers, .. } = gw.route("k", &c, 30).unwrap() else {
+            panic!()
+        };
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0].0, "req-b");
+    }
+
+    fn responses_request(body: Value) -> ApiRequest {
+        crate::api::responses::parse_request(body.to_string().as_bytes()).unwrap()
+    }
+
+    fn answer(t: &str) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: vec![text(t)],
+        }
+    }
+
+    /// Routes a Responses request and ends its response with `reply`.
+    fn respond(gw: &mut Registry, tenant: &str, body: Value, id: &str, reply: &str, now: u64) {
+        let mut request = responses_request(body);
+        let route = gw.route_request(tenant, &mut request, id, now).unwrap();
+        let session = match route {
+            Route::Continue { session, .. } | Route::Start { session, .. } => session,
+        };
+        assert!(gw.response_done(session, &answer(reply), Vec::new(), now));
+    }
+
+    #[test]
+    fn stored_responses_chain_and_expire_after_their_last_use() {
+        let mut gw = Registry::new(Limits {
+            idle_ttl_ms: 1000,
+            ..Limits::default()
+        });
+        respond(
+            &mut gw,
+            "t",
+            json!({"model": "m", "input": "one"}),
+            "resp_1",
+            "1",
+            0,
+        );
+        respond(
+            &mut gw,
+            "t",
+            json!({"model": "m", "input": "two", "previous_response_id": "resp_1"}),
+            "resp_2",
+            "2",
+            600,
+        );
+        assert_eq!(gw.stored_count(), 2);
+        // A store:false response is not kept.
+        respond(
+            &mut gw,
+            "t",
+            json!({"model": "m", "input": "x", "store": false}),
+            "resp_x",
+            "x",
+            600,
+        );
+        assert_eq!(gw.stored_count(), 2);
+        // Continuing resp_2 at 1200 puts the whole chain in front, and keeps resp_1 (stored at
+        // 0) alive with it.
+        let mut request = responses_request(
+            json!({"model": "m", "input": "three", "previous_response_id": "resp_2"}),
+        );
+        gw.resolve_previous("t", &mut request, 900).unwrap();
+        let texts: Vec<String> = request
+            .conversation
+            .messages
+            .iter()
+            .map(|m| match &m.content[..] {
+                [Block::Text { text }] => text.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(texts, ["one", "1", "two", "2", "three"]);
+        assert_eq!(request.previous_response_id, None, "resolved");
+        let sessions: Vec<SessionId> = gw.sessions().collect();
+        for session in sessions {
+            gw.close(session);
+        }
+        assert_eq!(
+            gw.poll_timeout(),
+            Some((1900, RegistryTimeout::StoredResponse)),
+            "the chain was used at 900"
+        );
+        gw.handle_timeout(1500);
+        assert_eq!(gw.stored_count(), 2, "used at 900: kept until 1900");
+        // Another tenant does not see them.
+        let mut other = responses_request(
+            json!({"model": "m", "input": "x", "previous_response_id": "resp_2"}),
+        );
+        let err = gw.resolve_previous("u", &mut other, 1000).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("previous_response_id"));
+        assert_eq!(other.previous_response_id.as_deref(), Some("resp_2"));
+        gw.handle_timeout(1900);
+        assert_eq!(gw.stored_count(), 0);
+        let err = gw
+            .resolve_previous("t", &mut request_with_previous(), 2000)
+            .unwrap_err();
+        assert!(err.message.contains("resp_2"), "{}", err.message);
+    }
+
+    fn request_with_previous() -> ApiRequest {
+        responses_request(json!({"model": "m", "input": "x", "previous_response_id": "resp_2"}))
+    }
+
+    #[test]
+    fn stored_responses_beyond_the_cap_go_least_recently_used_first() {
+        let mut gw = Registry::new(Limits {
+            max_stored_responses: 2,
+            ..Limits::default()
+        });
+        for (i, id) in ["resp_a", "resp_b"].into_iter().enumerate() {
+            let body = json!({"model": "m", "input": id});
+            respond(&mut gw, "t", body, id, "ok", i as u64);
+        }
+        // resp_a used again: resp_b is now the least recently used.
+        let mut request = responses_request(
+            json!({"model": "m", "input": "x", "previous_response_id": "resp_a"}),
+        );
+        gw.resolve_previous("t", &mut request, 5).unwrap();
+        respond(
+            &mut gw,
+            "t",
+            json!({"model": "m", "input": "c"}),
+            "resp_c",
+            "ok",
+            6,
+        );
+        assert_eq!(gw.stored_count(), 2);
+        for (id, kept) in [("resp_a", true), ("resp_b", false), ("resp_c", true)] {
+            let mut request =
+                responses_request(json!({"model": "m", "input": "x", "previous_response_id": id}));
+            assert_eq!(
+                gw.resolve_previous("t", &mut request, 7).is_ok(),
+                kept,
+                "{id}"
+            );
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! From API requests to what the CLI takes: a request's scope and history hashes, the prompt
+//! a session starts or continues with, the CLI arguments and variables, and client tool
+//! results as MCP results.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use crate::api::{ApiError, ApiRequest, Thinking, ToolChoice};
+use crate::conversation::{mcp_tool_name, Block, Conversation, HistoryHasher, Message, Role};
+use crate::mcp::McpCallResult;
+
+use super::registry::Registry;
+
+/// Built-in CLI tools that run code or change files on the machine the CLI runs on.
+pub const CODE_TOOLS: &[&str] = &[
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+];
+
+/// The prefix of the gateway's own variables (`CCWIRE_API_KEYS`, …), which no CLI inherits.
+pub const OWN_ENV_PREFIX: &str = "CCWIRE_";
+
+/// The variables no CLI may inherit, of the gateway's `inherited` ones: every `CCWIRE_*` one
+/// and those the operator `named` (a name, or a prefix ending in `*`); the names given whole
+/// are listed even when not inherited (a host may set them later).
+pub fn env_to_remove<'a>(
+    inherited: impl Iterator<Item = &'a str>,
+    named: &[String],
+) -> Vec<String> {
+    let matches = |name: &str| {
+        name.starts_with(OWN_ENV_PREFIX)
+            || named.iter().any(|n| match n.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == n,
+            })
+    };
+    let mut removed: Vec<String> = named
+        .iter()
+        .filter(|n| !n.ends_with('*'))
+        .cloned()
+        .collect();
+    for name in inherited {
+        if matches(name) && !removed.iter().any(|r| r == name) {
+            removed.push(name.to_owned());
+        }
+    }
+    removed
+}
+
+/// The scope a request's history is hashed in: the tenant, what a live session cannot change,
+/// and the thinking and effort a live session keeps from its start.
+pub fn request_scope(tenant: &str, request: &ApiRequest) -> String {
+    format!(
+        "{}\n{}",
+        Registry::scope(tenant, &request.conversation, &request.model),
+        settings_scope(request)
+    )
+}
+
+/// A conversation's hashes in `scope`: its history's (the messages up to its last assistant
+/// message), which finds the session it continues, and the hasher over all its messages, which
+/// the response's message completes.
+pub fn history_hashes(scope: &str, conversation: &Conversation) -> (String, HistoryHasher) {
+    let n = conversation.history_len();
+    let mut hasher = HistoryHasher::new(scope);
+    hasher.extend(&conversation.messages[..n]);
+    let hash = hasher.finish();
+    hasher.extend(&conversation.messages[n..]);
+    (hash, hasher)
+}
+
+/// The names the model sees for a request's client tools (`mcp__<server>__<name>`), each with
+/// the client's own name: the map a response encoder needs to show the client its names.
+pub fn client_tool_names(conversation: &Conversation, server: &str) -> HashMap<String, String> {
+    conversation
+        .tools
+        .iter()
+        .map(|t| (mcp_tool_name(server, &t.name), t.name.clone()))
+        .collect()
+}
+
+/// A request's thinking and effort settings in words. A live session keeps the settings it
+/// was started with (its CLI's `--thinking`, `--max-thinking-tokens`, `--effort`), so they are
+/// part of the scope a request's history is found in: a request that changes them starts a
+/// session (`rebuilt`).
+fn settings_scope(request: &ApiRequest) -> String {
+    let thinking = match request.thinking {
+        None => String::new(),
+        Some(Thinking::Adaptive) => "--thinking adaptive".to_owned(),
+        Some(Thinking::Disabled) => "--thinking disabled".to_owned(),
+        Some(Thinking::Budget(n)) => format!("--max-thinking-tokens {n}"),
+    };
+    let effort = request.effort.map(|e| format!("--effort {e}"));
+    [Some(thinking).filter(|t| !t.is_empty()), effort]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The model to start the CLI with for a request's `model`: a Claude model or one of the CLI's
+/// aliases (`sonnet`, `opus[1m]`, …) as asked; any other name (`gpt-4o` from an OpenAI client)
+/// means `default` (`None`: the CLI's own default).
+pub fn cli_model(requested: &str, default: Option<&str>) -> Option<String> {
+    let lower = requested.to_ascii_lowercase();
+    let claude = lower.starts_with("claude")
+        || ["default", "sonnet", "opus", "haiku", "opusplan"]
+            .iter()
+            .any(|a| lower == *a || lower.starts_with(&format!("{a}[")));
+    if claude {
+        Some(requested.to_owned())
+    } else {
+        default.map(str::to_owned)
+    }
+}
+
+/// Refuses a request the CLI cannot honour: a `tool_choice` other than `auto` (the model
+/// decides whether to call tools), unless there are no tools to choose from.
+///
+/// # Errors
+/// A 400 naming `tool_choice`.
+pub fn check_request(request: &ApiRequest) -> Result<(), ApiError> {
+    match &request.tool_choice {
+        ToolChoice::Auto => Ok(()),
+        ToolChoice::None if request.conversation.tools.is_empty() => Ok(()),
+        _ => Err(ApiError::invalid(
+            "tool_choice",
+            "tool_choice: only \"auto\" is supported (the model decides whether to call tools)",
+        )),
+    }
+}
+
+/// A route's prompt as the content of the user message to send the CLI: text and images as
+/// they are, other blocks as the client sent them, and a stray tool block as its JSON text.
+pub fn prompt_content(blocks: &[Block]) -> Vec<Value> {
+    blocks
+        .iter()
+        .map(|b| match b {
+            Block::Text { text } => json!({"type": "text", "text": text}),
+            Block::Image { source } => json!({"type": "image", "source": source}),
+            Block::Other { block } => block.clone(),
+            Block::ToolUse { .. } | Block::ToolResult { .. } => {
+                json!({"type": "text", "text": serde_json::to_string(b).unwrap_or_default()})
+            }
+        })
+        .collect()
+}
+
+/// The tool results in messages, in order, as MCP results.
+pub(crate) fn tool_results(messages: &[Message]) -> Vec<(String, McpCallResult)> {
+    messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => Some((tool_use_id.clone(), mcp_result(content, *is_error))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A client's tool result as an MCP `tools/call` result.
+pub fn mcp_result(content: &[Block], is_error: bool) -> McpCallResult {
+    let blocks: Vec<Value> = content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(json!({"type": "text", "text": text})),
+            Block::Image { source } => match source.get("type").and_then(Value::as_str) {
+                Some("base64") => Some(json!({
+                    "type": "image",
+                    "data": source.get("data").cloned().unwrap_or(Value::Null),
+                    "mimeType": source.get("media_type").cloned().unwrap_or(Value::Null),
+                })),
+                _ => Some(json!({"type": "text", "text": format!("[image: {}]", source.get("url").and_then(Value::as_str).unwrap_or("?"))})),
+            },
+            _ => None,
+        })
+        .collect();
+    McpCallResult {
+        content: blocks,
+        is_error,
+    }
+}
+
+/// The content a request adds besides tool results, as user content blocks.
+pub(crate) fn prompt_blocks(new: &[Message]) -> Vec<Block> {
+    new.iter()
+        .flat_map(|m| &m.content)
+        .filter(|b| !matches!(b, Block::ToolResult { .. }))
+        .cloned()
+        .collect()
+}
+
+/// The first message of a rebuilt session: the earlier turns as a transcript, then what the
+/// request adds.
+pub fn rebuild_prompt(messages: &[Message]) -> Vec<Block> {
+    let mut text = String::from(
+        "This conversation continues from earlier turns that are reproduced below. Treat them \
+         as what was said so far and answer the last user message.\n\n<conversation_history>\n",
+    );
+    let mut images = Vec::new();
+    for message in messages {
+        let role = match message.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        text.push_str(&format!("<{role}>\n"));
+        for block in &message.content {
+            match block {
+                Block::Text { text: t } => {
+                    text.push_str(t);
+                    text.push('\n');
+                }
+                Block::Image { source } => {
+                    images.push(Block::Image {
+                        source: source.clone(),
+                    });
+                    text.push_str(&format!("[image {}]\n", images.len()));
+                }
+                Block::ToolUse { id, name, input } => {
+                    text.push_str(&format!(
+                        "<tool_use id=\"{id}\" name=\"{name}\">{input}</tool_use>\n"
+                    ));
+                }
+                Block::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } => {
+                    let body: String = content
+                        .iter()
+                        .filter_map(|b| match b {
+                            Block::Text { text } => Some(text.as_str()),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    text.push_str(&format!(
+                        "<tool_result tool_use_id=\"{tool_use_id}\" is_error=\"{is_error}\">{body}</tool_result>\n"
+                    ));
+                }
+                Block::Other { block } => {
+                    text.push_str(&format!("{block}\n"));
+                }
+            }
+        }
+        text.push_str(&format!("</{role}>\n"));
+    }
+    text.push_str("</conversation_history>");
+    let mut blocks = vec![Block::Text { text }];
+    blocks.extend(images);
+    blocks
+}
