@@ -14,12 +14,23 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== portability gate"
 scripts/check-portability.sh
+echo "== the client library alone: ccwire-host without default features"
+cargo clippy --quiet -p ccwire-host --no-default-features -- -D warnings
+if cargo tree -p ccwire-host --no-default-features -e normal --prefix none \
+    | grep -E '^(axum|hyper|reqwest|clap|mimalloc|tracing-subscriber) '; then
+  echo "the client library pulls in the gateway's or the binary's dependencies" >&2
+  exit 1
+fi
 echo "== npm package: build and test"
 (cd bindings && npm run --silent build && npm test)
+echo "== npm package: what npm publish would upload"
+(cd bindings && npm publish --dry-run --silent)
 echo "== cargo test"
 # The differential test runs the module the portability gate just built, and the npm package.
 CCWIRE_WASM_ENTRY="$PWD/target/wasm32-unknown-unknown/wasm-release/ccwire_wasm_entry.wasm" \
   cargo test --workspace
+echo "== crates: what cargo publish would upload, each built from its own tarball"
+cargo publish --workspace --dry-run --allow-dirty --quiet
 echo "== SDK end-to-end tests: the official Python and TypeScript clients and the AI SDK against ccwire serve"
 cargo build --quiet -p ccwire-host -p ccwire-tests --bins
 echo "== drift: every message type of the Agent SDK release ccwire follows is modelled"

@@ -15,6 +15,42 @@
 //! - **Bad input is an output.** A malformed line, an over-long line or an unknown message becomes
 //!   an `error` or `unknown` chunk and the session goes on. `Err` means misuse by the embedder.
 //!
+//! ## Example
+//!
+//! A session driving a CLI: the prompt goes out as a line for its stdin, what the CLI
+//! answers comes back as chunks.
+//!
+//! ```
+//! use ccwire_core::{Chunk, Output, Session, SessionConfig, UserMessage};
+//!
+//! let mut session = Session::driver(SessionConfig::default());
+//! session.send_user_message(0, UserMessage::text("Say hi."))?;
+//! let mut stdin = Vec::new();
+//! while let Some(output) = session.poll_output() {
+//!     if let Output::Write(line) = output {
+//!         stdin.extend(line); // the host writes this to the CLI's stdin
+//!     }
+//! }
+//! let line = String::from_utf8_lossy(&stdin);
+//! assert!(line.contains(r#""type":"user""#) && line.ends_with('\n'));
+//!
+//! // What the CLI wrote on stdout, in pieces of any size.
+//! session.handle_stdout(40, br#"{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hi!"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":2}},"parent_tool_use_id":null,"session_id":"s1"}
+//! {"type":"result","subtype":"success","is_error":false,"duration_ms":40,"num_turns":1,"result":"Hi!","session_id":"s1","total_cost_usd":0.0,"usage":{}}
+//! "#);
+//! let mut text = String::new();
+//! let mut done = false;
+//! while let Some(output) = session.poll_output() {
+//!     match output {
+//!         Output::Chunk(Chunk::TextDelta { text: piece, .. }) => text.push_str(&piece),
+//!         Output::Chunk(Chunk::TurnComplete { is_error, .. }) => done = !is_error,
+//!         _ => {}
+//!     }
+//! }
+//! assert_eq!((text.as_str(), done), ("Hi!", true));
+//! # Ok::<(), ccwire_core::CommandError>(())
+//! ```
+//!
 //! ## The run loop
 //!
 //! 1. Call an input: [`Session::handle_stdout`] with what the CLI wrote, a command such as
@@ -61,3 +97,8 @@ pub use session::{
     TimeoutReason, Timeouts, UserMessage,
 };
 pub use transcript::{replay, Replayer};
+
+/// The crate README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -15,8 +15,9 @@ pub const TESTED_CLI_VERSION: &str = "2.1.330";
 #[derive(Debug, thiserror::Error)]
 #[error(
     "the Claude Code CLI was not found ({searched}); install it with \
-     `npm install -g @anthropic-ai/claude-code@{TESTED_CLI_VERSION}`, or name it with \
-     --claude PATH or {CLAUDE_ENV}"
+     `npm install -g @anthropic-ai/claude-code@{TESTED_CLI_VERSION}`, or name the executable: \
+     `ClaudeOptions::claude` in Rust, `--claude PATH` for the ccwire command, or the \
+     {CLAUDE_ENV} variable"
 )]
 pub struct CliNotFound {
     searched: String,
@@ -49,7 +50,7 @@ pub fn find_cli(explicit: Option<&Path>) -> Result<PathBuf, CliNotFound> {
         }
     }
     Err(CliNotFound {
-        searched: format!("no --claude PATH, no {CLAUDE_ENV}, no `claude` on PATH"),
+        searched: format!("no path given, no {CLAUDE_ENV}, no `claude` on PATH"),
     })
 }
 

@@ -872,9 +872,6 @@ impl Driver {
         let mut frames = Vec::new();
         self.framer.finish(|frame| frames.push(owned(frame)));
         self.handle_frames(frames).await;
-        let now = self.now();
-        self.session.handle_stdout_eof(now);
-        self.flush().await;
         let exit = self
             .process
             .shutdown(CLOSE_GRACE)
@@ -883,10 +880,8 @@ impl Driver {
                 code: None,
                 signal: None,
             });
-        let now = self.now();
-        self.session
-            .handle_process_exit(now, exit.code, exit.signal);
-        self.flush().await;
+        // A request the CLI never answered (`initialize`, when a bad flag ends it at once)
+        // fails with how it ended and what it said on stderr.
         for (_, (subtype, waiter)) in self.waiters.drain() {
             let _ = waiter.send(Err(ClientError::ProcessExited {
                 exit,
@@ -895,6 +890,13 @@ impl Driver {
             }));
             tracing::debug!(subtype, "request failed: the process ended");
         }
+        let now = self.now();
+        self.session.handle_stdout_eof(now);
+        self.flush().await;
+        let now = self.now();
+        self.session
+            .handle_process_exit(now, exit.code, exit.signal);
+        self.flush().await;
         let _ = self.events.send(Event::Exited {
             exit,
             result: self.last_error_result.clone(),

@@ -5,12 +5,71 @@
 //! embedders, transcript recording ([`record`]), the gateway's OS sandbox ([`sandbox`]) and the end of
 //! what its CLIs leave running ([`tree`]). Every protocol decision is made by the core;
 //! this crate does IO only.
+//!
+//! ## Example
+//!
+//! A turn with the CLI on `PATH` (or named by `ClaudeOptions::claude`, or `CCWIRE_CLAUDE`),
+//! its text as it streams:
+//!
+//! ```no_run
+//! use ccwire_core::Chunk;
+//! use ccwire_host::{Client, ClientOptions};
+//!
+//! # async fn run() -> Result<(), ccwire_host::ClientError> {
+//! let mut options = ClientOptions::default();
+//! options.claude.include_partial_messages = true; // token streaming
+//! let mut client = Client::connect(options).await?;
+//! let mut turn = client.query("Say hi.").await?;
+//! while let Some(chunk) = turn.next().await {
+//!     if let Chunk::TextDelta { text, .. } = chunk? {
+//!         print!("{text}");
+//!     }
+//! }
+//! client.close().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The command line it starts the CLI with, from [`ClaudeOptions`] (the same flags
+//! `ccwire serve` and the npm package's client use):
+//!
+//! ```
+//! use ccwire_host::{ClaudeOptions, SystemPrompt};
+//!
+//! let options = ClaudeOptions {
+//!     model: Some("sonnet".into()),
+//!     system_prompt: SystemPrompt::Append("Answer briefly.".into()),
+//!     allowed_tools: vec!["Read".into()],
+//!     ..ClaudeOptions::default()
+//! };
+//! let args: Vec<String> = options
+//!     .args()
+//!     .into_iter()
+//!     .map(|a| a.to_string_lossy().into_owned())
+//!     .collect();
+//! assert_eq!(&args[..5], ["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]);
+//! assert!(args.windows(2).any(|w| w == ["--model", "sonnet"]));
+//! // No settings file (hooks, skills, plugins) loads unless named.
+//! assert!(args.contains(&"--setting-sources=".to_owned()));
+//! ```
+//!
+//! ## Features
+//!
+//! - `gateway`: `ccwire serve` as a library (`gateway::Server`, the OS sandbox), with its
+//!   HTTP server and client (axum, hyper, reqwest).
+//! - `cli` (default, with `gateway`): the `ccwire` binary (clap, the terminal's log, the
+//!   mimalloc allocator).
+//!
+//! An app that only drives the CLI with [`Client`] depends on it with
+//! `default-features = false`: none of the above is built.
 
 pub mod claude;
 pub mod client;
+#[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod process;
 pub mod record;
+#[cfg(feature = "gateway")]
 pub mod sandbox;
 pub mod tree;
 
@@ -25,3 +84,8 @@ pub use process::{CliProcess, ExitInfo, SpawnError};
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The crate README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;

@@ -103,6 +103,8 @@ pub struct CliProcess {
     stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
     stderr: StderrTail,
+    /// The task that reads stderr into the tail.
+    stderr_read: Option<tokio::task::JoinHandle<()>>,
     exited: Option<ExitInfo>,
     group_killed: bool,
 }
@@ -158,9 +160,10 @@ impl CliProcess {
         })?;
         let pid = child.id().expect("a just-spawned child has a pid");
         let stderr = StderrTail::default();
+        let mut stderr_read = None;
         if let Some(mut pipe) = child.stderr.take() {
             let tail = stderr.clone();
-            tokio::spawn(async move {
+            stderr_read = Some(tokio::spawn(async move {
                 let mut buf = [0u8; 4096];
                 while let Ok(n) = pipe.read(&mut buf).await {
                     if n == 0 {
@@ -169,7 +172,7 @@ impl CliProcess {
                     tracing::trace!(target: "ccwire::stderr", "{}", String::from_utf8_lossy(&buf[..n]));
                     tail.push(&buf[..n]);
                 }
-            });
+            }));
         }
         tracing::debug!(pid, path = %path.display(), "started the CLI");
         Ok(CliProcess {
@@ -178,6 +181,7 @@ impl CliProcess {
             child,
             pid,
             stderr,
+            stderr_read,
             exited: None,
             group_killed: false,
         })
@@ -213,6 +217,11 @@ impl CliProcess {
         }
         let info = ExitInfo::from(self.child.wait().await?);
         crate::tree::disown(self.pid);
+        // What it wrote last, read before its end is reported (a moment at most: a process it
+        // left behind may hold the pipe open).
+        if let Some(read) = self.stderr_read.take() {
+            let _ = tokio::time::timeout(Duration::from_millis(200), read).await;
+        }
         self.exited = Some(info);
         Ok(info)
     }

@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 /// Whether the gateway's CLIs run sandboxed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum SandboxMode {
     /// Where bubblewrap works (Linux, `bwrap` installed, user namespaces allowed); otherwise
     /// the CLIs run unsandboxed and the gateway says so at start.

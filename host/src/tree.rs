@@ -195,6 +195,7 @@ fn sweep(doomed: impl Fn(&str) -> bool) -> usize {
     killed
 }
 
+#[cfg(feature = "gateway")]
 /// Makes this process the reaper of the orphans of its descendants (Linux's child subreaper)
 /// and reaps them as they end, so that a CLI's leftover processes end under the gateway (and
 /// not as zombies). Only for a process whose children are all
@@ -220,6 +221,7 @@ pub(crate) fn adopt_orphans() -> io::Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "gateway")]
 /// Reaps the children of this process that have ended and that no
 /// [`CliProcess`](crate::process::CliProcess) waits for.
 fn reap_adopted() {
@@ -291,6 +293,7 @@ fn pids() -> Vec<u32> {
         .collect()
 }
 
+#[cfg(feature = "gateway")]
 /// The children of this process (of any of its threads).
 fn children() -> Vec<u32> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {

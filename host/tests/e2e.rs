@@ -800,3 +800,51 @@ async fn an_external_mcp_server_s_elicitation_is_answered_by_the_client() {
     let transcript = h.transcripts[0].clone();
     seen.close(client, &transcript).await;
 }
+
+/// A CLI that ends before it answers `initialize` (here: a flag it does not know) fails
+/// `connect` with how it ended and what it said, not a refusal without either.
+#[tokio::test]
+async fn a_cli_that_dies_at_start_reports_its_exit_and_stderr() {
+    let mut h = Harness::new(Script::new()).await;
+    let mut options = h.options();
+    options.claude.extra_args = vec!["--no-such-flag-for-ccwire".into()];
+    let error = match Client::connect(options).await {
+        Ok(_) => panic!("the CLI took a flag it does not know"),
+        Err(error) => error,
+    };
+    let ClientError::ProcessExited { exit, stderr, .. } = &error else {
+        panic!("not a process exit: {error:?}");
+    };
+    assert!(
+        exit.code.is_some_and(|c| c != 0) || exit.signal.is_some(),
+        "{exit:?}"
+    );
+    assert!(stderr.contains("--no-such-flag-for-ccwire"), "{stderr:?}");
+    let text = error.to_string();
+    assert!(
+        text.starts_with("the Claude Code CLI ended (exit code"),
+        "{text}"
+    );
+    assert!(
+        text.contains("stderr: ") && text.contains("--no-such-flag-for-ccwire"),
+        "{text}"
+    );
+}
+
+/// A CLI that cannot be found is named with the ways a library user has to name it.
+#[tokio::test]
+async fn a_missing_cli_names_the_option_that_sets_its_path() {
+    let mut h = Harness::new(Script::new()).await;
+    let mut options = h.options();
+    options.claude.claude = Some(h.home.path().join("no-claude-here"));
+    let error = match Client::connect(options).await {
+        Ok(_) => panic!("a CLI that does not exist started"),
+        Err(error) => error.to_string(),
+    };
+    assert!(error.contains("no-claude-here does not exist"), "{error}");
+    assert!(error.contains("ClaudeOptions::claude"), "{error}");
+    assert!(
+        error.contains("npm install -g @anthropic-ai/claude-code@"),
+        "{error}"
+    );
+}
