@@ -82,6 +82,12 @@ export interface ClientOptions extends ClaudeSettings {
   /** More fields of the `initialize` request (`agents`, `forwardSubagentText`, …). */
   initialize?: { [field: string]: Json };
   initializeTimeoutMs?: number;
+  /**
+   * Write a transcript of the session to this file: every wire line, both directions, in the
+   * format of `ccwire record` and the Rust client's `record` (replay it with
+   * `replayTranscript`, play it as the CLI with `ccwire/play`).
+   */
+  record?: string;
 }
 
 /**

@@ -3,25 +3,97 @@
 
 import { spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
 import { Session } from "./node.js";
-import { cliArgs, initSync as initConversation } from "../pkg/ccwire_conversation.js";
+import { cliArgs, initSync as initConversation, transcriptLine } from "../pkg/ccwire_conversation.js";
 
 /**
  * The CLI's arguments for these options: the same flags, in the same order, as ccwire's Rust
  * `ClaudeOptions` and `ccwire serve` (one builder, in the package's WebAssembly module).
  */
 export function claudeArgs(options = {}) {
-  if (!conversationReady) {
-    // The builder lives in the `ccwire/conversation` module (loaded once, on first use; a
-    // second load elsewhere is harmless), which keeps the package's main module small.
-    initConversation({ module: readFileSync(new URL("../pkg/ccwire_conversation_bg.wasm", import.meta.url)) });
-    conversationReady = true;
-  }
+  loadConversation();
   return JSON.parse(cliArgs(JSON.stringify(options ?? {})));
 }
 
 let conversationReady = false;
+
+/**
+ * Loads the `ccwire/conversation` module, where the command line's builder and the transcript
+ * format live (once, on first use; a second load elsewhere is harmless): the package's main
+ * module stays small.
+ */
+function loadConversation() {
+  if (!conversationReady) {
+    initConversation({ module: readFileSync(new URL("../pkg/ccwire_conversation_bg.wasm", import.meta.url)) });
+    conversationReady = true;
+  }
+}
+
+/** The longest stdout line a transcript keeps, as the Rust client's (32 MiB). */
+const RECORD_LINE_LIMIT = 32 * 1024 * 1024;
+
+/**
+ * Writes the transcript of a session, in the format of `ccwire record` and the Rust client's
+ * `record`: every wire line, both directions, with the milliseconds since the CLI started.
+ */
+class Recorder {
+  #fd;
+  #partial = [];
+  #partialBytes = 0;
+  #skipping = false;
+
+  constructor(path) {
+    loadConversation();
+    this.#fd = openSync(path, "w");
+  }
+
+  /** A whole line the host wrote (with or without its newline). */
+  stdin(line, tMs) {
+    const bytes = typeof line === "string" ? Buffer.from(line) : Buffer.from(line);
+    const end = bytes.length > 0 && bytes[bytes.length - 1] === 10 ? bytes.length - 1 : bytes.length;
+    this.#write("in", bytes.subarray(0, end), tMs);
+  }
+
+  /** What the CLI wrote to stdout, split anywhere. */
+  stdout(data, tMs) {
+    let rest = Buffer.from(data);
+    for (let nl = rest.indexOf(10); nl !== -1; nl = rest.indexOf(10)) {
+      if (!this.#skipping) {
+        this.#partial.push(rest.subarray(0, nl));
+        this.#write("out", Buffer.concat(this.#partial), tMs);
+      }
+      this.#partial = [];
+      this.#partialBytes = 0;
+      this.#skipping = false;
+      rest = rest.subarray(nl + 1);
+    }
+    if (rest.length > 0 && !this.#skipping) {
+      this.#partial.push(rest);
+      this.#partialBytes += rest.length;
+      if (this.#partialBytes > RECORD_LINE_LIMIT) {
+        // Over the limit: not kept, as the Rust client does not keep it.
+        this.#partial = [];
+        this.#partialBytes = 0;
+        this.#skipping = true;
+      }
+    }
+  }
+
+  /** The CLI's stdout ended: a last line without its newline is kept too; the file closes. */
+  close(tMs) {
+    if (this.#fd === null) return;
+    if (this.#partialBytes > 0 && !this.#skipping) this.#write("out", Buffer.concat(this.#partial), tMs);
+    closeSync(this.#fd);
+    this.#fd = null;
+  }
+
+  #write(dir, bytes, tMs) {
+    if (this.#fd === null) return;
+    const line = transcriptLine(dir, Math.max(0, Math.floor(tMs)), bytes);
+    if (line.length > 0) writeSync(this.#fd, line);
+  }
+}
 
 /** The CLI ended: how, the end of its stderr, and the last error result it reported. */
 export class ProcessExitedError extends Error {
@@ -65,6 +137,7 @@ export class Client {
   #exited;
   #ready = null;
   #closing = null;
+  #recorder = null;
 
   /**
    * Starts the CLI, sends `initialize` and waits for its answer.
@@ -104,18 +177,23 @@ export class Client {
         tools: tools.map((t) => ({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema ?? { type: "object" } })),
       })),
     });
+    this.#recorder = options.record ? new Recorder(options.record) : null;
     this.#child = spawn(claude, args, { cwd: options.cwd, env, stdio: ["pipe", "pipe", "pipe"] });
     this.#exited = new Promise((resolve) => {
       this.#child.once("close", (code, signal) => resolve({ code, signal }));
     });
     this.#child.once("error", (err) => this.#fail(new Error(`cannot start the Claude Code CLI (${claude}): ${err.message}`)));
     this.#child.stdin.on("error", () => {});
-    this.#child.stdout.on("data", (data) => this.#apply(this.#session.push(data, this.#now())));
+    this.#child.stdout.on("data", (data) => {
+      this.#recorder?.stdout(data, this.#now());
+      this.#apply(this.#session.push(data, this.#now()));
+    });
     this.#child.stderr.on("data", (data) => {
       this.#stderr = (this.#stderr + data.toString()).slice(-STDERR_TAIL);
     });
     this.#exited.then((exit) => {
       this.#exit = exit;
+      this.#recorder?.close(this.#now());
       const error = new ProcessExitedError(exit, this.#stderr.trim(), this.#lastErrorResult);
       // Requests still waiting fail with how the CLI ended, not with the session's note that
       // it ended; the last chunks (the process exit) still reach the app before the error.
@@ -171,6 +249,7 @@ export class Client {
   /** Writes what the session asks for, runs the handlers, and queues the chunks. */
   #apply(step) {
     for (const line of step.stdin ?? []) {
+      this.#recorder?.stdin(line, this.#now());
       if (this.#child.stdin.writable) this.#child.stdin.write(line);
     }
     for (const chunk of step.chunks ?? []) this.#chunk(chunk);

@@ -20,6 +20,8 @@ mod encoder;
 #[cfg(feature = "conversation")]
 mod gateway;
 pub mod interop;
+#[cfg(feature = "conversation")]
+mod player;
 #[cfg(feature = "session")]
 mod session;
 
@@ -27,6 +29,8 @@ mod session;
 pub use encoder::*;
 #[cfg(feature = "conversation")]
 pub use gateway::*;
+#[cfg(feature = "conversation")]
+pub use player::*;
 #[cfg(feature = "session")]
 pub use session::*;
 

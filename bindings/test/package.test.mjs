@@ -23,6 +23,8 @@ test("the packed tarball installs and replays a transcript", () => {
     );
     const files = packed[0].files.map((f) => f.path).sort();
     assert.deepEqual(files, [
+      "LICENSE-APACHE",
+      "LICENSE-MIT",
       "README.md",
       "js/api.js",
       "js/chunks.d.ts",
@@ -34,6 +36,9 @@ test("the packed tarball installs and replays a transcript", () => {
       "js/conversation.js",
       "js/index.d.ts",
       "js/node.js",
+      "js/play-cli.js",
+      "js/play.d.ts",
+      "js/play.js",
       "js/web.js",
       "package.json",
       "pkg/ccwire_conversation.js",
@@ -69,6 +74,17 @@ for (const chunk of replayTranscript(readFileSync(${JSON.stringify(transcript)})
     );
     const out = execFileSync(process.execPath, ["main.mjs"], { cwd: project, encoding: "utf8" });
     assert.deepEqual(out.trim().split("\n"), golden("b_bash_allow.jsonl"));
+
+    // The player, as the installed `ccwire-play` command: it says it is the CLI, and plays
+    // the tape's CLI lines once the host's lines before them have come.
+    const bin = join(project, "node_modules", ".bin", "ccwire-play");
+    const version = execFileSync(bin, [transcript, "--", "--version"], { encoding: "utf8" });
+    assert.match(version, /^\d+\.\d+\.\d+ \(Claude Code\)\n$/);
+    const tape = readFileSync(transcript, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const hostLines = tape.filter((e) => e.dir === "in").map((e) => JSON.stringify(e.msg)).join("\n");
+    const played = execFileSync(bin, [transcript, "--instant"], { input: `${hostLines}\n`, encoding: "utf8" });
+    const recorded = tape.filter((e) => e.dir === "out").map((e) => e.msg.type);
+    assert.deepEqual(played.trim().split("\n").map((l) => JSON.parse(l).type), recorded);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -34,6 +34,47 @@ struct Line<'a> {
     too_long: Option<u64>,
 }
 
+/// The transcript line (with its newline) of a wire line (without its newline) that went
+/// `dir` (`"in"`: host → CLI, `"out"`: CLI → host) `t_ms` after the CLI started, kept
+/// losslessly: a JSON line as `msg`, any other text as `text`, bytes that are not UTF-8 as
+/// `base64`. `None` for an empty line (the wire has none). Every recorder of ccwire (the Rust
+/// client, `ccwire record`, the npm package's client) writes these.
+pub fn transcript_line(dir: &str, t_ms: u64, line: &[u8]) -> Option<Vec<u8>> {
+    if line.is_empty() {
+        return None;
+    }
+    let dir = serde_json::to_string(dir).expect("strings serialize");
+    let text = match std::str::from_utf8(line) {
+        Ok(text) => match serde_json::from_str::<&RawValue>(text) {
+            Ok(msg) => format!(r#"{{"dir":{dir},"t_ms":{t_ms},"msg":{}}}"#, msg.get()),
+            Err(_) => {
+                let text = serde_json::to_string(text).expect("strings serialize");
+                format!(r#"{{"dir":{dir},"t_ms":{t_ms},"text":{text}}}"#)
+            }
+        },
+        Err(_) => {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD.encode(line);
+            format!(r#"{{"dir":{dir},"t_ms":{t_ms},"base64":"{bytes}"}}"#)
+        }
+    };
+    let mut bytes = text.into_bytes();
+    bytes.push(b'\n');
+    Some(bytes)
+}
+
+/// The transcript line of a wire line over the recorder's line limit, not kept: its length.
+pub fn too_long_line(dir: &str, t_ms: u64, bytes: u64) -> Vec<u8> {
+    let dir = serde_json::to_string(dir).expect("strings serialize");
+    format!("{{\"dir\":{dir},\"t_ms\":{t_ms},\"too_long\":{bytes}}}\n").into_bytes()
+}
+
+/// A note of the recorder's own (`"dir":"note"`), which replay skips.
+pub fn note_line(t_ms: u64, note: &str) -> Vec<u8> {
+    let note = serde_json::to_string(note).expect("strings serialize");
+    format!("{{\"dir\":\"note\",\"t_ms\":{t_ms},\"note\":{note}}}\n").into_bytes()
+}
+
 /// Replays a transcript incrementally: push bytes, drain chunks.
 #[derive(Debug)]
 pub struct Replayer {

@@ -8,8 +8,7 @@ use serde_json::{Map, Value};
 /// The environment variable naming the CLI executable.
 pub const CLAUDE_ENV: &str = "CCWIRE_CLAUDE";
 
-/// The CLI release ccwire is tested against.
-pub const TESTED_CLI_VERSION: &str = "2.1.330";
+pub use ccwire_core::args::TESTED_CLI_VERSION;
 
 /// The CLI could not be found.
 #[derive(Debug, thiserror::Error)]

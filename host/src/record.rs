@@ -2,8 +2,6 @@
 
 use std::io::{self, Write};
 
-use serde_json::value::RawValue;
-
 /// Which way a line travelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -41,31 +39,10 @@ impl<W: Write> TranscriptWriter<W> {
     /// # Errors
     /// When writing fails.
     pub fn line(&mut self, dir: Direction, t_ms: u64, line: &[u8]) -> io::Result<()> {
-        if line.is_empty() {
+        let Some(bytes) = ccwire_core::transcript::transcript_line(dir.as_str(), t_ms, line) else {
             return Ok(());
-        }
-        let dir = dir.as_str();
-        match std::str::from_utf8(line) {
-            Ok(text) => match serde_json::from_str::<&RawValue>(text) {
-                Ok(msg) => writeln!(
-                    self.out,
-                    r#"{{"dir":"{dir}","t_ms":{t_ms},"msg":{}}}"#,
-                    msg.get()
-                ),
-                Err(_) => {
-                    let text = serde_json::to_string(text)?;
-                    writeln!(self.out, r#"{{"dir":"{dir}","t_ms":{t_ms},"text":{text}}}"#)
-                }
-            },
-            Err(_) => {
-                use base64::Engine;
-                let bytes = base64::engine::general_purpose::STANDARD.encode(line);
-                writeln!(
-                    self.out,
-                    r#"{{"dir":"{dir}","t_ms":{t_ms},"base64":"{bytes}"}}"#
-                )
-            }
-        }?;
+        };
+        self.out.write_all(&bytes)?;
         self.out.flush()
     }
 
@@ -74,11 +51,8 @@ impl<W: Write> TranscriptWriter<W> {
     /// # Errors
     /// When writing fails.
     pub fn too_long(&mut self, dir: Direction, t_ms: u64, bytes: u64) -> io::Result<()> {
-        let dir = dir.as_str();
-        writeln!(
-            self.out,
-            r#"{{"dir":"{dir}","t_ms":{t_ms},"too_long":{bytes}}}"#
-        )?;
+        let line = ccwire_core::transcript::too_long_line(dir.as_str(), t_ms, bytes);
+        self.out.write_all(&line)?;
         self.out.flush()
     }
 
@@ -87,8 +61,8 @@ impl<W: Write> TranscriptWriter<W> {
     /// # Errors
     /// When writing fails.
     pub fn note(&mut self, t_ms: u64, note: &str) -> io::Result<()> {
-        let note = serde_json::to_string(note)?;
-        writeln!(self.out, r#"{{"dir":"note","t_ms":{t_ms},"note":{note}}}"#)?;
+        self.out
+            .write_all(&ccwire_core::transcript::note_line(t_ms, note))?;
         self.out.flush()
     }
 }

@@ -1,6 +1,7 @@
 // Type-checked by `tsc --noEmit` in `npm test`: the types of `ccwire/node`.
 
 import { Client, ProcessExitedError, claudeArgs, type ClientOptions } from "ccwire/node";
+import { cliVersion, play } from "ccwire/play";
 
 const options: ClientOptions = {
   model: "sonnet",
@@ -34,3 +35,9 @@ export async function drive(): Promise<number> {
   const exit = await client.close();
   return (exit.code ?? 0) + text.length + args.length;
 }
+
+// A tape recorded by `record`, played as the CLI.
+const recorded: ClientOptions = { record: "/tmp/session.jsonl" };
+const exitCode: Promise<number> = play("/tmp/session.jsonl", { verify: true, speed: 2, onDiverged: (m: string) => console.error(m) });
+const version: string = cliVersion();
+console.log(recorded, exitCode, version);
