@@ -10,6 +10,8 @@ scripts/setup.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all --check
+echo "== docs: every doc reference resolves"
+node scripts/check-docs.mjs
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== portability gate"

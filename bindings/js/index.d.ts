@@ -1,4 +1,4 @@
-// Types of the `ccwire` package. Chunks are the objects of CHUNKS.md: a `type` tag and
+// Types of the `ccwire` package. Chunks are the objects of docs/CHUNKS.md: a `type` tag and
 // snake_case fields; parts taken from the wire are plain JSON values.
 
 /** Any JSON value. */

@@ -1,4 +1,4 @@
-//! The chunks a session emits: the output contract of CHUNKS.md.
+//! The chunks a session emits: the output contract of docs/CHUNKS.md.
 //!
 //! Every chunk serializes as a JSON object with a `type` tag and snake_case fields. Parts taken
 //! from the wire are [`Json`] values in canonical form, so native and wasm builds emit the same

@@ -1,5 +1,5 @@
 //! The canonical form of a conversation, its history hash, and the tool bookkeeping the gateway
-//! needs (GATEWAY.md).
+//! needs (docs/GATEWAY.md).
 //!
 //! Clients send the whole history with every request and no session id. The gateway finds the
 //! live CLI session a request continues by hashing the history up to the last assistant message.
@@ -247,7 +247,7 @@ pub(crate) fn strip_volatile(mut block: Value) -> Value {
 }
 
 /// The name the CLI shows the model for a client tool: `mcp__<server>__<name>`, with characters
-/// outside `[A-Za-z0-9_-]` replaced by `_` (HOLD.md §7).
+/// outside `[A-Za-z0-9_-]` replaced by `_` (docs/HOLD.md, "Names, schemas and permissions").
 pub fn mcp_tool_name(server: &str, tool: &str) -> String {
     let clean = |s: &str| -> String {
         s.chars()

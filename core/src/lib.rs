@@ -63,8 +63,8 @@
 //!
 //! The one invariant: after every input, drain the outputs before the next input.
 //!
-//! The chunk contract is CHUNKS.md; [`transcript`] replays recorded traffic through an observer
-//! session.
+//! The chunk contract is docs/CHUNKS.md; [`transcript`] replays recorded traffic through an
+//! observer session.
 
 pub mod api;
 pub mod args;

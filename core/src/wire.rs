@@ -5,8 +5,8 @@
 //! copied that no chunk needs. Fields a view does not name are still there: the session keeps
 //! the line each view was read from.
 //!
-//! The catalogue of message types and subtypes is in PROTOCOL.md §3–§5; [`MessageType`] and
-//! [`InboundRequest`] name the ones ccwire models.
+//! The catalogue of message types and subtypes is in docs/PROTOCOL.md §3–§5; [`MessageType`]
+//! and [`InboundRequest`] name the ones ccwire models.
 
 use std::borrow::Cow;
 
@@ -98,8 +98,8 @@ pub const STREAM_JSON_ARGS: [&str; 5] = [
     "stream-json",
 ];
 
-/// `system` subtypes named in PROTOCOL.md §3.3 and the corpus. Every other subtype is still a
-/// `system` frame and becomes a `status` chunk.
+/// `system` subtypes named in docs/PROTOCOL.md §3.3 and the corpus. Every other subtype is still
+/// a `system` frame and becomes a `status` chunk.
 pub const SYSTEM_SUBTYPES: &[&str] = &[
     "init",
     "status",
@@ -134,7 +134,7 @@ pub const SYSTEM_SUBTYPES: &[&str] = &[
     "session_metadata",
 ];
 
-/// Control requests the CLI sends to the host (PROTOCOL.md §5.4).
+/// Control requests the CLI sends to the host (docs/PROTOCOL.md §5.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InboundRequest {
@@ -164,7 +164,7 @@ impl InboundRequest {
     }
 }
 
-/// Control requests the host sends to the CLI (PROTOCOL.md §5.2).
+/// Control requests the host sends to the CLI (docs/PROTOCOL.md §5.2).
 pub const OUTBOUND_REQUESTS: &[&str] = &[
     "initialize",
     "interrupt",

@@ -1,6 +1,6 @@
-//! What a reader of CHUNKS.md checks on every recorded transcript: texts equal the assistant
-//! texts, every tool call ends with its result and a final status, permissions resolve once, and
-//! the tool-wait state is right where the transcript stops.
+//! What a reader of docs/CHUNKS.md checks on every recorded transcript: texts equal the
+//! assistant texts, every tool call ends with its result and a final status, permissions resolve
+//! once, and the tool-wait state is right where the transcript stops.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Finding the `claude` executable and building its command line (PROTOCOL.md §2).
+//! Finding the `claude` executable and building its command line (docs/PROTOCOL.md §2).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

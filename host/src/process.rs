@@ -3,7 +3,7 @@
 //! The CLI runs in its own process group so that teardown reaches the commands its tools started
 //! too (those still in the group: the Bash tool starts each command in a session of its own,
 //! whose background jobs only [`crate::tree`]'s sweep or the gateway's sandbox end). Teardown
-//! follows PROTOCOL.md §2.7: close stdin (the CLI flushes its session file after
+//! follows docs/PROTOCOL.md §2.7: close stdin (the CLI flushes its session file after
 //! EOF), wait a grace period, SIGTERM the group, wait, SIGKILL. Dropping a [`CliProcess`] that
 //! was not shut down kills the group at once, so no process outlives its owner.
 

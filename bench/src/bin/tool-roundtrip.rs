@@ -282,7 +282,7 @@ async fn main() {
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
     options.claude.env_remove = inherited_to_remove().into_iter().map(Into::into).collect();
-    // The MCP server as the gateway declares its own (GATEWAY.md).
+    // The MCP server as the gateway declares its own (docs/HOLD.md, "What ccwire does").
     let config = json!({"alwaysLoad": true, "disableAutoBackground": true});
     options.claude.sdk_mcp_servers = vec![(
         "client".to_owned(),

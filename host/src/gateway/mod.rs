@@ -1,7 +1,7 @@
 //! `ccwire serve`: the Claude Code CLI behind the Anthropic Messages, OpenAI Chat Completions
-//! and OpenAI Responses APIs (GATEWAY.md). Every decision — which session a request continues,
-//! held client tool calls, deadlines, the CLI's command line, response framing — is made by
-//! the sans-IO [`Gateway`] of `ccwire_core::gateway`; this module moves its bytes: HTTP
+//! and OpenAI Responses APIs (docs/GATEWAY.md). Every decision — which session a request
+//! continues, held client tool calls, deadlines, the CLI's command line, response framing — is
+//! made by the sans-IO [`Gateway`] of `ccwire_core::gateway`; this module moves its bytes: HTTP
 //! requests and responses, CLI processes and their pipes, and a timer.
 //!
 //! All of the gateway's inputs go through [`App::input`], which holds one lock while it calls

@@ -41,7 +41,8 @@ pub type RequestId = u64;
 /// as `mcp__client__<name>`.
 pub const CLIENT_SERVER: &str = "client";
 
-/// Variables that would let the CLI time out, defer or background a held call (HOLD.md §9).
+/// Variables that would let the CLI time out, defer or background a held call (docs/HOLD.md,
+/// "Settings that do limit it").
 pub const STRIPPED_ENV: &[&str] = &[
     "MCP_TOOL_TIMEOUT",
     "CLAUDE_CODE_SDK_MCP_TOOL_IDLE_TIMEOUT",

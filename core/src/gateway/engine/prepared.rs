@@ -60,7 +60,8 @@ impl PreparedRequest {
             .into_iter()
             .map(|t| {
                 let mut tool = McpTool::new(t.name, t.description, t.input_schema);
-                // Lets the CLI ask for every call of one message at once (HOLD.md §4).
+                // Lets the CLI ask for every call of one message at once (docs/HOLD.md,
+                // "Several calls in one model message").
                 tool.annotations = Some(json!({"readOnlyHint": true}));
                 tool
             })
