@@ -501,9 +501,21 @@ fn a_key_sees_its_own_metrics_and_health_says_only_its_status_without_one() {
     };
     let (status, bare) = json(get(&mut e, "/health", &[], ""));
     assert_eq!((status, bare), (200, json!({"status": "ok"})));
+    // A tenant: its own conversations and the CLI's release; the admin: the whole gateway.
+    e.set_cli(json!({"found": true, "path": "/opt/claude", "version": "2.1.330"}));
     let (_, known) = json(get(&mut e, "/health", &[("x-api-key", "a")], ""));
-    assert_eq!(known["status"], "ok");
-    assert!(known.get("cli").is_some() && known.get("sessions").is_some());
+    assert_eq!(
+        known,
+        json!({"status": "ok", "cli": {"found": true, "version": "2.1.330"}, "sessions": 0, "held_tool_calls": 0})
+    );
+    let (_, all) = json(get(
+        &mut e,
+        "/health",
+        &[("authorization", "Bearer admin")],
+        "",
+    ));
+    assert_eq!(all["cli"]["path"], "/opt/claude");
+    assert_eq!(all["pool"], 0);
     // Draining, it answers 503 for a load balancer.
     e.drain(2, 1000);
     let (status, bare) = json(get(&mut e, "/health", &[], ""));

@@ -244,6 +244,25 @@ async fn an_enabled_tool_waits_for_a_person_s_approval_over_http() {
         workdir.join("approved.txt").exists(),
         "the allowed command ran"
     );
+    // Health, to a tenant: its own conversations, the CLI's release, not the gateway's.
+    let health = |key: &'static str| {
+        let request = gw.http.get(gw.url("/health")).header("x-api-key", key);
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let (alice, bob) = (health("alice").await, health("bob").await);
+    assert_eq!(
+        (alice["status"].as_str(), alice["sessions"].as_u64()),
+        (Some("ok"), Some(1)),
+        "{alice}"
+    );
+    assert_eq!(bob["sessions"].as_u64(), Some(0), "{bob}");
+    for seen in [&alice, &bob] {
+        assert!(
+            seen["cli"].get("path").is_none() && seen.get("pool").is_none(),
+            "{seen}"
+        );
+        assert!(seen["cli"]["version"].is_string(), "{seen}");
+    }
     let again = answer(id, json!({"behavior": "allow"})).await.unwrap();
     assert_eq!(again.status().as_u16(), 404, "an approval is answered once");
 

@@ -838,6 +838,11 @@ impl Registry {
         self.sessions.values().map(|e| e.held.len()).sum()
     }
 
+    /// Held client tool calls of one session.
+    pub fn held_in(&self, session: SessionId) -> usize {
+        self.sessions.get(&session).map_or(0, |e| e.held.len())
+    }
+
     #[cfg(test)]
     /// The ids of live sessions.
     pub fn sessions(&self) -> impl Iterator<Item = SessionId> + '_ {

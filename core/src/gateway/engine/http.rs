@@ -490,15 +490,26 @@ impl Gateway {
                 } else {
                     ("ok", 200)
                 };
-                // Without keys every caller is known.
-                let known = self.front.is_admin(head) || self.front.authenticate(head).is_ok();
-                let health = if known {
+                // The operator (the admin key, or any caller of a gateway without keys) sees
+                // the whole gateway; a tenant its own conversations and the CLI's release; a
+                // caller without a key the status alone.
+                let whole = self.front.is_admin(head) || self.front.keys.is_empty();
+                let health = if whole {
                     json!({
                         "status": status,
                         "cli": self.front.cli,
                         "sessions": self.session_count() - self.pool_count(),
                         "pool": self.pool_count(),
                         "held_tool_calls": self.held_count(),
+                    })
+                } else if let Ok(tenant) = self.front.authenticate(head) {
+                    let (sessions, held) = self.tenant_counts(&tenant);
+                    let cli = &self.front.cli;
+                    json!({
+                        "status": status,
+                        "cli": {"found": cli.get("found"), "version": cli.get("version")},
+                        "sessions": sessions,
+                        "held_tool_calls": held,
                     })
                 } else {
                     json!({"status": status})

@@ -319,6 +319,14 @@ impl Gateway {
         self.registry.held_count()
     }
 
+    /// The live conversations of `tenant` (an API key) and the client tool calls they hold.
+    pub fn tenant_counts(&self, tenant: &str) -> (usize, usize) {
+        let mine = self.lives.iter().filter(|(_, live)| live.tenant == tenant);
+        mine.fold((0, 0), |(sessions, held), (id, _)| {
+            (sessions + 1, held + self.registry.held_in(*id))
+        })
+    }
+
     /// CLIs started ahead of need, waiting for a conversation.
     pub fn pool_count(&self) -> usize {
         self.pool.len()
