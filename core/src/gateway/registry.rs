@@ -771,7 +771,9 @@ impl Registry {
                     RegistryTimeout::HeldCall,
                 );
             }
-            if !entry.busy() {
+            // A session whose calls wait for the client's results is not idle: its held
+            // calls' own deadline ends them first.
+            if !entry.busy() && entry.held.is_empty() {
                 consider(
                     entry.last_active.saturating_add(self.config.idle_ttl_ms),
                     RegistryTimeout::Idle,
@@ -807,7 +809,8 @@ impl Registry {
                     result: McpCallResult::error(HELD_CALL_TIMEOUT_TEXT),
                 });
             }
-            if !entry.busy() && entry.last_active.saturating_add(self.config.idle_ttl_ms) <= now {
+            let idle = entry.last_active.saturating_add(self.config.idle_ttl_ms) <= now;
+            if !entry.busy() && entry.held.is_empty() && idle {
                 actions.push(Action::Close { session });
             }
         }
@@ -1112,6 +1115,30 @@ mod tests {
             panic!()
         };
         assert!(text.contains("<tool_result tool_use_id=\"a\" is_error=\"false\">A</tool_result>"));
+    }
+
+    #[test]
+    fn a_session_with_held_calls_is_not_closed_as_idle() {
+        let mut gw = Registry::new(Limits {
+            held_call_timeout_ms: 5000,
+            idle_ttl_ms: 1000,
+            ..Limits::default()
+        });
+        let (session, _) = waiting_for_tools(&mut gw);
+        assert_eq!(
+            gw.tool_call(session, "req-a", Some("a"), 100),
+            CallAction::Hold
+        );
+        // Idle longer than the TTL, but a call waits for the client's result.
+        assert_eq!(gw.poll_timeout(), Some((5100, RegistryTimeout::HeldCall)));
+        assert!(gw.handle_timeout(3000).is_empty());
+        // Once the held call has its answer (the timeout's error), the TTL applies.
+        let actions = gw.handle_timeout(5100);
+        assert!(
+            matches!(&actions[0], Action::Answer { result, .. } if result.is_error),
+            "{actions:?}"
+        );
+        assert_eq!(actions.last(), Some(&Action::Close { session }));
     }
 
     #[test]

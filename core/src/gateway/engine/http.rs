@@ -504,10 +504,13 @@ impl Gateway {
                     })
                 } else if let Ok(tenant) = self.front.authenticate(head) {
                     let (sessions, held) = self.tenant_counts(&tenant);
-                    let cli = &self.front.cli;
+                    let cli: serde_json::Map<String, Value> = ["found", "version"]
+                        .into_iter()
+                        .filter_map(|k| Some((k.to_owned(), self.front.cli.get(k)?.clone())))
+                        .collect();
                     json!({
                         "status": status,
-                        "cli": {"found": cli.get("found"), "version": cli.get("version")},
+                        "cli": cli,
                         "sessions": sessions,
                         "held_tool_calls": held,
                     })
