@@ -32,7 +32,13 @@ echo "== cargo test"
 CCWIRE_WASM_ENTRY="$PWD/target/wasm32-unknown-unknown/wasm-release/ccwire_wasm_entry.wasm" \
   cargo test --workspace
 echo "== crates: what cargo publish would upload, each built from its own tarball"
-cargo publish --workspace --dry-run --allow-dirty --quiet
+# Cargo takes a registry crate of a given name and version to never change: what it unpacked
+# and built of an earlier run's tarballs would stand in for today's. Both are dropped first;
+# the dependencies stay built in a target directory of their own.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/ccwire-core-* \
+  "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/ccwire-host-* \
+  target/publish/debug/.fingerprint/ccwire-* target/publish/debug/deps/*ccwire_*
+CARGO_TARGET_DIR=target/publish cargo publish --workspace --dry-run --allow-dirty --quiet
 echo "== SDK end-to-end tests: the official Python and TypeScript clients and the AI SDK against ccwire serve"
 cargo build --quiet -p ccwire-host -p ccwire-tests --bins
 echo "== drift: every message type of the Agent SDK release ccwire follows is modelled"
