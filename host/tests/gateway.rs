@@ -415,6 +415,56 @@ async fn the_model_s_errors_keep_their_status_in_each_api_s_shape() {
     gw.stop().await;
 }
 
+/// The model API's billing refusal ("credit balance is too low") is not an outage: every API
+/// answers 402 in its own shape (Anthropic's `billing_error`, OpenAI's `insufficient_quota`),
+/// which the SDKs do not retry — streamed or not — and the conversation can be sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_billing_refusal_is_a_402_the_sdks_do_not_retry() {
+    let credit = "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.";
+    let script = Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_prompt(
+            "PLEASE-PAY",
+            Reply::error(400, "invalid_request_error", credit),
+        )
+        .when(Match::Any, Reply::Echo);
+    let gw = Gw::start_with(script, |_| {}).await;
+    let messages = json!([{"role": "user", "content": "PLEASE-PAY first"}]);
+    let (status, _, body) = gw.call("/v1/messages", &anthropic(messages), None).await;
+    assert_eq!(status, 402, "{body}");
+    assert_eq!(body["error"]["type"], "billing_error", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("redit balance is too low"),
+        "{body}"
+    );
+    let request =
+        json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "PLEASE-PAY now"}]});
+    let (status, _, body) = gw.call("/v1/chat/completions", &request, None).await;
+    assert_eq!(status, 402, "{body}");
+    assert_eq!(body["error"]["type"], "insufficient_quota", "{body}");
+    assert_eq!(body["error"]["code"], "insufficient_quota", "{body}");
+    let request = json!({"model": "gpt-4o", "input": "PLEASE-PAY later"});
+    let (status, _, body) = gw.call("/v1/responses", &request, None).await;
+    assert_eq!(status, 402, "{body}");
+    // Streamed, the error comes in the stream once it has started, as the APIs send it.
+    let request = json!({"model": "gpt-4o", "stream": true,
+                         "messages": [{"role": "user", "content": "PLEASE-PAY streaming"}]});
+    let response = gw.post("/v1/chat/completions", &request, None).await;
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    assert!(
+        status == 402 || text.contains("insufficient_quota"),
+        "{status}: {text}"
+    );
+    let again = json!([{"role": "user", "content": "hello after paying"}]);
+    let (status, _, body) = gw.call("/v1/messages", &anthropic(again), None).await;
+    assert_eq!(status, 200, "{body}");
+    gw.stop().await;
+}
+
 /// The model's limits and outages reach the client as themselves: 401, 403, 503 and 429 keep
 /// their status, and a 429 the CLI retried carries the wait the model's API asked for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -114,6 +114,9 @@ pub enum ApiErrorKind {
     InvalidRequest,
     /// 401: wrong or missing API key.
     Authentication,
+    /// 402: the model API's account cannot pay for the request (no credit left, no usage
+    /// allowance): trying again does not help.
+    Billing,
     /// 403: refused whatever the key (a browser-borne request the gateway does not accept).
     Forbidden,
     /// 404: no such endpoint or model.
@@ -138,9 +141,10 @@ pub enum ApiErrorKind {
 
 impl ApiErrorKind {
     /// Every kind.
-    pub const ALL: [ApiErrorKind; 12] = [
+    pub const ALL: [ApiErrorKind; 13] = [
         ApiErrorKind::InvalidRequest,
         ApiErrorKind::Authentication,
+        ApiErrorKind::Billing,
         ApiErrorKind::Forbidden,
         ApiErrorKind::NotFound,
         ApiErrorKind::MethodNotAllowed,
@@ -163,6 +167,7 @@ impl ApiErrorKind {
         match self {
             ApiErrorKind::InvalidRequest => 400,
             ApiErrorKind::Authentication => 401,
+            ApiErrorKind::Billing => 402,
             ApiErrorKind::Forbidden => 403,
             ApiErrorKind::NotFound => 404,
             ApiErrorKind::MethodNotAllowed => 405,
@@ -182,6 +187,7 @@ impl ApiErrorKind {
                 "invalid_request_error"
             }
             ApiErrorKind::Authentication => "authentication_error",
+            ApiErrorKind::Billing => "billing_error",
             ApiErrorKind::Forbidden => "permission_error",
             ApiErrorKind::NotFound => "not_found_error",
             ApiErrorKind::Timeout => "timeout_error",
@@ -202,6 +208,7 @@ impl ApiErrorKind {
             | ApiErrorKind::UnsupportedMediaType => "invalid_request_error",
             ApiErrorKind::Forbidden => "permission_error",
             ApiErrorKind::Authentication => "authentication_error",
+            ApiErrorKind::Billing => "insufficient_quota",
             ApiErrorKind::NotFound => "not_found_error",
             ApiErrorKind::RateLimit => "rate_limit_exceeded",
             ApiErrorKind::Api | ApiErrorKind::Unavailable | ApiErrorKind::Overloaded => {
@@ -269,7 +276,8 @@ impl ApiError {
                     "message": self.message,
                     "type": self.kind.openai_type(),
                     "param": self.param,
-                    "code": null,
+                    // The code OpenAI's clients know as "do not retry, pay".
+                    "code": (self.kind == ApiErrorKind::Billing).then_some("insufficient_quota"),
                 },
             }),
         }

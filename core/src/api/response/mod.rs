@@ -750,6 +750,9 @@ fn turn_error(
         .or_else(|| (!errors.is_empty()).then(|| errors.join("; ")))
         .unwrap_or_else(|| format!("the turn ended in error ({})", subtype.unwrap_or("error")));
     let kind = match status {
+        // The model API's account cannot pay: the CLI's and the API's own words for it.
+        _ if is_billing(&message) || errors.iter().any(|e| is_billing(e)) => ApiErrorKind::Billing,
+        Some(402) => ApiErrorKind::Billing,
         Some(400) => ApiErrorKind::InvalidRequest,
         Some(401) => ApiErrorKind::Authentication,
         Some(403) => ApiErrorKind::Forbidden,
@@ -768,6 +771,21 @@ fn turn_error(
         ) => error.retry_after(((ms + 500) / 1000).max(1)),
         _ => error,
     }
+}
+
+/// Whether an error text is the model API refusing for want of credit or usage allowance, in
+/// the words of the API ("Your credit balance is too low…") or of the CLI ("Credit balance is
+/// too low", "You're out of extra usage", …).
+fn is_billing(text: &str) -> bool {
+    const SAID: [&str; 5] = [
+        "credit balance is too low",
+        "out of extra usage",
+        "extra usage is required",
+        "usage credits are required",
+        "usage allocation has been disabled",
+    ];
+    let text = text.to_ascii_lowercase();
+    SAID.iter().any(|said| text.contains(said))
 }
 
 /// A streamed piece's kind.

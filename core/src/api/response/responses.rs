@@ -35,6 +35,7 @@ fn output_text(text: &str) -> Value {
 fn error_code(error: &ApiError) -> &'static str {
     match error.kind {
         ApiErrorKind::RateLimit => "rate_limit_exceeded",
+        ApiErrorKind::Billing => "insufficient_quota",
         ApiErrorKind::InvalidRequest => "invalid_prompt",
         _ => "server_error",
     }
