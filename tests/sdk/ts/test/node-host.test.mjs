@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { Client, ProcessExitedError, claudeArgs } from '../../../../bindings/js/client.js';
-import { ANTHROPIC_MODEL, CLAUDE, Fake, alive, echo, makeHome, onPrompt, onToolResult, serveEnv, text } from './rig.mjs';
+import { Fake, alive, clientOptions, echo, makeHome, onPrompt, onToolResult, text } from './rig.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const askServer = path.resolve(here, '../../../mcp/ask-server.mjs');
@@ -29,19 +29,7 @@ after(async () => {
 
 /** Options for a client of the real CLI, offline on the fake. */
 function options(extra = {}) {
-  const env = serveEnv(home, fake.url);
-  // What serveEnv leaves out of the inherited environment is removed here too.
-  for (const key of Object.keys(process.env)) if (!(key in env)) env[key] = null;
-  return {
-    claude: CLAUDE,
-    model: ANTHROPIC_MODEL,
-    maxTurns: 6,
-    systemPrompt: '',
-    includePartialMessages: true,
-    cwd: path.join(home, 'work'),
-    env,
-    ...extra,
-  };
+  return clientOptions(home, fake.url, extra);
 }
 
 const toolUse = (name, input) => ({ kind: 'tool_use', calls: [{ name, input }] });

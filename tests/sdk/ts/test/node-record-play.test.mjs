@@ -13,7 +13,7 @@ import { query } from '@anthropic-ai/claude-agent-sdk';
 
 import { replayTranscript } from '../../../../bindings/js/node.js';
 import { Client } from '../../../../bindings/js/client.js';
-import { ANTHROPIC_MODEL, CLAUDE, Fake, echo, makeHome, onPrompt, onToolResult, serveEnv, text } from './rig.mjs';
+import { Fake, clientOptions, echo, makeHome, onPrompt, onToolResult, text } from './rig.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../../../..');
@@ -35,18 +35,7 @@ after(async () => {
 });
 
 function options(extra = {}) {
-  const env = serveEnv(home, fake.url);
-  for (const key of Object.keys(process.env)) if (!(key in env)) env[key] = null;
-  return {
-    claude: CLAUDE,
-    model: ANTHROPIC_MODEL,
-    maxTurns: 6,
-    systemPrompt: '',
-    includePartialMessages: true,
-    cwd: path.join(home, 'work'),
-    env,
-    ...extra,
-  };
+  return clientOptions(home, fake.url, extra);
 }
 
 async function collect(turn) {

@@ -230,6 +230,23 @@ export function makeHome() {
   return home;
 }
 
+/** Options of `ccwire/node`'s `Client` for the real CLI, offline on the fake, in `home`. */
+export function clientOptions(home, fakeUrl, extra = {}) {
+  const env = serveEnv(home, fakeUrl);
+  // What serveEnv leaves out of the inherited environment is removed here too.
+  for (const key of Object.keys(process.env)) if (!(key in env)) env[key] = null;
+  return {
+    claude: CLAUDE,
+    model: ANTHROPIC_MODEL,
+    maxTurns: 6,
+    systemPrompt: '',
+    includePartialMessages: true,
+    cwd: path.join(home, 'work'),
+    env,
+    ...extra,
+  };
+}
+
 /** The environment for `ccwire serve` (and so for the CLI it starts): offline, on the fake. */
 export function serveEnv(home, fakeUrl) {
   const env = {};
