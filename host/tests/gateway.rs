@@ -415,6 +415,73 @@ async fn the_model_s_errors_keep_their_status_in_each_api_s_shape() {
     gw.stop().await;
 }
 
+/// A system prompt of any size reaches the model whole: it goes to the CLI in its
+/// `initialize` request, not on its command line (where 128 KiB is the most one argument may be).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_mebibyte_system_prompt_reaches_the_model() {
+    let script = Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .when(
+            Match::SystemContains {
+                text: "SYS-MARKER-BEGIN".into(),
+            },
+            Reply::text("I read the whole system prompt."),
+        )
+        .when(Match::Any, Reply::Echo);
+    let gw = Gw::start_with(script, |_| {}).await;
+    let system = format!(
+        "SYS-MARKER-BEGIN {} SYS-MARKER-END",
+        "All work and no play. ".repeat(48 * 1024)
+    );
+    assert!(system.len() > 1024 * 1024);
+    let mut body = anthropic(json!([{"role": "user", "content": "Hello"}]));
+    body["system"] = json!(system);
+    let (status, _, answer) = gw.call("/v1/messages", &body, None).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(text_of(&answer), "I read the whole system prompt.");
+    let seen = gw
+        .fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_model_call() && r.body["max_tokens"] != 1)
+        .map(|r| r.body["system"].to_string())
+        .find(|s| s.contains("SYS-MARKER-BEGIN"))
+        .expect("the model got the system prompt");
+    assert!(seen.contains("SYS-MARKER-END"), "cut short");
+    assert!(
+        seen.len() >= system.len(),
+        "{} < {}",
+        seen.len(),
+        system.len()
+    );
+    // The model's name does go on the command line: a name no model has is a 400 naming it.
+    let mut body = anthropic(json!([{"role": "user", "content": "Hello"}]));
+    body["model"] = json!(format!("claude-{}", "x".repeat(200 * 1024)));
+    let (status, _, answer) = gw.call("/v1/messages", &body, None).await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("model:"),
+        "{answer}"
+    );
+    gw.stop().await;
+}
+
+/// A CLI that cannot start is a 500 that says why without the gateway's paths.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_that_cannot_start_is_reported_without_the_gateway_s_paths() {
+    let gw = Gw::start(|o| o.claude = Some("/nonexistent/secret-dir/claude".into())).await;
+    let body = anthropic(json!([{"role": "user", "content": "Hello"}]));
+    let (status, _, answer) = gw.call("/v1/messages", &body, None).await;
+    assert_eq!(status, 500, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("no Claude Code CLI"), "{message}");
+    assert!(!message.contains("secret-dir"), "{message}");
+    gw.stop().await;
+}
+
 /// The model API's billing refusal ("credit balance is too low") is not an outage: every API
 /// answers 402 in its own shape (Anthropic's `billing_error`, OpenAI's `insufficient_quota`),
 /// which the SDKs do not retry — streamed or not — and the conversation can be sent again.

@@ -120,12 +120,23 @@ pub fn cli_model(requested: &str, default: Option<&str>) -> Option<String> {
     }
 }
 
-/// Refuses a request the CLI cannot honour: a `tool_choice` other than `auto` (the model
-/// decides whether to call tools), unless there are no tools to choose from.
+/// The longest model name a request may give.
+const MODEL_NAME_LIMIT: usize = 256;
+
+/// Refuses a request the CLI cannot honour: a model name longer than any model's (it goes on
+/// the CLI's command line), or a `tool_choice` other than `auto` (the model decides whether
+/// to call tools) unless there are no tools to choose from.
 ///
 /// # Errors
-/// A 400 naming `tool_choice`.
+/// A 400 naming `model` or `tool_choice`.
 pub fn check_request(request: &ApiRequest) -> Result<(), ApiError> {
+    // The model's name goes on the CLI's command line.
+    if request.model.len() > MODEL_NAME_LIMIT {
+        return Err(ApiError::invalid(
+            "model",
+            format!("model: a model name has at most {MODEL_NAME_LIMIT} bytes"),
+        ));
+    }
     match &request.tool_choice {
         ToolChoice::Auto => Ok(()),
         ToolChoice::None if request.conversation.tools.is_empty() => Ok(()),

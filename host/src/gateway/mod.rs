@@ -181,10 +181,13 @@ impl App {
     fn carry_out(self: &Arc<Self>, core: &mut Core, output: GatewayOutput) {
         match output {
             GatewayOutput::Spawn { session, spec } => {
-                if let Err(error) = self.spawn(core, session, &spec) {
+                if let Err(failure) = self.spawn(core, session, &spec) {
+                    let error = &failure.detail;
                     tracing::warn!(session, %error, "cannot start a Claude Code session");
                     let now = self.now();
-                    core.gateway.handle_spawn_failed(now, session, &error);
+                    // The client learns why without the gateway's paths; the log has them.
+                    core.gateway
+                        .handle_spawn_failed(now, session, &failure.reason);
                 }
             }
             GatewayOutput::Write { session, bytes } => {
@@ -240,12 +243,17 @@ impl App {
         core: &mut Core,
         session: SessionId,
         spec: &CliSpec,
-    ) -> Result<(), String> {
-        let path = self.claude.clone()?;
+    ) -> Result<(), SpawnFailure> {
+        let path = self.claude.clone().map_err(|detail| SpawnFailure {
+            detail,
+            reason: "the gateway has no Claude Code CLI".to_owned(),
+        })?;
         if let Some(dirs) = &spec.tenant {
             for dir in [&dirs.home, &dirs.work, &dirs.tmp] {
-                private_dir(Path::new(dir))
-                    .map_err(|e| format!("cannot make the tenant directory {dir}: {e}"))?;
+                private_dir(Path::new(dir)).map_err(|e| SpawnFailure {
+                    detail: format!("cannot make the tenant directory {dir}: {e}"),
+                    reason: format!("cannot make the conversation's directories: {e}"),
+                })?;
             }
         }
         let cwd = spec.cwd.as_deref().map(Path::new);
@@ -261,10 +269,21 @@ impl App {
             _ => (path, spec.args.iter().map(Into::into).collect()),
         };
         let mut process = CliProcess::spawn_command(&program, &args, cwd, set, &spec.env_remove)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| SpawnFailure {
+                reason: match &e {
+                    crate::process::SpawnError::Io { source, .. } => source.to_string(),
+                    crate::process::SpawnError::NotFound(_) => {
+                        "the gateway has no Claude Code CLI".to_owned()
+                    }
+                },
+                detail: e.to_string(),
+            })?;
         let pid = process.pid();
         let (Some(mut stdin), Some(stdout)) = (process.take_stdin(), process.take_stdout()) else {
-            return Err("the CLI's pipes are missing".to_owned());
+            return Err(SpawnFailure {
+                detail: "the CLI's pipes are missing".to_owned(),
+                reason: "the CLI's pipes are missing".to_owned(),
+            });
         };
         let (lines, mut to_write) = mpsc::unbounded_channel::<Vec<u8>>();
         // Ends (dropping stdin, which closes it) once the session is closed.
@@ -282,6 +301,13 @@ impl App {
         tasks.push(task);
         Ok(())
     }
+}
+
+/// Why a CLI did not start: in full for the log, and without the gateway's paths for the
+/// client.
+struct SpawnFailure {
+    detail: String,
+    reason: String,
 }
 
 /// Makes `dir` and its missing parents, the last one readable by its owner only.

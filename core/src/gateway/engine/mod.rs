@@ -30,7 +30,6 @@ use super::registry::{
 use super::translate::{check_request, prompt_content, request_scope};
 use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
-use crate::mcp::McpServer;
 use crate::session::{CommandError, Output, PermissionDecision, ReadyPrompt, Session, UserMessage};
 use crate::{Chunk, Timestamp};
 
@@ -236,7 +235,7 @@ pub struct Gateway {
     /// CLIs started ahead of need, by session (oldest first).
     pool: BTreeMap<SessionId, Warm>,
     /// Warm CLIs to start, one at a time: their settings.
-    pool_wanted: VecDeque<(String, CliSpec, Vec<McpServer>)>,
+    pool_wanted: VecDeque<(String, pool::NewCli)>,
     /// Draining (shutting down): until when running turns may finish.
     draining: Option<Timestamp>,
     /// Permission requests waiting for a person, by approval id.
@@ -715,14 +714,15 @@ impl Gateway {
                 if let Some(old) = replaces {
                     self.close(now, old);
                 }
-                let (spec, servers) = self.cli_for(&parsed, tools, tenant);
+                let cli = self.cli_for(&parsed, tools, tenant);
                 // The pool starts more CLIs of these settings; without one they serve this
                 // CLI alone (a request's tools are not copied).
-                let settings = (self.config.pool > 0).then(|| (spec.clone(), servers.clone()));
+                let settings = (self.config.pool > 0).then(|| cli.clone());
                 let signature = format!(
-                    "{}\n{:?}\n{tools_digest}",
-                    spec.args.join("\u{0}"),
-                    spec.tenant,
+                    "{}\n{:?}\n{}\n{tools_digest}",
+                    cli.spec.args.join("\u{0}"),
+                    cli.spec.tenant,
+                    Value::Object(cli.init.clone()),
                 );
                 let prompt = match start_prompt {
                     Some(ready) => FirstPrompt::Ready(ready),
@@ -766,7 +766,7 @@ impl Gateway {
                             .retry_after(1);
                             return self.respond_error(request, api, &headers, &error);
                         }
-                        self.spawn(now, session, spec, servers, Some(prompt));
+                        self.spawn(now, session, cli, Some(prompt));
                         session
                     }
                 };
@@ -777,8 +777,8 @@ impl Gateway {
                 let flight = InFlight::new(session, tenant, api, parsed.stream, encoder, headers);
                 self.requests.insert(request, flight);
                 self.drain_session(now, session);
-                if let Some((spec, servers)) = settings {
-                    self.refill(now, &signature, &spec, &servers, warm.is_some());
+                if let Some(cli) = settings {
+                    self.refill(now, &signature, &cli, warm.is_some());
                 }
             }
         }

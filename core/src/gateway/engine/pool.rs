@@ -8,12 +8,22 @@ use super::{
     STRIPPED_ENV,
 };
 use crate::api::ApiRequest;
-use crate::args::{CliArgs, SystemPrompt};
+use crate::args::CliArgs;
 use crate::gateway::registry::SessionId;
 use crate::gateway::translate::cli_model;
 use crate::mcp::{McpServer, McpTool};
 use crate::session::{Session, SessionConfig};
 use crate::Timestamp;
+
+/// How to start a conversation's CLI: its command line and environment (for the host), the
+/// MCP server of the client's tools and the fields of its `initialize` request (the system
+/// prompt goes there, not on the command line: it can be larger than an argument may be).
+#[derive(Debug, Clone)]
+pub(super) struct NewCli {
+    pub(super) spec: CliSpec,
+    pub(super) servers: Vec<McpServer>,
+    pub(super) init: Map<String, Value>,
+}
 
 /// A CLI started ahead of need, waiting for a conversation with its settings.
 #[derive(Debug)]
@@ -31,18 +41,17 @@ impl Gateway {
         request: &ApiRequest,
         tools: Vec<McpTool>,
         tenant: &str,
-    ) -> (CliSpec, Vec<McpServer>) {
+    ) -> NewCli {
         let enabled = &self.config.enabled_tools;
         let external: Vec<McpTool> = tools
             .into_iter()
             .filter(|t| !enabled.contains(&t.name))
             .collect();
+        let mut init = Map::new();
+        if let Some(system) = &request.conversation.system {
+            init.insert("systemPrompt".into(), json!([system]));
+        }
         let mut args = CliArgs {
-            system_prompt: request
-                .conversation
-                .system
-                .clone()
-                .map_or(SystemPrompt::Preset, SystemPrompt::Custom),
             model: cli_model(&request.model, self.config.default_model.as_deref()),
             tools: Some(enabled.clone()),
             allowed_tools: enabled.clone(),
@@ -116,7 +125,11 @@ impl Gateway {
             cwd,
             tenant: dirs,
         };
-        (spec, servers)
+        NewCli {
+            spec,
+            servers,
+            init,
+        }
     }
 
     /// Asks for a CLI for session `id` and sends it `initialize`; `prompt` goes to it once
@@ -125,10 +138,14 @@ impl Gateway {
         &mut self,
         now: Timestamp,
         id: SessionId,
-        spec: CliSpec,
-        servers: Vec<McpServer>,
+        cli: NewCli,
         prompt: Option<FirstPrompt>,
     ) {
+        let NewCli {
+            spec,
+            servers,
+            init,
+        } = cli;
         let mut session = Session::driver(SessionConfig {
             seed: mix(self.config.seed ^ id.rotate_left(17)),
             mcp_servers: servers,
@@ -137,7 +154,7 @@ impl Gateway {
         self.metrics.spawns += 1;
         self.outputs
             .push_back(GatewayOutput::Spawn { session: id, spec });
-        let init_id = match session.initialize(now, &[], Map::new()) {
+        let init_id = match session.initialize(now, &[], init) {
             Ok((init_id, _)) => init_id,
             Err(_) => unreachable!("a new driver session takes commands"),
         };
@@ -174,14 +191,7 @@ impl Gateway {
     /// closing the oldest warm CLI of other settings (at most one). The CLIs start one at a
     /// time ([`pool_step`](Self::pool_step)), so a burst of new conversations does not share
     /// the machine with a burst of starting CLIs.
-    pub(super) fn refill(
-        &mut self,
-        now: Timestamp,
-        signature: &str,
-        spec: &CliSpec,
-        servers: &[McpServer],
-        hit: bool,
-    ) {
+    pub(super) fn refill(&mut self, now: Timestamp, signature: &str, cli: &NewCli, hit: bool) {
         let want = self.config.pool;
         if want == 0 {
             return;
@@ -201,7 +211,7 @@ impl Gateway {
         let count = if hit { room.min(1) } else { room };
         for _ in 0..count {
             self.pool_wanted
-                .push_back((signature.to_owned(), spec.clone(), servers.to_vec()));
+                .push_back((signature.to_owned(), cli.clone()));
         }
     }
 
@@ -214,13 +224,13 @@ impl Gateway {
         if starting || self.lives.len() >= self.config.max_sessions {
             return;
         }
-        let Some((signature, spec, servers)) = self.pool_wanted.pop_front() else {
+        let Some((signature, cli)) = self.pool_wanted.pop_front() else {
             return;
         };
         let now = self.now;
         let id = self.registry.allocate_id();
         self.pool.insert(id, Warm { signature });
-        self.spawn(now, id, spec, servers, None);
+        self.spawn(now, id, cli, None);
         self.drain_session(now, id);
     }
 }
