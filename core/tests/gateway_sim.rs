@@ -865,7 +865,7 @@ fn a_spawn_failure_is_a_500_naming_it() {
 }
 
 #[test]
-fn the_session_cap_is_a_429() {
+fn the_session_cap_makes_room_from_idle_conversations_and_is_a_429_when_none_is() {
     let mut sim = Sim::new(GatewayConfig {
         max_sessions: 1,
         ..GatewayConfig::default()
@@ -875,15 +875,40 @@ fn the_session_cap_is_a_429() {
         "t",
         anthropic(json!([{"role": "user", "content": "One"}]), false),
     );
+    // The first conversation waits for nothing: its CLI gives way.
     let second = sim.send(
         Api::Anthropic,
         "t",
         anthropic(json!([{"role": "user", "content": "Two"}]), false),
     );
-    let response = sim.response(second);
+    assert_eq!(sim.response(second).status, 200);
+    assert_eq!(sim.gateway.session_count(), 1);
+    assert!(sim
+        .gateway
+        .metrics()
+        .contains("ccwire_cli_exits_total{how=\"evicted_idle\"} 1"));
+    // It comes back rebuilt, in its turn making room.
+    let back = json!([{"role": "user", "content": "One"}, {"role": "assistant", "content": "echo: One"},
+                      {"role": "user", "content": "Again"}]);
+    let third = sim.send(Api::Anthropic, "t", anthropic(back, false));
+    assert_eq!(sim.response(third).status, 200);
+    assert_eq!(
+        sim.response(third).header("x-ccwire-session"),
+        Some("rebuilt")
+    );
+    // A conversation whose turn waits for the client's tool result is not idle.
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    let asked = sim.send(Api::Anthropic, "t", anthropic(ask, false));
+    assert_eq!(sim.response(asked).status, 200);
+    let fourth = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "Four"}]), false),
+    );
+    let response = sim.response(fourth);
     assert_eq!(response.status, 429);
     assert_eq!(response.json()["error"]["type"], "rate_limit_error");
-    assert_eq!(sim.clis.len(), 1);
+    assert_eq!(sim.gateway.session_count(), 1);
 }
 
 #[test]

@@ -65,7 +65,8 @@ struct ServeArgs {
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 32 * 1024 * 1024)]
     max_body: usize,
-    /// The most live CLI sessions (conversations); a new one over the cap gets a 429.
+    /// The most live CLI sessions (conversations); a new one over the cap closes the CLI of the
+    /// conversation least recently used that waits for nothing, else gets a 429.
     #[arg(long, default_value_t = 64)]
     max_sessions: usize,
     /// The most responses produced at once; more requests wait in a queue.

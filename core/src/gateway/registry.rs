@@ -373,6 +373,11 @@ impl Registry {
             .is_none_or(|e| !e.busy() && e.held.is_empty() && e.expected.is_empty())
     }
 
+    /// When a session last served a request (`None` for one the registry does not know).
+    pub fn last_active(&self, session: SessionId) -> Option<Timestamp> {
+        self.sessions.get(&session).map(|e| e.last_active)
+    }
+
     /// A session id for a session the host starts ahead of need ([`rekey`](Self::rekey) gives
     /// it a conversation later).
     pub fn allocate_id(&mut self) -> SessionId {

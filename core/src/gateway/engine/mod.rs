@@ -748,10 +748,15 @@ impl Gateway {
                         if self.config.pool > 0 {
                             self.metrics.pool_misses += 1;
                         }
-                        // A conversation goes before a warm CLI of other settings.
+                        // A conversation goes before a warm CLI of other settings, and before
+                        // the CLI of a conversation that waits for nothing (it is rebuilt when
+                        // it comes back), the least recently used first.
                         if self.lives.len() >= self.config.max_sessions {
                             if let Some(&oldest) = self.pool.keys().next() {
                                 self.close(now, oldest);
+                            } else if let Some(idle) = self.idle_to_evict() {
+                                *self.metrics.exits.entry("evicted_idle").or_default() += 1;
+                                self.close(now, idle);
                             }
                         }
                         if self.lives.len() >= self.config.max_sessions {
@@ -1166,6 +1171,24 @@ impl Gateway {
             self.fail(now, request, error);
         }
         self.retire(Retired::Session(Box::new(live)));
+    }
+
+    /// The live conversation used least recently whose CLI waits for nothing: no request in
+    /// flight, no call held or expected from the client, no approval pending, not starting or
+    /// settling an interrupted turn.
+    fn idle_to_evict(&self) -> Option<SessionId> {
+        self.lives
+            .iter()
+            .filter(|(id, live)| {
+                !self.pool.contains_key(id)
+                    && live.request.is_none()
+                    && live.starting.is_none()
+                    && live.settle_by.is_none()
+                    && self.registry.is_idle(**id)
+                    && !self.approvals.values().any(|a| a.session == **id)
+            })
+            .min_by_key(|(id, _)| self.registry.last_active(**id))
+            .map(|(id, _)| *id)
     }
 
     /// Keeps an ended session for the host to free ([`take_ended`](Self::take_ended)); past

@@ -12,7 +12,8 @@ use crate::session::TimeoutReason;
 pub struct GatewayConfig {
     /// Held-call and idle deadlines, stored responses.
     pub limits: Limits,
-    /// The most live CLI sessions at once; a request that needs one more gets a 429.
+    /// The most live CLI sessions at once; a request that needs one more closes a warm CLI, else
+    /// the CLI of the conversation least recently used that waits for nothing, else gets a 429.
     pub max_sessions: usize,
     /// Built-in CLI tools the model may use (they run on the gateway's machine).
     pub enabled_tools: Vec<String>,
