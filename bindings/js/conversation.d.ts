@@ -242,6 +242,9 @@ export interface GatewayOptions {
   maxConcurrent?: number;
   /** The most responses produced at once for one tenant (no limit by default). */
   maxConcurrentPerKey?: number;
+  /** The most live CLI sessions of one tenant: a new conversation over it closes that tenant's
+   * conversation least recently used that waits for nothing, else gets a 429. */
+  maxSessionsPerKey?: number;
   /** The most requests waiting for a free turn (default 256). */
   maxQueue?: number;
   /** How long a request may wait in the queue (default 30 s). */

@@ -580,6 +580,7 @@ struct GatewayOptions {
     publish_index: Option<bool>,
     max_concurrent: Option<usize>,
     max_concurrent_per_key: Option<usize>,
+    max_sessions_per_key: Option<usize>,
     max_queue: Option<usize>,
     queue_timeout_ms: Option<u64>,
     pool: Option<usize>,
@@ -628,6 +629,7 @@ pub fn endpoint_config(text: &str) -> Result<GatewayConfig, JsError> {
     set(&mut c.approval_timeout_ms, o.approval_timeout_ms);
     c.max_concurrent = o.max_concurrent.unwrap_or(c.max_concurrent);
     c.max_concurrent_per_key = o.max_concurrent_per_key.unwrap_or(c.max_concurrent_per_key);
+    c.max_sessions_per_key = o.max_sessions_per_key.unwrap_or(c.max_sessions_per_key);
     c.max_queue = o.max_queue.unwrap_or(c.max_queue);
     c.pool = o.pool.unwrap_or(c.pool);
     c.approvals = o.approvals.unwrap_or(false);

@@ -912,6 +912,46 @@ fn the_session_cap_makes_room_from_idle_conversations_and_is_a_429_when_none_is(
 }
 
 #[test]
+fn a_key_at_its_own_cap_makes_room_from_its_own_conversations_and_spares_the_others() {
+    let mut sim = Sim::new(GatewayConfig {
+        max_sessions: 3,
+        max_sessions_per_key: 2,
+        ..GatewayConfig::default()
+    });
+    let ask = |text: &str| anthropic(json!([{"role": "user", "content": text}]), false);
+    // Alice's conversation, idle.
+    sim.send(Api::Anthropic, "alice", ask("Alice one"));
+    // Mallory fills her share; a third of hers closes her own oldest, not Alice's.
+    sim.send(Api::Anthropic, "mallory", ask("M1"));
+    sim.send(Api::Anthropic, "mallory", ask("M2"));
+    let third = sim.send(Api::Anthropic, "mallory", ask("M3"));
+    assert_eq!(sim.response(third).status, 200);
+    assert_eq!(sim.gateway.tenant_counts("mallory").0, 2);
+    assert_eq!(
+        sim.gateway.tenant_counts("alice").0,
+        1,
+        "alice's CLI is spared"
+    );
+    let back = json!([{"role": "user", "content": "Alice one"}, {"role": "assistant", "content": "echo: Alice one"},
+                      {"role": "user", "content": "Alice two"}]);
+    let alice = sim.send(Api::Anthropic, "alice", anthropic(back, false));
+    assert_eq!(
+        sim.response(alice).header("x-ccwire-session"),
+        Some("continued")
+    );
+    // Both of Mallory's wait for the client's tool result: nothing of hers can give way.
+    sim.send(Api::Anthropic, "mallory", ask("lookup: a"));
+    sim.send(Api::Anthropic, "mallory", ask("lookup: b"));
+    let refused = sim.send(Api::Anthropic, "mallory", ask("M4"));
+    assert_eq!(sim.response(refused).status, 429);
+    assert!(sim.response(refused).json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("this key runs its maximum of 2"));
+    assert_eq!(sim.gateway.tenant_counts("alice").0, 1);
+}
+
+#[test]
 fn tenants_never_share_a_session() {
     let mut sim = Sim::default();
     let hi = json!([{"role": "user", "content": "Hi"}]);

@@ -75,6 +75,10 @@ struct ServeArgs {
     /// The most responses produced at once for one API key.
     #[arg(long)]
     max_concurrent_per_key: Option<usize>,
+    /// The most live CLI sessions of one API key; a new conversation over it closes that key's
+    /// conversation least recently used that waits for nothing, else gets a 429.
+    #[arg(long)]
+    max_sessions_per_key: Option<usize>,
     /// The most requests waiting for a free turn; one more gets a 429.
     #[arg(long, default_value_t = 256)]
     max_queue: usize,
@@ -300,6 +304,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             default_model: args.default_model,
             max_concurrent: args.max_concurrent,
             max_concurrent_per_key: args.max_concurrent_per_key.unwrap_or(usize::MAX),
+            max_sessions_per_key: args.max_sessions_per_key.unwrap_or(usize::MAX),
             max_queue: args.max_queue,
             queue_timeout_ms: seconds(args.queue_timeout),
             pool: args.pool,

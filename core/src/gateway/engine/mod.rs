@@ -728,6 +728,28 @@ impl Gateway {
                     Some(ready) => FirstPrompt::Ready(ready),
                     None => FirstPrompt::Message(UserMessage::blocks(prompt_content(&prompt))),
                 };
+                // A tenant at its own cap makes room from its own conversations.
+                let own = self
+                    .lives
+                    .iter()
+                    .filter(|(id, l)| l.tenant == tenant && !self.pool.contains_key(id))
+                    .count();
+                if own >= self.config.max_sessions_per_key {
+                    let Some(idle) = self.idle_to_evict(Some(tenant)) else {
+                        self.registry.close(session);
+                        let error = ApiError::new(
+                            ApiErrorKind::RateLimit,
+                            format!(
+                                "this key runs its maximum of {} conversations; retry later",
+                                self.config.max_sessions_per_key
+                            ),
+                        )
+                        .retry_after(1);
+                        return self.respond_error(request, api, &headers, &error);
+                    };
+                    *self.metrics.exits.entry("evicted_idle").or_default() += 1;
+                    self.close(now, idle);
+                }
                 let warm = self.take_warm(&signature);
                 let session = match warm {
                     Some(warm) => {
@@ -750,11 +772,14 @@ impl Gateway {
                         }
                         // A conversation goes before a warm CLI of other settings, and before
                         // the CLI of a conversation that waits for nothing (it is rebuilt when
-                        // it comes back), the least recently used first.
+                        // it comes back): the tenant's own first, the least recently used.
                         if self.lives.len() >= self.config.max_sessions {
                             if let Some(&oldest) = self.pool.keys().next() {
                                 self.close(now, oldest);
-                            } else if let Some(idle) = self.idle_to_evict() {
+                            } else if let Some(idle) = self
+                                .idle_to_evict(Some(tenant))
+                                .or_else(|| self.idle_to_evict(None))
+                            {
                                 *self.metrics.exits.entry("evicted_idle").or_default() += 1;
                                 self.close(now, idle);
                             }
@@ -1175,12 +1200,13 @@ impl Gateway {
 
     /// The live conversation used least recently whose CLI waits for nothing: no request in
     /// flight, no call held or expected from the client, no approval pending, not starting or
-    /// settling an interrupted turn.
-    fn idle_to_evict(&self) -> Option<SessionId> {
+    /// settling an interrupted turn; of `tenant`'s conversations when one is named.
+    fn idle_to_evict(&self, tenant: Option<&str>) -> Option<SessionId> {
         self.lives
             .iter()
             .filter(|(id, live)| {
-                !self.pool.contains_key(id)
+                tenant.is_none_or(|t| live.tenant == t)
+                    && !self.pool.contains_key(id)
                     && live.request.is_none()
                     && live.starting.is_none()
                     && live.settle_by.is_none()

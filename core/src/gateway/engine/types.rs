@@ -15,6 +15,10 @@ pub struct GatewayConfig {
     /// The most live CLI sessions at once; a request that needs one more closes a warm CLI, else
     /// the CLI of the conversation least recently used that waits for nothing, else gets a 429.
     pub max_sessions: usize,
+    /// The most live CLI sessions of one tenant (API key): a new conversation of a tenant at
+    /// its cap closes that tenant's conversation least recently used that waits for nothing,
+    /// else gets a 429; no tenant crowds the others out of `max_sessions`.
+    pub max_sessions_per_key: usize,
     /// Built-in CLI tools the model may use (they run on the gateway's machine).
     pub enabled_tools: Vec<String>,
     /// The model for requests that name a model the CLI does not know (`gpt-4o`).
@@ -168,6 +172,7 @@ impl Default for GatewayConfig {
             publish_index: false,
             max_concurrent: 64,
             max_concurrent_per_key: usize::MAX,
+            max_sessions_per_key: usize::MAX,
             max_queue: 256,
             queue_timeout_ms: 30_000,
             pool: 0,
