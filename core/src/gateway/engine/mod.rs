@@ -737,18 +737,11 @@ impl Gateway {
                 if own >= self.config.max_sessions_per_key {
                     let Some(idle) = self.idle_to_evict(Some(tenant)) else {
                         self.registry.close(session);
-                        let error = ApiError::new(
-                            ApiErrorKind::RateLimit,
-                            format!(
-                                "this key runs its maximum of {} conversations; retry later",
-                                self.config.max_sessions_per_key
-                            ),
-                        )
-                        .retry_after(1);
-                        return self.respond_error(request, api, &headers, &error);
+                        let limit = self.config.max_sessions_per_key;
+                        let why = format!("this key runs its maximum of {limit} conversations");
+                        return self.respond_error(request, api, &headers, &at_cap(why));
                     };
-                    *self.metrics.exits.entry("evicted_idle").or_default() += 1;
-                    self.close(now, idle);
+                    self.evict(now, idle);
                 }
                 let warm = self.take_warm(&signature);
                 let session = match warm {
@@ -780,21 +773,14 @@ impl Gateway {
                                 .idle_to_evict(Some(tenant))
                                 .or_else(|| self.idle_to_evict(None))
                             {
-                                *self.metrics.exits.entry("evicted_idle").or_default() += 1;
-                                self.close(now, idle);
+                                self.evict(now, idle);
                             }
                         }
                         if self.lives.len() >= self.config.max_sessions {
                             self.registry.close(session);
-                            let error = ApiError::new(
-                                ApiErrorKind::RateLimit,
-                                format!(
-                                    "the gateway runs its maximum of {} sessions; retry later",
-                                    self.config.max_sessions
-                                ),
-                            )
-                            .retry_after(1);
-                            return self.respond_error(request, api, &headers, &error);
+                            let limit = self.config.max_sessions;
+                            let why = format!("the gateway runs its maximum of {limit} sessions");
+                            return self.respond_error(request, api, &headers, &at_cap(why));
                         }
                         self.spawn(now, session, cli, Some(prompt));
                         session
@@ -1217,6 +1203,12 @@ impl Gateway {
             .map(|(id, _)| *id)
     }
 
+    /// Closes an idle conversation's CLI to make room (it is rebuilt when it comes back).
+    fn evict(&mut self, now: Timestamp, session: SessionId) {
+        *self.metrics.exits.entry("evicted_idle").or_default() += 1;
+        self.close(now, session);
+    }
+
     /// Keeps an ended session for the host to free ([`take_ended`](Self::take_ended)); past
     /// a few, the oldest is freed here.
     fn retire(&mut self, retired: Retired) {
@@ -1564,6 +1556,11 @@ impl Gateway {
             self.count(&arrival.tenant, |m| m.response.observe(took));
         }
     }
+}
+
+/// The 429 of a cap, `why` in words; worth trying again in a second.
+fn at_cap(why: String) -> ApiError {
+    ApiError::new(ApiErrorKind::RateLimit, format!("{why}; retry later")).retry_after(1)
 }
 
 fn seconds(now: Timestamp, since: Timestamp) -> f64 {
