@@ -39,11 +39,9 @@ impl Marks {
     /// process or another, running or not.
     pub fn new() -> Marks {
         static SERVERS: AtomicU64 = AtomicU64::new(0);
-        let pid = std::process::id();
-        let start = Stat::of(pid).map_or(0, |s| s.start);
         let n = SERVERS.fetch_add(1, Ordering::Relaxed);
         Marks {
-            gateway: format!("{pid}.{start}.{n}"),
+            gateway: format!("{}.{n}", gateway_id()),
         }
     }
 
@@ -81,14 +79,7 @@ pub fn sweep_session(mark: &str) -> usize {
 pub fn sweep_orphans() -> usize {
     let killed = sweep(|mark| {
         let gateway = mark.split_once('/').map_or(mark, |(g, _)| g);
-        let mut parts = gateway.split('.');
-        let (Some(Ok(pid)), Some(Ok(start))) = (
-            parts.next().map(str::parse::<u32>),
-            parts.next().map(str::parse::<u64>),
-        ) else {
-            return false;
-        };
-        !Stat::of(pid).is_some_and(|s| s.start == start && s.running())
+        gateway_running(gateway) == Some(false)
     });
     if killed > 0 {
         tracing::info!(
@@ -133,10 +124,20 @@ impl Watchdog {
     }
 }
 
-/// This process, as a watchdog names it: `<pid>.<start time>`.
+/// This process, as a watchdog names it: `<pid>.<start time>` (the process, not just its
+/// pid, which the system may give another process later).
 pub fn gateway_id() -> String {
     let pid = std::process::id();
     format!("{pid}.{}", Stat::of(pid).map_or(0, |s| s.start))
+}
+
+/// Whether the process `id` names (`<pid>.<start time>`, and whatever follows) still runs;
+/// `None` when `id` names none.
+fn gateway_running(id: &str) -> Option<bool> {
+    let mut parts = id.split('.');
+    let pid = parts.next()?.parse::<u32>().ok()?;
+    let start = parts.next()?.parse::<u64>().ok()?;
+    Some(Stat::of(pid).is_some_and(|s| s.start == start && s.running()))
 }
 
 /// The work of a [`Watchdog`]: waits for the end of standard input, then for the end of the
@@ -148,16 +149,11 @@ pub fn watch(gateway: &str) -> usize {
     let mut input = io::stdin().lock();
     while !matches!(input.read(&mut sink), Ok(0) | Err(_)) {}
     // The gateway's descriptors close as it exits, a moment before it has ended.
-    if let Some((pid, start)) = gateway
-        .split_once('.')
-        .and_then(|(pid, start)| Some((pid.parse::<u32>().ok()?, start.parse::<u64>().ok()?)))
-    {
-        for _ in 0..500 {
-            if !Stat::of(pid).is_some_and(|s| s.start == start && s.running()) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
+    for _ in 0..500 {
+        if gateway_running(gateway) != Some(true) {
+            break;
         }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let prefix = format!("{gateway}.");
     let killed = sweep(|mark| mark.starts_with(&prefix));
