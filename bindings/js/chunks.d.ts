@@ -572,7 +572,12 @@ permission_denials: Json,
 /**
  * Error texts on error subtypes.
  */
-errors: Json, } | { "type": "control_result", 
+errors: Json, 
+/**
+ * The object the model produced in structured-output mode (the CLI's `--json-schema`,
+ * `initialize.jsonSchema`), validated against the schema by the CLI.
+ */
+structured_output?: Json, } | { "type": "control_result", 
 /**
  * The host's request id.
  */

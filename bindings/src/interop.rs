@@ -451,6 +451,7 @@ pub fn encoder_options(text: &str) -> Result<EncoderOptions, JsError> {
         previous_response_id: options.previous_response_id,
         store: options.store,
         show_thinking: options.show_thinking,
+        structured: None,
     })
 }
 

@@ -536,6 +536,15 @@ pub enum Chunk {
             serde(default, deserialize_with = "crate::json::buffered")
         )]
         errors: Json,
+        /// The object the model produced in structured-output mode (the CLI's `--json-schema`,
+        /// `initialize.jsonSchema`), validated against the schema by the CLI.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered_option")
+        )]
+        structured_output: Option<Json>,
     },
     /// The answer to a control request the host sent.
     ControlResult {

@@ -341,6 +341,7 @@ pub fn encoders(data: &[u8]) {
                 previous_response_id: None,
                 store: shape & 4 != 0,
                 show_thinking: shape & 8 != 0,
+                structured: None,
             });
             let mut sequence = None;
             for (i, chunk) in chunks.iter().enumerate() {

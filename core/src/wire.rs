@@ -284,6 +284,9 @@ pub struct WireMessage<'a> {
     /// `errors` (result).
     #[serde(borrow, default)]
     pub errors: Option<&'a RawValue>,
+    /// `structured_output` (result): the object of a turn in structured-output mode.
+    #[serde(borrow, default)]
+    pub structured_output: Option<&'a RawValue>,
     /// `model` (system/init).
     #[serde(borrow, default)]
     pub model: Option<Cow<'a, str>>,

@@ -631,8 +631,12 @@ fn bad_responses_requests_name_the_field() {
             "tools[0].name",
         ),
         (
-            json!({"model": "m", "input": "hi", "text": {"format": {"type": "json_schema"}}}),
-            "text.format",
+            json!({"model": "m", "input": "hi", "text": {"format": {"type": "xml"}}}),
+            "text.format.type",
+        ),
+        (
+            json!({"model": "m", "input": "hi", "text": {"format": {"type": "json_schema", "name": "n", "schema": {"type": "array"}}}}),
+            "text.format.schema",
         ),
         (
             json!({"model": "m", "input": "hi", "background": true}),
@@ -648,7 +652,7 @@ fn bad_responses_requests_name_the_field() {
         ),
         (
             json!({"model": "m", "input": "hi", "tools": [{"type": "function", "name": "a"}, {"type": "function", "name": "b"}],
-                   "tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "a"}]}}),
+                   "tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "c"}]}}),
             "tool_choice",
         ),
     ];
@@ -684,4 +688,111 @@ fn openai_system_messages_after_the_first_message_stay_in_their_turn() {
             text: "<system>\nnow be terse\n</system>\n\nagain".into()
         }]
     );
+}
+
+/// Structured output, as each API asks for it, becomes one object schema: named and described
+/// by the format, `json_object` any object; `text` asks for none.
+#[test]
+fn every_api_asks_for_structured_output_as_an_object_schema() {
+    let person =
+        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
+    let named = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+                       "title": "Person", "description": "Who"});
+    let chat = |format: Value| {
+        openai::parse_request(
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "response_format": format})
+                .to_string()
+                .as_bytes(),
+        )
+    };
+    let req = chat(json!({"type": "json_schema", "json_schema": {"name": "Person", "description": "Who", "strict": true, "schema": person}})).unwrap();
+    assert_eq!(req.json_schema, Some(named.clone()));
+    assert_eq!(
+        chat(json!({"type": "json_object"})).unwrap().json_schema,
+        Some(json!({"type": "object"}))
+    );
+    assert_eq!(chat(json!({"type": "text"})).unwrap().json_schema, None);
+    let err = chat(
+        json!({"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "string"}}}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.param.as_deref(),
+        Some("response_format.json_schema.schema")
+    );
+
+    let req = responses::parse_request(
+        json!({"model": "m", "input": "hi", "text": {"format": {"type": "json_schema", "name": "Person", "description": "Who", "schema": person}, "verbosity": "low"}})
+            .to_string()
+            .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(req.json_schema, Some(named));
+    assert!(req.ignored.is_empty(), "{:?}", req.ignored);
+
+    let messages = |extra: Value| {
+        let mut body = json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        anthropic::parse_request(body.to_string().as_bytes())
+    };
+    for extra in [
+        json!({"output_format": {"type": "json_schema", "schema": person}}),
+        json!({"output_config": {"format": {"type": "json_schema", "schema": person}, "effort": "low"}}),
+    ] {
+        let req = messages(extra.clone()).unwrap();
+        assert_eq!(req.json_schema, Some(person.clone()), "{extra}");
+        assert!(req.ignored.is_empty(), "{extra}: {:?}", req.ignored);
+    }
+    // `properties` without a `type` is an object schema.
+    let req =
+        messages(json!({"output_format": {"type": "json_schema", "schema": {"properties": {}}}}))
+            .unwrap();
+    assert_eq!(
+        req.json_schema,
+        Some(json!({"type": "object", "properties": {}}))
+    );
+}
+
+/// `allowed_tools` leaves only the tools it names, and its mode says whether a call is required.
+#[test]
+fn allowed_tools_narrow_the_tools_offered() {
+    let tools = json!([
+        {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}},
+        {"type": "function", "function": {"name": "b", "parameters": {"type": "object"}}},
+    ]);
+    let req = openai::parse_request(
+        json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools,
+               "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "required",
+                   "tools": [{"type": "function", "function": {"name": "b"}}]}}})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(req.tool_choice, ToolChoice::Any);
+    let names: Vec<&str> = req
+        .conversation
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(names, ["b"]);
+
+    let req = responses::parse_request(
+        json!({"model": "m", "input": "hi",
+               "tools": [{"type": "function", "name": "a"}, {"type": "function", "name": "b"}],
+               "tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "a"}]}})
+        .to_string()
+        .as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(req.tool_choice, ToolChoice::Auto);
+    let names: Vec<&str> = req
+        .conversation
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(names, ["a"]);
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use ccwire_core::api::response::{EncoderOptions, Outcome, ResponseEncoder};
+use ccwire_core::api::response::{EncoderOptions, Outcome, ResponseEncoder, StructuredAnswer};
 use ccwire_core::api::{Api, ApiErrorKind};
 use ccwire_core::Chunk;
 use serde_json::{json, Value};
@@ -25,6 +25,7 @@ fn options_showing(api: Api, stream: bool, show_thinking: bool) -> EncoderOption
         previous_response_id: None,
         store: false,
         show_thinking,
+        structured: None,
     }
 }
 
@@ -791,4 +792,213 @@ fn thinking_is_shown_in_each_api_s_shape_when_asked_for() {
         showing.push(chunk);
     }
     assert_eq!(plain.message(), showing.message());
+}
+
+/// The CLI's lines of a turn in structured-output mode: the model says a few words, then calls
+/// the structured-output tool with `input` (streamed), the CLI takes the call and the turn ends
+/// with `structured_output` (absent when the model never produced a valid object).
+fn structured_turn(input: Value, structured_output: Option<Value>) -> Vec<Chunk> {
+    let id = "msg_so";
+    let event = |event: Value| {
+        json!({"type": "stream_event", "event": event, "session_id": "s", "parent_tool_use_id": null, "api_message_id": id})
+            .to_string()
+    };
+    let input_text = input.to_string();
+    let (head, tail) = input_text.split_at(input_text.len() / 2);
+    let mut lines = vec![
+        event(
+            json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5", "content": [], "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
+        event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Here it is."}})),
+        event(json!({"type": "content_block_stop", "index": 0})),
+        event(json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_so", "name": "StructuredOutput", "input": {}}})),
+        event(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": head}})),
+        event(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": tail}})),
+        event(json!({"type": "content_block_stop", "index": 1})),
+        event(json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 20}})),
+        event(json!({"type": "message_stop"})),
+        json!({"type": "assistant", "message": {"id": id, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": "Here it is."}, {"type": "tool_use", "id": "toolu_so", "name": "StructuredOutput", "input": input}],
+            "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}, "parent_tool_use_id": null, "session_id": "s", "uuid": "u1"})
+        .to_string(),
+        json!({"type": "user", "message": {"role": "user", "content": [{"tool_use_id": "toolu_so", "type": "tool_result",
+            "content": "Structured output provided successfully"}]}, "parent_tool_use_id": null, "session_id": "s", "uuid": "u2"})
+        .to_string(),
+    ];
+    let mut result = json!({"type": "result", "subtype": "success", "is_error": false, "num_turns": 2,
+        "result": "Here it is.", "stop_reason": "tool_use", "session_id": "s"});
+    if let Some(object) = structured_output {
+        result["structured_output"] = object;
+    }
+    lines.push(result.to_string());
+    ccwire_core::replay((lines.join("\n") + "\n").as_bytes())
+}
+
+/// One response of a structured-output turn in `api`, streamed and not: (SSE frames, body).
+fn structured_response(
+    chunks: &[Chunk],
+    api: Api,
+    answer: StructuredAnswer,
+) -> (Vec<String>, Option<Value>, Outcome) {
+    let options = |stream| EncoderOptions {
+        structured: Some(answer.clone()),
+        client_tool_prefix: None,
+        ..options(api, stream)
+    };
+    let mut stream = ResponseEncoder::new(options(true));
+    let mut plain = ResponseEncoder::new(options(false));
+    let mut frames = Vec::new();
+    for chunk in chunks {
+        frames.extend(stream.push(chunk));
+        plain.push(chunk);
+    }
+    let outcome = plain.outcome().cloned().expect("the turn ended");
+    assert_eq!(stream.outcome(), Some(&outcome));
+    (frames, plain.body(), outcome)
+}
+
+/// A structured answer is the model's object alone — its other words and the CLI's own tool
+/// left out — as JSON text in each API's shape, streamed and not alike.
+#[test]
+fn a_structured_answer_is_the_object_as_json_text() {
+    let object = json!({"name": "Ada", "age": 36});
+    let chunks = structured_turn(object.clone(), Some(object.clone()));
+    let text_of = |api: Api, body: &Value| -> String {
+        match api {
+            Api::Anthropic => {
+                let content = body["content"].as_array().unwrap();
+                assert_eq!(content.len(), 1, "{body}");
+                content[0]["text"].as_str().unwrap().to_owned()
+            }
+            Api::OpenAi => body["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+            Api::Responses => {
+                let output = body["output"].as_array().unwrap();
+                assert_eq!(output.len(), 1, "{body}");
+                output[0]["content"][0]["text"].as_str().unwrap().to_owned()
+            }
+        }
+    };
+    for api in Api::ALL {
+        let (frames, body, outcome) = structured_response(&chunks, api, StructuredAnswer::Json);
+        assert_eq!(outcome, Outcome::Finished("end_turn".into()), "{api:?}");
+        let body = body.unwrap();
+        let text = text_of(api, &body);
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            object,
+            "{api:?}"
+        );
+        let streamed = match api {
+            Api::Anthropic => accumulate_anthropic(&frames),
+            Api::OpenAi => accumulate_openai(&frames),
+            Api::Responses => accumulate_responses(&frames),
+        }
+        .unwrap();
+        let joined = frames.concat();
+        assert!(!joined.contains("Here it is"), "{api:?}: {joined}");
+        assert!(!joined.contains("StructuredOutput"), "{api:?}: {joined}");
+        if api == Api::OpenAi {
+            assert_eq!(body["choices"][0]["finish_reason"], "stop");
+            assert_eq!(streamed["message"]["content"].as_str(), Some(text.as_str()));
+        } else {
+            assert_eq!(text_of(api, &streamed), text, "{api:?}");
+        }
+    }
+}
+
+/// A forced tool call is answered as a call of the client's tool with the object as its input;
+/// a call of any tool as the tool the object names.
+#[test]
+fn a_forced_tool_call_is_the_object_as_the_tool_s_input() {
+    let input = json!({"city": "Paris"});
+    let cases = [
+        (StructuredAnswer::Tool("get_weather".into()), input.clone()),
+        (
+            StructuredAnswer::AnyTool,
+            json!({"tool": "get_weather", "input": input}),
+        ),
+    ];
+    for (answer, object) in cases {
+        let chunks = structured_turn(object.clone(), Some(object));
+        for api in Api::ALL {
+            let (frames, body, outcome) = structured_response(&chunks, api, answer.clone());
+            assert_eq!(outcome, Outcome::Finished("tool_use".into()), "{api:?}");
+            let body = body.unwrap();
+            let (name, args) = match api {
+                Api::Anthropic => {
+                    assert_eq!(body["stop_reason"], "tool_use");
+                    let call = &body["content"][0];
+                    assert_eq!(call["id"], "toolu_so");
+                    (call["name"].clone(), call["input"].clone())
+                }
+                Api::OpenAi => {
+                    assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
+                    let call = &body["choices"][0]["message"]["tool_calls"][0];
+                    let args: Value =
+                        serde_json::from_str(call["function"]["arguments"].as_str().unwrap())
+                            .unwrap();
+                    (call["function"]["name"].clone(), args)
+                }
+                Api::Responses => {
+                    let call = &body["output"][0];
+                    assert_eq!(call["type"], "function_call");
+                    let args: Value =
+                        serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+                    (call["name"].clone(), args)
+                }
+            };
+            assert_eq!(
+                (name, args),
+                (json!("get_weather"), input.clone()),
+                "{api:?}"
+            );
+            let streamed = match api {
+                Api::Anthropic => accumulate_anthropic(&frames),
+                Api::OpenAi => accumulate_openai(&frames),
+                Api::Responses => accumulate_responses(&frames),
+            };
+            assert!(streamed.is_ok(), "{api:?}: {streamed:?}");
+            assert!(!frames.concat().contains("StructuredOutput"), "{api:?}");
+        }
+    }
+}
+
+/// A turn that ends without the object — the model kept answering in text, or its object never
+/// matched the schema — is an error, never the free text.
+#[test]
+fn no_object_is_an_error_not_free_text() {
+    let chunks = structured_turn(json!({"name": "Ada"}), None);
+    for api in Api::ALL {
+        let (frames, body, outcome) = structured_response(&chunks, api, StructuredAnswer::Json);
+        let Outcome::Failed(error) = outcome else {
+            panic!("{api:?}: {outcome:?}")
+        };
+        assert_eq!(error.kind, ApiErrorKind::Api);
+        assert!(
+            error.message.contains("structured output"),
+            "{}",
+            error.message
+        );
+        assert!(body.is_none());
+        assert!(!frames.concat().contains("Here it is"), "{api:?}");
+    }
+    let lines = [json!({"type": "result", "subtype": "error_max_structured_output_retries", "is_error": true,
+        "num_turns": 6, "session_id": "s", "errors": ["Failed to provide valid structured output after 5 attempts"]})
+    .to_string()];
+    let chunks = ccwire_core::replay((lines.join("\n") + "\n").as_bytes());
+    let (_, _, outcome) = structured_response(&chunks, Api::OpenAi, StructuredAnswer::Json);
+    let Outcome::Failed(error) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(error.kind.status(), 500);
+    assert!(
+        error.message.contains("after 5 attempts"),
+        "{}",
+        error.message
+    );
 }

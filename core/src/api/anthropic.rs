@@ -147,14 +147,16 @@ fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
     conversation.tools = tools(map.remove("tools"))?;
     let tool_choice = tool_choice(map.remove("tool_choice"))?;
     let thinking = super::parse_thinking(map.remove("thinking"))?;
+    // Structured outputs: `output_format` (the beta's name) or `output_config.format`.
+    let mut json_schema = match map.remove("output_format").filter(|f| !f.is_null()) {
+        Some(format) => super::output_format("output_format", &format)?,
+        None => None,
+    };
     let effort = match map.remove("output_config") {
         None | Some(Value::Null) => None,
         Some(Value::Object(mut config)) => {
-            if config.remove("format").is_some_and(|f| !f.is_null()) {
-                return Err(ApiError::invalid(
-                    "output_config.format",
-                    "output_config.format: structured outputs are not supported by this gateway",
-                ));
+            if let Some(format) = config.remove("format").filter(|f| !f.is_null()) {
+                json_schema = super::output_format("output_config.format", &format)?;
             }
             match config.remove("effort") {
                 None | Some(Value::Null) => None,
@@ -178,6 +180,7 @@ fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
         max_tokens,
         include_usage: true,
         tool_choice,
+        json_schema,
         conversation,
         ignored,
         previous_response_id: None,

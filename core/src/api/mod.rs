@@ -67,6 +67,128 @@ pub enum Thinking {
     Disabled,
 }
 
+/// The JSON Schema of a structured-output format object, `field` naming it in errors:
+/// `{"type": "text"}` asks for none; `{"type": "json_object"}` for any object;
+/// `{"type": "json_schema", …}` for the schema in `json_schema.schema` (Chat Completions) or
+/// `schema` (Responses, Anthropic), named by `name` and described by `description` there.
+///
+/// # Errors
+/// 400 naming `field` for another type, or a schema whose root is not an object (the model
+/// answers through a tool whose input is the object, as the APIs require).
+pub(crate) fn output_format(field: &str, format: &Value) -> Result<Option<Value>, ApiError> {
+    let Some(format) = format.as_object() else {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field}: must be an object"),
+        ));
+    };
+    match format.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(json!({"type": "object"}))),
+        Some("json_schema") => {
+            // Chat Completions nests the schema and its name; the other APIs do not.
+            let (inner, at) = match format.get("json_schema") {
+                Some(Value::Object(inner)) => (inner, format!("{field}.json_schema")),
+                _ => (format, field.to_owned()),
+            };
+            let schema = match inner.get("schema") {
+                None | Some(Value::Null) => json!({"type": "object"}),
+                Some(schema) => schema.clone(),
+            };
+            let text = |key: &str| {
+                inner
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+            };
+            object_schema(
+                &format!("{at}.schema"),
+                schema,
+                text("name"),
+                text("description"),
+            )
+            .map(Some)
+        }
+        _ => Err(ApiError::invalid(
+            format!("{field}.type"),
+            format!("{field}.type: must be text, json_object or json_schema"),
+        )),
+    }
+}
+
+/// A schema for an object, as a structured answer needs: an object whose `type` is `object`
+/// (added when left out beside `properties`), titled and described when it is not already.
+///
+/// # Errors
+/// 400 naming `field` when the schema is not an object schema.
+pub(crate) fn object_schema(
+    field: &str,
+    schema: Value,
+    title: Option<&str>,
+    description: Option<&str>,
+) -> Result<Value, ApiError> {
+    let Value::Object(mut schema) = schema else {
+        return Err(ApiError::invalid(
+            field,
+            format!("{field}: must be a JSON Schema object"),
+        ));
+    };
+    match schema.get("type") {
+        None if !schema.contains_key("$ref") => {
+            schema.insert("type".into(), json!("object"));
+        }
+        Some(Value::String(t)) if t == "object" => {}
+        _ => {
+            return Err(ApiError::invalid(
+                field,
+                format!(
+                    "{field}: the root of the schema must be {{\"type\": \"object\"}} (wrap \
+                     another value in an object's property)"
+                ),
+            ))
+        }
+    }
+    for (key, value) in [("title", title), ("description", description)] {
+        if let (Some(value), false) = (value, schema.contains_key(key)) {
+            schema.insert(key.into(), json!(value));
+        }
+    }
+    Ok(Value::Object(schema))
+}
+
+/// Applies an `allowed_tools` choice (Chat Completions, Responses): only the tools it names
+/// stay offered (`names`), and its `mode` makes the choice `auto` or `required`.
+///
+/// # Errors
+/// 400 naming `tool_choice` when a name is not one of the request's tools, or the mode is
+/// neither `auto` nor `required`.
+pub(crate) fn allowed_tools(
+    conversation: &mut Conversation,
+    names: &[&str],
+    mode: Option<&str>,
+) -> Result<ToolChoice, ApiError> {
+    if let Some(unknown) = names
+        .iter()
+        .find(|n| !conversation.tools.iter().any(|t| t.name == **n))
+    {
+        return Err(ApiError::invalid(
+            "tool_choice",
+            format!("tool_choice: allowed_tools names {unknown:?}, which is not in tools"),
+        ));
+    }
+    conversation
+        .tools
+        .retain(|t| names.contains(&t.name.as_str()));
+    match mode {
+        None | Some("auto") => Ok(ToolChoice::Auto),
+        Some("required") => Ok(ToolChoice::Any),
+        Some(_) => Err(ApiError::invalid(
+            "tool_choice",
+            "tool_choice: allowed_tools mode must be auto or required",
+        )),
+    }
+}
+
 /// The CLI's effort levels (`--effort`).
 pub const EFFORT_LEVELS: &[&str] = &["low", "medium", "high", "xhigh", "max"];
 
@@ -85,6 +207,12 @@ pub struct ApiRequest {
     pub include_usage: bool,
     /// How the model may use tools.
     pub tool_choice: ToolChoice,
+    /// The JSON Schema the answer must match, when the request asks for structured output:
+    /// OpenAI `response_format` (`json_schema`, or `json_object`: any object), Responses
+    /// `text.format`, Anthropic `output_format` and `output_config.format`. Always an object
+    /// schema (`"type": "object"`); the format's `name` and `description` are its `title` and
+    /// `description` when it has none.
+    pub json_schema: Option<Value>,
     /// The conversation, canonical.
     pub conversation: Conversation,
     /// Top-level fields that were accepted and ignored, known or not, sorted by name

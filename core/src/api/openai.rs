@@ -68,14 +68,10 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         }
         map.remove(unsupported);
     }
-    if let Some(format) = map.remove("response_format").filter(|f| !f.is_null()) {
-        if format.get("type").and_then(Value::as_str) != Some("text") {
-            return Err(ApiError::invalid(
-                "response_format",
-                "response_format: only {\"type\":\"text\"} is supported",
-            ));
-        }
-    }
+    let json_schema = match map.remove("response_format").filter(|f| !f.is_null()) {
+        Some(format) => super::output_format("response_format", &format)?,
+        None => None,
+    };
     let stream = match map.remove("stream") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => b,
@@ -166,7 +162,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         conversation.system = Some(system.join("\n\n"));
     }
     conversation.tools = tools(map.remove("tools"))?;
-    let tool_choice = tool_choice(map.remove("tool_choice"))?;
+    let tool_choice = tool_choice(map.remove("tool_choice"), &mut conversation)?;
     let (effort, thinking) = match map.remove("reasoning_effort") {
         None | Some(Value::Null) => (None, None),
         Some(effort) => super::parse_openai_effort("reasoning_effort", &effort)?,
@@ -180,6 +176,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         max_tokens,
         include_usage,
         tool_choice,
+        json_schema,
         conversation,
         ignored,
         previous_response_id: None,
@@ -348,24 +345,54 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
     Ok(specs.into_vec())
 }
 
-fn tool_choice(choice: Option<Value>) -> Result<ToolChoice, ApiError> {
+/// `tool_choice`: `auto`, `required`, `none`, a function, or `allowed_tools` (which leaves
+/// only the tools it names in `conversation`).
+fn tool_choice(
+    choice: Option<Value>,
+    conversation: &mut Conversation,
+) -> Result<ToolChoice, ApiError> {
+    let invalid = || {
+        ApiError::invalid(
+            "tool_choice",
+            "tool_choice: must be auto, required, none, a function or allowed_tools",
+        )
+    };
     match choice {
         None | Some(Value::Null) => Ok(ToolChoice::Auto),
         Some(Value::String(s)) => match s.as_str() {
             "auto" => Ok(ToolChoice::Auto),
             "required" => Ok(ToolChoice::Any),
             "none" => Ok(ToolChoice::None),
-            _ => Err(ApiError::invalid(
-                "tool_choice",
-                "tool_choice: must be auto, required, none or a function",
-            )),
+            _ => Err(invalid()),
         },
-        Some(choice) => match choice.pointer("/function/name").and_then(Value::as_str) {
-            Some(name) => Ok(ToolChoice::Tool(name.to_owned())),
-            None => Err(ApiError::invalid(
-                "tool_choice",
-                "tool_choice.function.name: field required",
-            )),
+        Some(choice) => match choice.get("type").and_then(Value::as_str) {
+            Some("allowed_tools") => {
+                let names: Vec<&str> = choice
+                    .pointer("/allowed_tools/tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| {
+                        t.pointer("/function/name")
+                            .or_else(|| t.get("name"))
+                            .and_then(Value::as_str)
+                    })
+                    .collect();
+                let mode = choice
+                    .pointer("/allowed_tools/mode")
+                    .and_then(Value::as_str);
+                super::allowed_tools(conversation, &names, mode)
+            }
+            Some("function") | None => {
+                match choice.pointer("/function/name").and_then(Value::as_str) {
+                    Some(name) => Ok(ToolChoice::Tool(name.to_owned())),
+                    None => Err(ApiError::invalid(
+                        "tool_choice",
+                        "tool_choice.function.name: field required",
+                    )),
+                }
+            }
+            Some(_) => Err(invalid()),
         },
     }
 }

@@ -80,6 +80,7 @@ fn encoder(api: Api, stream: bool) -> ResponseEncoder {
         previous_response_id: None,
         store: false,
         show_thinking: false,
+        structured: None,
     })
 }
 

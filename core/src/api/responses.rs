@@ -80,15 +80,14 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
             ));
         }
     }
-    if let Some(text) = map.remove("text").filter(|t| !t.is_null()) {
-        let format = text.pointer("/format/type").and_then(Value::as_str);
-        if format.is_some_and(|f| f != "text") {
-            return Err(ApiError::invalid(
-                "text.format",
-                "text.format: only {\"type\":\"text\"} is supported",
-            ));
-        }
-    }
+    // `text.verbosity` is ignored: the model's length is its own.
+    let json_schema = match map.remove("text").filter(|t| !t.is_null()) {
+        Some(text) => match text.get("format").filter(|f| !f.is_null()) {
+            Some(format) => super::output_format("text.format", format)?,
+            None => None,
+        },
+        None => None,
+    };
     let stream = match map.remove("stream") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => b,
@@ -168,7 +167,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
     }
     let mut ignored: Vec<String> = Vec::new();
     conversation.tools = tools(map.remove("tools"), &mut ignored)?;
-    let tool_choice = tool_choice(map.remove("tool_choice"), &conversation.tools)?;
+    let tool_choice = tool_choice(map.remove("tool_choice"), &mut conversation)?;
     let (mut effort, mut thinking, mut show_thinking) = (None, None, false);
     if let Some(reasoning) = map.remove("reasoning").filter(|r| !r.is_null()) {
         if let Some(value) = reasoning.get("effort").filter(|e| !e.is_null()) {
@@ -190,6 +189,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         max_tokens,
         include_usage: true,
         tool_choice,
+        json_schema,
         conversation,
         ignored,
         previous_response_id,
@@ -453,11 +453,16 @@ fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec
     Ok(specs.into_vec())
 }
 
-fn tool_choice(choice: Option<Value>, specs: &[ToolSpec]) -> Result<ToolChoice, ApiError> {
+/// `tool_choice`: `auto`, `required`, `none`, a function, or `allowed_tools` (which leaves
+/// only the tools it names in `conversation`).
+fn tool_choice(
+    choice: Option<Value>,
+    conversation: &mut Conversation,
+) -> Result<ToolChoice, ApiError> {
     let invalid = || {
         ApiError::invalid(
             "tool_choice",
-            "tool_choice: must be auto, required, none or a function",
+            "tool_choice: must be auto, required, none, a function or allowed_tools",
         )
     };
     match choice {
@@ -476,26 +481,16 @@ fn tool_choice(choice: Option<Value>, specs: &[ToolSpec]) -> Result<ToolChoice, 
                     "tool_choice.name: field required",
                 )),
             },
-            // Allowing every tool is `auto` or `required`; a subset cannot be enforced.
             Some("allowed_tools") => {
-                let allowed: std::collections::HashSet<&str> = choice
+                let names: Vec<&str> = choice
                     .get("tools")
                     .and_then(Value::as_array)
                     .into_iter()
                     .flatten()
                     .filter_map(|t| t.get("name").and_then(Value::as_str))
                     .collect();
-                if specs.iter().any(|s| !allowed.contains(s.name.as_str())) {
-                    return Err(ApiError::invalid(
-                        "tool_choice",
-                        "tool_choice: allowed_tools with a subset of the tools is not supported \
-                         (the model may call any tool it is given)",
-                    ));
-                }
-                match choice.get("mode").and_then(Value::as_str) {
-                    Some("required") => Ok(ToolChoice::Any),
-                    _ => Ok(ToolChoice::Auto),
-                }
+                let mode = choice.get("mode").and_then(Value::as_str);
+                super::allowed_tools(conversation, &names, mode)
             }
             _ => Err(invalid()),
         },

@@ -1170,7 +1170,7 @@ mod tests {
     }
 
     #[test]
-    fn only_tool_choice_auto_is_honoured_when_there_are_tools() {
+    fn a_tool_choice_must_name_a_tool_the_request_has() {
         let with = |choice: &str, tools: bool| {
             let tools = if tools {
                 r#","tools":[{"name":"lookup","input_schema":{"type":"object"}}]"#
@@ -1178,16 +1178,32 @@ mod tests {
                 ""
             };
             let body = format!(
-                r#"{{"model":"m","max_tokens":1,"messages":[{{"role":"user","content":"hi"}}],"tool_choice":{{"type":"{choice}"}}{tools}}}"#
+                r#"{{"model":"m","max_tokens":1,"messages":[{{"role":"user","content":"hi"}}],"tool_choice":{choice}{tools}}}"#
             );
             check_request(&crate::api::anthropic::parse_request(body.as_bytes()).unwrap())
         };
-        assert!(with("auto", true).is_ok());
-        assert!(with("none", false).is_ok());
-        let err = with("any", true).unwrap_err();
-        assert_eq!(err.status(), 400);
-        assert_eq!(err.param.as_deref(), Some("tool_choice"));
-        assert!(with("none", true).is_err());
+        for ok in [
+            (r#"{"type":"auto"}"#, true),
+            (r#"{"type":"none"}"#, false),
+            (r#"{"type":"none"}"#, true),
+            (r#"{"type":"any"}"#, true),
+            (r#"{"type":"tool","name":"lookup"}"#, true),
+        ] {
+            assert!(with(ok.0, ok.1).is_ok(), "{ok:?}");
+        }
+        for (choice, tools, says) in [
+            (r#"{"type":"any"}"#, false, "has no tools"),
+            (
+                r#"{"type":"tool","name":"other"}"#,
+                true,
+                "\"other\", which is not in tools",
+            ),
+        ] {
+            let err = with(choice, tools).unwrap_err();
+            assert_eq!(err.status(), 400);
+            assert_eq!(err.param.as_deref(), Some("tool_choice"));
+            assert!(err.message.contains(says), "{}", err.message);
+        }
     }
 
     #[test]

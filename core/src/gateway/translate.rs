@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
+use crate::api::response::StructuredAnswer;
 use crate::api::{ApiError, ApiRequest, Thinking, ToolChoice};
 use crate::conversation::{mcp_tool_name, Block, Conversation, HistoryHasher, Message, Role};
 use crate::mcp::McpCallResult;
@@ -97,7 +98,14 @@ fn settings_scope(request: &ApiRequest) -> String {
         Some(Thinking::Budget(n)) => format!("--max-thinking-tokens {n}"),
     };
     let effort = request.effort.map(|e| format!("--effort {e}"));
-    [Some(thinking).filter(|t| !t.is_empty()), effort]
+    // A structured-output session answers every turn against its schema.
+    let schema = structured(request).map(|s| {
+        use sha2::Digest;
+        let text = format!("{:?}\n{}", s.answer, s.schema);
+        let digest = crate::conversation::hex(&sha2::Sha256::digest(text.as_bytes()));
+        format!("--json-schema {digest}")
+    });
+    [Some(thinking).filter(|t| !t.is_empty()), effort, schema]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
@@ -124,8 +132,8 @@ pub fn cli_model(requested: &str, default: Option<&str>) -> Option<String> {
 const MODEL_NAME_LIMIT: usize = 256;
 
 /// Refuses a request the CLI cannot honour: a model name longer than any model's (it goes on
-/// the CLI's command line), or a `tool_choice` other than `auto` (the model decides whether
-/// to call tools) unless there are no tools to choose from.
+/// the CLI's command line), or a `tool_choice` that names no tool of the request's, or asks for
+/// a call with no tools to call.
 ///
 /// # Errors
 /// A 400 naming `model` or `tool_choice`.
@@ -137,14 +145,111 @@ pub fn check_request(request: &ApiRequest) -> Result<(), ApiError> {
             format!("model: a model name has at most {MODEL_NAME_LIMIT} bytes"),
         ));
     }
+    let tools = &request.conversation.tools;
     match &request.tool_choice {
-        ToolChoice::Auto => Ok(()),
-        ToolChoice::None if request.conversation.tools.is_empty() => Ok(()),
-        _ => Err(ApiError::invalid(
+        ToolChoice::Auto | ToolChoice::None => Ok(()),
+        ToolChoice::Any if tools.is_empty() => Err(ApiError::invalid(
             "tool_choice",
-            "tool_choice: only \"auto\" is supported (the model decides whether to call tools)",
+            "tool_choice: a tool call is required but the request has no tools",
+        )),
+        ToolChoice::Any => Ok(()),
+        ToolChoice::Tool(name) if tools.iter().any(|t| &t.name == name) => Ok(()),
+        ToolChoice::Tool(name) => Err(ApiError::invalid(
+            "tool_choice",
+            format!("tool_choice: names the tool {name:?}, which is not in tools"),
         )),
     }
+}
+
+/// What a request asks the CLI's structured-output mode for: the schema the model's answer
+/// must match (the CLI's `jsonSchema`) and how the object it produces is answered. A forced
+/// tool call is an object against the tool's input schema; a call of any of several tools
+/// is an object naming the tool and holding its input (`{"tool": …, "input": …}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Structured {
+    /// The object schema (its root is `"type": "object"`).
+    pub schema: Value,
+    /// How the object is answered.
+    pub answer: StructuredAnswer,
+}
+
+/// The structured-output mode a request needs, if any: a forced tool call (`tool_choice` a
+/// tool, or `any` / `required`), else its `json_schema`. A request with `tool_choice` `none`
+/// offers no tools at all.
+pub fn structured(request: &ApiRequest) -> Option<Structured> {
+    let tools = &request.conversation.tools;
+    let forced = match &request.tool_choice {
+        ToolChoice::Tool(name) => tools.iter().find(|t| &t.name == name),
+        ToolChoice::Any if tools.len() == 1 => tools.first(),
+        ToolChoice::Any if !tools.is_empty() => {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            let branches: Vec<Value> = tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "properties": {
+                            "tool": {"const": t.name},
+                            "input": tool_schema(t),
+                        },
+                    })
+                })
+                .collect();
+            let described: Vec<String> = tools
+                .iter()
+                .map(|t| format!("- {}: {}", t.name, t.description))
+                .collect();
+            return Some(Structured {
+                schema: json!({
+                    "type": "object",
+                    "description": format!(
+                        "A call of one of these tools: `tool` is its name, `input` its input.\n{}",
+                        described.join("\n")
+                    ),
+                    "properties": {
+                        "tool": {"type": "string", "enum": names},
+                        "input": {"type": "object"},
+                    },
+                    "required": ["tool", "input"],
+                    "anyOf": branches,
+                }),
+                answer: StructuredAnswer::AnyTool,
+            });
+        }
+        _ => None,
+    };
+    if let Some(tool) = forced {
+        return Some(Structured {
+            schema: tool_schema(tool),
+            answer: StructuredAnswer::Tool(tool.name.clone()),
+        });
+    }
+    request.json_schema.clone().map(|schema| Structured {
+        schema,
+        answer: StructuredAnswer::Json,
+    })
+}
+
+/// A tool's input schema as an object schema described by the tool's name and description.
+fn tool_schema(tool: &crate::conversation::ToolSpec) -> Value {
+    let mut schema = match &tool.input_schema {
+        Value::Object(schema) => schema.clone(),
+        _ => serde_json::Map::new(),
+    };
+    if !schema.contains_key("type") && !schema.contains_key("$ref") {
+        schema.insert("type".into(), json!("object"));
+    }
+    if !schema.contains_key("description") {
+        let about = if tool.description.is_empty() {
+            format!("The input of a call of the tool `{}`.", tool.name)
+        } else {
+            format!(
+                "The input of a call of the tool `{}`: {}",
+                tool.name, tool.description
+            )
+        };
+        schema.insert("description".into(), json!(about));
+    }
+    Value::Object(schema)
 }
 
 /// A route's prompt as the content of the user message to send the CLI: text and images as

@@ -577,6 +577,10 @@ impl State {
             session_id: owned(&msg.session_id),
             permission_denials: canon(msg.permission_denials),
             errors: canon(msg.errors),
+            structured_output: msg
+                .structured_output
+                .filter(|raw| raw.get() != "null")
+                .map(Json::canonical),
         });
         self.end_turn();
     }

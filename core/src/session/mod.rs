@@ -77,6 +77,9 @@ impl Default for SessionConfig {
 
 /// What the session produced; drain with [`Session::poll_output`].
 #[derive(Debug, Clone, PartialEq)]
+// Nearly every output is a chunk: boxing chunks would cost an allocation each to save the
+// rare write a few bytes.
+#[allow(clippy::large_enum_variant)]
 pub enum Output {
     /// A chunk for the embedder (UI, API encoder).
     Chunk(Chunk),

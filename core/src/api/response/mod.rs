@@ -61,6 +61,22 @@ pub struct EncoderOptions {
     /// Responses `reasoning` items with the thinking as their summary. Without it, thinking is
     /// left out, as the APIs do when it was not asked for.
     pub show_thinking: bool,
+    /// A turn in structured-output mode: the answer comes from the turn's object.
+    pub structured: Option<StructuredAnswer>,
+}
+
+/// How a turn in the CLI's structured-output mode is answered: from the object the model
+/// produced (the turn's `structured_output`), not from its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StructuredAnswer {
+    /// As the object's JSON text: a text block, Chat Completions `content`, Responses
+    /// `output_text`. The model's other text in the turn is left out.
+    Json,
+    /// As a call of this client tool, the object its input (a forced `tool_choice`).
+    Tool(String),
+    /// As a call of the client tool the object names, `{"tool": name, "input": {…}}`
+    /// (`tool_choice` `any` / `required`).
+    AnyTool,
 }
 
 /// A client tool call in the response.
@@ -233,7 +249,13 @@ pub struct ResponseEncoder {
     /// The CLI's last wait before retrying the model (`api_retry`), in milliseconds: what the
     /// upstream asked for, for the `Retry-After` of a turn that failed anyway.
     retry_delay_ms: Option<u64>,
+    /// The id of the model's last call of the CLI's structured-output tool: the id of the
+    /// forced call it answers as.
+    structured_call: Option<String>,
 }
+
+/// The tool through which the CLI's structured-output mode takes the model's object.
+pub const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
 
 impl ResponseEncoder {
     /// A new encoder for one response.
@@ -261,6 +283,7 @@ impl ResponseEncoder {
             stop_reason: None,
             pending: Vec::new(),
             retry_delay_ms: None,
+            structured_call: None,
         }
     }
 
@@ -368,7 +391,8 @@ impl ResponseEncoder {
                 text,
                 parent_tool_use_id: None,
             } => {
-                if text.is_empty() {
+                // A structured answer is its object alone.
+                if text.is_empty() || self.draft.options.structured.is_some() {
                     return;
                 }
                 self.start(out);
@@ -415,6 +439,9 @@ impl ResponseEncoder {
                 input,
                 server: false,
             } => {
+                if name == STRUCTURED_OUTPUT_TOOL {
+                    self.structured_call = Some(id.clone());
+                }
                 let Some(client_name) = self.client_name(name) else {
                     return;
                 };
@@ -508,6 +535,7 @@ impl ResponseEncoder {
                 subtype,
                 api_error_status,
                 errors,
+                structured_output,
                 ..
             } => {
                 if self.message_has_client_tool {
@@ -522,6 +550,8 @@ impl ResponseEncoder {
                         self.retry_delay_ms,
                     );
                     self.finish(Outcome::Failed(error), out);
+                } else if let Some(answer) = self.draft.options.structured.clone() {
+                    self.answer_structured(&answer, structured_output.as_ref(), out);
                 } else {
                     let reason = self
                         .stop_reason
@@ -591,6 +621,11 @@ impl ResponseEncoder {
         self.draft.outcome.as_ref()
     }
 
+    /// The structured-output mode of the turn, if any.
+    pub fn structured(&self) -> Option<&StructuredAnswer> {
+        self.draft.options.structured.as_ref()
+    }
+
     /// The client tool calls in the response, in order.
     pub fn tool_calls(&self) -> Vec<&ClientToolCall> {
         self.draft.tool_calls()
@@ -638,6 +673,71 @@ impl ResponseEncoder {
         name.strip_prefix(prefix)
             .filter(|rest| !rest.is_empty())
             .map(str::to_owned)
+    }
+
+    /// Answers a structured-output turn with the object the model produced: as its JSON text,
+    /// or as the client tool call it stands for.
+    fn answer_structured(
+        &mut self,
+        answer: &StructuredAnswer,
+        object: Option<&crate::Json>,
+        out: &mut Vec<String>,
+    ) {
+        let failed = |why: &str| {
+            Outcome::Failed(ApiError::new(
+                ApiErrorKind::Api,
+                format!(
+                    "the model did not produce the structured output the request asks for: {why}"
+                ),
+            ))
+        };
+        let Some(object) = object else {
+            let outcome = failed("it answered in text");
+            return self.finish(outcome, out);
+        };
+        // The structured answer's own block, after whatever else the response shows.
+        let key = ("", u32::MAX);
+        let (name, input) = match answer {
+            StructuredAnswer::Json => {
+                let text = object.get().to_owned();
+                self.start(out);
+                let block = self.block_for(key.0, key.1, out, |_| OutBlock::Text(text.clone()));
+                self.delta_text(block, &text, out);
+                return self.finish(Outcome::Finished("end_turn".to_owned()), out);
+            }
+            StructuredAnswer::Tool(name) => (name.clone(), object.to_value()),
+            StructuredAnswer::AnyTool => {
+                let mut value = object.to_value();
+                let name = value.get("tool").and_then(Value::as_str).map(str::to_owned);
+                match (name, value.get_mut("input").map(Value::take)) {
+                    (Some(name), Some(input)) => (name, input),
+                    _ => return self.finish(failed("no tool name and input"), out),
+                }
+            }
+        };
+        if !input.is_object() {
+            return self.finish(failed("the tool input is not an object"), out);
+        }
+        let id = self
+            .structured_call
+            .clone()
+            .unwrap_or_else(|| format!("toolu_{}", self.draft.base_id()));
+        let text = input.to_string();
+        self.start(out);
+        let call_index = self.tool_map.len();
+        let block = self.block_for(key.0, key.1, out, |_| OutBlock::Tool {
+            call: ClientToolCall {
+                id: id.clone(),
+                name,
+                input,
+            },
+            partial: text.clone(),
+            complete: true,
+            call_index,
+        });
+        self.tool_map.insert(id, block);
+        self.delta_json(block, &text, out);
+        self.finish(Outcome::Finished("tool_use".to_owned()), out);
     }
 
     /// Opens the response (its first frames) once.

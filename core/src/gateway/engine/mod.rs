@@ -28,7 +28,7 @@ use super::registry::{
     SessionKind,
 };
 use super::translate::{check_request, prompt_content, request_scope};
-use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
+use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder, StructuredAnswer};
 use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::session::{CommandError, Output, PermissionDecision, ReadyPrompt, Session, UserMessage};
 use crate::{Chunk, Timestamp};
@@ -609,6 +609,7 @@ impl Gateway {
             tools,
             tools_digest,
             start_prompt,
+            structured,
         } = prepared;
         let mut headers = Vec::new();
         if !parsed.ignored.is_empty() {
@@ -672,6 +673,7 @@ impl Gateway {
             previous_response_id,
             store: parsed.store,
             show_thinking: parsed.show_thinking,
+            structured: structured.as_ref().map(|s| s.answer.clone()),
         });
         match route {
             Route::Continue {
@@ -714,7 +716,7 @@ impl Gateway {
                 if let Some(old) = replaces {
                     self.close(now, old);
                 }
-                let cli = self.cli_for(&parsed, tools, tenant);
+                let cli = self.cli_for(&parsed, tools, structured.as_ref(), tenant);
                 // The pool starts more CLIs of these settings; without one they serve this
                 // CLI alone (a request's tools are not copied).
                 let settings = (self.config.pool > 0).then(|| cli.clone());
@@ -1439,8 +1441,19 @@ impl Gateway {
                 .into_iter()
                 .map(|c| c.id.clone())
                 .collect();
+            let forced = flight
+                .encoder
+                .structured()
+                .is_some_and(|s| *s != StructuredAnswer::Json);
             self.registry
                 .response_done(session, &flight.encoder.message(), calls, now);
+            if forced {
+                // The CLI's turn is over (its structured-output tool took the call), and its
+                // session answers every turn against the call's schema: the conversation goes
+                // on in a new one, from the history the next request carries (a stored
+                // response stays).
+                self.close(now, session);
+            }
         } else if self
             .lives
             .get(&session)
@@ -1572,7 +1585,7 @@ fn seconds(now: Timestamp, since: Timestamp) -> f64 {
 ///
 /// # Errors
 /// A 400 naming the field for a body that is not a valid request, or one the gateway cannot
-/// honour (`tool_choice` other than `auto`).
+/// honour (a `tool_choice` naming a tool the request does not have).
 pub fn parse_request(api: Api, body: &[u8]) -> Result<ApiRequest, ApiError> {
     let parsed = match api {
         Api::Anthropic => api::anthropic::parse_request(body),

@@ -7,10 +7,11 @@ use super::{
     mix, CliSpec, FirstPrompt, Gateway, GatewayOutput, Live, Starting, TenantDirs, CLIENT_SERVER,
     STRIPPED_ENV,
 };
-use crate::api::ApiRequest;
+use crate::api::response::StructuredAnswer;
+use crate::api::{ApiRequest, ToolChoice};
 use crate::args::CliArgs;
 use crate::gateway::registry::SessionId;
-use crate::gateway::translate::cli_model;
+use crate::gateway::translate::{cli_model, Structured};
 use crate::mcp::{McpServer, McpTool};
 use crate::session::{Session, SessionConfig};
 use crate::Timestamp;
@@ -40,16 +41,24 @@ impl Gateway {
         &self,
         request: &ApiRequest,
         tools: Vec<McpTool>,
+        structured: Option<&Structured>,
         tenant: &str,
     ) -> NewCli {
         let enabled = &self.config.enabled_tools;
+        // A forced call is the object the model gives the CLI's structured-output tool: the
+        // client's tools themselves are not offered, nor are any for `tool_choice: none`.
+        let forced = structured.is_some_and(|s| s.answer != StructuredAnswer::Json);
+        let offered = !forced && request.tool_choice != ToolChoice::None;
         let external: Vec<McpTool> = tools
             .into_iter()
-            .filter(|t| !enabled.contains(&t.name))
+            .filter(|t| offered && !enabled.contains(&t.name))
             .collect();
         let mut init = Map::new();
         if let Some(system) = &request.conversation.system {
             init.insert("systemPrompt".into(), json!([system]));
+        }
+        if let Some(structured) = structured {
+            init.insert("jsonSchema".into(), structured.schema.clone());
         }
         let mut args = CliArgs {
             model: cli_model(&request.model, self.config.default_model.as_deref()),

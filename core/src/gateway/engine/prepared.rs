@@ -9,7 +9,8 @@ use super::CLIENT_SERVER;
 use crate::api::{Api, ApiError, ApiRequest};
 use crate::conversation::{HistoryHasher, ShaWriter};
 use crate::gateway::translate::{
-    client_tool_names, history_hashes, prompt_blocks, prompt_content, rebuild_prompt, request_scope,
+    client_tool_names, history_hashes, prompt_blocks, prompt_content, rebuild_prompt,
+    request_scope, structured, Structured,
 };
 use crate::mcp::McpTool;
 use crate::session::ReadyPrompt;
@@ -39,6 +40,8 @@ pub struct PreparedRequest {
     /// The prompt a new session for it starts with — its messages, or for a history the
     /// gateway does not hold, the rebuilt transcript — serialized; `None` with `hashes`.
     pub(super) start_prompt: Option<ReadyPrompt>,
+    /// The structured-output mode it asks for, if any.
+    pub(super) structured: Option<Structured>,
 }
 
 impl PreparedRequest {
@@ -55,6 +58,7 @@ impl PreparedRequest {
             };
             ReadyPrompt::new(&Value::Array(prompt_content(&blocks)))
         });
+        let structured = structured(&request);
         let client_tools = client_tool_names(&request.conversation, CLIENT_SERVER);
         let tools: Vec<McpTool> = std::mem::take(&mut request.conversation.tools)
             .into_iter()
@@ -80,6 +84,7 @@ impl PreparedRequest {
             tools,
             tools_digest,
             start_prompt,
+            structured,
         }
     }
 
