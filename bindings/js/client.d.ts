@@ -19,7 +19,7 @@ import type {
 export interface ClaudeSettings {
   model?: string;
   maxTurns?: number;
-  /** A string replaces Claude Code's system prompt; `{append}` adds to it. */
+  /** A string replaces Claude Code's system prompt; `{append}` adds to it (any size: it goes in `initialize`). */
   systemPrompt?: string | { append: string };
   allowedTools?: string[];
   disallowedTools?: string[];
@@ -41,7 +41,13 @@ export interface ClaudeSettings {
   maxBudgetUsd?: number;
   thinking?: "adaptive" | "disabled" | { budgetTokens: number };
   effort?: "low" | "medium" | "high" | "xhigh" | "max" | (string & {});
+  /** Custom sub-agents by name (sent in `initialize`). */
   agents?: { [name: string]: Json };
+  /**
+   * Structured output: every turn ends with an object this JSON Schema (object root) validates,
+   * in the `turn_complete` chunk's `structured_output` (sent in `initialize`).
+   */
+  jsonSchema?: { [field: string]: Json };
   includePartialMessages?: boolean;
   resume?: string;
   continue?: boolean;
@@ -95,6 +101,13 @@ export interface ClientOptions extends ClaudeSettings {
  * and `ccwire serve` (one builder). Throws an `Error` naming a field of the wrong type.
  */
 export function claudeArgs(options?: ClaudeSettings & { sdkMcpServers?: string[] }): string[];
+
+/**
+ * The fields of the CLI's `initialize` request for these settings: `systemPrompt` or
+ * `appendSystemPrompt`, `agents`, `jsonSchema` — the values `claudeArgs` leaves off the command
+ * line, which has a size limit. Throws an `Error` naming a field of the wrong type.
+ */
+export function claudeInitialize(options?: ClaudeSettings): { [field: string]: Json };
 
 export class ProcessExitedError extends Error {
   readonly exit: { code: number | null; signal: string | null };

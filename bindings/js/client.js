@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
 import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
 import { Session } from "./node.js";
-import { cliArgs, initSync as initConversation, transcriptLine } from "../pkg/ccwire_conversation.js";
+import { cliArgs, cliInitialize, initSync as initConversation, transcriptLine } from "../pkg/ccwire_conversation.js";
 
 /**
  * The CLI's arguments for these options: the same flags, in the same order, as ccwire's Rust
@@ -14,6 +14,16 @@ import { cliArgs, initSync as initConversation, transcriptLine } from "../pkg/cc
 export function claudeArgs(options = {}) {
   loadConversation();
   return JSON.parse(cliArgs(JSON.stringify(options ?? {})));
+}
+
+/**
+ * The fields of the CLI's `initialize` request for these options: the system prompt, agents
+ * and output schema, which can be larger than a command line takes (`claudeArgs` leaves them
+ * out).
+ */
+export function claudeInitialize(options = {}) {
+  loadConversation();
+  return JSON.parse(cliInitialize(JSON.stringify(options ?? {})));
 }
 
 let conversationReady = false;
@@ -221,7 +231,8 @@ export class Client {
 
   async #initialize() {
     const hooks = (this.#options.hooks ?? []).map((h) => ({ event: h.event, matcher: h.matcher ?? null, timeoutS: h.timeoutS }));
-    const extra = { ...(this.#options.initialize ?? {}) };
+    // The options' large values, then the app's own fields (which win).
+    const extra = { ...claudeInitialize(this.#options), ...(this.#options.initialize ?? {}) };
     if (this.#options.dialogKinds?.length) extra.supportedDialogKinds = this.#options.dialogKinds;
     const step = this.#session.initialize({ hooks, extra }, this.#now());
     (this.#options.hooks ?? []).forEach((hook, i) => this.#hooks.set(step.callbackIds[i], hook.handler));

@@ -57,3 +57,16 @@ pub fn cli_args(options: &str) -> Result<String, JsError> {
     let args = interop::cli_args(options).map_err(|e| JsError::new(&format!("claudeArgs: {e}")))?;
     Ok(serde_json::to_string(&args.to_args()).expect("strings serialize"))
 }
+
+/// The fields of the CLI's `initialize` request for the options of `ccwire/node`'s
+/// `claudeInitialize` (JSON): the system prompt, agents and output schema, which do not go on
+/// the command line ([`ccwire_core::args::CliArgs::initialize`]). Returns a JSON object.
+///
+/// # Errors
+/// As [`cli_args`].
+#[wasm_bindgen(js_name = cliInitialize)]
+pub fn cli_initialize(options: &str) -> Result<String, JsError> {
+    let args =
+        interop::cli_args(options).map_err(|e| JsError::new(&format!("claudeInitialize: {e}")))?;
+    Ok(serde_json::Value::Object(args.initialize()).to_string())
+}

@@ -806,6 +806,11 @@ pub fn cli_args(options: &str) -> Result<ccwire_core::args::CliArgs, String> {
         thinking,
         effort: text("effort")?,
         agents: get("agents").cloned(),
+        json_schema: match get("jsonSchema") {
+            None => None,
+            Some(schema @ Value::Object(_)) => Some(schema.clone()),
+            Some(_) => return Err("jsonSchema must be a JSON Schema object".into()),
+        },
         include_partial_messages: flag("includePartialMessages"),
         resume: text("resume")?,
         continue_conversation: flag("continue"),

@@ -1,6 +1,9 @@
 //! The CLI's command line, built in one place: [`CliArgs`] is what the gateway, the Rust
 //! `ClaudeOptions` of `ccwire-host` and the Node client of the npm package start the CLI with,
-//! so the three agree flag for flag.
+//! so the three agree flag for flag. Values that can be large — the system prompt, custom
+//! agents, an output schema — go in the `initialize` request instead
+//! ([`CliArgs::initialize`]): a command line has a size limit (about 128 KiB per argument on
+//! Linux), a line on stdin none.
 
 use serde_json::{json, Map, Value};
 
@@ -21,12 +24,14 @@ pub enum SystemPrompt {
     Append(String),
 }
 
-/// Everything on the CLI's command line after the executable. The stream-json flags
-/// ([`STREAM_JSON_ARGS`](crate::wire::STREAM_JSON_ARGS)) always come first, and
-/// `--setting-sources` is always there: no settings file loads unless named.
+/// How to start the CLI: its command line after the executable ([`to_args`](Self::to_args))
+/// and the fields of its `initialize` request ([`initialize`](Self::initialize)). The
+/// stream-json flags ([`STREAM_JSON_ARGS`](crate::wire::STREAM_JSON_ARGS)) always come first,
+/// and `--setting-sources` is always there: no settings file loads unless named.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CliArgs {
-    /// `--system-prompt` or `--append-system-prompt`.
+    /// The system prompt: `initialize.systemPrompt` (replacing Claude Code's) or
+    /// `initialize.appendSystemPrompt`.
     pub system_prompt: SystemPrompt,
     /// `--model`.
     pub model: Option<String>,
@@ -65,8 +70,13 @@ pub struct CliArgs {
     pub thinking: Option<Thinking>,
     /// `--effort` (`low`, `medium`, `high`, `xhigh`, `max`).
     pub effort: Option<String>,
-    /// `--agents`: custom sub-agents by name.
+    /// Custom sub-agents by name (`initialize.agents`, as `--agents` takes them).
     pub agents: Option<Value>,
+    /// Structured output: the JSON Schema of the object every turn ends with
+    /// (`initialize.jsonSchema`, as `--json-schema` takes it). The model gives the object to
+    /// the CLI's `StructuredOutput` tool; the turn's `result` carries it as
+    /// `structured_output`.
+    pub json_schema: Option<Value>,
     /// `--include-partial-messages` (token streaming).
     pub include_partial_messages: bool,
     /// `--resume=<session id>`.
@@ -82,8 +92,31 @@ pub struct CliArgs {
 }
 
 impl CliArgs {
+    /// The fields of the CLI's `initialize` request these options make: `systemPrompt` (a
+    /// one-element list) or `appendSystemPrompt`, `agents`, `jsonSchema`.
+    pub fn initialize(&self) -> Map<String, Value> {
+        let mut fields = Map::new();
+        match &self.system_prompt {
+            SystemPrompt::Preset => {}
+            SystemPrompt::Custom(p) => {
+                fields.insert("systemPrompt".into(), json!([p]));
+            }
+            SystemPrompt::Append(p) => {
+                fields.insert("appendSystemPrompt".into(), json!(p));
+            }
+        }
+        if let Some(agents) = &self.agents {
+            fields.insert("agents".into(), agents.clone());
+        }
+        if let Some(schema) = &self.json_schema {
+            fields.insert("jsonSchema".into(), schema.clone());
+        }
+        fields
+    }
+
     /// The arguments, in a fixed order: the stream-json flags, then the options above in the
-    /// order they are listed, `--add-dir` and the extra arguments last.
+    /// order they are listed (those [`initialize`](Self::initialize) carries left out),
+    /// `--add-dir` and the extra arguments last.
     pub fn to_args(&self) -> Vec<String> {
         let mut args: Vec<String> = crate::wire::STREAM_JSON_ARGS
             .into_iter()
@@ -93,11 +126,6 @@ impl CliArgs {
             args.push(name.to_owned());
             args.extend(value);
         };
-        match &self.system_prompt {
-            SystemPrompt::Preset => {}
-            SystemPrompt::Custom(p) => flag("--system-prompt", Some(p.clone())),
-            SystemPrompt::Append(p) => flag("--append-system-prompt", Some(p.clone())),
-        }
         if let Some(model) = &self.model {
             flag("--model", Some(model.clone()));
         }
@@ -168,9 +196,6 @@ impl CliArgs {
         if let Some(effort) = &self.effort {
             flag("--effort", Some(effort.clone()));
         }
-        if let Some(agents) = &self.agents {
-            flag("--agents", Some(agents.to_string()));
-        }
         if self.include_partial_messages {
             flag("--include-partial-messages", None);
         }
@@ -215,16 +240,38 @@ mod tests {
     fn values_that_look_like_flags_stay_values() {
         let args = CliArgs {
             resume: Some("-x".into()),
-            system_prompt: SystemPrompt::Append("--model opus".into()),
+            model: Some("--fast".into()),
             ..CliArgs::default()
         }
         .to_args();
         assert!(args.contains(&"--resume=-x".to_owned()));
-        let at = args.iter().position(|a| a == "--append-system-prompt");
+        let at = args.iter().position(|a| a == "--model");
+        assert_eq!(at.map(|i| args[i + 1].as_str()), Some("--fast"), "{args:?}");
+    }
+
+    #[test]
+    fn large_values_go_in_initialize_not_on_the_command_line() {
+        let big = "x".repeat(1 << 20);
+        let options = CliArgs {
+            system_prompt: SystemPrompt::Custom(big.clone()),
+            agents: Some(json!({"reviewer": {"description": "d", "prompt": big}})),
+            json_schema: Some(json!({"type": "object", "description": big})),
+            ..CliArgs::default()
+        };
+        let args = options.to_args();
+        assert!(args.iter().all(|a| a.len() < 1024), "{args:?}");
+        let init = options.initialize();
+        assert_eq!(init["systemPrompt"], json!([big]));
+        assert_eq!(init["agents"]["reviewer"]["prompt"], json!(big));
+        assert_eq!(init["jsonSchema"]["type"], "object");
+        let append = CliArgs {
+            system_prompt: SystemPrompt::Append("more".into()),
+            ..CliArgs::default()
+        };
         assert_eq!(
-            at.map(|i| args[i + 1].as_str()),
-            Some("--model opus"),
-            "{args:?}"
+            Value::Object(append.initialize()),
+            json!({"appendSystemPrompt": "more"})
         );
+        assert!(CliArgs::default().initialize().is_empty());
     }
 }

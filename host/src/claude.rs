@@ -68,7 +68,7 @@ pub struct ClaudeOptions {
     pub model: Option<String>,
     /// `--max-turns` (0 = unset).
     pub max_turns: u32,
-    /// The system prompt.
+    /// The system prompt (sent in the `initialize` request, at any size).
     pub system_prompt: SystemPrompt,
     /// `--allowedTools`: rules that approve without asking.
     pub allowed_tools: Vec<String>,
@@ -122,8 +122,13 @@ pub struct ClaudeOptions {
     pub thinking: Option<Thinking>,
     /// `--effort` (`low`, `medium`, `high`, `max`).
     pub effort: Option<String>,
-    /// `--agents`: custom sub-agents by name (`{"reviewer":{"description":…,"prompt":…}}`).
+    /// Custom sub-agents by name (`{"reviewer":{"description":…,"prompt":…}}`), sent in the
+    /// `initialize` request.
     pub agents: Option<Value>,
+    /// Structured output: every turn ends with an object this JSON Schema validates (its root
+    /// an object), in [`Chunk::TurnComplete`](ccwire_core::Chunk::TurnComplete)'s
+    /// `structured_output`; sent in the `initialize` request.
+    pub json_schema: Option<Value>,
     /// Further arguments, appended as given.
     pub extra_args: Vec<OsString>,
 }
@@ -132,7 +137,25 @@ impl ClaudeOptions {
     /// The arguments after the executable, as [`CliArgs`](ccwire_core::args::CliArgs) builds
     /// them for every host (`--add-dir` directories and the extra arguments, last, as given).
     pub fn args(&self) -> Vec<OsString> {
-        let args = ccwire_core::args::CliArgs {
+        let args = self.cli_args().to_args();
+        let mut args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
+        for dir in &self.add_dirs {
+            args.push(OsString::from("--add-dir"));
+            args.push(dir.clone().into_os_string());
+        }
+        args.extend(self.extra_args.iter().cloned());
+        args
+    }
+
+    /// The fields of the CLI's `initialize` request these options make (system prompt,
+    /// agents, output schema: values too large for a command line), as
+    /// [`CliArgs::initialize`](ccwire_core::args::CliArgs::initialize) builds them.
+    pub fn initialize(&self) -> Map<String, Value> {
+        self.cli_args().initialize()
+    }
+
+    fn cli_args(&self) -> ccwire_core::args::CliArgs {
+        ccwire_core::args::CliArgs {
             system_prompt: self.system_prompt.clone(),
             model: self.model.clone(),
             max_turns: self.max_turns,
@@ -152,6 +175,7 @@ impl ClaudeOptions {
             thinking: self.thinking,
             effort: self.effort.clone(),
             agents: self.agents.clone(),
+            json_schema: self.json_schema.clone(),
             include_partial_messages: self.include_partial_messages,
             resume: self.resume.clone(),
             continue_conversation: self.continue_conversation,
@@ -160,14 +184,6 @@ impl ClaudeOptions {
             add_dirs: Vec::new(),
             extra_args: Vec::new(),
         }
-        .to_args();
-        let mut args: Vec<OsString> = args.into_iter().map(OsString::from).collect();
-        for dir in &self.add_dirs {
-            args.push(OsString::from("--add-dir"));
-            args.push(dir.clone().into_os_string());
-        }
-        args.extend(self.extra_args.iter().cloned());
-        args
     }
 
     /// Variables to set, and to remove, in the CLI's environment.
@@ -255,8 +271,6 @@ mod tests {
             "--verbose",
             "--input-format",
             "stream-json",
-            "--system-prompt",
-            "",
             "--model",
             "sonnet",
             "--max-turns",
@@ -282,6 +296,11 @@ mod tests {
         assert_eq!(config, serde_json::from_str::<Value>(expected[at]).unwrap());
         args[at] = expected[at].to_owned();
         assert_eq!(args, expected);
+        // The system prompt goes in `initialize`, as the npm client's `claudeInitialize` has it.
+        assert_eq!(
+            Value::Object(options.initialize()),
+            serde_json::json!({"systemPrompt": [""]})
+        );
     }
 
     #[test]
@@ -330,10 +349,9 @@ mod tests {
         assert_eq!(after("--max-budget-usd"), "2.5");
         assert_eq!(after("--max-thinking-tokens"), "4096");
         assert_eq!(after("--effort"), "high");
-        assert_eq!(
-            serde_json::from_str::<Value>(&after("--agents")).unwrap()["reviewer"]["prompt"],
-            "Review."
-        );
+        // Agents go in `initialize`, not on the command line.
+        assert!(!args.contains(&"--agents".to_owned()), "{args:?}");
+        assert_eq!(options.initialize()["agents"]["reviewer"]["prompt"], "Review.");
         let adaptive = ClaudeOptions {
             thinking: Some(Thinking::Adaptive),
             ..ClaudeOptions::default()
@@ -359,7 +377,8 @@ mod tests {
         };
         let args = strings(options.args());
         let joined = args.join(" ");
-        assert!(joined.contains("--system-prompt  --model claude-sonnet-4-5 --max-turns 3"));
+        assert!(joined.contains("stream-json --model claude-sonnet-4-5 --max-turns 3"));
+        assert!(!joined.contains("--system-prompt"), "{joined}");
         assert!(joined.contains("--allowedTools mcp__client,Read"));
         assert!(joined.contains("--permission-prompt-tool stdio"));
         let config = &args[args.iter().position(|a| a == "--mcp-config").unwrap() + 1];

@@ -419,7 +419,9 @@ impl Client {
         let mut session = Session::driver(config);
         let start = Instant::now();
         let matchers: Vec<HookMatcher> = options.hooks.iter().map(|h| h.matcher.clone()).collect();
-        let mut initialize = options.initialize.clone();
+        // The options' large values, then the app's own fields (which win).
+        let mut initialize = claude.initialize();
+        initialize.extend(options.initialize.clone());
         if !options.dialog_kinds.is_empty() {
             initialize
                 .entry("supportedDialogKinds")

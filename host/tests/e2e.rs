@@ -848,3 +848,41 @@ async fn a_missing_cli_names_the_option_that_sets_its_path() {
         "{error}"
     );
 }
+
+/// A system prompt of any size and an output schema reach the CLI in `initialize`, not on its
+/// command line: a 1 MiB prompt arrives whole, and the turn ends with the model's object.
+#[tokio::test]
+async fn a_large_system_prompt_and_an_output_schema_reach_the_model() {
+    let mut h = Harness::new(
+        Script::new()
+            .when(
+                Match::SystemContains {
+                    text: "END-OF-THE-LONG-PROMPT".into(),
+                },
+                Reply::tool("StructuredOutput", json!({"answer": 42})),
+            )
+            .when(Match::Any, Reply::text("the prompt did not arrive")),
+    )
+    .await;
+    let prompt = format!(
+        "{}END-OF-THE-LONG-PROMPT",
+        "All work and no play. ".repeat(48 << 10)
+    );
+    assert!(prompt.len() > 1 << 20);
+    let mut options = h.options();
+    options.claude.system_prompt = SystemPrompt::Custom(prompt);
+    options.claude.json_schema = Some(json!({
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"],
+    }));
+    let mut client = Client::connect(options).await.unwrap();
+    let mut seen = Seen::default();
+    let chunks = seen.turn(&mut client, "what is the answer?").await;
+    let done = turn_complete(&chunks);
+    assert_eq!(done["structured_output"], json!({"answer": 42}), "{done}");
+    let system = h.server.model_calls().pop().unwrap().body["system"].to_string();
+    assert!(system.contains("END-OF-THE-LONG-PROMPT"));
+    let transcript = h.transcripts[0].clone();
+    seen.close(client, &transcript).await;
+}

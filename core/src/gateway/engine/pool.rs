@@ -9,7 +9,7 @@ use super::{
 };
 use crate::api::response::StructuredAnswer;
 use crate::api::{ApiRequest, ToolChoice};
-use crate::args::CliArgs;
+use crate::args::{CliArgs, SystemPrompt};
 use crate::gateway::registry::SessionId;
 use crate::gateway::translate::{cli_model, Structured};
 use crate::mcp::{McpServer, McpTool};
@@ -53,14 +53,12 @@ impl Gateway {
             .into_iter()
             .filter(|t| offered && !enabled.contains(&t.name))
             .collect();
-        let mut init = Map::new();
-        if let Some(system) = &request.conversation.system {
-            init.insert("systemPrompt".into(), json!([system]));
-        }
-        if let Some(structured) = structured {
-            init.insert("jsonSchema".into(), structured.schema.clone());
-        }
         let mut args = CliArgs {
+            system_prompt: match &request.conversation.system {
+                Some(system) => SystemPrompt::Custom(system.clone()),
+                None => SystemPrompt::Preset,
+            },
+            json_schema: structured.map(|s| s.schema.clone()),
             model: cli_model(&request.model, self.config.default_model.as_deref()),
             tools: Some(enabled.clone()),
             allowed_tools: enabled.clone(),
@@ -88,6 +86,7 @@ impl Gateway {
             args.allowed_tools.retain(|t| !enabled.contains(t));
             args.permission_prompts = true;
         }
+        let init = args.initialize();
         let args = args.to_args();
         let dirs = (self.config.tenant_root.as_deref()).map(|root| TenantDirs::new(root, tenant));
         let mut env: Vec<(String, String)> = [

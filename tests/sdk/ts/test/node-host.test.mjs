@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { Client, ProcessExitedError, claudeArgs } from '../../../../bindings/js/client.js';
+import { Client, ProcessExitedError, claudeArgs, claudeInitialize } from '../../../../bindings/js/client.js';
 import { Fake, alive, clientOptions, echo, makeHome, onPrompt, onToolResult, text } from './rig.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -65,12 +65,19 @@ test('the arguments are the ones the Rust ClaudeOptions gives', () => {
   args[config] = '(config)';
   assert.deepEqual(args, [
     '--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json',
-    '--system-prompt', '', '--model', 'sonnet', '--max-turns', '3',
+    '--model', 'sonnet', '--max-turns', '3',
     '--allowedTools', 'Read,mcp__calc', '--permission-prompt-tool', 'stdio',
     '--mcp-config', '(config)',
     '--setting-sources=', '--max-thinking-tokens', '4096',
     '--include-partial-messages', '--resume=-id', '--add-dir', '/data',
   ]);
+  // What can be large goes in `initialize` (the Rust `ClaudeOptions::initialize`).
+  assert.deepEqual(claudeInitialize({ systemPrompt: '', model: 'sonnet' }), { systemPrompt: [''] });
+  assert.deepEqual(
+    claudeInitialize({ systemPrompt: { append: 'More.' }, agents: { a: { description: 'd', prompt: 'p' } }, jsonSchema: { type: 'object' } }),
+    { appendSystemPrompt: 'More.', agents: { a: { description: 'd', prompt: 'p' } }, jsonSchema: { type: 'object' } },
+  );
+  assert.throws(() => claudeInitialize({ jsonSchema: 'object' }), /claudeInitialize: jsonSchema must be a JSON Schema object/);
   assert.throws(() => claudeArgs({ thinking: 'lots' }), /claudeArgs: thinking must be/);
   assert.throws(() => claudeArgs({ allowedTools: 'Read' }), /allowedTools must be an array of strings/);
 });
@@ -169,4 +176,23 @@ test('a CLI that dies mid-turn ends the turn with a ProcessExitedError', async (
     (err) => err instanceof ProcessExitedError && err.exit.signal === 'SIGKILL',
   );
   await client.close();
+});
+
+test('a system prompt of any size and an output schema go in initialize', async (t) => {
+  const marker = 'END-OF-THE-LONG-PROMPT';
+  await fake.script(
+    { when: { kind: 'system_contains', text: marker }, reply: toolUse('StructuredOutput', { answer: 42 }) },
+    { when: { kind: 'any' }, reply: text('the prompt did not arrive') },
+  );
+  const client = await Client.connect(
+    options({
+      systemPrompt: 'All work and no play. '.repeat(48 << 10) + marker,
+      jsonSchema: { type: 'object', properties: { answer: { type: 'integer' } }, required: ['answer'] },
+    }),
+  );
+  t.after(() => client.close());
+  const chunks = await collect(client.query('what is the answer?'));
+  const done = chunks.at(-1);
+  assert.equal(done.type, 'turn_complete');
+  assert.deepEqual(done.structured_output, { answer: 42 });
 });
