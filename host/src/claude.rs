@@ -351,7 +351,10 @@ mod tests {
         assert_eq!(after("--effort"), "high");
         // Agents go in `initialize`, not on the command line.
         assert!(!args.contains(&"--agents".to_owned()), "{args:?}");
-        assert_eq!(options.initialize()["agents"]["reviewer"]["prompt"], "Review.");
+        assert_eq!(
+            options.initialize()["agents"]["reviewer"]["prompt"],
+            "Review."
+        );
         let adaptive = ClaudeOptions {
             thinking: Some(Thinking::Adaptive),
             ..ClaudeOptions::default()

@@ -51,6 +51,14 @@ fn structured_script() -> Script {
             "PLEASE-EITHER",
             structured(json!({"tool": "clock", "input": {"zone": "UTC"}})),
         )
+        .on_prompt(
+            "PLEASE-NESTED",
+            structured(json!({"tool": "move", "input": {"to": {"x": 1, "y": 2}}})),
+        )
+        .on_prompt(
+            "PLEASE-MISNESTED",
+            structured(json!({"tool": "move", "input": {"to": {"x": "far"}}})),
+        )
         // Always the same object, never valid: the CLI asks again, then gives up.
         .when(
             Match::ConversationContains {
@@ -219,6 +227,30 @@ async fn a_forced_tool_call_is_a_call_of_the_client_s_tool() {
     let args: Value =
         serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(args, json!({"zone": "UTC"}));
+
+    // Tools whose schemas define their parts (`$defs`, as Pydantic writes them): each one's
+    // definitions keep resolving inside the schema over the tools, and the CLI checks them.
+    let point = |name: &str| {
+        json!({"type": "function", "function": {"name": name, "parameters": {
+            "type": "object",
+            "properties": {"to": {"$ref": "#/$defs/Point"}},
+            "required": ["to"],
+            "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x", "y"]}},
+        }}})
+    };
+    for (prompt, status) in [("PLEASE-NESTED", 200), ("PLEASE-MISNESTED", 500)] {
+        let chat = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": format!("{prompt} go")}],
+            "tools": [point("move"), point("jump")], "tool_choice": "required"});
+        let (got, _, body) = gw.call("/v1/chat/completions", &chat, None).await;
+        assert_eq!(got, status, "{prompt}: {body}");
+        if status == 200 {
+            let call = &body["choices"][0]["message"]["tool_calls"][0];
+            assert_eq!(call["function"]["name"], "move");
+            let args: Value =
+                serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+            assert_eq!(args, json!({"to": {"x": 1, "y": 2}}));
+        }
+    }
 
     // `none`: no client tool reaches the model.
     let none = json!({"model": MODEL, "max_tokens": 1024, "tools": [weather],

@@ -183,13 +183,18 @@ pub fn structured(request: &ApiRequest) -> Option<Structured> {
         ToolChoice::Any if tools.len() == 1 => tools.first(),
         ToolChoice::Any if !tools.is_empty() => {
             let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            // Each tool's definitions move to the root, where the references of a schema
+            // nested in another resolve.
+            let mut defs = serde_json::Map::new();
             let branches: Vec<Value> = tools
                 .iter()
                 .map(|t| {
+                    let mut input = tool_schema(t);
+                    hoist_definitions(&t.name, &mut input, &mut defs);
                     json!({
                         "properties": {
                             "tool": {"const": t.name},
-                            "input": tool_schema(t),
+                            "input": input,
                         },
                     })
                 })
@@ -198,8 +203,7 @@ pub fn structured(request: &ApiRequest) -> Option<Structured> {
                 .iter()
                 .map(|t| format!("- {}: {}", t.name, t.description))
                 .collect();
-            return Some(Structured {
-                schema: json!({
+            let mut schema = json!({
                     "type": "object",
                     "description": format!(
                         "A call of one of these tools: `tool` is its name, `input` its input.\n{}",
@@ -211,7 +215,12 @@ pub fn structured(request: &ApiRequest) -> Option<Structured> {
                     },
                     "required": ["tool", "input"],
                     "anyOf": branches,
-                }),
+            });
+            if !defs.is_empty() {
+                schema["$defs"] = Value::Object(defs);
+            }
+            return Some(Structured {
+                schema,
                 answer: StructuredAnswer::AnyTool,
             });
         }
@@ -227,6 +236,47 @@ pub fn structured(request: &ApiRequest) -> Option<Structured> {
         schema,
         answer: StructuredAnswer::Json,
     })
+}
+
+/// Moves the definitions of a tool's schema (`$defs`, `definitions`) into `defs`, named
+/// `<tool>.<name>`, and points the schema's references (`#/$defs/<name>`,
+/// `#/definitions/<name>`) at them there.
+fn hoist_definitions(tool: &str, schema: &mut Value, defs: &mut serde_json::Map<String, Value>) {
+    fn repoint(tool: &str, value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map.iter_mut() {
+                    match (key.as_str(), &*child) {
+                        ("$ref", Value::String(target)) => {
+                            let name = target
+                                .strip_prefix("#/$defs/")
+                                .or_else(|| target.strip_prefix("#/definitions/"));
+                            if let Some(name) = name {
+                                *child = json!(format!("#/$defs/{tool}.{name}"));
+                            }
+                        }
+                        _ => repoint(tool, child),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| repoint(tool, i)),
+            _ => {}
+        }
+    }
+    let Value::Object(root) = schema else {
+        return;
+    };
+    let mut own = Vec::new();
+    for key in ["$defs", "definitions"] {
+        if let Some(Value::Object(found)) = root.remove(key) {
+            own.extend(found);
+        }
+    }
+    repoint(tool, schema);
+    for (name, mut def) in own {
+        repoint(tool, &mut def);
+        defs.insert(format!("{tool}.{name}"), def);
+    }
 }
 
 /// A tool's input schema as an object schema described by the tool's name and description.
