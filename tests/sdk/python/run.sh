@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end tests of `ccwire serve` with the official Python `anthropic` and `openai` SDKs.
+# End-to-end tests of `ccwire serve` with the official Python `anthropic` and `openai` SDKs (and
+# the structured-output libraries built on them: instructor, pydantic-ai, openai-agents, LangChain).
 # Needs the built binaries (cargo build -p ccwire-host -p ccwire-tests --bins) and the CLI
 # (scripts/setup.sh). Extra arguments go to pytest (e.g. -k openai, -x).
 set -euo pipefail
@@ -22,11 +23,15 @@ venv="$here/.venv"
 if [[ ! -x "$venv/bin/python" ]]; then
   python3 -m venv "$venv"
 fi
-# Install only when requirements.txt (or the interpreter) changed since the last install.
-want="$( (sha256sum "$here/requirements.txt" | cut -d' ' -f1; "$venv/bin/python" -V) | tr '\n' ' ')"
+# Install only when the requirements (or the interpreter) changed since the last install.
+# requirements-no-deps.txt holds a package whose declared dependencies conflict with the pins
+# (the file says why): it goes in with --no-deps, after the rest.
+want="$( (sha256sum "$here/requirements.txt" "$here/requirements-no-deps.txt" | cut -d' ' -f1; "$venv/bin/python" -V) | tr '\n' ' ')"
 stamp="$venv/.requirements.stamp"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$here/requirements.txt"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+    -r "$here/requirements-no-deps.txt"
   printf '%s' "$want" >"$stamp"
 fi
 
