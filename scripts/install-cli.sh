@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-version=2.1.330
+version=2.1.332
 dir=tests/.cli
 claude=$dir/node_modules/.bin/claude
 
@@ -14,7 +14,7 @@ if [ -x "$claude" ] && "$claude" --version 2>/dev/null | grep -q "^$version "; t
 fi
 mkdir -p "$dir"
 [ -f "$dir/package.json" ] || echo '{"name":"ccwire-test-cli","private":true}' > "$dir/package.json"
-# The exact version: on Node 20 a plain install picks an older release (2.1.330 declares node >=22).
+# The exact version: on Node 20 a plain install picks an older release (2.1.332 declares node >=22).
 npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$version" >&2
 "$claude" --version >&2
 echo "$PWD/$claude"

@@ -546,6 +546,14 @@ terminal_reason: string | null,
  */
 api_error_status?: number, 
 /**
+ * The type of that API error (`invalid_request_error`, `rate_limit_error`, …).
+ */
+api_error_type?: string, 
+/**
+ * The API error's own code, when it gave one (`error.details.error_code`).
+ */
+api_error_code?: string, 
+/**
  * Model round trips in the turn.
  */
 num_turns: number | null, 

@@ -133,7 +133,8 @@ export class Client {
   nextEvent(): Promise<ClientEvent>;
   interrupt(): Promise<Json>;
   setModel(model: string | null): Promise<Json>;
-  setPermissionMode(mode: string): Promise<Json>;
+  /** Resolves with `{mode}`, the mode now in effect (not always the one asked). */
+  setPermissionMode(mode: string): Promise<{ mode?: string } | null>;
   request(request: HostRequest): Promise<Json>;
   respondTool(requestId: string, result: McpCallResult): void;
   close(graceMs?: number): Promise<{ code: number | null; signal: string | null }>;

@@ -406,7 +406,7 @@ export class Client {
     return this.#control(this.#session.setModel(model, this.#now()), "set_model");
   }
 
-  /** Switches the permission mode. */
+  /** Switches the permission mode; resolves with `{mode}`, the mode now in effect (not always the one asked). */
   setPermissionMode(mode) {
     return this.#control(this.#session.setPermissionMode(mode, this.#now()), "set_permission_mode");
   }

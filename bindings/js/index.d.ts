@@ -273,6 +273,8 @@ export type HostRequest =
       timeout_ms?: number;
       result_not_for_model?: boolean;
       check_permissions?: boolean;
+      /** The tool's error result as a success with `isError: true` (CLI capability `mcp_call_soft_error_result_v1`). */
+      soft_error_result?: boolean;
       input_files?: Json;
       output_files?: Json;
     }
@@ -308,7 +310,8 @@ export type HostRequest =
   | { subtype: "get_hooks_listing" }
   | { subtype: "update_settings"; source: "localSettings" | "userSettings"; settings: JsonObject }
   | { subtype: "list_permission_rules" }
-  | { subtype: "mcp_read_resource"; serverName: string; uri: string };
+  | { subtype: "mcp_read_resource"; serverName: string; uri: string }
+  | { subtype: "prompt_draft_activity" };
 /** MCP's `ElicitResult`. */
 export type ElicitationAnswer =
   | { action: "accept"; content?: { [field: string]: Json } }

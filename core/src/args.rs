@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 pub use crate::api::Thinking;
 
 /// The CLI release ccwire is tested against (what a player of a recording says it is).
-pub const TESTED_CLI_VERSION: &str = "2.1.330";
+pub const TESTED_CLI_VERSION: &str = "2.1.332";
 
 /// The system prompt the CLI runs with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -504,6 +504,16 @@ pub enum Chunk {
         #[serde(skip_serializing_if = "Option::is_none")]
         #[cfg_attr(test, ts(optional))]
         api_error_status: Option<u16>,
+        /// The type of that API error (`invalid_request_error`, `rate_limit_error`, …).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        #[cfg_attr(feature = "deserialize", serde(default))]
+        api_error_type: Option<String>,
+        /// The API error's own code, when it gave one (`error.details.error_code`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
+        #[cfg_attr(feature = "deserialize", serde(default))]
+        api_error_code: Option<String>,
         /// Model round trips in the turn.
         #[cfg_attr(test, ts(type = "number | null"))]
         num_turns: Option<u64>,

@@ -105,6 +105,11 @@ pub enum HostRequest {
         /// Files the tool writes (`[{name, lane_path, if_match?}]`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         output_files: Option<Value>,
+        /// A tool result with `isError` comes back as a success carrying the result (its
+        /// `content`, `isError`, `structuredContent`), not as an error with its text (the CLI
+        /// says it can in `initialize`'s capabilities: `mcp_call_soft_error_result_v1`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        soft_error_result: Option<bool>,
     },
     /// File paths matching a query, as `@` completion offers them.
     FileSuggestions {
@@ -175,6 +180,9 @@ pub enum HostRequest {
     },
     /// Reloads the skills.
     ReloadSkills {},
+    /// Tells the CLI the user is typing a prompt (it may get ready for the next turn);
+    /// answered with an empty success.
+    PromptDraftActivity {},
     /// Reloads the output styles.
     ReloadOutputStyles {},
     /// Reconnects an MCP server.
@@ -278,6 +286,7 @@ impl HostRequest {
         "update_settings",
         "list_permission_rules",
         "mcp_read_resource",
+        "prompt_draft_activity",
     ];
 
     /// The subtype and the other fields, as they go on the wire.
@@ -307,6 +316,8 @@ mod tests {
             json!({"subtype": "mcp_toggle", "serverName": "notes", "enabled": false}),
             json!({"subtype": "get_context_usage"}),
             json!({"subtype": "read_file", "path": "/a", "max_bytes": 10}),
+            json!({"subtype": "mcp_call", "tool": "mcp__notes__add", "soft_error_result": true}),
+            json!({"subtype": "prompt_draft_activity"}),
         ];
         for sample in samples {
             let request: HostRequest = serde_json::from_value(sample.clone()).unwrap();

@@ -132,6 +132,8 @@ pub const SYSTEM_SUBTYPES: &[&str] = &[
     "post_turn_summary",
     "task_summary",
     "session_metadata",
+    "turn_preempted",
+    "turn_handoff_available",
 ];
 
 /// Control requests the CLI sends to the host (docs/PROTOCOL.md §5.4).
@@ -266,6 +268,12 @@ pub struct WireMessage<'a> {
     /// `api_error_status` (result): the HTTP status of the API error that ended the turn.
     #[serde(default)]
     pub api_error_status: Option<u16>,
+    /// `api_error_type` (result): the type of that API error (`rate_limit_error`, …).
+    #[serde(borrow, default)]
+    pub api_error_type: Option<Cow<'a, str>>,
+    /// `api_error_code` (result): the API error's own code (`error.details.error_code`).
+    #[serde(borrow, default)]
+    pub api_error_code: Option<Cow<'a, str>>,
     /// `num_turns` (result).
     #[serde(default)]
     pub num_turns: Option<u64>,

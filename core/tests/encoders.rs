@@ -1002,3 +1002,24 @@ fn no_object_is_an_error_not_free_text() {
         error.message
     );
 }
+
+/// A failed turn whose `result` names the API error's type but no status is that kind of error.
+#[test]
+fn an_api_error_type_without_a_status_keeps_its_kind() {
+    for (error_type, status) in [
+        ("rate_limit_error", 429),
+        ("overloaded_error", 529),
+        ("billing_error", 402),
+        ("invalid_request_error", 400),
+        ("something_new", 500),
+    ] {
+        let line = json!({"type": "result", "subtype": "success", "is_error": true, "num_turns": 1,
+            "result": "API Error", "api_error_type": error_type, "session_id": "s"});
+        let chunks = ccwire_core::replay(format!("{line}\n").as_bytes());
+        let [response] = responses(&chunks, Api::Anthropic).try_into().unwrap();
+        let Outcome::Failed(error) = response.outcome else {
+            panic!("{:?}", response.outcome)
+        };
+        assert_eq!(error.kind.status(), status, "{error_type}");
+    }
+}

@@ -607,3 +607,31 @@ fn a_prompt_without_content_is_written_and_said_to_be_invalid() {
     assert!(chunks.iter().all(|c| c["type"] != "user_prompt"));
     assert!(!h.session.turn_running());
 }
+
+/// The CLI (2.1.332 on) asks a `PreSkillShellCommand` hook before a skill's shell preamble runs,
+/// before the session's `init`: a hook request like any other, answered in time, which blocks
+/// no tool of the transcript (its `tool_use_id` names the preamble, not a model's call).
+#[test]
+fn a_skill_shell_command_hook_is_a_hook_request_that_blocks_no_tool() {
+    let mut h = Harness::with_timeouts(Timeouts {
+        hook_ms: Some(5_000),
+        ..Timeouts::default()
+    });
+    let id = "0f4b7a52-3c1e-4d8b-9a57-2f1e6c3d9b10:inner:preamble-0";
+    let (chunks, _) = h.cli(&[json!({"type":"control_request","request_id":"h9","request":{"subtype":"hook_callback",
+        "callback_id":"hook_0","input":{"session_id":"s","hook_event_name":"PreSkillShellCommand","tool_name":"Bash",
+        "tool_input":{"command":"echo hi"},"tool_use_id":id,"command_name":"hi","command_source":"projectSettings",
+        "invoked_by":"user"},"tool_use_id":id}})]);
+    let hook = find(&chunks, "hook_request");
+    assert_eq!(hook["event"], "PreSkillShellCommand");
+    assert_eq!(hook["input"]["command_name"], "hi");
+    assert!(h.session.tool_wait().blocked_on.is_empty());
+    let (reason, _, writes) = h.jump();
+    assert_eq!(
+        reason,
+        TimeoutReason::Hook {
+            request_id: "h9".into()
+        }
+    );
+    assert_eq!(writes[0]["response"]["response"], json!({}));
+}

@@ -399,7 +399,7 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("/nonexistent/claude"), "{text}");
         assert!(
-            text.contains("npm install -g @anthropic-ai/claude-code@2.1.330"),
+            text.contains("npm install -g @anthropic-ai/claude-code@2.1.332"),
             "{text}"
         );
     }

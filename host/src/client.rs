@@ -269,6 +269,9 @@ enum Command {
 
 /// What the client receives.
 #[derive(Debug, Clone)]
+// Nearly every event is a chunk: boxing chunks would cost an allocation each to save the one
+// exit event a few bytes.
+#[allow(clippy::large_enum_variant)]
 pub enum Event {
     /// A chunk.
     Chunk(Chunk),
@@ -539,10 +542,12 @@ impl Client {
         self.control("set_model", fields).await
     }
 
-    /// Switches the permission mode.
+    /// Switches the permission mode; the answer is `{mode}`, the mode now in effect (`manual`
+    /// is `default`).
     ///
     /// # Errors
-    /// When the CLI refuses or the process has ended.
+    /// When the CLI refuses (an unknown mode: `error_code` `invalid_mode`) or the process has
+    /// ended.
     pub async fn set_permission_mode(&self, mode: &str) -> Result<ControlAnswer, ClientError> {
         let mut fields = Map::new();
         fields.insert("mode".into(), mode.into());

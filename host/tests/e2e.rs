@@ -188,7 +188,7 @@ async fn a_text_answer_streams_in_pieces_and_replays_alike() {
     ))
     .await;
     let mut client = Client::connect(h.options()).await.unwrap();
-    assert_eq!(client.server_info()["claude_code_version"], "2.1.330");
+    assert_eq!(client.server_info()["claude_code_version"], "2.1.332");
     let mut seen = Seen::default();
     let chunks = seen.turn(&mut client, "hello there").await;
     assert_eq!(text_of(&chunks), "Hello from the fake model, in pieces.");

@@ -732,7 +732,7 @@ async fn bad_requests_get_errors_in_each_api_s_shape() {
         .contains("toolu_nope"));
     let health = gw.health().await;
     assert_eq!(health["cli"]["found"], true);
-    assert_eq!(health["cli"]["version"], "2.1.330");
+    assert_eq!(health["cli"]["version"], "2.1.332");
     let models: Value = gw
         .http
         .get(gw.url("/v1/models"))

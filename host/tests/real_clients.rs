@@ -1,4 +1,4 @@
-//! End-to-end with the clients people point at a gateway, run unchanged: Claude Code 2.1.330
+//! End-to-end with the clients people point at a gateway, run unchanged: Claude Code 2.1.332
 //! itself (`claude -p`) as the Anthropic client of `ccwire serve`, and the Codex CLI
 //! (`codex exec`) as its Responses API client; the gateway runs the real CLI against the
 //! scripted model. The model calls the client's own shell tool through a held tool call; the

@@ -166,7 +166,7 @@ async fn run_without_a_cli_names_the_install_command() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("npm install -g @anthropic-ai/claude-code@2.1.330"),
+        stderr.contains("npm install -g @anthropic-ai/claude-code@2.1.332"),
         "{stderr}"
     );
 }

@@ -570,6 +570,8 @@ impl State {
             stop_reason: owned(&msg.stop_reason),
             terminal_reason: owned(&msg.terminal_reason),
             api_error_status: msg.api_error_status,
+            api_error_type: owned(&msg.api_error_type),
+            api_error_code: owned(&msg.api_error_code),
             num_turns: msg.num_turns,
             duration_ms: msg.duration_ms,
             usage: canon(msg.usage),

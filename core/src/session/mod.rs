@@ -705,7 +705,8 @@ impl Session {
         self.send_control(now, "set_model", fields)
     }
 
-    /// Switches the permission mode (`default`, `acceptEdits`, `plan`, …). Returns the request id.
+    /// Switches the permission mode (`default`, `acceptEdits`, `plan`, …). Returns the request id;
+    /// the answer is `{mode}`, the mode now in effect (`manual` is `default`).
     ///
     /// # Errors
     /// [`CommandError::NotDriver`] in observer mode, [`CommandError::ProcessEnded`] after exit.

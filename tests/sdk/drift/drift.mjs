@@ -1,7 +1,7 @@
 // Lists the wire message types and control requests of an Agent SDK release that ccwire does not
 // model.
 //
-//   node tests/sdk/drift/drift.mjs                 # the release in package.json (0.3.330)
+//   node tests/sdk/drift/drift.mjs                 # the release in package.json (0.3.332)
 //   node tests/sdk/drift/drift.mjs 0.4.0           # another release, fetched with npm pack
 //   node tests/sdk/drift/drift.mjs path/to/sdk.d.ts
 //
@@ -14,7 +14,7 @@
 // typed request (`Session.request` of the npm package, built in bindings/). It prints each and
 // what it became, and exits 1 when any is unknown. `--json` prints the report as JSON instead.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38,6 +38,10 @@ function sdkTypes(target) {
   });
   const tarball = readdirSync(dir).find((f) => f.endsWith(".tgz"));
   execFileSync("tar", ["xzf", tarball], { cwd: dir });
+  // Its imports (`@anthropic-ai/sdk`'s message and stream event types, MCP, zod) resolve
+  // against this directory's packages; unresolved, `user`, `assistant` and `stream_event`
+  // lines would be sampled without their `message` or `event`.
+  symlinkSync(join(here, "node_modules"), join(dir, "node_modules"));
   return join(dir, "package/sdk.d.ts");
 }
 

@@ -534,6 +534,7 @@ impl ResponseEncoder {
                 stop_reason,
                 subtype,
                 api_error_status,
+                api_error_type,
                 errors,
                 structured_output,
                 ..
@@ -545,7 +546,7 @@ impl ResponseEncoder {
                     let error = turn_error(
                         result.as_deref(),
                         subtype.as_deref(),
-                        *api_error_status,
+                        (*api_error_status, api_error_type.as_deref()),
                         errors,
                         self.retry_delay_ms,
                     );
@@ -832,14 +833,14 @@ impl ResponseEncoder {
     }
 }
 
-/// The error of a failed turn in API terms: the upstream status when the CLI reported one, and
-/// for a limit or an outage, when to try again (the CLI's last wait before retrying — the
+/// The error of a failed turn in API terms: the upstream status (or else the error's type)
+/// when the CLI reported one, and for a limit or an outage, when to try again (the CLI's last wait before retrying — the
 /// model's API's `retry-after` with a little jitter, or the CLI's own backoff — in whole
 /// seconds, at least one).
 fn turn_error(
     result: Option<&str>,
     subtype: Option<&str>,
-    status: Option<u16>,
+    (status, error_type): (Option<u16>, Option<&str>),
     errors: &crate::Json,
     retry_delay_ms: Option<u64>,
 ) -> ApiError {
@@ -861,7 +862,17 @@ fn turn_error(
         Some(429) => ApiErrorKind::RateLimit,
         Some(503) => ApiErrorKind::Unavailable,
         Some(529) => ApiErrorKind::Overloaded,
-        _ => ApiErrorKind::Api,
+        Some(_) => ApiErrorKind::Api,
+        None => ApiErrorKind::ALL
+            .into_iter()
+            .filter(|k| {
+                !matches!(
+                    k,
+                    ApiErrorKind::MethodNotAllowed | ApiErrorKind::UnsupportedMediaType
+                )
+            })
+            .find(|k| Some(k.anthropic_type()) == error_type)
+            .unwrap_or(ApiErrorKind::Api),
     };
     let error = ApiError::new(kind, message);
     match (kind, retry_delay_ms) {
