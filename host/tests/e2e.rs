@@ -688,6 +688,7 @@ async fn every_typed_host_request_is_answered_by_the_cli() {
         json!({"subtype": "get_task_output", "task_id": "nope"}),
         json!({"subtype": "cancel_async_message", "message_uuid": "00000000-0000-0000-0000-000000000000"}),
         json!({"subtype": "rewind_files", "user_message_id": "nope", "dry_run": true}),
+        json!({"subtype": "prompt_draft_activity"}),
         json!({"subtype": "interrupt"}),
     ];
     let mut seen = Vec::new();
