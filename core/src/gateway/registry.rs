@@ -1204,6 +1204,16 @@ mod tests {
             assert_eq!(err.param.as_deref(), Some("tool_choice"));
             assert!(err.message.contains(says), "{}", err.message);
         }
+        let many: Vec<Value> = (0..=256)
+            .map(|i| json!({"name": format!("t{i}"), "input_schema": {"type": "object"}}))
+            .collect();
+        let body = json!({"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}],
+            "tools": many, "tool_choice": {"type": "any"}});
+        let err = check_request(
+            &crate::api::anthropic::parse_request(body.to_string().as_bytes()).unwrap(),
+        )
+        .unwrap_err();
+        assert!(err.message.contains("more than the 256"), "{}", err.message);
     }
 
     #[test]

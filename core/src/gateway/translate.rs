@@ -131,9 +131,13 @@ pub fn cli_model(requested: &str, default: Option<&str>) -> Option<String> {
 /// The longest model name a request may give.
 const MODEL_NAME_LIMIT: usize = 256;
 
+/// The most tools a `tool_choice` of `any` / `required` chooses among: the model gets one
+/// schema over all of them.
+pub const MAX_CHOICE_TOOLS: usize = 256;
+
 /// Refuses a request the CLI cannot honour: a model name longer than any model's (it goes on
-/// the CLI's command line), or a `tool_choice` that names no tool of the request's, or asks for
-/// a call with no tools to call.
+/// the CLI's command line), or a `tool_choice` that names no tool of the request's, asks for a
+/// call with no tools to call, or for a call of any of more than [`MAX_CHOICE_TOOLS`].
 ///
 /// # Errors
 /// A 400 naming `model` or `tool_choice`.
@@ -151,6 +155,14 @@ pub fn check_request(request: &ApiRequest) -> Result<(), ApiError> {
         ToolChoice::Any if tools.is_empty() => Err(ApiError::invalid(
             "tool_choice",
             "tool_choice: a tool call is required but the request has no tools",
+        )),
+        ToolChoice::Any if tools.len() > MAX_CHOICE_TOOLS => Err(ApiError::invalid(
+            "tool_choice",
+            format!(
+                "tool_choice: a call of any of {} tools is more than the {MAX_CHOICE_TOOLS} this \
+                 gateway chooses among; name the tool, or offer fewer",
+                tools.len()
+            ),
         )),
         ToolChoice::Any => Ok(()),
         ToolChoice::Tool(name) if tools.iter().any(|t| &t.name == name) => Ok(()),
