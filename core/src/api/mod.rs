@@ -156,6 +156,27 @@ pub(crate) fn object_schema(
     Ok(Value::Object(schema))
 }
 
+/// An OpenAI `tool_choice` given as a word: `auto`, `required` or `none`.
+///
+/// # Errors
+/// 400 naming `tool_choice` for another word.
+pub(crate) fn openai_tool_choice_word(word: &str) -> Result<ToolChoice, ApiError> {
+    match word {
+        "auto" => Ok(ToolChoice::Auto),
+        "required" => Ok(ToolChoice::Any),
+        "none" => Ok(ToolChoice::None),
+        _ => Err(openai_tool_choice_invalid()),
+    }
+}
+
+/// The error of an OpenAI `tool_choice` of no known form.
+pub(crate) fn openai_tool_choice_invalid() -> ApiError {
+    ApiError::invalid(
+        "tool_choice",
+        "tool_choice: must be auto, required, none, a function or allowed_tools",
+    )
+}
+
 /// Applies an `allowed_tools` choice (Chat Completions, Responses): only the tools it names
 /// stay offered (`names`), and its `mode` makes the choice `auto` or `required`.
 ///

@@ -459,20 +459,10 @@ fn tool_choice(
     choice: Option<Value>,
     conversation: &mut Conversation,
 ) -> Result<ToolChoice, ApiError> {
-    let invalid = || {
-        ApiError::invalid(
-            "tool_choice",
-            "tool_choice: must be auto, required, none, a function or allowed_tools",
-        )
-    };
+    let invalid = super::openai_tool_choice_invalid;
     match choice {
         None | Some(Value::Null) => Ok(ToolChoice::Auto),
-        Some(Value::String(s)) => match s.as_str() {
-            "auto" => Ok(ToolChoice::Auto),
-            "required" => Ok(ToolChoice::Any),
-            "none" => Ok(ToolChoice::None),
-            _ => Err(invalid()),
-        },
+        Some(Value::String(s)) => super::openai_tool_choice_word(&s),
         Some(choice) => match choice.get("type").and_then(Value::as_str) {
             Some("function") => match choice.get("name").and_then(Value::as_str) {
                 Some(name) => Ok(ToolChoice::Tool(name.to_owned())),
