@@ -1169,6 +1169,38 @@ mod tests {
         assert_eq!(gw.session_count(), 0);
     }
 
+    /// A live session keeps the tools it offers and its output schema: a request that changes
+    /// the choice of tools or the schema is found in another scope (and is `rebuilt`).
+    #[test]
+    fn the_tool_choice_and_the_output_schema_are_part_of_the_scope() {
+        let scope = |extra: Value| {
+            let mut body = json!({"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}],
+                "tools": [{"name": "lookup", "input_schema": {"type": "object"}}]});
+            for (k, v) in extra.as_object().unwrap() {
+                body[k] = v.clone();
+            }
+            let request =
+                crate::api::anthropic::parse_request(body.to_string().as_bytes()).unwrap();
+            crate::gateway::translate::request_scope("k", &request)
+        };
+        let auto = scope(json!({}));
+        assert_eq!(auto, scope(json!({"tool_choice": {"type": "auto"}})));
+        let others = [
+            scope(json!({"tool_choice": {"type": "none"}})),
+            scope(json!({"tool_choice": {"type": "tool", "name": "lookup"}})),
+            scope(json!({"output_format": {"type": "json_schema", "schema": {"type": "object"}}})),
+            scope(
+                json!({"output_format": {"type": "json_schema", "schema": {"type": "object", "title": "T"}}}),
+            ),
+        ];
+        for (i, other) in others.iter().enumerate() {
+            assert_ne!(&auto, other, "{i}");
+            for later in &others[i + 1..] {
+                assert_ne!(other, later);
+            }
+        }
+    }
+
     #[test]
     fn a_tool_choice_must_name_a_tool_the_request_has() {
         let with = |choice: &str, tools: bool| {

@@ -86,10 +86,12 @@ pub fn client_tool_names(conversation: &Conversation, server: &str) -> HashMap<S
         .collect()
 }
 
-/// A request's thinking and effort settings in words. A live session keeps the settings it
-/// was started with (its CLI's `--thinking`, `--max-thinking-tokens`, `--effort`), so they are
-/// part of the scope a request's history is found in: a request that changes them starts a
-/// session (`rebuilt`).
+/// A request's thinking, effort, tool choice and output schema in words. A live session keeps
+/// the settings it was started with (its CLI's `--thinking`, `--max-thinking-tokens`,
+/// `--effort`, the client tools it offers, its `jsonSchema`), so they are part of the scope a
+/// request's history is found in: a request that changes them starts a session (`rebuilt`).
+/// The tools are in the scope already, so the choice and the schema asked for settle the
+/// structured-output mode ([`structured`]).
 fn settings_scope(request: &ApiRequest) -> String {
     let thinking = match request.thinking {
         None => String::new(),
@@ -98,18 +100,23 @@ fn settings_scope(request: &ApiRequest) -> String {
         Some(Thinking::Budget(n)) => format!("--max-thinking-tokens {n}"),
     };
     let effort = request.effort.map(|e| format!("--effort {e}"));
-    // A structured-output session answers every turn against its schema.
-    let schema = structured(request).map(|s| {
+    let choice = (request.tool_choice != ToolChoice::Auto)
+        .then(|| format!("tool_choice {:?}", request.tool_choice));
+    let schema = request.json_schema.as_ref().map(|schema| {
         use sha2::Digest;
-        let text = format!("{:?}\n{}", s.answer, s.schema);
-        let digest = crate::conversation::hex(&sha2::Sha256::digest(text.as_bytes()));
-        format!("--json-schema {digest}")
+        let digest = sha2::Sha256::digest(schema.to_string().as_bytes());
+        format!("--json-schema {}", crate::conversation::hex(&digest))
     });
-    [Some(thinking).filter(|t| !t.is_empty()), effort, schema]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(" ")
+    [
+        Some(thinking).filter(|t| !t.is_empty()),
+        effort,
+        choice,
+        schema,
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ")
 }
 
 /// The model to start the CLI with for a request's `model`: a Claude model or one of the CLI's

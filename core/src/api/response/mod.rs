@@ -79,6 +79,14 @@ pub enum StructuredAnswer {
     AnyTool,
 }
 
+impl StructuredAnswer {
+    /// Whether the answer is a client tool call (a forced `tool_choice`): its CLI offers no
+    /// client tools, and its turn ends with the call instead of holding it.
+    pub fn is_call(&self) -> bool {
+        !matches!(self, StructuredAnswer::Json)
+    }
+}
+
 /// A client tool call in the response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientToolCall {
@@ -863,14 +871,9 @@ fn turn_error(
         Some(503) => ApiErrorKind::Unavailable,
         Some(529) => ApiErrorKind::Overloaded,
         Some(_) => ApiErrorKind::Api,
+        // The first kind of that type: `invalid_request_error` is a 400, `api_error` a 500.
         None => ApiErrorKind::ALL
             .into_iter()
-            .filter(|k| {
-                !matches!(
-                    k,
-                    ApiErrorKind::MethodNotAllowed | ApiErrorKind::UnsupportedMediaType
-                )
-            })
             .find(|k| Some(k.anthropic_type()) == error_type)
             .unwrap_or(ApiErrorKind::Api),
     };

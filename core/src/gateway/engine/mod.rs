@@ -28,7 +28,7 @@ use super::registry::{
     SessionKind,
 };
 use super::translate::{check_request, prompt_content, request_scope};
-use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder, StructuredAnswer};
+use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::session::{CommandError, Output, PermissionDecision, ReadyPrompt, Session, UserMessage};
 use crate::{Chunk, Timestamp};
@@ -1441,10 +1441,7 @@ impl Gateway {
                 .into_iter()
                 .map(|c| c.id.clone())
                 .collect();
-            let forced = flight
-                .encoder
-                .structured()
-                .is_some_and(|s| *s != StructuredAnswer::Json);
+            let forced = flight.encoder.structured().is_some_and(|s| s.is_call());
             self.registry
                 .response_done(session, &flight.encoder.message(), calls, now);
             if forced {

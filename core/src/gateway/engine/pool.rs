@@ -7,7 +7,6 @@ use super::{
     mix, CliSpec, FirstPrompt, Gateway, GatewayOutput, Live, Starting, TenantDirs, CLIENT_SERVER,
     STRIPPED_ENV,
 };
-use crate::api::response::StructuredAnswer;
 use crate::api::{ApiRequest, ToolChoice};
 use crate::args::{CliArgs, SystemPrompt};
 use crate::gateway::registry::SessionId;
@@ -47,7 +46,7 @@ impl Gateway {
         let enabled = &self.config.enabled_tools;
         // A forced call is the object the model gives the CLI's structured-output tool: the
         // client's tools themselves are not offered, nor are any for `tool_choice: none`.
-        let forced = structured.is_some_and(|s| s.answer != StructuredAnswer::Json);
+        let forced = structured.is_some_and(|s| s.answer.is_call());
         let offered = !forced && request.tool_choice != ToolChoice::None;
         let external: Vec<McpTool> = tools
             .into_iter()
