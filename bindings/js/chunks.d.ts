@@ -520,7 +520,15 @@ new_conversation_id: string,
 /**
  * What reset it (`clear`, `plan_mode_exit`, `fresh_session`, `onboarding`), when said.
  */
-trigger: "clear" | "plan_mode_exit" | "fresh_session" | "onboarding" | (string & {}) | null, } | { "type": "turn_complete", 
+trigger: "clear" | "plan_mode_exit" | "fresh_session" | "onboarding" | (string & {}) | null, } | { "type": "transcript_mirror", 
+/**
+ * The transcript's path on the CLI's machine.
+ */
+file_path: string, 
+/**
+ * The entries, in the order written.
+ */
+entries: Array<Record<string, unknown>>, } | { "type": "turn_complete", 
 /**
  * `success` or an `error_*` subtype.
  */
@@ -926,6 +934,13 @@ export type PromptSuggestionChunk = ChunkOf<"prompt_suggestion">;
  * model's context starts afresh under a new id.
  */
 export type ConversationResetChunk = ChunkOf<"conversation_reset">;
+
+/**
+ * Lines the CLI appended to its session transcript (`transcript_mirror`, with
+ * `--session-mirror`): the file it wrote them to and the entries, one JSON object per
+ * line. Stored, they let a later CLI resume the conversation exactly (`--resume`).
+ */
+export type TranscriptMirrorChunk = ChunkOf<"transcript_mirror">;
 
 /**
  * A turn ended (`result`).

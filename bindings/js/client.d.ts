@@ -52,6 +52,13 @@ export interface ClaudeSettings {
   resume?: string;
   continue?: boolean;
   forkSession?: boolean;
+  /** The id (a UUID) of the new session, its transcript's name (`--session-id`). */
+  sessionId?: string;
+  /**
+   * Every line the CLI adds to its session transcript comes as a `transcript_mirror` chunk
+   * too (`--session-mirror`): store them to resume the conversation elsewhere.
+   */
+  sessionMirror?: boolean;
   extraArgs?: string[];
 }
 

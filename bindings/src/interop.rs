@@ -701,7 +701,7 @@ pub fn endpoint_deadline(next: Option<(Timestamp, GatewayTimeout)>) -> String {
 /// sdkMcpServers: [name], mcpServers: {name: config}, strictMcpConfig, settings: string |
 /// object, settingSources, addDirs, fallbackModel, betas, maxBudgetUsd, thinking: "adaptive" |
 /// "disabled" | {budgetTokens}, effort, agents, includePartialMessages, resume, continue,
-/// forkSession, extraArgs}`. Other fields (a client's own) are left alone; an empty string or
+/// forkSession, sessionId, sessionMirror, extraArgs}`. Other fields (a client's own) are left alone; an empty string or
 /// a false value is an option not given, as JavaScript reads it.
 ///
 /// # Errors
@@ -815,6 +815,8 @@ pub fn cli_args(options: &str) -> Result<ccwire_core::args::CliArgs, String> {
         resume: text("resume")?,
         continue_conversation: flag("continue"),
         fork_session: flag("forkSession"),
+        session_id: text("sessionId")?,
+        session_mirror: flag("sessionMirror"),
         add_dirs: list("addDirs")?,
         extra_args: match o.get("extraArgs") {
             None | Some(Value::Null) => Vec::new(),

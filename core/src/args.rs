@@ -85,6 +85,11 @@ pub struct CliArgs {
     pub continue_conversation: bool,
     /// `--fork-session`.
     pub fork_session: bool,
+    /// `--session-id=<uuid>`: the id of a new session (its transcript's name).
+    pub session_id: Option<String>,
+    /// `--session-mirror`: the CLI writes each line it adds to its session transcript to
+    /// stdout too (`transcript_mirror`), for a session store.
+    pub session_mirror: bool,
     /// `--add-dir`, once per directory.
     pub add_dirs: Vec<String>,
     /// Further arguments, appended as given.
@@ -208,6 +213,12 @@ impl CliArgs {
         }
         if self.fork_session {
             flag("--fork-session", None);
+        }
+        if let Some(id) = &self.session_id {
+            flag(&format!("--session-id={id}"), None);
+        }
+        if self.session_mirror {
+            flag("--session-mirror", None);
         }
         for dir in &self.add_dirs {
             flag("--add-dir", Some(dir.clone()));

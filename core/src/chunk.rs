@@ -488,6 +488,20 @@ pub enum Chunk {
         )]
         trigger: Option<String>,
     },
+    /// Lines the CLI appended to its session transcript (`transcript_mirror`, with
+    /// `--session-mirror`): the file it wrote them to and the entries, one JSON object per
+    /// line. Stored, they let a later CLI resume the conversation exactly (`--resume`).
+    TranscriptMirror {
+        /// The transcript's path on the CLI's machine.
+        file_path: String,
+        /// The entries, in the order written.
+        #[cfg_attr(test, ts(type = "Array<Record<string, unknown>>"))]
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(deserialize_with = "crate::json::buffered_vec")
+        )]
+        entries: Vec<Json>,
+    },
     /// A turn ended (`result`).
     TurnComplete {
         /// `success` or an `error_*` subtype.
@@ -918,6 +932,7 @@ impl Chunk {
             Chunk::AuthStatus { .. } => "auth_status",
             Chunk::PromptSuggestion { .. } => "prompt_suggestion",
             Chunk::ConversationReset { .. } => "conversation_reset",
+            Chunk::TranscriptMirror { .. } => "transcript_mirror",
             Chunk::TurnComplete { .. } => "turn_complete",
             Chunk::ControlResult { .. } => "control_result",
             Chunk::Ready { .. } => "ready",

@@ -139,6 +139,24 @@ pub fn buffered_option<'de, D: serde::Deserializer<'de>>(
     buffered(deserializer).map(Some)
 }
 
+/// [`buffered`] for an array of values.
+///
+/// # Errors
+/// What the deserializer reports.
+#[cfg(feature = "deserialize")]
+pub fn buffered_vec<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<Json>, D::Error> {
+    struct Buffered(Json);
+    impl<'de> serde::Deserialize<'de> for Buffered {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            buffered(deserializer).map(Buffered)
+        }
+    }
+    let items: Vec<Buffered> = serde::Deserialize::deserialize(deserializer)?;
+    Ok(items.into_iter().map(|b| b.0).collect())
+}
+
 impl Default for Json {
     fn default() -> Self {
         Json::null()

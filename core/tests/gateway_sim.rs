@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use ccwire_core::api::Api;
 use ccwire_core::gateway::{
-    Admission, CliSpec, Gateway, GatewayConfig, GatewayOutput, HttpHead, RequestId, RouteKey,
-    SessionId, HELD_CALL_TIMEOUT_TEXT,
+    Admission, CliSpec, ConversationRecord, Gateway, GatewayConfig, GatewayOutput, HttpHead,
+    Limits, RecordState, RequestId, RouteKey, SessionId, HELD_CALL_TIMEOUT_TEXT,
 };
 use serde_json::{json, Value};
 
@@ -31,6 +31,9 @@ struct FakeCli {
     stalled: bool,
     /// A permission request waiting for the host: control request id → tool_use id.
     asking: BTreeMap<String, String>,
+    /// Its session's id, when started with `--session-mirror`: each prompt is mirrored as a
+    /// transcript line.
+    mirror: Option<String>,
 }
 
 impl FakeCli {
@@ -106,6 +109,15 @@ impl FakeCli {
         out.push(line(
             json!({"type": "system", "subtype": "init", "session_id": "fake-session"}),
         ));
+        if let Some(id) = &self.mirror {
+            out.push(line(json!({"type": "transcript_mirror",
+                "filePath": format!("/home/.claude/projects/-work/{id}.jsonl"),
+                "entries": [{"type": "user", "message": {"role": "user", "content": text}}]})));
+            // A subagent's transcript is not the conversation's.
+            out.push(line(json!({"type": "transcript_mirror",
+                "filePath": format!("/home/.claude/projects/-work/{id}/subagents/agent-1.jsonl"),
+                "entries": [{"type": "user"}]})));
+        }
         if let Some(keys) = text.strip_prefix("lookup: ") {
             let keys: Vec<&str> = keys.split(", ").collect();
             let ids: Vec<String> = keys
@@ -350,6 +362,16 @@ struct Sim {
     muted: Vec<SessionId>,
     /// Spawns to refuse.
     fail_spawns: bool,
+    /// The session store, when the gateway keeps one: transcripts by conversation id,
+    /// records by (tenant, hash).
+    store: Option<SimStore>,
+}
+
+#[derive(Debug, Default)]
+struct SimStore {
+    transcripts: BTreeMap<String, Vec<Value>>,
+    records: BTreeMap<(String, String), ConversationRecord>,
+    saves: Vec<ConversationRecord>,
 }
 
 impl Sim {
@@ -366,6 +388,7 @@ impl Sim {
             trace: Vec::new(),
             muted: Vec::new(),
             fail_spawns: false,
+            store: None,
         }
     }
 
@@ -446,8 +469,19 @@ impl Sim {
                                 .handle_spawn_failed(self.now, session, "no such file");
                             continue;
                         }
+                        let mirror = spec.args.iter().find_map(|a| {
+                            a.strip_prefix("--session-id=")
+                                .or_else(|| a.strip_prefix("--resume="))
+                                .map(str::to_owned)
+                        });
                         self.specs.insert(session, spec);
-                        self.clis.insert(session, FakeCli::default());
+                        self.clis.insert(
+                            session,
+                            FakeCli {
+                                mirror,
+                                ..FakeCli::default()
+                            },
+                        );
                     }
                     GatewayOutput::Write { session, bytes } => {
                         let cli = self.clis.get_mut(&session).expect("written after spawn");
@@ -477,6 +511,27 @@ impl Sim {
                         response.ended = true;
                     }
                     GatewayOutput::Claim { .. } | GatewayOutput::Release { .. } => {}
+                    GatewayOutput::StoreAppend { key, entries } => {
+                        let store = self.store.as_mut().expect("a store");
+                        let lines = store.transcripts.entry(key.id).or_default();
+                        lines.extend(entries.iter().map(|e| e.to_value()));
+                    }
+                    GatewayOutput::StoreSave { record, .. } => {
+                        let store = self.store.as_mut().expect("a store");
+                        store.records.retain(|_, r| r.key != record.key);
+                        let at = (record.key.tenant.clone(), record.hash.clone());
+                        store.records.insert(at, record.clone());
+                        store.saves.push(record);
+                    }
+                    GatewayOutput::StoreFind {
+                        request,
+                        tenant,
+                        hash,
+                    } => {
+                        let store = self.store.as_ref().expect("a store");
+                        let found = store.records.get(&(tenant, hash)).cloned();
+                        self.gateway.handle_found(self.now, request, found);
+                    }
                     other => panic!("an output the harness does not know: {other:?}"),
                 }
             }
@@ -1707,4 +1762,140 @@ fn an_account_limit_the_cli_reported_gives_the_429_its_retry_after() {
     assert_eq!(response.status, 429, "{}", response.text());
     assert_eq!(response.header("retry-after"), Some("90"));
     assert!(response.text().contains("usage limit reached"));
+}
+
+// ---- the session store -------------------------------------------------------------------
+
+fn with_store(config: GatewayConfig) -> Sim {
+    let mut sim = Sim::new(GatewayConfig {
+        store: true,
+        ..config
+    });
+    sim.store = Some(SimStore::default());
+    sim
+}
+
+#[test]
+fn a_hibernated_conversation_is_resumed_from_its_stored_transcript() {
+    let mut sim = with_store(GatewayConfig {
+        limits: Limits {
+            hibernate_after_ms: 60_000,
+            ..Limits::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let first = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "One"}]), false),
+    );
+    assert_eq!(sim.response(first).status, 200);
+    // The CLI names its transcript for the conversation and mirrors it.
+    let args = &sim.specs[&1].args;
+    let id = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--session-id="))
+        .expect("a named session")
+        .to_owned();
+    assert!(args.contains(&"--session-mirror".to_owned()), "{args:?}");
+    let store = sim.store.as_ref().unwrap();
+    assert_eq!(
+        store.transcripts[&id],
+        [json!({"type": "user", "message": {"role": "user", "content": "One"}})],
+        "its own transcript, not a subagent's"
+    );
+    let saved = store.saves.last().unwrap().clone();
+    assert_eq!(saved.key.id, id);
+    assert_eq!(saved.state, RecordState::Live);
+    assert_eq!(
+        saved.transcript,
+        format!("/home/.claude/projects/-work/{id}.jsonl")
+    );
+
+    // Idle past the hibernation delay: the CLI is closed, the record says why.
+    sim.advance(60_000);
+    assert_eq!(sim.closed, [1]);
+    assert_eq!(sim.gateway.session_count(), 0);
+    let store = sim.store.as_ref().unwrap();
+    assert_eq!(store.saves.last().unwrap().state, RecordState::Hibernated);
+
+    // The next request resumes it: a new CLI reads the stored transcript and gets only the
+    // new message.
+    let back = json!([{"role": "user", "content": "One"}, {"role": "assistant", "content": "echo: One"},
+                      {"role": "user", "content": "Again"}]);
+    let again = sim.send(Api::Anthropic, "t", anthropic(back, false));
+    let response = sim.response(again);
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(response.header("x-ccwire-session"), Some("resumed"));
+    assert_eq!(
+        response.header("x-ccwire-session-reason"),
+        Some("hibernated")
+    );
+    let spec = &sim.specs[&2];
+    assert!(spec.args.contains(&format!("--resume={id}")), "{spec:?}");
+    assert!(!spec.args.iter().any(|a| a.starts_with("--session-id")));
+    let resume = spec.resume.as_ref().expect("a transcript to write");
+    assert_eq!(
+        (resume.key.id.as_str(), resume.path.as_str()),
+        (id.as_str(), saved.transcript.as_str())
+    );
+    let prompts: Vec<&Value> = sim
+        .cli(2)
+        .stdin
+        .iter()
+        .filter(|m| m["type"] == "user")
+        .collect();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(
+        prompts[0]["message"]["content"],
+        json!([{"type": "text", "text": "Again"}])
+    );
+    assert!(sim
+        .gateway
+        .metrics()
+        .contains("ccwire_resumes_total{reason=\"hibernated\"} 1"));
+}
+
+#[test]
+fn a_history_the_store_does_not_know_is_rebuilt_and_a_lookup_without_its_client_starts_nothing() {
+    let mut sim = with_store(GatewayConfig::default());
+    let unknown = json!([{"role": "user", "content": "One"}, {"role": "assistant", "content": "Hi"},
+                         {"role": "user", "content": "Again"}]);
+    let request = sim.send(Api::Anthropic, "t", anthropic(unknown.clone(), false));
+    let response = sim.response(request);
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("x-ccwire-session"), Some("rebuilt"));
+    assert!(sim.specs[&1].resume.is_none());
+
+    // Another tenant's conversation is not found under its history.
+    let other = sim.send(Api::Anthropic, "u", anthropic(unknown, false));
+    assert_eq!(
+        sim.response(other).header("x-ccwire-session"),
+        Some("rebuilt")
+    );
+
+    // A request whose client goes away while the store looks: nothing starts.
+    let mut held = with_store(GatewayConfig::default());
+    held.next_request += 1;
+    let id = held.next_request;
+    held.responses.insert(id, Response::default());
+    let body = anthropic(
+        json!([{"role": "user", "content": "A"}, {"role": "assistant", "content": "B"},
+               {"role": "user", "content": "C"}]),
+        false,
+    )
+    .to_string();
+    held.gateway
+        .handle_request(held.now, id, Api::Anthropic, "t", body.as_bytes());
+    let find = held.gateway.poll_output();
+    assert!(
+        matches!(find, Some(GatewayOutput::StoreFind { request, .. }) if request == id),
+        "{find:?}"
+    );
+    assert!(held.gateway.is_finding(id));
+    held.gateway.handle_client_gone(held.now, id);
+    held.gateway.handle_found(held.now, id, None);
+    held.run();
+    assert!(held.specs.is_empty(), "no CLI for a client gone");
+    assert!(!held.response(id).ended);
 }

@@ -91,6 +91,11 @@ pub struct ClaudeOptions {
     pub continue_conversation: bool,
     /// `--fork-session` (with resume or continue).
     pub fork_session: bool,
+    /// `--session-id=<uuid>`: the new session's id (its transcript's name).
+    pub session_id: Option<String>,
+    /// `--session-mirror`: every line the CLI adds to its session transcript comes as a
+    /// [`Chunk::TranscriptMirror`](ccwire_core::Chunk::TranscriptMirror) too.
+    pub session_mirror: bool,
     /// The working directory.
     pub cwd: Option<PathBuf>,
     /// Variables added to the CLI's environment.
@@ -180,6 +185,8 @@ impl ClaudeOptions {
             resume: self.resume.clone(),
             continue_conversation: self.continue_conversation,
             fork_session: self.fork_session,
+            session_id: self.session_id.clone(),
+            session_mirror: self.session_mirror,
             // Paths and arguments need not be UTF-8: added below as they are.
             add_dirs: Vec::new(),
             extra_args: Vec::new(),

@@ -59,9 +59,26 @@ struct ServeArgs {
     /// Seconds a client tool call is held for the client's result.
     #[arg(long, default_value_t = 600.0)]
     held_call_timeout: f64,
-    /// Seconds a conversation's CLI session may sit idle before it is closed.
+    /// Seconds a conversation's CLI session may sit idle before it is closed (with the
+    /// session store, the conversation is resumed when it comes back).
     #[arg(long, default_value_t = 1800.0)]
     idle_ttl: f64,
+    /// Seconds an idle conversation's CLI lives before it is closed to free its memory; the
+    /// conversation is resumed from the session store on its next request. Needs the store.
+    #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+    hibernate_after: f64,
+    /// The session store's directory: where conversations are kept so that one whose CLI was
+    /// closed (hibernated, expired, a restart) is resumed exactly (default: `store` in the
+    /// state directory).
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// Keep no session store: a conversation whose CLI was closed is rebuilt from the history
+    /// its next request carries.
+    #[arg(long, conflicts_with = "store")]
+    no_store: bool,
+    /// Seconds the session store keeps a conversation nobody continued.
+    #[arg(long, value_name = "SECS", default_value_t = 7.0 * 24.0 * 3600.0)]
+    store_ttl: f64,
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 32 * 1024 * 1024)]
     max_body: usize,
@@ -290,6 +307,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         );
     }
     let seconds = |s: f64| (s.max(0.0) * 1000.0) as u64;
+    let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let duration = |s: f64| std::time::Duration::from_millis(seconds(s));
     let options = GatewayOptions {
         claude: args.claude,
@@ -297,6 +315,11 @@ fn serve(args: ServeArgs) -> ExitCode {
             limits: ccwire_core::gateway::Limits {
                 held_call_timeout_ms: seconds(args.held_call_timeout),
                 idle_ttl_ms: seconds(args.idle_ttl),
+                hibernate_after_ms: if args.no_store {
+                    u64::MAX
+                } else {
+                    seconds(args.hibernate_after)
+                },
                 ..ccwire_core::gateway::Limits::default()
             },
             max_sessions: args.max_sessions,
@@ -334,7 +357,15 @@ fn serve(args: ServeArgs) -> ExitCode {
             ..ccwire_host::gateway::ConnOptions::default()
         },
         cwd: args.cwd,
-        state_dir: Some(args.state_dir.unwrap_or_else(default_state_dir)),
+        store: (!args.no_store).then(|| {
+            let dir = args
+                .store
+                .clone()
+                .unwrap_or_else(|| state_dir.join("store"));
+            let store = ccwire_host::store::DirStore::new(dir, duration(args.store_ttl));
+            std::sync::Arc::new(store) as std::sync::Arc<dyn ccwire_host::store::SessionStore>
+        }),
+        state_dir: Some(state_dir),
         sandbox: args.sandbox,
         env: Vec::new(),
         env_remove: args.strip_env,

@@ -55,8 +55,8 @@
 //!
 //! ## Features
 //!
-//! - `gateway`: `ccwire serve` as a library (`gateway::Server`, the OS sandbox), with its
-//!   HTTP server and client (axum, hyper, reqwest).
+//! - `gateway`: `ccwire serve` as a library (`gateway::Server`, the OS sandbox, the session
+//!   store), with its HTTP server and client (axum, hyper, reqwest).
 //! - `cli` (default, with `gateway`): the `ccwire` binary (clap, the terminal's log, the
 //!   mimalloc allocator).
 //!
@@ -71,6 +71,8 @@ pub mod process;
 pub mod record;
 #[cfg(feature = "gateway")]
 pub mod sandbox;
+#[cfg(feature = "gateway")]
+pub mod store;
 pub mod tree;
 
 pub use claude::{find_cli, ClaudeOptions, CliNotFound, SystemPrompt, Thinking};

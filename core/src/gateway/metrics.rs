@@ -59,6 +59,8 @@ pub(crate) struct Metrics {
     pub requests: BTreeMap<(&'static str, u16), u64>,
     /// Requests that reached a CLI turn, by how their session was found.
     pub turns: BTreeMap<&'static str, u64>,
+    /// Resumed conversations, by why they had no live CLI.
+    pub resumes: BTreeMap<&'static str, u64>,
     pub spawns: u64,
     /// CLI ends by how: `exit`, `signal`, `spawn_failed`.
     pub exits: BTreeMap<&'static str, u64>,
@@ -127,6 +129,16 @@ impl Metrics {
         );
         for (kind, n) in &self.turns {
             let _ = writeln!(out, "ccwire_turns_total{{session=\"{kind}\"}} {n}");
+        }
+        header(
+            &mut out,
+            "ccwire_resumes_total",
+            "Conversations a new Claude Code session resumed from the session store, by why \
+             they had no live one.",
+            "counter",
+        );
+        for (reason, n) in &self.resumes {
+            let _ = writeln!(out, "ccwire_resumes_total{{reason=\"{reason}\"}} {n}");
         }
         let gauges = [
             (

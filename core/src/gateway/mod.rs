@@ -18,6 +18,10 @@
 //!   between threads.
 //! - [`Gateway::route_key`] and the `Claim`/`Release` outputs are the seam for running many
 //!   gateways as one (see "Scale-out" on [`Gateway`]).
+//! - With [`GatewayConfig::store`], conversations outlive their CLIs: the `Store*` outputs
+//!   keep each CLI's transcript and each conversation's [`ConversationRecord`] in a session
+//!   store the host provides, and a history no live CLI continues is resumed from it by a new
+//!   CLI ([`Gateway::handle_found`]).
 //!
 //! Inside, the gateway keeps a registry of conversations (which live session a request's
 //! history continues, held tool calls, stored responses) and turns API requests into what the
@@ -29,10 +33,11 @@ mod registry;
 mod translate;
 
 pub use engine::{
-    parse_request, prepare, tenant_id, Admission, BodyError, CliSpec, ConfigError, Ended, Gateway,
-    GatewayConfig, GatewayOutput, GatewayTimeout, HttpConfig, HttpHead, HttpResponse, Prepared,
-    PreparedRequest, RequestId, RouteKey, TenantDirs, CLIENT_SERVER, STRIPPED_ENV,
+    parse_request, prepare, tenant_id, Admission, BodyError, CliSpec, ConfigError, ConversationKey,
+    ConversationRecord, Ended, Gateway, GatewayConfig, GatewayOutput, GatewayTimeout, HttpConfig,
+    HttpHead, HttpResponse, Prepared, PreparedRequest, RecordState, RequestId, ResumeSpec,
+    RouteKey, TenantDirs, CLIENT_SERVER, STRIPPED_ENV,
 };
 pub use metrics::Histogram;
-pub use registry::{Limits, SessionId, HELD_CALL_TIMEOUT_TEXT};
+pub use registry::{Limits, ResumeReason, SessionId, HELD_CALL_TIMEOUT_TEXT};
 pub use translate::{env_to_remove, mcp_result, CODE_TOOLS, OWN_ENV_PREFIX};

@@ -15,7 +15,9 @@ use crate::conversation::{history_hash, Block, Conversation, HistoryHasher, Mess
 use crate::mcp::McpCallResult;
 use crate::Timestamp;
 
-use super::translate::{history_hashes, prompt_blocks, rebuild_prompt, tool_results};
+use super::translate::{
+    history_hashes, live_hash, prompt_blocks, rebuild_prompt, tool_results, Hashes,
+};
 
 /// What a request's routing needs that was computed ahead, off the endpoint: the request's
 /// `scope` ([`request_scope`]), its `hashes` (the history's and the hasher over all its
@@ -24,8 +26,11 @@ use super::translate::{history_hashes, prompt_blocks, rebuild_prompt, tool_resul
 /// response has neither: the stored history goes in front of it first.
 pub(crate) struct Ahead<'a> {
     pub(crate) scope: &'a str,
-    pub(crate) hashes: Option<(String, HistoryHasher)>,
+    pub(crate) hashes: Option<Hashes>,
     pub(crate) prompt_ready: bool,
+    /// A history no live session continues is looked up in the session store
+    /// ([`Route::Find`]) instead of rebuilt.
+    pub(crate) find: bool,
 }
 
 /// A live session's id, given by the gateway.
@@ -42,6 +47,21 @@ pub struct Limits {
     /// The most stored responses kept at once, over all tenants; the least recently used go
     /// first.
     pub max_stored_responses: usize,
+    /// How long an idle session's CLI lives before it is closed to be resumed on demand (ms;
+    /// with a session store); `u64::MAX`: only after `idle_ttl_ms`.
+    pub hibernate_after_ms: u64,
+}
+
+impl Limits {
+    /// How long a session may sit idle before its CLI is closed, and whether that is its
+    /// idle time-to-live (rather than the hibernation delay).
+    fn idle_limit(&self) -> (u64, bool) {
+        if self.hibernate_after_ms < self.idle_ttl_ms {
+            (self.hibernate_after_ms, false)
+        } else {
+            (self.idle_ttl_ms, true)
+        }
+    }
 }
 
 impl Default for Limits {
@@ -50,6 +70,7 @@ impl Default for Limits {
             held_call_timeout_ms: 10 * 60 * 1000,
             idle_ttl_ms: 30 * 60 * 1000,
             max_stored_responses: 10_000,
+            hibernate_after_ms: u64::MAX,
         }
     }
 }
@@ -59,10 +80,41 @@ impl Default for Limits {
 pub enum SessionKind {
     /// The history matched a live session.
     Continued,
+    /// The history is a stored conversation's: a new CLI resumes its transcript.
+    Resumed(ResumeReason),
     /// The history has assistant turns but no live session: a new one carries them.
     Rebuilt,
     /// No history: a new session.
     New,
+}
+
+/// Why a conversation was resumed rather than continued: what ended its last CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeReason {
+    /// Its CLI was closed while idle, to make room or after `hibernate_after`.
+    Hibernated,
+    /// Its CLI was closed after the idle time-to-live.
+    Expired,
+    /// The gateway that ran its CLI stopped (or another gateway ran it).
+    Restarted,
+    /// Its CLI ended by itself.
+    Ended,
+    /// The request changed the conversation's settings (system prompt, tools, model, …):
+    /// its CLI was closed and a new one resumes it under the new ones.
+    Settings,
+}
+
+impl ResumeReason {
+    /// The reason in one word (the `x-ccwire-session-reason` header, the metrics' label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResumeReason::Hibernated => "hibernated",
+            ResumeReason::Expired => "expired",
+            ResumeReason::Restarted => "restarted",
+            ResumeReason::Ended => "ended",
+            ResumeReason::Settings => "settings",
+        }
+    }
 }
 
 impl SessionKind {
@@ -70,6 +122,7 @@ impl SessionKind {
     pub fn as_str(self) -> &'static str {
         match self {
             SessionKind::Continued => "continued",
+            SessionKind::Resumed(_) => "resumed",
             SessionKind::Rebuilt => "rebuilt",
             SessionKind::New => "new",
         }
@@ -87,6 +140,12 @@ pub enum Route {
         answers: Vec<(String, McpCallResult)>,
         /// Content to send as a user message (after the answers), when the request adds any.
         prompt: Option<Vec<Block>>,
+    },
+    /// No live session continues the history: look it up in the session store by its hash
+    /// in the tenant's scope, then [`Registry::found`].
+    Find {
+        /// The history's hash in the tenant's scope.
+        hash: String,
     },
     /// Start a new CLI session and send it `prompt`.
     Start {
@@ -117,6 +176,8 @@ pub enum Action {
     Close {
         /// The session.
         session: SessionId,
+        /// Idle for the whole time-to-live (else for the hibernation delay).
+        expired: bool,
     },
 }
 
@@ -148,6 +209,8 @@ struct Held {
 
 #[derive(Debug, Default)]
 struct Entry {
+    /// The scope of its requests ([`request_scope`](super::translate::request_scope)).
+    scope: String,
     hashes: Vec<String>,
     /// The request in flight (the session is busy): the hash of its messages, which the
     /// response's message completes.
@@ -184,6 +247,15 @@ impl Entry {
     }
 }
 
+/// The 429 of a conversation busy with another request.
+fn busy() -> ApiError {
+    ApiError::new(
+        ApiErrorKind::RateLimit,
+        "this conversation is busy with another request; retry when it has finished",
+    )
+    .retry_after(1)
+}
+
 /// The text a held call gets when the client does not answer in time.
 pub const HELD_CALL_TIMEOUT_TEXT: &str =
     "The client did not return a result for this tool call in time; the call was abandoned.";
@@ -197,6 +269,14 @@ struct StoredResponse {
     messages: Vec<Message>,
     /// When it was stored or last continued.
     touched: Timestamp,
+}
+
+/// A request being looked up in the session store ([`Route::Find`]).
+#[derive(Debug)]
+struct Finding {
+    scope: String,
+    hasher: HistoryHasher,
+    store: Option<PendingStore>,
 }
 
 /// A stored response's key: the tenant and the response id (one tenant cannot continue
@@ -213,6 +293,8 @@ pub struct Registry {
     stored: HashMap<StoredKey, StoredResponse>,
     /// The stored responses by the time they were last used, oldest first.
     stored_by_time: BTreeSet<(Timestamp, StoredKey)>,
+    /// Requests looked up in the session store, by their history's hash in the tenant's scope.
+    finding: HashMap<String, Finding>,
     /// Changes of the routing index, kept for a host that shares it (see
     /// [`Endpoint`]'s scale-out notes); `None` when nobody reads them.
     index_changes: Option<Vec<IndexChange>>,
@@ -443,6 +525,7 @@ impl Registry {
             scope: &scope,
             hashes: None,
             prompt_ready: false,
+            find: false,
         };
         self.route_prepared(tenant, request, ahead, response_id, now)
     }
@@ -470,15 +553,28 @@ impl Registry {
             scope,
             hashes,
             prompt_ready,
+            find,
         } = ahead;
         self.resolve_previous(tenant, request, now)?;
-        let hashes = hashes.unwrap_or_else(|| history_hashes(scope, &request.conversation));
-        let route = self.route_hashed(&request.conversation, hashes, prompt_ready, now)?;
-        let session = match &route {
-            Route::Continue { session, .. } | Route::Start { session, .. } => *session,
-        };
-        if let Some(entry) = self.sessions.get_mut(&session) {
-            entry.store = store;
+        let hashes = hashes.unwrap_or_else(|| history_hashes(tenant, scope, &request.conversation));
+        let route = self.route_hashed(
+            &request.conversation,
+            scope,
+            hashes,
+            (prompt_ready, find),
+            now,
+        )?;
+        match &route {
+            Route::Continue { session, .. } | Route::Start { session, .. } => {
+                if let Some(entry) = self.sessions.get_mut(session) {
+                    entry.store = store;
+                }
+            }
+            Route::Find { hash } => {
+                if let Some(finding) = self.finding.get_mut(hash) {
+                    finding.store = store;
+                }
+            }
         }
         Ok(route)
     }
@@ -498,8 +594,9 @@ impl Registry {
     ) -> Result<Route, ApiError> {
         self.route_hashed(
             conversation,
-            history_hashes(scope, conversation),
-            false,
+            scope,
+            history_hashes(scope, scope, conversation),
+            (false, false),
             now,
         )
     }
@@ -508,10 +605,16 @@ impl Registry {
     fn route_hashed(
         &mut self,
         conversation: &Conversation,
-        (hash, hasher): (String, HistoryHasher),
-        prompt_ready: bool,
+        scope: &str,
+        hashes: Hashes,
+        (prompt_ready, find): (bool, bool),
         now: Timestamp,
     ) -> Result<Route, ApiError> {
+        let Hashes {
+            live: hash,
+            store,
+            hasher,
+        } = hashes;
         let n = conversation.history_len();
         let new = &conversation.messages[n..];
         let given = tool_results(new);
@@ -522,7 +625,7 @@ impl Registry {
                     format!("messages: tool result for unknown tool_use id {id}"),
                 ));
             }
-            let session = self.insert(hasher, now);
+            let session = self.insert(scope, hasher, now);
             return Ok(Route::Start {
                 session,
                 kind: SessionKind::New,
@@ -534,19 +637,29 @@ impl Registry {
                 replaces: None,
             });
         }
+        if self.finding.contains_key(&store) {
+            return Err(busy());
+        }
         let Some(&session) = self.by_hash.get(&hash) else {
-            return Ok(self.rebuild(hasher, conversation, None, prompt_ready, now));
+            if find {
+                self.finding.insert(
+                    store.clone(),
+                    Finding {
+                        scope: scope.to_owned(),
+                        hasher,
+                        store: None,
+                    },
+                );
+                return Ok(Route::Find { hash: store });
+            }
+            return Ok(self.rebuild(scope, hasher, conversation, None, prompt_ready, now));
         };
         let entry = self
             .sessions
             .get_mut(&session)
             .expect("hashes point at sessions");
         if entry.busy() {
-            return Err(ApiError::new(
-                ApiErrorKind::RateLimit,
-                "this conversation is busy with another request; retry when it has finished",
-            )
-            .retry_after(1));
+            return Err(busy());
         }
         let expected: HashSet<&str> = entry.expected.iter().map(String::as_str).collect();
         let given_ids: HashSet<&str> = given.iter().map(|(id, _)| id.as_str()).collect();
@@ -588,7 +701,15 @@ impl Registry {
             // the results were delivered by a request whose response failed (the client went
             // away) and are sent again: the live session no longer matches; a new one carries
             // the whole history.
-            return Ok(self.rebuild(hasher, conversation, Some(session), prompt_ready, now));
+            let scope = scope.to_owned();
+            return Ok(self.rebuild(
+                &scope,
+                hasher,
+                conversation,
+                Some(session),
+                prompt_ready,
+                now,
+            ));
         }
         let mut answers = Vec::new();
         entry.delivered = given.iter().map(|(id, _)| id.clone()).collect();
@@ -616,6 +737,7 @@ impl Registry {
 
     fn rebuild(
         &mut self,
+        scope: &str,
         hasher: HistoryHasher,
         conversation: &Conversation,
         replaces: Option<SessionId>,
@@ -625,7 +747,7 @@ impl Registry {
         if let Some(old) = replaces {
             self.close(old);
         }
-        let session = self.insert(hasher, now);
+        let session = self.insert(scope, hasher, now);
         Route::Start {
             session,
             kind: SessionKind::Rebuilt,
@@ -638,12 +760,13 @@ impl Registry {
         }
     }
 
-    fn insert(&mut self, request: HistoryHasher, now: Timestamp) -> SessionId {
+    fn insert(&mut self, scope: &str, request: HistoryHasher, now: Timestamp) -> SessionId {
         self.next_id += 1;
         let id = self.next_id;
         self.sessions.insert(
             id,
             Entry {
+                scope: scope.to_owned(),
                 in_flight: Some(request),
                 last_active: now,
                 ..Entry::default()
@@ -652,26 +775,41 @@ impl Registry {
         id
     }
 
+    /// The session store answered a [`Route::Find`] for the history `hash`: the request
+    /// starts a session (busy until its response ends), whose id this gives; `None` when no
+    /// request is looked up under `hash` (it went away: [`abandon`](Self::abandon)).
+    pub fn found(&mut self, hash: &str, now: Timestamp) -> Option<SessionId> {
+        let finding = self.finding.remove(hash)?;
+        let session = self.insert(&finding.scope, finding.hasher, now);
+        if let Some(entry) = self.sessions.get_mut(&session) {
+            entry.store = finding.store;
+        }
+        Some(session)
+    }
+
+    /// Forgets a request looked up under `hash` (its client went away).
+    pub fn abandon(&mut self, hash: &str) {
+        self.finding.remove(hash);
+    }
+
     /// A response ended normally with the assistant `message`; `tool_calls` are the client
     /// tool calls in it. The request's messages and this message are the history the next
     /// request continues; a response [`route_request`](Self::route_request) was asked to
-    /// store is stored. Returns `false` (and does nothing) when the session has no request
-    /// in flight: it was closed, or its response already ended.
+    /// store is stored. Returns that history's hash in the tenant's scope (what the session
+    /// store finds the conversation by), or `None` (and does nothing) when the session has no
+    /// request in flight: it was closed, or its response already ended.
     pub fn response_done(
         &mut self,
         session: SessionId,
         message: &Message,
         tool_calls: Vec<String>,
         now: Timestamp,
-    ) -> bool {
-        let Some(entry) = self.sessions.get_mut(&session) else {
-            return false;
-        };
-        let Some(mut hasher) = entry.in_flight.take() else {
-            return false;
-        };
+    ) -> Option<String> {
+        let entry = self.sessions.get_mut(&session)?;
+        let mut hasher = entry.in_flight.take()?;
         hasher.extend(std::slice::from_ref(message));
-        let hash = hasher.finish();
+        let stored_hash = hasher.finish();
+        let hash = live_hash(&entry.scope, &stored_hash);
         let store = entry.store.take();
         // One live entry per session: older hashes cannot be continued any more.
         let old: Vec<String> = entry.hashes.drain(..).collect();
@@ -701,7 +839,7 @@ impl Registry {
                 now,
             );
         }
-        true
+        Some(stored_hash)
     }
 
     /// A response ended without completing (error, client gone); the session stays.
@@ -780,7 +918,7 @@ impl Registry {
             // calls' own deadline ends them first.
             if !entry.busy() && entry.held.is_empty() {
                 consider(
-                    entry.last_active.saturating_add(self.config.idle_ttl_ms),
+                    entry.last_active.saturating_add(self.config.idle_limit().0),
                     RegistryTimeout::Idle,
                 );
             }
@@ -798,6 +936,7 @@ impl Registry {
     pub fn handle_timeout(&mut self, now: Timestamp) -> Vec<Action> {
         let mut actions = Vec::new();
         let held_limit = self.config.held_call_timeout_ms;
+        let (idle_limit, ttl) = self.config.idle_limit();
         for (&session, entry) in &mut self.sessions {
             let expired: Vec<String> = entry
                 .held
@@ -814,13 +953,16 @@ impl Registry {
                     result: McpCallResult::error(HELD_CALL_TIMEOUT_TEXT),
                 });
             }
-            let idle = entry.last_active.saturating_add(self.config.idle_ttl_ms) <= now;
+            let idle = entry.last_active.saturating_add(idle_limit) <= now;
             if !entry.busy() && entry.held.is_empty() && idle {
-                actions.push(Action::Close { session });
+                actions.push(Action::Close {
+                    session,
+                    expired: ttl,
+                });
             }
         }
         for action in &actions {
-            if let Action::Close { session } = action {
+            if let Action::Close { session, .. } = action {
                 self.close(*session);
             }
         }
@@ -935,14 +1077,17 @@ mod tests {
             role: Role::Assistant,
             content: vec![tool_use("a"), tool_use("b")],
         });
-        assert!(gw.response_done(
-            session,
-            history.last().expect("the answer"),
-            vec!["a".into(), "b".into()],
-            10
-        ));
+        assert!(gw
+            .response_done(
+                session,
+                history.last().expect("the answer"),
+                vec!["a".into(), "b".into()],
+                10
+            )
+            .is_some());
         assert!(
-            !gw.response_done(session, history.last().expect("the answer"), Vec::new(), 11),
+            gw.response_done(session, history.last().expect("the answer"), Vec::new(), 11)
+                .is_none(),
             "a response ends once"
         );
         (session, history)
@@ -1143,7 +1288,13 @@ mod tests {
             matches!(&actions[0], Action::Answer { result, .. } if result.is_error),
             "{actions:?}"
         );
-        assert_eq!(actions.last(), Some(&Action::Close { session }));
+        assert_eq!(
+            actions.last(),
+            Some(&Action::Close {
+                session,
+                expired: true
+            })
+        );
     }
 
     #[test]
@@ -1165,7 +1316,13 @@ mod tests {
         let err = gw.route("k", &c, 4001).unwrap_err();
         assert_eq!(err.status(), 429);
         gw.response_failed(session, 4500);
-        assert_eq!(gw.handle_timeout(9500), vec![Action::Close { session }]);
+        assert_eq!(
+            gw.handle_timeout(9500),
+            vec![Action::Close {
+                session,
+                expired: true
+            }]
+        );
         assert_eq!(gw.session_count(), 0);
     }
 
@@ -1308,8 +1465,11 @@ mod tests {
         let route = gw.route_request(tenant, &mut request, id, now).unwrap();
         let session = match route {
             Route::Continue { session, .. } | Route::Start { session, .. } => session,
+            Route::Find { .. } => unreachable!("no lookups here"),
         };
-        assert!(gw.response_done(session, &answer(reply), Vec::new(), now));
+        assert!(gw
+            .response_done(session, &answer(reply), Vec::new(), now)
+            .is_some());
     }
 
     #[test]

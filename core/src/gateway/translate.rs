@@ -64,16 +64,45 @@ pub fn request_scope(tenant: &str, request: &ApiRequest) -> String {
     )
 }
 
-/// A conversation's hashes in `scope`: its history's (the messages up to its last assistant
-/// message), which finds the session it continues, and the hasher over all its messages, which
-/// the response's message completes.
-pub fn history_hashes(scope: &str, conversation: &Conversation) -> (String, HistoryHasher) {
+/// A conversation's hashes: of its history (the messages up to its last assistant message)
+/// in the tenant's scope and in the request's, and the hasher over all its messages, which the
+/// response's message completes.
+#[derive(Debug, Clone)]
+pub struct Hashes {
+    /// The history's hash in the request's scope ([`live_hash`]): the live session it
+    /// continues has the same settings.
+    pub live: String,
+    /// The history's hash in the tenant's scope: the stored conversation it continues, under
+    /// any settings.
+    pub store: String,
+    /// The hasher over all its messages, in the tenant's scope.
+    pub hasher: HistoryHasher,
+}
+
+/// A conversation's [`Hashes`] for `tenant`, in the request's `scope`.
+pub fn history_hashes(tenant: &str, scope: &str, conversation: &Conversation) -> Hashes {
     let n = conversation.history_len();
-    let mut hasher = HistoryHasher::new(scope);
+    let mut hasher = HistoryHasher::new(tenant);
     hasher.extend(&conversation.messages[..n]);
-    let hash = hasher.finish();
+    let store = hasher.finish();
     hasher.extend(&conversation.messages[n..]);
-    (hash, hasher)
+    Hashes {
+        live: live_hash(scope, &store),
+        store,
+        hasher,
+    }
+}
+
+/// A history's hash in a request's `scope`, from its hash in the tenant's: what a live session
+/// with that scope's settings is found by.
+pub fn live_hash(scope: &str, store: &str) -> String {
+    use sha2::Digest;
+    let mut sha = sha2::Sha256::new();
+    sha.update(b"ccwire-live-v1\0");
+    sha.update(scope.as_bytes());
+    sha.update(b"\0");
+    sha.update(store.as_bytes());
+    crate::conversation::hex(&sha.finalize())
 }
 
 /// The names the model sees for a request's client tools (`mcp__<server>__<name>`), each with

@@ -671,6 +671,14 @@ impl State {
             #[serde(borrow)]
             trigger: Option<Cow<'a, str>>,
         }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Mirror<'a> {
+            #[serde(borrow)]
+            file_path: Cow<'a, str>,
+            #[serde(borrow)]
+            entries: Vec<&'a RawValue>,
+        }
         let chunk = match ty {
             MessageType::RateLimitEvent => {
                 serde_json::from_str::<RateLimit<'_>>(text).and_then(|m| {
@@ -716,6 +724,12 @@ impl State {
                 serde_json::from_str::<Reset<'_>>(text).map(|m| Chunk::ConversationReset {
                     new_conversation_id: m.new_conversation_id.into_owned(),
                     trigger: m.trigger.map(Cow::into_owned),
+                })
+            }
+            MessageType::TranscriptMirror => {
+                serde_json::from_str::<Mirror<'_>>(text).map(|m| Chunk::TranscriptMirror {
+                    file_path: m.file_path.into_owned(),
+                    entries: m.entries.into_iter().map(Json::canonical).collect(),
                 })
             }
             _ => {

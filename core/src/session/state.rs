@@ -291,7 +291,8 @@ impl State {
             | MessageType::ToolUseSummary
             | MessageType::AuthStatus
             | MessageType::PromptSuggestion
-            | MessageType::ConversationReset => self.on_info(ty, text),
+            | MessageType::ConversationReset
+            | MessageType::TranscriptMirror => self.on_info(ty, text),
             MessageType::ControlRequest => self.on_cli_request(now, msg, text),
             MessageType::ControlResponse => self.on_cli_response(msg, text),
             MessageType::ControlCancelRequest => self.on_cli_cancel(msg, text),

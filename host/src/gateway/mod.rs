@@ -23,8 +23,9 @@ use axum::response::Response;
 use axum::Router;
 use ccwire_core::api::{ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
-    env_to_remove, prepare, Admission, BodyError, CliSpec, ConfigError, Gateway, GatewayConfig,
-    GatewayOutput, HttpConfig, HttpHead, Prepared, RequestId, SessionId,
+    env_to_remove, prepare, Admission, BodyError, CliSpec, ConfigError, ConversationKey,
+    ConversationRecord, Gateway, GatewayConfig, GatewayOutput, HttpConfig, HttpHead, Prepared,
+    RequestId, ResumeSpec, SessionId,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -35,6 +36,7 @@ use tokio::sync::{mpsc, Notify};
 use crate::claude::{cli_version, find_cli};
 use crate::process::CliProcess;
 use crate::sandbox::{Sandbox, SandboxMode};
+use crate::store::{materialize, SessionStore};
 use crate::tree::{Marks, MARKER_ENV};
 
 mod conn;
@@ -74,6 +76,11 @@ pub struct GatewayOptions {
     /// prefix ending in `*`), besides every `CCWIRE_*` variable and those that would let the
     /// CLI time out or background a held call.
     pub env_remove: Vec<String>,
+    /// Where conversations are kept so they outlive their CLIs ([`crate::store`]): a
+    /// conversation with no live CLI — hibernated, expired, after a restart — is resumed from
+    /// it exactly. `None`: such a conversation is rebuilt from the history its request
+    /// carries.
+    pub store: Option<Arc<dyn SessionStore>>,
 }
 
 /// Why the gateway cannot start.
@@ -126,6 +133,8 @@ struct Core {
     gateway: Gateway,
     clis: HashMap<SessionId, Cli>,
     responders: HashMap<RequestId, mpsc::UnboundedSender<Part>>,
+    /// Responses that end once the session store has kept their conversation's record.
+    saving: HashMap<RequestId, tokio::sync::oneshot::Receiver<()>>,
 }
 
 struct App {
@@ -150,6 +159,99 @@ struct App {
     wake: Notify,
     /// `POST /admin/drain` was called.
     drain_asked: Notify,
+    /// The session store's work, in the order the gateway asked for it; `None` without a
+    /// store, or once shut down.
+    store: Mutex<Option<mpsc::UnboundedSender<StoreOp>>>,
+    /// The task that does it.
+    store_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// What the session store is asked to do.
+enum StoreOp {
+    Append(ConversationKey, Vec<String>),
+    /// Save a record; `done` hears when it is kept.
+    Save(ConversationRecord, Option<tokio::sync::oneshot::Sender<()>>),
+    Find {
+        request: RequestId,
+        tenant: String,
+        hash: String,
+    },
+    /// Write a stored transcript where a resuming CLI reads it.
+    Resume {
+        spec: ResumeSpec,
+        home: Option<PathBuf>,
+        done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    },
+}
+
+/// Carries out the session store's work in order; a lookup's answer goes to the gateway. Ends
+/// when the gateway shuts down. Forgets old conversations at its start and hourly.
+async fn store_worker(
+    app: std::sync::Weak<App>,
+    store: Arc<dyn SessionStore>,
+    mut ops: mpsc::UnboundedReceiver<StoreOp>,
+) {
+    let mut sweep = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        let op = tokio::select! {
+            op = ops.recv() => match op {
+                Some(op) => op,
+                None => return,
+            },
+            _ = sweep.tick() => {
+                match store.sweep().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(conversations = n, "the session store forgot old conversations"),
+                    Err(error) => tracing::warn!(%error, "cannot sweep the session store"),
+                }
+                continue;
+            }
+        };
+        match op {
+            StoreOp::Append(key, lines) => {
+                if let Err(error) = store.append(&key, lines).await {
+                    tracing::warn!(%error, conversation = %key.id, "cannot keep a transcript");
+                }
+            }
+            StoreOp::Save(record, done) => {
+                if let Err(error) = store.save(&record).await {
+                    tracing::warn!(%error, conversation = %record.key.id, "cannot keep a conversation");
+                }
+                if let Some(done) = done {
+                    let _ = done.send(());
+                }
+            }
+            StoreOp::Find {
+                request,
+                tenant,
+                hash,
+            } => {
+                let found = store.find(&tenant, &hash).await.unwrap_or_else(|error| {
+                    tracing::warn!(%error, "cannot look a conversation up in the session store");
+                    None
+                });
+                let Some(app) = app.upgrade() else {
+                    return;
+                };
+                app.input(|gateway, now| gateway.handle_found(now, request, found));
+            }
+            StoreOp::Resume { spec, home, done } => {
+                let written = match store.load(&spec.key).await {
+                    Ok(Some(lines)) => tokio::task::spawn_blocking(move || {
+                        let lines = spec.transcript(lines);
+                        let path = PathBuf::from(&spec.path);
+                        materialize(&lines, &path, &spec.key.id, home.as_deref())
+                    })
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| e.to_string())),
+                    Ok(None) => Err("its transcript is not in the session store".to_owned()),
+                    Err(error) => Err(error.to_string()),
+                };
+                let _ = done.send(written);
+            }
+        }
+    }
 }
 
 impl App {
@@ -163,9 +265,14 @@ impl App {
 
     /// Gives the gateway an input, then carries out every output it makes, in order.
     fn input<T>(self: &Arc<Self>, f: impl FnOnce(&mut Gateway, u64) -> T) -> T {
+        self.input_core(|core, now| f(&mut core.gateway, now))
+    }
+
+    /// [`input`](Self::input) with what the outputs act on at hand.
+    fn input_core<T>(self: &Arc<Self>, f: impl FnOnce(&mut Core, u64) -> T) -> T {
         let mut core = self.core();
         let now = self.now();
-        let value = f(&mut core.gateway, now);
+        let value = f(&mut core, now);
         while let Some(output) = core.gateway.poll_output() {
             self.carry_out(&mut core, output);
         }
@@ -180,8 +287,11 @@ impl App {
 
     fn carry_out(self: &Arc<Self>, core: &mut Core, output: GatewayOutput) {
         match output {
+            GatewayOutput::Spawn { session, spec } if spec.resume.is_some() => {
+                self.spawn_resumed(core, session, spec);
+            }
             GatewayOutput::Spawn { session, spec } => {
-                if let Err(failure) = self.spawn(core, session, &spec) {
+                if let Err(failure) = self.spawn(core, session, &spec, None) {
                     let error = &failure.detail;
                     tracing::warn!(session, %error, "cannot start a Claude Code session");
                     let now = self.now();
@@ -216,7 +326,13 @@ impl App {
                 }
             }
             GatewayOutput::End { request } => {
-                core.responders.remove(&request);
+                let responder = core.responders.remove(&request);
+                if let (Some(responder), Some(kept)) = (responder, core.saving.remove(&request)) {
+                    tokio::spawn(async move {
+                        let _ = tokio::time::timeout(Duration::from_secs(10), kept).await;
+                        drop(responder);
+                    });
+                }
             }
             GatewayOutput::Fetch {
                 request,
@@ -233,8 +349,85 @@ impl App {
                 });
             }
             GatewayOutput::DrainRequested => self.drain_asked.notify_one(),
+            GatewayOutput::StoreAppend { key, entries } => {
+                let lines = entries.iter().map(|e| e.get().to_owned()).collect();
+                self.to_store(StoreOp::Append(key, lines));
+            }
+            GatewayOutput::StoreSave { record, request } => {
+                // The response ends once its conversation is kept: a gateway killed after its
+                // client has the answer loses no turn.
+                let done = request.map(|request| {
+                    let (done, kept) = tokio::sync::oneshot::channel();
+                    core.saving.insert(request, kept);
+                    done
+                });
+                self.to_store(StoreOp::Save(record, done));
+            }
+            GatewayOutput::StoreFind {
+                request,
+                tenant,
+                hash,
+            } => self.to_store(StoreOp::Find {
+                request,
+                tenant,
+                hash,
+            }),
             _ => {}
         }
+    }
+
+    /// Queues work for the session store.
+    fn to_store(&self, op: StoreOp) {
+        if let Some(store) = self.store.lock().expect("store lock").as_ref() {
+            let _ = store.send(op);
+        }
+    }
+
+    /// Starts a CLI that resumes a stored conversation, once its transcript is written where
+    /// the CLI reads it; what the gateway writes to it meanwhile waits.
+    fn spawn_resumed(self: &Arc<Self>, core: &mut Core, session: SessionId, spec: CliSpec) {
+        let Some(resume) = spec.resume.clone() else {
+            return;
+        };
+        let (lines, to_write) = mpsc::unbounded_channel::<Vec<u8>>();
+        core.clis.insert(
+            session,
+            Cli {
+                stdin: lines,
+                pid: 0,
+            },
+        );
+        let (done, written) = tokio::sync::oneshot::channel();
+        self.to_store(StoreOp::Resume {
+            spec: resume.clone(),
+            home: spec.tenant.as_ref().map(|d| PathBuf::from(&d.home)),
+            done,
+        });
+        let app = self.clone();
+        tokio::spawn(async move {
+            let written = written
+                .await
+                .unwrap_or_else(|_| Err("the session store stopped".to_owned()));
+            app.input_core(|core, now| {
+                // Closed meanwhile (its client went away).
+                if !core.clis.contains_key(&session) {
+                    return;
+                }
+                let started = written
+                    .map_err(|error| SpawnFailure {
+                        detail: format!("cannot resume conversation {}: {error}", resume.key.id),
+                        reason: "the stored conversation cannot be read".to_owned(),
+                    })
+                    .and_then(|()| app.spawn(core, session, &spec, Some(to_write)));
+                if let Err(failure) = started {
+                    let error = &failure.detail;
+                    tracing::warn!(session, %error, "cannot start a Claude Code session");
+                    core.clis.remove(&session);
+                    core.gateway
+                        .handle_spawn_failed(now, session, &failure.reason);
+                }
+            });
+        });
     }
 
     /// Starts a session's CLI and the tasks that move its bytes.
@@ -243,6 +436,7 @@ impl App {
         core: &mut Core,
         session: SessionId,
         spec: &CliSpec,
+        writes: Option<mpsc::UnboundedReceiver<Vec<u8>>>,
     ) -> Result<(), SpawnFailure> {
         let path = self.claude.clone().map_err(|detail| SpawnFailure {
             detail,
@@ -285,7 +479,13 @@ impl App {
                 reason: "the CLI's pipes are missing".to_owned(),
             });
         };
-        let (lines, mut to_write) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (lines, mut to_write) = match writes {
+            Some(waiting) => (None, waiting),
+            None => {
+                let (lines, to_write) = mpsc::unbounded_channel::<Vec<u8>>();
+                (Some(lines), to_write)
+            }
+        };
         // Ends (dropping stdin, which closes it) once the session is closed.
         let closed = tokio::spawn(async move {
             let mut open = true;
@@ -293,7 +493,16 @@ impl App {
                 open = open && stdin.write_all(&bytes).await.is_ok();
             }
         });
-        core.clis.insert(session, Cli { stdin: lines, pid });
+        match lines {
+            Some(lines) => {
+                core.clis.insert(session, Cli { stdin: lines, pid });
+            }
+            None => {
+                if let Some(cli) = core.clis.get_mut(&session) {
+                    cli.pid = pid;
+                }
+            }
+        }
         tracing::info!(session, pid, "started a Claude Code session");
         let task = tokio::spawn(run_cli(self.clone(), session, process, stdout, closed));
         let mut tasks = self.tasks.lock().expect("tasks lock");
@@ -406,7 +615,7 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         let id = self.id;
         self.app.input(|gateway, now| {
-            if gateway.request_session(id).is_some() {
+            if gateway.request_session(id).is_some() || gateway.is_finding(id) {
                 tracing::info!(request = id, "the client went away mid-response");
                 gateway.handle_client_gone(now, id);
             }
@@ -602,6 +811,7 @@ impl Server {
                 loopback: addr.ip().is_loopback(),
                 ..options.engine.http.clone()
             },
+            store: options.store.is_some(),
             ..options.engine.clone()
         };
         let cli_var = |name: &str| engine.cli_var(name, |n| std::env::var(n).ok());
@@ -632,6 +842,8 @@ impl Server {
             None => (None, None),
         };
         let _ = tokio::task::spawn_blocking(crate::tree::sweep_orphans).await;
+        let (store_ops, store_work) = mpsc::unbounded_channel();
+        let store = options.store.clone();
         let app = Arc::new(App {
             options,
             http: reqwest::Client::builder()
@@ -647,13 +859,20 @@ impl Server {
                 gateway,
                 clis: HashMap::new(),
                 responders: HashMap::new(),
+                saving: HashMap::new(),
             }),
             tasks: Mutex::new(Vec::new()),
             next_request: AtomicU64::new(0),
             start: Instant::now(),
             wake: Notify::new(),
             drain_asked: Notify::new(),
+            store: Mutex::new(store.is_some().then_some(store_ops)),
+            store_task: Mutex::new(None),
         });
+        if let Some(store) = store {
+            let task = tokio::spawn(store_worker(Arc::downgrade(&app), store, store_work));
+            *app.store_task.lock().expect("store lock") = Some(task);
+        }
         tokio::spawn(timers(app.clone()));
         let router = Router::new().fallback(handle).with_state(app.clone());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -701,6 +920,12 @@ impl Server {
             let _ = tx.send(());
         }
         close_all(&self.app).await;
+        // What the session store was asked to keep is kept before the gateway ends.
+        self.app.store.lock().expect("store lock").take();
+        let store_task = self.app.store_task.lock().expect("store lock").take();
+        if let Some(task) = store_task {
+            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
         // Each session's own sweep has run, unless its CLI outlasted the wait for it.
         let marks = self.app.marks.clone();
         let _ = tokio::task::spawn_blocking(move || marks.sweep_all()).await;

@@ -253,7 +253,7 @@ def test_third_turn_continues_the_same_process(rig, client):
     assert f"PLEASE-LOOKUP first {marker}" in seen and record_for("alpha") in seen
 
 
-def test_restarted_gateway_rebuilds_the_conversation(rig):
+def test_restarted_gateway_resumes_the_conversation(rig):
     marker = "[anthropic-restart]"
     first = {"role": "user", "content": f"My codename is ORCHID-A7. {marker}"}
     with make_client(rig) as client:
@@ -270,20 +270,23 @@ def test_restarted_gateway_rebuilds_the_conversation(rig):
     ]
     with make_client(rig) as client:
         kind, answer = create(client, messages)
-        assert kind == "rebuilt"
+        assert kind == "resumed"
         assert "What is my codename?" in text_of(answer)
         seen = rig.fake.calls_with(marker)[-1]
-        assert "ORCHID-A7" in seen["last_user_text"], "the model saw the earlier turn"
+        # The model saw the earlier turn as the messages it was, from the stored transcript.
         assert "What is my codename?" in seen["last_user_text"]
+        assert "ORCHID-A7" not in seen["last_user_text"]
+        earlier = json.dumps(seen["body"]["messages"][:-1])
+        assert "ORCHID-A7" in earlier and "conversation_history" not in earlier
         pid = new_pid(rig, before)
-        # The rebuilt session is live: the next turn continues it.
+        # The resumed session is live: the next turn continues it.
         messages += [
             {"role": "assistant", "content": answer.content},
-            {"role": "user", "content": "Thanks AFTER-REBUILD-A"},
+            {"role": "user", "content": "Thanks AFTER-RESUME-A"},
         ]
         kind, after = create(client, messages)
         assert kind == "continued"
-        assert "AFTER-REBUILD-A" in text_of(after)
+        assert "AFTER-RESUME-A" in text_of(after)
         assert rig.gateway.cli_pids() == {pid}
 
 

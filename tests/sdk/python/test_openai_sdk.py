@@ -249,7 +249,7 @@ def test_third_turn_continues_the_same_process(rig, client):
     assert f"PLEASE-LOOKUP first {marker}" in seen and record_for("alpha") in seen
 
 
-def test_restarted_gateway_rebuilds_the_conversation(rig):
+def test_restarted_gateway_resumes_the_conversation(rig):
     marker = "[openai-restart]"
     first = {"role": "user", "content": f"My codename is ORCHID-O7. {marker}"}
     with make_client(rig) as client:
@@ -265,19 +265,22 @@ def test_restarted_gateway_rebuilds_the_conversation(rig):
     ]
     with make_client(rig) as client:
         kind, answer = create(client, messages)
-        assert kind == "rebuilt"
+        assert kind == "resumed"
         assert "What is my codename?" in answer.choices[0].message.content
         seen = rig.fake.calls_with(marker)[-1]
-        assert "ORCHID-O7" in seen["last_user_text"], "the model saw the earlier turn"
+        # The model saw the earlier turn as the messages it was, from the stored transcript.
         assert "What is my codename?" in seen["last_user_text"]
+        assert "ORCHID-O7" not in seen["last_user_text"]
+        earlier = json.dumps(seen["body"]["messages"][:-1])
+        assert "ORCHID-O7" in earlier and "conversation_history" not in earlier
         (pid,) = rig.gateway.cli_pids()
         messages += [
             answer.choices[0].message,
-            {"role": "user", "content": "Thanks AFTER-REBUILD-O"},
+            {"role": "user", "content": "Thanks AFTER-RESUME-O"},
         ]
         kind, after = create(client, messages)
         assert kind == "continued"
-        assert "AFTER-REBUILD-O" in after.choices[0].message.content
+        assert "AFTER-RESUME-O" in after.choices[0].message.content
         assert rig.gateway.cli_pids() == {pid}
 
 

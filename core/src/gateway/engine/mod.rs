@@ -8,6 +8,7 @@ mod approvals;
 mod http;
 mod pool;
 mod prepared;
+mod store;
 mod types;
 
 pub use http::{
@@ -16,18 +17,20 @@ pub use http::{
 use prepared::prepare_request;
 pub use prepared::PreparedRequest;
 pub use types::{
-    tenant_id, CliSpec, GatewayConfig, GatewayOutput, GatewayTimeout, RouteKey, TenantDirs,
+    tenant_id, CliSpec, ConversationKey, ConversationRecord, GatewayConfig, GatewayOutput,
+    GatewayTimeout, RecordState, ResumeSpec, RouteKey, TenantDirs,
 };
 
 use approvals::Approval;
 use pool::Warm;
+use store::{Finding, Opening};
 
 use super::metrics::{Gauges, Metrics};
 use super::registry::{
     stored_response_key, Action, Ahead, CallAction, IndexChange, Registry, Route, SessionId,
     SessionKind,
 };
-use super::translate::{check_request, prompt_content, request_scope};
+use super::translate::{check_request, live_hash, prompt_content, request_scope};
 use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::session::{CommandError, Output, PermissionDecision, ReadyPrompt, Session, UserMessage};
@@ -64,6 +67,15 @@ struct Live {
     /// When the account's rate limit lifts (Unix ms), after the CLI said it was reached
     /// (`rate_limit_event`, status `rejected`).
     rate_limit_resets_ms: Option<u64>,
+    /// The id of its CLI session (a UUID), which names its transcript: the stored
+    /// conversation's id.
+    cli_id: String,
+    /// Where its CLI writes its transcript, once known.
+    transcript: Option<String>,
+    /// Transcript lines a warm CLI mirrored before a conversation took it.
+    mirrored: Vec<crate::Json>,
+    /// The conversation's record as last saved to the session store.
+    record: Option<ConversationRecord>,
 }
 
 #[derive(Debug)]
@@ -246,6 +258,10 @@ pub struct Gateway {
     watchers: BTreeMap<RequestId, (String, Timestamp)>,
     /// The HTTP face.
     front: http::Front,
+    /// Requests waiting for the session store to find their conversation.
+    finding: BTreeMap<RequestId, Finding>,
+    /// Conversation ids given out ([`conversation_id`](Self::conversation_id)).
+    next_conversation: u64,
 }
 
 /// When a request came and, for the added-latency histogram, when its turn reached the CLI
@@ -303,6 +319,8 @@ impl Gateway {
             next_approval: 0,
             watchers: BTreeMap::new(),
             front,
+            finding: BTreeMap::new(),
+            next_conversation: 0,
         })
     }
 
@@ -339,6 +357,12 @@ impl Gateway {
     /// The ids of live sessions, in order.
     pub fn sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
         self.lives.keys().copied()
+    }
+
+    /// Whether a request waits for the session store to find its conversation
+    /// ([`GatewayOutput::StoreFind`]).
+    pub fn is_finding(&self, request: RequestId) -> bool {
+        self.finding.contains_key(&request)
     }
 
     /// The session a request's response comes from, while it is in flight.
@@ -475,10 +499,8 @@ impl Gateway {
             return Ok(RouteKey::New);
         }
         let scope = request_scope(tenant, &request);
-        Ok(RouteKey::Conversation(crate::conversation::history_hash(
-            &scope,
-            &request.conversation.messages[..n],
-        )))
+        let hash = crate::conversation::history_hash(tenant, &request.conversation.messages[..n]);
+        Ok(RouteKey::Conversation(live_hash(&scope, &hash)))
     }
 
     // ---- inputs --------------------------------------------------------------------------
@@ -624,6 +646,7 @@ impl Gateway {
             scope: &scope,
             hashes,
             prompt_ready: start_prompt.is_some(),
+            find: self.config.store,
         };
         let route = self.registry.route_prepared(
             tenant,
@@ -636,6 +659,49 @@ impl Gateway {
             Ok(route) => route,
             Err(error) => return self.respond_error(request, api, &headers, &error),
         };
+        let opening = Opening {
+            api,
+            tenant: tenant.to_owned(),
+            parsed,
+            client_tools,
+            tools,
+            tools_digest,
+            start_prompt,
+            structured,
+            headers,
+            response_id,
+            previous_response_id,
+        };
+        match route {
+            Route::Find { hash } => self.find(request, opening, hash),
+            route => self.open(now, request, opening, route, None),
+        }
+    }
+
+    /// Starts the response of a routed request: continues its live session, or starts one
+    /// (that resumes a stored conversation with `resume`).
+    fn open(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        opening: Opening,
+        route: Route,
+        resume: Option<ResumeSpec>,
+    ) {
+        let Opening {
+            api,
+            tenant,
+            parsed,
+            client_tools,
+            tools,
+            tools_digest,
+            start_prompt,
+            structured,
+            mut headers,
+            response_id,
+            previous_response_id,
+        } = opening;
+        let tenant = tenant.as_str();
         if let (
             Some(_),
             Route::Start {
@@ -656,10 +722,19 @@ impl Gateway {
             return self.respond_error(request, api, &headers, &error);
         }
         let kind = match &route {
-            Route::Continue { .. } => SessionKind::Continued,
+            Route::Continue { .. } | Route::Find { .. } => SessionKind::Continued,
             Route::Start { kind, .. } => *kind,
         };
         headers.push(("x-ccwire-session".to_owned(), kind.as_str().to_owned()));
+        if let SessionKind::Resumed(reason) = kind {
+            headers.push((
+                "x-ccwire-session-reason".to_owned(),
+                reason.as_str().to_owned(),
+            ));
+            self.count(tenant, |m| {
+                *m.resumes.entry(reason.as_str()).or_default() += 1
+            });
+        }
         self.count(tenant, |m| *m.turns.entry(kind.as_str()).or_default() += 1);
         let encoder = ResponseEncoder::new(EncoderOptions {
             api,
@@ -676,6 +751,7 @@ impl Gateway {
             structured: structured.as_ref().map(|s| s.answer.clone()),
         });
         match route {
+            Route::Find { .. } => unreachable!("a request looked up is opened once found"),
             Route::Continue {
                 session,
                 answers,
@@ -718,8 +794,9 @@ impl Gateway {
                 }
                 let cli = self.cli_for(&parsed, tools, structured.as_ref(), tenant);
                 // The pool starts more CLIs of these settings; without one they serve this
-                // CLI alone (a request's tools are not copied).
-                let settings = (self.config.pool > 0).then(|| cli.clone());
+                // CLI alone (a request's tools are not copied). A resumed conversation's CLI
+                // is its own.
+                let settings = (self.config.pool > 0 && resume.is_none()).then(|| cli.clone());
                 let signature = format!(
                     "{}\n{:?}\n{}\n{tools_digest}",
                     cli.spec.args.join("\u{0}"),
@@ -745,7 +822,10 @@ impl Gateway {
                     };
                     self.evict(now, idle);
                 }
-                let warm = self.take_warm(&signature);
+                let warm = match resume {
+                    Some(_) => None,
+                    None => self.take_warm(&signature),
+                };
                 let session = match warm {
                     Some(warm) => {
                         // A CLI started ahead takes the conversation.
@@ -762,12 +842,13 @@ impl Gateway {
                         warm
                     }
                     None => {
-                        if self.config.pool > 0 {
+                        if settings.is_some() {
                             self.metrics.pool_misses += 1;
                         }
                         // A conversation goes before a warm CLI of other settings, and before
-                        // the CLI of a conversation that waits for nothing (it is rebuilt when
-                        // it comes back): the tenant's own first, the least recently used.
+                        // the CLI of a conversation that waits for nothing (it is resumed or
+                        // rebuilt when it comes back): the tenant's own first, the least
+                        // recently used.
                         if self.lives.len() >= self.config.max_sessions {
                             if let Some(&oldest) = self.pool.keys().next() {
                                 self.close(now, oldest);
@@ -784,7 +865,7 @@ impl Gateway {
                             let why = format!("the gateway runs its maximum of {limit} sessions");
                             return self.respond_error(request, api, &headers, &at_cap(why));
                         }
-                        self.spawn(now, session, cli, Some(prompt));
+                        self.spawn(now, session, cli, Some(prompt), resume);
                         session
                     }
                 };
@@ -792,6 +873,7 @@ impl Gateway {
                     live.request = Some(request);
                     live.tenant = tenant.to_owned();
                 }
+                self.flush_mirrored(session);
                 let flight = InFlight::new(session, tenant, api, parsed.stream, encoder, headers);
                 self.requests.insert(request, flight);
                 self.drain_session(now, session);
@@ -847,6 +929,7 @@ impl Gateway {
             }
             self.fail(now, request, ApiError::new(ApiErrorKind::Api, message));
         }
+        self.record_closed(session, RecordState::Ended);
         let Some(live) = self.lives.get_mut(&session) else {
             return;
         };
@@ -898,6 +981,11 @@ impl Gateway {
             self.count(&gone.tenant, |m| m.clients_gone += 1);
             return;
         }
+        if let Some(tenant) = self.forget_finding(request) {
+            self.arrivals.remove(&request);
+            self.count(&tenant, |m| m.clients_gone += 1);
+            return;
+        }
         let Some(gone) = self.requests.remove(&request) else {
             return;
         };
@@ -945,7 +1033,16 @@ impl Gateway {
                         self.drain_session(now, session);
                     }
                 }
-                Action::Close { session } => self.close(now, session),
+                Action::Close { session, expired } => {
+                    let state = if expired {
+                        RecordState::Expired
+                    } else {
+                        *self.metrics.exits.entry("hibernated").or_default() += 1;
+                        RecordState::Hibernated
+                    };
+                    self.record_closed(session, state);
+                    self.close(now, session);
+                }
             }
         }
         let ids: Vec<SessionId> = self.lives.keys().copied().collect();
@@ -1195,19 +1292,17 @@ impl Gateway {
             .filter(|(id, live)| {
                 tenant.is_none_or(|t| live.tenant == t)
                     && !self.pool.contains_key(id)
-                    && live.request.is_none()
-                    && live.starting.is_none()
-                    && live.settle_by.is_none()
-                    && self.registry.is_idle(**id)
-                    && !self.approvals.values().any(|a| a.session == **id)
+                    && self.is_waiting_for_nothing(**id)
             })
             .min_by_key(|(id, _)| self.registry.last_active(**id))
             .map(|(id, _)| *id)
     }
 
-    /// Closes an idle conversation's CLI to make room (it is rebuilt when it comes back).
+    /// Closes an idle conversation's CLI to make room (it is resumed, or without a session
+    /// store rebuilt, when it comes back).
     fn evict(&mut self, now: Timestamp, session: SessionId) {
         *self.metrics.exits.entry("evicted_idle").or_default() += 1;
+        self.record_closed(session, RecordState::Hibernated);
         self.close(now, session);
     }
 
@@ -1250,6 +1345,9 @@ impl Gateway {
     }
 
     fn on_chunk(&mut self, now: Timestamp, session: SessionId, chunk: Chunk) {
+        if let Chunk::TranscriptMirror { file_path, entries } = chunk {
+            return self.on_mirror(session, &file_path, entries);
+        }
         match &chunk {
             Chunk::PermissionRequest { .. } => self.on_permission_request(now, session, &chunk),
             Chunk::PermissionResolved { request_id, .. } => {
@@ -1435,21 +1533,28 @@ impl Gateway {
             ] {
                 self.count(&flight.tenant, |m| *m.tokens.entry(kind).or_default() += n);
             }
-            let calls = flight
+            let pending: Vec<String> = flight
                 .encoder
                 .tool_calls()
                 .into_iter()
                 .map(|c| c.id.clone())
                 .collect();
             let forced = flight.encoder.structured().is_some_and(|s| s.is_call());
-            self.registry
-                .response_done(session, &flight.encoder.message(), calls, now);
+            let hash = self.registry.response_done(
+                session,
+                &flight.encoder.message(),
+                pending.clone(),
+                now,
+            );
             if forced {
                 // The CLI's turn is over (its structured-output tool took the call), and its
                 // session answers every turn against the call's schema: the conversation goes
                 // on in a new one, from the history the next request carries (a stored
-                // response stays).
+                // response stays). Its transcript holds the structured-output call, not the
+                // client's: it is not resumed.
                 self.close(now, session);
+            } else if let Some(hash) = hash {
+                self.save_record(session, hash, pending, request);
             }
         } else if self
             .lives

@@ -4,8 +4,8 @@
 use serde_json::{json, Map, Value};
 
 use super::{
-    mix, CliSpec, FirstPrompt, Gateway, GatewayOutput, Live, Starting, TenantDirs, CLIENT_SERVER,
-    STRIPPED_ENV,
+    mix, CliSpec, FirstPrompt, Gateway, GatewayOutput, Live, ResumeSpec, Starting, TenantDirs,
+    CLIENT_SERVER, STRIPPED_ENV,
 };
 use crate::api::{ApiRequest, ToolChoice};
 use crate::args::{CliArgs, SystemPrompt};
@@ -131,6 +131,7 @@ impl Gateway {
             env,
             cwd,
             tenant: dirs,
+            resume: None,
         };
         NewCli {
             spec,
@@ -147,12 +148,28 @@ impl Gateway {
         id: SessionId,
         cli: NewCli,
         prompt: Option<FirstPrompt>,
+        resume: Option<ResumeSpec>,
     ) {
         let NewCli {
-            spec,
+            mut spec,
             servers,
             init,
         } = cli;
+        let cli_id = match &resume {
+            Some(resume) => resume.key.id.clone(),
+            None => self.conversation_id(),
+        };
+        if self.config.store {
+            // The transcript is named for the conversation and mirrored to the store; a
+            // stored one is resumed (the equals form: no id is read as a flag).
+            spec.args.push(match &resume {
+                Some(_) => format!("--resume={cli_id}"),
+                None => format!("--session-id={cli_id}"),
+            });
+            spec.args.push("--session-mirror".to_owned());
+        }
+        let transcript = resume.as_ref().map(|r| r.path.clone());
+        spec.resume = resume;
         let mut session = Session::driver(SessionConfig {
             seed: mix(self.config.seed ^ id.rotate_left(17)),
             mcp_servers: servers,
@@ -178,6 +195,10 @@ impl Gateway {
                 }),
                 settle_by: None,
                 rate_limit_resets_ms: None,
+                cli_id,
+                transcript,
+                mirrored: Vec::new(),
+                record: None,
             },
         );
     }
@@ -237,7 +258,7 @@ impl Gateway {
         let now = self.now;
         let id = self.registry.allocate_id();
         self.pool.insert(id, Warm { signature });
-        self.spawn(now, id, cli, None);
+        self.spawn(now, id, cli, None, None);
         self.drain_session(now, id);
     }
 }

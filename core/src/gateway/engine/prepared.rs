@@ -7,10 +7,10 @@ use serde_json::{json, Value};
 
 use super::CLIENT_SERVER;
 use crate::api::{Api, ApiError, ApiRequest};
-use crate::conversation::{HistoryHasher, ShaWriter};
+use crate::conversation::ShaWriter;
 use crate::gateway::translate::{
     client_tool_names, history_hashes, prompt_blocks, prompt_content, rebuild_prompt,
-    request_scope, structured, Structured,
+    request_scope, structured, Hashes, Structured,
 };
 use crate::mcp::McpTool;
 use crate::session::ReadyPrompt;
@@ -27,9 +27,9 @@ pub struct PreparedRequest {
     /// The scope its history is hashed in (the stored history a `previous_response_id` puts
     /// in front does not change it).
     pub(super) scope: String,
-    /// The hash of its history and the hasher over all its messages; `None` when it continues
-    /// a stored response, whose history goes first.
-    pub(super) hashes: Option<(String, HistoryHasher)>,
+    /// The hashes of its history and the hasher over all its messages; `None` when it
+    /// continues a stored response, whose history goes first.
+    pub(super) hashes: Option<Hashes>,
     /// The names the model sees for its client tools, with the client's own.
     pub(super) client_tools: HashMap<String, String>,
     /// Its tools as the client MCP server offers them (enabled built-ins included: they are
@@ -49,7 +49,7 @@ impl PreparedRequest {
     pub fn new(tenant: &str, mut request: ApiRequest) -> PreparedRequest {
         let scope = request_scope(tenant, &request);
         let hashes = (request.previous_response_id.is_none())
-            .then(|| history_hashes(&scope, &request.conversation));
+            .then(|| history_hashes(tenant, &scope, &request.conversation));
         let start_prompt = hashes.as_ref().map(|_| {
             let messages = &request.conversation.messages;
             let blocks = match request.conversation.history_len() {

@@ -1,6 +1,6 @@
 //! The gateway's settings, outputs and timeout reasons.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::RequestId;
 use crate::gateway::registry::{Limits, RegistryTimeout, SessionId};
@@ -80,6 +80,12 @@ pub struct GatewayConfig {
     /// working directory's `.claude/settings.json` and `settings.local.json`), with the hooks,
     /// skills, plugins, agents and CLAUDE.md files they bring. None by default.
     pub setting_sources: Vec<String>,
+    /// Keep conversations in a session store: every CLI mirrors its session transcript
+    /// ([`GatewayOutput::StoreAppend`]), each response saves its conversation's record
+    /// ([`GatewayOutput::StoreSave`]), and a history no live CLI continues is looked up there
+    /// ([`GatewayOutput::StoreFind`]) and resumed exactly by a new CLI. Off: such a history is
+    /// rebuilt as one prompt.
+    pub store: bool,
 }
 
 /// A tenant's directories under [`GatewayConfig::tenant_root`]: `<root>/<id>/home` (its
@@ -184,6 +190,7 @@ impl Default for GatewayConfig {
             shared_cwd: None,
             setting_sources: Vec::new(),
             http: super::HttpConfig::default(),
+            store: false,
         }
     }
 }
@@ -202,6 +209,102 @@ pub struct CliSpec {
     /// The tenant's directories, which the host creates (owner-only) before the start and a
     /// sandbox leaves writable; `None` without [`GatewayConfig::tenant_root`].
     pub tenant: Option<TenantDirs>,
+    /// A stored conversation this CLI resumes (its arguments say `--resume`): before the
+    /// start, the host writes the conversation's stored transcript to this file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume: Option<ResumeSpec>,
+}
+
+/// The transcript a resuming CLI reads ([`CliSpec::resume`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResumeSpec {
+    /// The stored conversation.
+    pub key: ConversationKey,
+    /// Where the CLI reads its transcript: the path its last CLI wrote it to.
+    pub path: String,
+    /// The system prompt the conversation goes on with (`None`: Claude Code's own).
+    pub system_prompt: Option<String>,
+}
+
+impl ResumeSpec {
+    /// The stored transcript's lines as the resuming CLI must read them: the CLI resumes
+    /// with the system prompt its transcript recorded (`prompt_snapshot` entries), so those
+    /// record the one the conversation goes on with (without one of the request's own, none:
+    /// the CLI makes its own again). Other lines are left as they are.
+    pub fn transcript(&self, lines: Vec<String>) -> Vec<String> {
+        lines
+            .into_iter()
+            .map(|line| {
+                if !line.contains("\"prompt_snapshot\"") {
+                    return line;
+                }
+                let Ok(mut entry) = serde_json::from_str::<serde_json::Value>(&line) else {
+                    return line;
+                };
+                let Some(snapshot) = entry
+                    .get_mut("attachment")
+                    .filter(|a| a["type"] == "prompt_snapshot")
+                    .and_then(serde_json::Value::as_object_mut)
+                else {
+                    return line;
+                };
+                match &self.system_prompt {
+                    Some(system) => {
+                        snapshot.insert("systemPrompt".into(), serde_json::json!([system]));
+                    }
+                    None => {
+                        snapshot.remove("systemPrompt");
+                    }
+                }
+                entry.to_string()
+            })
+            .collect()
+    }
+}
+
+/// A stored conversation's key: its tenant's id ([`tenant_id`]; never the API key) and its
+/// id, which is also the id of its CLI's session (a UUID).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ConversationKey {
+    /// The tenant's id.
+    pub tenant: String,
+    /// The conversation's id.
+    pub id: String,
+}
+
+/// What the session store keeps of a conversation besides its transcript: what a gateway needs
+/// to find it from a request's history and to resume it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationRecord {
+    /// The conversation.
+    pub key: ConversationKey,
+    /// The hash of its history in the tenant's scope: a request whose history has this hash
+    /// continues it. The store finds the record by it.
+    pub hash: String,
+    /// Client tool calls its last response returned, whose results the next request brings.
+    #[serde(default)]
+    pub pending: Vec<String>,
+    /// Where its CLI wrote its transcript.
+    pub transcript: String,
+    /// Whether a CLI runs it, and if not, what closed the last one.
+    pub state: RecordState,
+    /// When it was saved (Unix ms).
+    pub saved_ms: u64,
+}
+
+/// Whether a stored conversation has a live CLI ([`ConversationRecord::state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordState {
+    /// A gateway runs its CLI (found like this by another gateway, or after a restart, it
+    /// is resumed as `restarted`).
+    Live,
+    /// Its CLI was closed while idle, to make room or after `hibernate_after`.
+    Hibernated,
+    /// Its CLI was closed after the idle time-to-live.
+    Expired,
+    /// Its CLI ended by itself.
+    Ended,
 }
 
 /// What the host must do; drain with [`Gateway::poll_output`](super::Gateway::poll_output). Serialized (as the npm package
@@ -284,6 +387,35 @@ pub enum GatewayOutput {
     /// An admin asked over HTTP that the gateway drain (`POST /admin/drain`): it drains; the
     /// host exits once it [`is_drained`](super::Gateway::is_drained).
     DrainRequested,
+    /// Append lines to a conversation's stored transcript (with [`GatewayConfig::store`]).
+    StoreAppend {
+        /// The conversation.
+        key: ConversationKey,
+        /// The transcript's new lines, in order.
+        entries: Vec<crate::Json>,
+    },
+    /// Save a conversation's record, replacing the one saved before, and let the store find it
+    /// by [`ConversationRecord::hash`] (with [`GatewayConfig::store`]). Carried out after the
+    /// appends before it.
+    StoreSave {
+        /// The record.
+        record: ConversationRecord,
+        /// The request whose response ended with this record: a host that ends the response
+        /// (its `End`) only once the record is kept loses no turn to a crash.
+        request: Option<RequestId>,
+    },
+    /// Find the stored conversation of `tenant` (its id) whose history hashes to `hash`, and
+    /// give the answer (its record, or none) to
+    /// [`handle_found`](super::Gateway::handle_found) (with [`GatewayConfig::store`]).
+    /// Carried out after the appends and saves before it.
+    StoreFind {
+        /// The request waiting for it.
+        request: RequestId,
+        /// The tenant's id.
+        tenant: String,
+        /// The history's hash.
+        hash: String,
+    },
 }
 
 /// Which gateway a request must reach ([`Gateway::route_key`](super::Gateway::route_key)).

@@ -1,0 +1,307 @@
+//! Conversations kept in a session store ([`GatewayConfig::store`]): every CLI's transcript
+//! as it writes it, each conversation's record as its responses end, and the resume of a
+//! history no live CLI continues by a new CLI that reads the stored transcript.
+
+use std::collections::HashMap;
+
+use super::types::{ConversationKey, ConversationRecord, RecordState, ResumeSpec, TenantDirs};
+use super::{tenant_id, Gateway, GatewayOutput, RequestId};
+use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
+use crate::gateway::registry::{ResumeReason, Route, SessionId, SessionKind};
+use crate::gateway::translate::{prompt_blocks, rebuild_prompt, Structured};
+use crate::mcp::McpTool;
+use crate::session::ReadyPrompt;
+use crate::{Json, Timestamp};
+
+/// A routed request, what its response needs before its session is known.
+#[derive(Debug)]
+pub(super) struct Opening {
+    pub(super) api: Api,
+    pub(super) tenant: String,
+    pub(super) parsed: ApiRequest,
+    pub(super) client_tools: HashMap<String, String>,
+    pub(super) tools: Vec<McpTool>,
+    pub(super) tools_digest: String,
+    pub(super) start_prompt: Option<ReadyPrompt>,
+    pub(super) structured: Option<Structured>,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) response_id: Option<String>,
+    pub(super) previous_response_id: Option<String>,
+}
+
+/// A request waiting for the session store ([`GatewayOutput::StoreFind`]).
+#[derive(Debug)]
+pub(super) struct Finding {
+    pub(super) opening: Opening,
+    /// Its history's hash in the tenant's scope.
+    pub(super) hash: String,
+}
+
+impl Gateway {
+    /// A new conversation's id: a UUID of keyed hash bits, never the same twice (the wall
+    /// clock at the gateway's start is part of it, so a restarted gateway makes new ones).
+    pub(super) fn conversation_id(&mut self) -> String {
+        use sha2::Digest;
+        self.next_conversation += 1;
+        let mut sha = sha2::Sha256::new();
+        sha.update(self.config.id_key);
+        sha.update(b"conversation\0");
+        sha.update(self.config.unix_epoch_ms.to_le_bytes());
+        sha.update(self.next_conversation.to_le_bytes());
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&sha.finalize()[..16]);
+        // Version 4, variant 1: the form the CLI takes for `--session-id`.
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        let hex = crate::conversation::hex(&bytes);
+        format!(
+            "{}-{}-{}-{}-{}",
+            &hex[..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..]
+        )
+    }
+
+    /// Parks a request whose history no live session continues until the session store has
+    /// looked it up ([`handle_found`](Self::handle_found)).
+    pub(super) fn find(&mut self, request: RequestId, opening: Opening, hash: String) {
+        self.outputs.push_back(GatewayOutput::StoreFind {
+            request,
+            tenant: tenant_id(&opening.tenant),
+            hash: hash.clone(),
+        });
+        self.finding.insert(request, Finding { opening, hash });
+    }
+
+    /// The session store's answer to a [`GatewayOutput::StoreFind`]: the record of the
+    /// conversation whose history the request continues, or none. With a record, a new CLI
+    /// resumes the stored transcript and the request's new messages go to it (`resumed`);
+    /// without one, a new CLI carries the whole history (`rebuilt`). A request whose client
+    /// went away meanwhile is dropped.
+    pub fn handle_found(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        record: Option<ConversationRecord>,
+    ) {
+        self.now = now;
+        let Some(Finding { mut opening, hash }) = self.finding.remove(&request) else {
+            return;
+        };
+        let Some(session) = self.registry.found(&hash, now) else {
+            return;
+        };
+        let tenant = tenant_id(&opening.tenant);
+        // A record is the conversation of this history only if the store kept it under both
+        // (the store's index may lag behind), and it can resume only where the CLI's turn
+        // ended: a call still waiting for the client's result is in no transcript.
+        let record = record.filter(|r| r.hash == hash && r.key.tenant == tenant);
+        let messages = &opening.parsed.conversation.messages;
+        let (kind, prompt, resume) = match record {
+            Some(record) if record.pending.is_empty() => {
+                let mut reason = match record.state {
+                    RecordState::Live => ResumeReason::Restarted,
+                    RecordState::Hibernated => ResumeReason::Hibernated,
+                    RecordState::Expired => ResumeReason::Expired,
+                    RecordState::Ended => ResumeReason::Ended,
+                };
+                // Its CLI is live under other settings: closed, when it waits for nothing.
+                let live = self
+                    .lives
+                    .iter()
+                    .find(|(id, l)| l.cli_id == record.key.id && !self.pool.contains_key(id))
+                    .map(|(id, _)| *id);
+                if let Some(old) = live {
+                    if !self.is_waiting_for_nothing(old) {
+                        self.registry.close(session);
+                        let error = ApiError::new(
+                            ApiErrorKind::RateLimit,
+                            "this conversation is busy with another request; retry when it has \
+                             finished",
+                        )
+                        .retry_after(1);
+                        return self.respond_error(request, opening.api, &opening.headers, &error);
+                    }
+                    reason = ResumeReason::Settings;
+                    self.close(now, old);
+                }
+                let n = opening.parsed.conversation.history_len();
+                opening.start_prompt = None;
+                let resume = ResumeSpec {
+                    key: record.key,
+                    path: record.transcript,
+                    system_prompt: opening.parsed.conversation.system.clone(),
+                };
+                (
+                    SessionKind::Resumed(reason),
+                    prompt_blocks(&messages[n..]),
+                    Some(resume),
+                )
+            }
+            _ => {
+                let prompt = match opening.start_prompt {
+                    Some(_) => Vec::new(),
+                    None => rebuild_prompt(messages),
+                };
+                (SessionKind::Rebuilt, prompt, None)
+            }
+        };
+        let route = Route::Start {
+            session,
+            kind,
+            prompt,
+            replaces: None,
+        };
+        self.open(now, request, opening, route, resume);
+    }
+
+    /// Whether a live session's CLI waits for nothing (no turn, call or approval): it may be
+    /// closed.
+    pub(super) fn is_waiting_for_nothing(&self, session: SessionId) -> bool {
+        self.lives.get(&session).is_some_and(|live| {
+            live.request.is_none()
+                && live.starting.is_none()
+                && live.settle_by.is_none()
+                && self.registry.is_idle(session)
+                && !self.approvals.values().any(|a| a.session == session)
+        })
+    }
+
+    /// A request waiting for the session store lost its client.
+    pub(super) fn forget_finding(&mut self, request: RequestId) -> Option<String> {
+        let finding = self.finding.remove(&request)?;
+        self.registry.abandon(&finding.hash);
+        Some(finding.opening.tenant)
+    }
+
+    /// Lines a session's CLI added to a transcript: those of its own transcript go to the
+    /// store (a warm CLI's wait for the conversation that takes it); a subagent's are not
+    /// kept.
+    pub(super) fn on_mirror(&mut self, session: SessionId, file_path: &str, entries: Vec<Json>) {
+        if !self.config.store {
+            return;
+        }
+        let warm = self.pool.contains_key(&session);
+        let Some(live) = self.lives.get_mut(&session) else {
+            return;
+        };
+        let own = file_path
+            .strip_suffix(".jsonl")
+            .and_then(|p| p.strip_suffix(live.cli_id.as_str()))
+            .is_some_and(|dir| dir.ends_with('/'));
+        if !own {
+            return;
+        }
+        if live.transcript.is_none() {
+            live.transcript = Some(file_path.to_owned());
+        }
+        if warm {
+            live.mirrored.extend(entries);
+            return;
+        }
+        let key = ConversationKey {
+            tenant: tenant_id(&live.tenant),
+            id: live.cli_id.clone(),
+        };
+        self.outputs
+            .push_back(GatewayOutput::StoreAppend { key, entries });
+    }
+
+    /// Sends what a warm CLI mirrored before a conversation took it.
+    pub(super) fn flush_mirrored(&mut self, session: SessionId) {
+        let Some(live) = self.lives.get_mut(&session) else {
+            return;
+        };
+        if live.mirrored.is_empty() || self.pool.contains_key(&session) {
+            return;
+        }
+        let entries = std::mem::take(&mut live.mirrored);
+        let key = ConversationKey {
+            tenant: tenant_id(&live.tenant),
+            id: live.cli_id.clone(),
+        };
+        self.outputs
+            .push_back(GatewayOutput::StoreAppend { key, entries });
+    }
+
+    /// A session's response ended: its conversation's record says which history continues
+    /// it (`hash`, in the tenant's scope) and which client tool calls wait for results.
+    pub(super) fn save_record(
+        &mut self,
+        session: SessionId,
+        hash: String,
+        pending: Vec<String>,
+        request: RequestId,
+    ) {
+        if !self.config.store {
+            return;
+        }
+        let wall = self.config.unix_epoch_ms.saturating_add(self.now);
+        let Some(live) = self.lives.get(&session) else {
+            return;
+        };
+        let Some(transcript) = live
+            .transcript
+            .clone()
+            .or_else(|| self.transcript_path(&live.tenant, &live.cli_id))
+        else {
+            return;
+        };
+        let record = ConversationRecord {
+            key: ConversationKey {
+                tenant: tenant_id(&live.tenant),
+                id: live.cli_id.clone(),
+            },
+            hash,
+            pending,
+            transcript,
+            state: RecordState::Live,
+            saved_ms: wall,
+        };
+        if let Some(live) = self.lives.get_mut(&session) {
+            live.record = Some(record.clone());
+        }
+        self.outputs.push_back(GatewayOutput::StoreSave {
+            record,
+            request: Some(request),
+        });
+    }
+
+    /// A session's CLI is being closed or has ended: its record says why, so the request that
+    /// resumes it can.
+    pub(super) fn record_closed(&mut self, session: SessionId, state: RecordState) {
+        let wall = self.config.unix_epoch_ms.saturating_add(self.now);
+        let Some(live) = self.lives.get_mut(&session) else {
+            return;
+        };
+        let Some(mut record) = live.record.take() else {
+            return;
+        };
+        record.state = state;
+        record.saved_ms = wall;
+        self.outputs.push_back(GatewayOutput::StoreSave {
+            record,
+            request: None,
+        });
+    }
+
+    /// Where the CLI of `tenant`'s conversation `id` writes its transcript, as the CLI names
+    /// it: `<config dir>/projects/<working directory, each character not a letter or digit
+    /// made a dash>/<id>.jsonl`; `None` where it cannot be told (no tenant directories, or a
+    /// working directory whose name the CLI shortens).
+    fn transcript_path(&self, tenant: &str, id: &str) -> Option<String> {
+        let root = self.config.tenant_root.as_deref()?;
+        let dirs = TenantDirs::new(root, tenant);
+        let cwd = self.config.shared_cwd.as_deref().unwrap_or(&dirs.work);
+        if !cwd.is_ascii() {
+            return None;
+        }
+        let name: String = cwd
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        (name.len() <= 200).then(|| format!("{}/.claude/projects/{name}/{id}.jsonl", dirs.home))
+    }
+}

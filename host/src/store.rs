@@ -1,0 +1,444 @@
+//! Session stores: where `ccwire serve` keeps conversations so they outlive their CLIs — each
+//! CLI's session transcript as it grows, and each conversation's
+//! [`ConversationRecord`] (the hash of the history that continues it, the calls it waits
+//! for, whether a CLI runs it). A conversation with no live CLI (hibernated, expired, after a
+//! restart) is resumed from here by a new CLI that reads its transcript (`--resume`), so the
+//! model sees the same messages it would have seen from the first CLI.
+//!
+//! [`SessionStore`] is the interface (asynchronous, keyed by tenant and conversation, with a
+//! time-to-live); [`DirStore`] the embedded one, a directory on the gateway's machine.
+
+use std::fmt::Debug;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use ccwire_core::gateway::{ConversationKey, ConversationRecord};
+use futures::future::BoxFuture;
+
+/// Where conversations are kept. Every call for one conversation comes after the calls made
+/// before it have finished (the gateway runs them in order), so an implementation need not
+/// order them itself. Keys and hashes are made of ASCII letters, digits and `-`.
+pub trait SessionStore: Debug + Send + Sync + 'static {
+    /// Appends lines to a conversation's transcript (each a JSON object).
+    fn append<'a>(
+        &'a self,
+        key: &'a ConversationKey,
+        lines: Vec<String>,
+    ) -> BoxFuture<'a, io::Result<()>>;
+
+    /// Saves a conversation's record, replacing the one saved before, so that
+    /// [`find`](Self::find) finds it by its hash (and no longer by the hash it had), once the
+    /// transcript's lines appended before it are kept as durably as the record.
+    fn save<'a>(&'a self, record: &'a ConversationRecord) -> BoxFuture<'a, io::Result<()>>;
+
+    /// The record of `tenant`'s conversation whose history hashes to `hash`, if any.
+    fn find<'a>(
+        &'a self,
+        tenant: &'a str,
+        hash: &'a str,
+    ) -> BoxFuture<'a, io::Result<Option<ConversationRecord>>>;
+
+    /// A conversation's transcript, its lines in order (`None`: nothing was kept).
+    fn load<'a>(
+        &'a self,
+        key: &'a ConversationKey,
+    ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>>;
+
+    /// Forgets the conversations not saved or appended to for longer than the store's
+    /// time-to-live; returns how many. (A store whose backend expires keys itself does
+    /// nothing.)
+    fn sweep(&self) -> BoxFuture<'_, io::Result<usize>>;
+}
+
+/// The embedded session store: one directory per conversation under
+/// `<root>/<tenant>/<conversation>/` (`transcript.jsonl`, appended; `record.json`, replaced
+/// atomically) and `<root>/<tenant>/index/<hash>` naming the conversation a history continues.
+/// Crash-safe: a record is written to a temporary file, synced, then renamed over the old
+/// one, after the transcript it points at is synced; a transcript's last line cut short by a
+/// crash is dropped when it is read. Private to its owner (mode 0700 directories, 0600
+/// files).
+#[derive(Debug, Clone)]
+pub struct DirStore {
+    root: PathBuf,
+    ttl: Duration,
+}
+
+/// A key, tenant or hash that is safe as one path component.
+fn component(name: &str) -> io::Result<&str> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(name)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a store key: {name:?}"),
+        ))
+    }
+}
+
+impl DirStore {
+    /// A store in `root` (made when first written to) that forgets conversations left alone
+    /// for `ttl`.
+    pub fn new(root: impl Into<PathBuf>, ttl: Duration) -> DirStore {
+        DirStore {
+            root: root.into(),
+            ttl,
+        }
+    }
+
+    /// Its directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn conversation_dir(&self, key: &ConversationKey) -> io::Result<PathBuf> {
+        Ok(self
+            .root
+            .join(component(&key.tenant)?)
+            .join(component(&key.id)?))
+    }
+
+    fn index_file(&self, tenant: &str, hash: &str) -> io::Result<PathBuf> {
+        Ok(self
+            .root
+            .join(component(tenant)?)
+            .join("index")
+            .join(component(hash)?))
+    }
+
+    fn append_sync(&self, key: &ConversationKey, lines: &[String]) -> io::Result<()> {
+        let dir = self.conversation_dir(key)?;
+        private_dir(&dir)?;
+        let mut text = String::new();
+        for line in lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        let mut file = open_private(&dir.join("transcript.jsonl"), true)?;
+        file.write_all(text.as_bytes())
+    }
+
+    fn save_sync(&self, record: &ConversationRecord) -> io::Result<()> {
+        let dir = self.conversation_dir(&record.key)?;
+        private_dir(&dir)?;
+        let transcript = dir.join("transcript.jsonl");
+        if transcript.exists() {
+            std::fs::File::open(&transcript)?.sync_data()?;
+        }
+        let record_file = dir.join("record.json");
+        let before: Option<ConversationRecord> = std::fs::read(&record_file)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        let json = serde_json::to_vec(record).map_err(io::Error::other)?;
+        write_atomically(&record_file, &json)?;
+        let index = self.index_file(&record.key.tenant, &record.hash)?;
+        if let Some(parent) = index.parent() {
+            private_dir(parent)?;
+        }
+        write_atomically(&index, record.key.id.as_bytes())?;
+        if let Some(before) = before.filter(|b| b.hash != record.hash) {
+            let _ = std::fs::remove_file(self.index_file(&before.key.tenant, &before.hash)?);
+        }
+        Ok(())
+    }
+
+    fn find_sync(&self, tenant: &str, hash: &str) -> io::Result<Option<ConversationRecord>> {
+        let id = match std::fs::read_to_string(self.index_file(tenant, hash)?) {
+            Ok(id) => id,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let key = ConversationKey {
+            tenant: tenant.to_owned(),
+            id: id.trim().to_owned(),
+        };
+        let bytes = match std::fs::read(self.conversation_dir(&key)?.join("record.json")) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let record: ConversationRecord = serde_json::from_slice(&bytes)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        Ok((record.hash == hash && record.key == key).then_some(record))
+    }
+
+    fn load_sync(&self, key: &ConversationKey) -> io::Result<Option<Vec<String>>> {
+        let text =
+            match std::fs::read_to_string(self.conversation_dir(key)?.join("transcript.jsonl")) {
+                Ok(text) => text,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(e),
+            };
+        // Only whole lines: one a crash cut short has no newline.
+        let whole = match text.rfind('\n') {
+            Some(end) => &text[..end],
+            None => "",
+        };
+        let lines: Vec<String> = whole
+            .split('\n')
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect();
+        Ok((!lines.is_empty()).then_some(lines))
+    }
+
+    fn sweep_sync(&self) -> io::Result<usize> {
+        let now = SystemTime::now();
+        let old = |path: &Path| {
+            std::fs::metadata(path)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| now.duration_since(t).ok())
+                .is_some_and(|age| age > self.ttl)
+        };
+        let mut swept = 0;
+        let tenants = match std::fs::read_dir(&self.root) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        for tenant in tenants.flatten() {
+            let Ok(entries) = std::fs::read_dir(tenant.path()) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if entry.file_name() == "index" {
+                    continue;
+                }
+                let touched = [path.join("record.json"), path.join("transcript.jsonl")];
+                if touched.iter().all(|p| !p.exists() || old(p)) {
+                    std::fs::remove_dir_all(&path)?;
+                    swept += 1;
+                }
+            }
+            // Index entries of conversations gone.
+            if let Ok(index) = std::fs::read_dir(tenant.path().join("index")) {
+                for entry in index.flatten() {
+                    let id = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                    if id.trim().is_empty() || !tenant.path().join(id.trim()).exists() {
+                        let _ = std::fs::remove_file(entry.path());
+                    }
+                }
+            }
+        }
+        Ok(swept)
+    }
+}
+
+/// Runs blocking file work off the runtime's threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(io::Error::other)?
+}
+
+impl SessionStore for DirStore {
+    fn append<'a>(
+        &'a self,
+        key: &'a ConversationKey,
+        lines: Vec<String>,
+    ) -> BoxFuture<'a, io::Result<()>> {
+        let (store, key) = (self.clone(), key.clone());
+        Box::pin(blocking(move || store.append_sync(&key, &lines)))
+    }
+
+    fn save<'a>(&'a self, record: &'a ConversationRecord) -> BoxFuture<'a, io::Result<()>> {
+        let (store, record) = (self.clone(), record.clone());
+        Box::pin(blocking(move || store.save_sync(&record)))
+    }
+
+    fn find<'a>(
+        &'a self,
+        tenant: &'a str,
+        hash: &'a str,
+    ) -> BoxFuture<'a, io::Result<Option<ConversationRecord>>> {
+        let (store, tenant, hash) = (self.clone(), tenant.to_owned(), hash.to_owned());
+        Box::pin(blocking(move || store.find_sync(&tenant, &hash)))
+    }
+
+    fn load<'a>(
+        &'a self,
+        key: &'a ConversationKey,
+    ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>> {
+        let (store, key) = (self.clone(), key.clone());
+        Box::pin(blocking(move || store.load_sync(&key)))
+    }
+
+    fn sweep(&self) -> BoxFuture<'_, io::Result<usize>> {
+        let store = self.clone();
+        Box::pin(blocking(move || store.sweep_sync()))
+    }
+}
+
+/// Makes `dir` and its missing parents, owner-only.
+pub(crate) fn private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Opens a file owner-only, to append to or to write anew.
+fn open_private(path: &Path, append: bool) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).mode(0o600);
+    if append {
+        options.append(true);
+    } else {
+        options.write(true).truncate(true);
+    }
+    options.open(path)
+}
+
+/// Replaces `path` with `bytes` all at once: a synced temporary file renamed over it, then the
+/// directory synced.
+fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut file = open_private(&tmp, false)?;
+    file.write_all(bytes)?;
+    file.sync_data()?;
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Writes a stored transcript where a resuming CLI reads it: `path`, which must be a
+/// `<id>.jsonl` file inside `home` when a tenant home is given (the CLI's own transcript of that
+/// conversation). Replaces what is there.
+pub(crate) fn materialize(
+    lines: &[String],
+    path: &Path,
+    id: &str,
+    home: Option<&Path>,
+) -> io::Result<()> {
+    let named = path.file_name().and_then(|n| n.to_str()) == Some(&format!("{id}.jsonl"));
+    let inside = home.is_none_or(|home| {
+        path.is_absolute()
+            && path.starts_with(home)
+            && path
+                .components()
+                .all(|c| !matches!(c, std::path::Component::ParentDir))
+    });
+    if !named || !inside {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a transcript of conversation {id}: {}", path.display()),
+        ));
+    }
+    if let Some(parent) = path.parent() {
+        private_dir(parent)?;
+    }
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    write_atomically(path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccwire_core::gateway::RecordState;
+
+    fn record(id: &str, hash: &str) -> ConversationRecord {
+        ConversationRecord {
+            key: ConversationKey {
+                tenant: "local".into(),
+                id: id.into(),
+            },
+            hash: hash.into(),
+            pending: Vec::new(),
+            transcript: format!("/x/{id}.jsonl"),
+            state: RecordState::Live,
+            saved_ms: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_record_is_found_by_its_latest_hash_only_and_its_transcript_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::new(dir.path().join("store"), Duration::from_secs(3600));
+        let a = record("c-1", "h1");
+        assert_eq!(store.find("local", "h1").await.unwrap(), None);
+        store
+            .append(&a.key, vec![r#"{"type":"user"}"#.into()])
+            .await
+            .unwrap();
+        store.save(&a).await.unwrap();
+        assert_eq!(store.find("local", "h1").await.unwrap(), Some(a.clone()));
+        assert_eq!(store.find("other", "h1").await.unwrap(), None);
+        store
+            .append(&a.key, vec![r#"{"type":"assistant"}"#.into()])
+            .await
+            .unwrap();
+        let b = record("c-1", "h2");
+        store.save(&b).await.unwrap();
+        assert_eq!(store.find("local", "h1").await.unwrap(), None, "moved on");
+        assert_eq!(store.find("local", "h2").await.unwrap(), Some(b.clone()));
+        assert_eq!(
+            store.load(&b.key).await.unwrap(),
+            Some(vec![
+                r#"{"type":"user"}"#.to_owned(),
+                r#"{"type":"assistant"}"#.to_owned()
+            ])
+        );
+        // A line a crash cut short is not read.
+        let file = dir.path().join("store/local/c-1/transcript.jsonl");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
+        f.write_all(br#"{"type":"us"#).unwrap();
+        assert_eq!(store.load(&b.key).await.unwrap().unwrap().len(), 2);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "owner-only");
+    }
+
+    #[tokio::test]
+    async fn keys_that_are_not_names_are_refused_and_old_conversations_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::new(dir.path(), Duration::ZERO);
+        let mut bad = record("../../etc", "h");
+        assert!(store.save(&bad).await.is_err());
+        bad.key.id = "ok".into();
+        bad.key.tenant = "a/b".into();
+        assert!(store.save(&bad).await.is_err());
+        assert!(store.find("local", "../x").await.is_err());
+        store.save(&record("c-2", "h3")).await.unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(store.sweep().await.unwrap(), 1);
+        assert_eq!(store.find("local", "h3").await.unwrap(), None);
+        assert!(!dir.path().join("local/index/h3").exists());
+    }
+
+    #[test]
+    fn a_transcript_is_written_only_as_the_conversation_s_own_file_in_the_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let path = home.join(".claude/projects/-w/c-1.jsonl");
+        let lines = vec![r#"{"a":1}"#.to_owned()];
+        materialize(&lines, &path, "c-1", Some(&home)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
+        let outside = dir.path().join("elsewhere/c-1.jsonl");
+        assert!(materialize(&lines, &outside, "c-1", Some(&home)).is_err());
+        let sneaky = home.join("../elsewhere/c-1.jsonl");
+        assert!(materialize(&lines, &sneaky, "c-1", Some(&home)).is_err());
+        assert!(materialize(&lines, &path, "c-2", Some(&home)).is_err());
+    }
+}

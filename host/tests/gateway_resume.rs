@@ -1,0 +1,325 @@
+//! End-to-end: conversations outlive their CLIs. With a session store, a conversation whose
+//! CLI was closed — hibernated when idle, closed to make room, lost with a gateway killed by
+//! SIGKILL — is resumed by a new CLI from its stored transcript, and the model receives the
+//! same messages, block for block, as from a CLI that never stopped.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ccwire_host::gateway::GatewayOptions;
+use ccwire_host::store::{DirStore, SessionStore};
+use ccwire_tests::cli::OfflineHome;
+use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
+use serde_json::{json, Value};
+use support::*;
+
+/// Four user turns, two of which the model answers by calling the client's tool twice.
+const TURNS: [&str; 4] = [
+    "Hello, who are you?",
+    "PLEASE-LOOKUP the first records",
+    "And what do you make of them?",
+    "PLEASE-LOOKUP the second records",
+];
+
+/// The model's messages of each call, tool ids made alike (the fake numbers them per call).
+fn model_messages(fake: &FakeAnthropic, from: usize) -> Vec<String> {
+    let ids = regex_lite_tool_ids();
+    fake.model_calls()[from..]
+        .iter()
+        .map(|call| ids(&call.body["messages"].to_string()))
+        .collect()
+}
+
+/// Replaces every `toolu_fake_<n>_` with `toolu_fake_N_`.
+fn regex_lite_tool_ids() -> impl Fn(&str) -> String {
+    |text: &str| {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find("toolu_fake_") {
+            out.push_str(&rest[..at + "toolu_fake_".len()]);
+            rest = &rest[at + "toolu_fake_".len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            out.push('N');
+            rest = &rest[digits..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// Runs one user turn of a conversation (and its tool round trips) against `url`, returning
+/// the `x-ccwire-session` header and its reason of each request.
+async fn turn(
+    http: &reqwest::Client,
+    url: &str,
+    messages: &mut Vec<Value>,
+    text: &str,
+) -> Vec<(String, String)> {
+    messages.push(json!({"role": "user", "content": text}));
+    let mut kinds = Vec::new();
+    loop {
+        let body = json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+        let response = tokio::time::timeout(
+            Duration::from_secs(90),
+            http.post(format!("{url}/v1/messages")).json(&body).send(),
+        )
+        .await
+        .expect("an answer in time")
+        .expect("the gateway answers");
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned()
+        };
+        kinds.push((
+            header("x-ccwire-session"),
+            header("x-ccwire-session-reason"),
+        ));
+        let status = response.status().as_u16();
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(status, 200, "{answer}");
+        let content = answer["content"].clone();
+        messages.push(json!({"role": "assistant", "content": content}));
+        let calls: Vec<&Value> = content
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "tool_use")
+            .collect();
+        if calls.is_empty() {
+            return kinds;
+        }
+        let results: Vec<Value> = calls
+            .iter()
+            .map(|c| json!({"type": "tool_result", "tool_use_id": c["id"], "content": format!("record-{}", c["input"]["query"].as_str().unwrap())}))
+            .collect();
+        messages.push(json!({"role": "user", "content": results}));
+    }
+}
+
+fn store(dir: &std::path::Path) -> Arc<dyn SessionStore> {
+    Arc::new(DirStore::new(dir, Duration::from_secs(3600)))
+}
+
+fn with_store(dir: &std::path::Path, hibernate_after_ms: u64) -> impl FnOnce(&mut GatewayOptions) {
+    let store = store(dir);
+    move |options: &mut GatewayOptions| {
+        options.store = Some(store);
+        options.engine.limits.hibernate_after_ms = hibernate_after_ms;
+    }
+}
+
+fn session_kinds(kinds: &[(String, String)]) -> Vec<&str> {
+    kinds.iter().map(|(k, _)| k.as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hibernated_conversation_resumes_with_the_same_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gw = Gw::start(with_store(dir.path(), u64::MAX)).await;
+    let url = gw.url("");
+
+    // A conversation that never pauses.
+    let mut messages = Vec::new();
+    let mut kinds = Vec::new();
+    for text in TURNS {
+        kinds.extend(turn(&gw.http, &url, &mut messages, text).await);
+    }
+    assert_eq!(
+        session_kinds(&kinds),
+        [
+            "new",
+            "continued",
+            "continued",
+            "continued",
+            "continued",
+            "continued"
+        ]
+    );
+    let unpaused = model_messages(&gw.fake, 0);
+    assert_eq!(unpaused.len(), 6, "four turns, two tool round trips");
+
+    // The same conversation, its CLI hibernated whenever it waits for nothing: between turns
+    // (a turn's tool round trip holds it).
+    gw.restart(with_store(dir.path(), 300)).await;
+    let url = gw.url("");
+    let from = gw.fake.model_calls().len();
+    let mut messages = Vec::new();
+    let mut kinds = Vec::new();
+    for text in TURNS {
+        kinds.extend(turn(&gw.http, &url, &mut messages, text).await);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
+    assert_eq!(
+        kinds,
+        [
+            ("new", ""),
+            ("resumed", "hibernated"),
+            ("continued", ""),
+            ("resumed", "hibernated"),
+            ("resumed", "hibernated"),
+            ("continued", ""),
+        ]
+        .map(|(k, r)| (k.to_owned(), r.to_owned()))
+    );
+    let paused = model_messages(&gw.fake, from);
+    assert_eq!(paused.len(), unpaused.len());
+    for (i, (a, b)) in unpaused.iter().zip(&paused).enumerate() {
+        assert_eq!(a, b, "the model's call {i} after a resume");
+    }
+
+    let metrics = gw
+        .http
+        .get(gw.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("ccwire_resumes_total{reason=\"hibernated\"} 3"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("ccwire_turns_total{session=\"resumed\"} 3"),
+        "{metrics}"
+    );
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_over_the_cap_take_turns_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gw::start(|options| {
+        with_store(dir.path(), u64::MAX)(options);
+        options.engine.max_sessions = 1;
+    })
+    .await;
+    let url = gw.url("");
+    let mut conversations = [Vec::new(), Vec::new(), Vec::new()];
+    let mut kinds = Vec::new();
+    for text in ["Hello, who are you?", "And what do you make of them?"] {
+        for (n, messages) in conversations.iter_mut().enumerate() {
+            let text = format!("{text} (conversation {n})");
+            kinds.extend(turn(&gw.http, &url, messages, &text).await);
+        }
+    }
+    // Each new conversation closes the idle CLI of the one before; each comes back resumed.
+    assert_eq!(
+        session_kinds(&kinds),
+        ["new", "new", "new", "resumed", "resumed", "resumed"]
+    );
+    // Each conversation's last call carries its own history, whole.
+    let calls = gw.fake.model_calls();
+    for (n, call) in calls[3..].iter().enumerate() {
+        let sent = call.body["messages"].to_string();
+        assert!(
+            sent.contains(&format!("Hello, who are you? (conversation {n})")),
+            "{sent}"
+        );
+        for other in (0..3).filter(|o| *o != n) {
+            assert!(!sent.contains(&format!("(conversation {other})")), "{sent}");
+        }
+    }
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_resumes_after_the_gateway_is_killed() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap();
+    let fake = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let http = reqwest::Client::new();
+    let args = ["--state-dir", state_dir, "--sandbox", "off"];
+
+    // The conversation as it goes with one gateway.
+    let serve = ServeProcess::start(&home, &fake, &args, &[]).await;
+    let url = format!("http://{}", serve.addr);
+    let mut messages = Vec::new();
+    for text in TURNS {
+        turn(&http, &url, &mut messages, text).await;
+    }
+    let unpaused = model_messages(&fake, 0);
+
+    // Half of it, the gateway killed, the rest with a new gateway on the same state.
+    let from = fake.model_calls().len();
+    let mut messages = Vec::new();
+    for text in &TURNS[..2] {
+        turn(&http, &url, &mut messages, text).await;
+    }
+    let mut serve = serve;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(serve.child.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    serve.child.wait().await.unwrap();
+    let serve = ServeProcess::start(&home, &fake, &args, &[]).await;
+    let url = format!("http://{}", serve.addr);
+    let mut kinds = Vec::new();
+    for text in &TURNS[2..] {
+        kinds.extend(turn(&http, &url, &mut messages, text).await);
+    }
+    assert_eq!(
+        kinds[0],
+        ("resumed".to_owned(), "restarted".to_owned()),
+        "{kinds:?}"
+    );
+    let resumed = model_messages(&fake, from);
+    assert_eq!(resumed.len(), unpaused.len());
+    for (i, (a, b)) in unpaused.iter().zip(&resumed).enumerate() {
+        assert_eq!(a, b, "the model's call {i}");
+    }
+    serve.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_system_prompt_resumes_the_conversation_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .when(
+            Match::SystemContains {
+                text: "You are a pirate.".into(),
+            },
+            Reply::text("Arr."),
+        )
+        .when(Match::Any, Reply::Echo);
+    let gw = Gw::start_with(script, with_store(dir.path(), u64::MAX)).await;
+    let first = json!({"model": MODEL, "max_tokens": 1024, "system": "You are terse.",
+        "messages": [{"role": "user", "content": "Hello there"}]});
+    let (status, kind, answer) = gw.call("/v1/messages", &first, None).await;
+    assert_eq!((status, kind.as_str()), (200, "new"), "{answer}");
+    let second = json!({"model": MODEL, "max_tokens": 1024, "system": "You are a pirate.",
+    "messages": [
+        {"role": "user", "content": "Hello there"},
+        {"role": "assistant", "content": answer["content"]},
+        {"role": "user", "content": "Who are you now?"},
+    ]});
+    let response = gw.post("/v1/messages", &second, None).await;
+    assert_eq!(session_header(&response), "resumed");
+    assert_eq!(
+        response.headers()["x-ccwire-session-reason"],
+        "settings",
+        "the settings changed"
+    );
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["content"][0]["text"], "Arr.", "{answer}");
+    // The model saw the new system prompt and the conversation as messages.
+    let call = gw.fake.model_calls().pop().unwrap();
+    let sent = call.body["messages"].to_string();
+    assert!(sent.contains("Hello there") && sent.contains("Who are you now?"));
+    assert!(
+        !sent.contains("conversation_history"),
+        "not flattened: {sent}"
+    );
+    assert_eq!(gw.server().session_pids().len(), 1, "the old CLI is closed");
+    gw.stop().await;
+}
