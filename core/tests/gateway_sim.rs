@@ -1899,3 +1899,50 @@ fn a_history_the_store_does_not_know_is_rebuilt_and_a_lookup_without_its_client_
     assert!(held.specs.is_empty(), "no CLI for a client gone");
     assert!(!held.response(id).ended);
 }
+
+#[test]
+fn tool_results_continue_the_session_holding_their_calls_whatever_the_order_of_the_turn() {
+    let mut sim = Sim::default();
+    let ask = json!([{"role": "user", "content": "lookup: paris, rome"}]);
+    let first = sim.send(Api::Anthropic, "t", anthropic(ask.clone(), false));
+    let answer = sim.response(first).json();
+    let mut blocks = answer["content"].as_array().unwrap().clone();
+    assert_eq!(blocks.len(), 2);
+    // The client sends the turn back with its blocks in another order (as LiteLLM's adapters
+    // do): another history hash, the same calls.
+    blocks.reverse();
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": blocks}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "rainy"},
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    // Another tenant's results for those ids continue nothing of it.
+    let other = sim.send(Api::Anthropic, "u", anthropic(json!(messages), false));
+    assert_eq!(
+        sim.response(other).header("x-ccwire-session"),
+        Some("rebuilt")
+    );
+    assert_eq!(
+        sim.gateway.held_count(),
+        2,
+        "still held for their own client"
+    );
+    let results = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    let response = sim.response(results);
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(response.header("x-ccwire-session"), Some("continued"));
+    assert_eq!(
+        sim.specs.len(),
+        2,
+        "no new CLI for it (one for the other tenant)"
+    );
+    assert_eq!(sim.gateway.held_count(), 0, "both calls answered");
+    // The conversation goes on from the client's own order.
+    messages.push(json!({"role": "assistant", "content": response.json()["content"]}));
+    messages.push(json!({"role": "user", "content": "Thanks"}));
+    let next = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    assert_eq!(
+        sim.response(next).header("x-ccwire-session"),
+        Some("continued")
+    );
+}

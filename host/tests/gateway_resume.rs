@@ -323,3 +323,97 @@ async fn a_new_system_prompt_resumes_the_conversation_under_it() {
     assert_eq!(gw.server().session_pids().len(), 1, "the old CLI is closed");
     gw.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_few_shot_history_reaches_the_model_as_messages_and_then_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let gw = Gw::start(|options| {
+        with_store(&dir.path().join("store"), u64::MAX)(options);
+        options.state_dir = Some(state);
+        options.cwd = None;
+    })
+    .await;
+    // Aider's way: worked examples first, a tool call among them, then the real request.
+    let mut messages = vec![
+        json!({"role": "user", "content": "Example: change greeting.py to say hello"}),
+        json!({"role": "assistant", "content": [
+            {"type": "text", "text": "Let me look it up."},
+            {"type": "tool_use", "id": "toolu_example_1", "name": "lookup", "input": {"query": "greeting.py"}},
+        ]}),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_example_1", "content": "print('hi')"},
+        ]}),
+        json!({"role": "assistant", "content": "Done: it now says hello."}),
+        json!({"role": "user", "content": "Now the real change, please."}),
+    ];
+    let body =
+        json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+    let response = gw.post("/v1/messages", &body, None).await;
+    assert_eq!(session_header(&response), "resumed");
+    assert_eq!(response.headers()["x-ccwire-session-reason"], "history");
+    let answer: Value = response.json().await.unwrap();
+    let call = gw.fake.model_calls().pop().unwrap();
+    let sent = call.body["messages"].as_array().unwrap().clone();
+    // The examples are messages, the tool call and its result a pair, named as the CLI
+    // offers the client's tool; nothing is retold as text.
+    let texts = |m: &Value| -> String { m["content"].to_string() };
+    assert!(
+        texts(&sent[0]).contains("Example: change greeting.py"),
+        "{sent:?}"
+    );
+    assert_eq!(sent[1]["role"], "assistant");
+    assert_eq!(sent[1]["content"][1]["type"], "tool_use");
+    assert_eq!(sent[1]["content"][1]["name"], "mcp__client__lookup");
+    assert_eq!(sent[2]["content"][0]["type"], "tool_result");
+    assert_eq!(sent[2]["content"][0]["tool_use_id"], "toolu_example_1");
+    assert!(texts(&sent[3]).contains("Done: it now says hello."));
+    assert!(texts(sent.last().unwrap()).contains("Now the real change, please."));
+    assert!(!call.body["messages"]
+        .to_string()
+        .contains("conversation_history"));
+
+    // The next request continues the CLI that took the history.
+    messages.push(json!({"role": "assistant", "content": answer["content"]}));
+    messages.push(json!({"role": "user", "content": "Thanks."}));
+    let body =
+        json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+    let (status, kind, _) = gw.call("/v1/messages", &body, None).await;
+    assert_eq!((status, kind.as_str()), (200, "continued"));
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_for_a_turn_sent_back_in_another_order_continue_its_cli() {
+    let gw = Gw::start(|_| {}).await;
+    let mut messages = vec![json!({"role": "user", "content": "PLEASE-LOOKUP both"})];
+    let body =
+        json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+    let (status, kind, answer) = gw.call("/v1/messages", &body, None).await;
+    assert_eq!((status, kind.as_str()), (200, "new"), "{answer}");
+    let mut blocks = answer["content"].as_array().unwrap().clone();
+    let calls: Vec<Value> = blocks
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .cloned()
+        .collect();
+    assert_eq!(calls.len(), 2, "{answer}");
+    // The calls first, then the text, the calls swapped: as some adapters rebuild a turn.
+    blocks.sort_by_key(|b| b["type"] != "tool_use");
+    blocks.swap(0, 1);
+    messages.push(json!({"role": "assistant", "content": blocks}));
+    messages.push(json!({"role": "user", "content": calls.iter().map(|c| json!({
+        "type": "tool_result", "tool_use_id": c["id"],
+        "content": format!("record-{}", c["input"]["query"].as_str().unwrap())})).collect::<Vec<_>>()}));
+    let body =
+        json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+    let (status, kind, answer) = gw.call("/v1/messages", &body, None).await;
+    assert_eq!((status, kind.as_str()), (200, "continued"), "{answer}");
+    let sent = gw.fake.model_calls().pop().unwrap().body["messages"].to_string();
+    assert!(
+        sent.contains("record-alpha") && sent.contains("record-beta"),
+        "{sent}"
+    );
+    assert_eq!(gw.server().session_pids().len(), 1);
+    gw.stop().await;
+}

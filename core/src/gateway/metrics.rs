@@ -61,6 +61,8 @@ pub(crate) struct Metrics {
     pub turns: BTreeMap<&'static str, u64>,
     /// Resumed conversations, by why they had no live CLI.
     pub resumes: BTreeMap<&'static str, u64>,
+    /// Histories retold in one prompt, by why no transcript could carry them.
+    pub rebuilds: BTreeMap<&'static str, u64>,
     pub spawns: u64,
     /// CLI ends by how: `exit`, `signal`, `spawn_failed`.
     pub exits: BTreeMap<&'static str, u64>,
@@ -139,6 +141,16 @@ impl Metrics {
         );
         for (reason, n) in &self.resumes {
             let _ = writeln!(out, "ccwire_resumes_total{{reason=\"{reason}\"}} {n}");
+        }
+        header(
+            &mut out,
+            "ccwire_rebuilds_total",
+            "Histories retold to a new Claude Code session in one prompt, by why no transcript \
+             could carry them.",
+            "counter",
+        );
+        for (reason, n) in &self.rebuilds {
+            let _ = writeln!(out, "ccwire_rebuilds_total{{reason=\"{reason}\"}} {n}");
         }
         let gauges = [
             (

@@ -102,6 +102,10 @@ pub enum ResumeReason {
     /// The request changed the conversation's settings (system prompt, tools, model, …):
     /// its CLI was closed and a new one resumes it under the new ones.
     Settings,
+    /// The history is not one a CLI of the gateway wrote (few-shot examples, an edited or
+    /// reordered past, a conversation of another gateway without a shared store): the gateway
+    /// wrote it as a transcript, which a new CLI resumes.
+    History,
 }
 
 impl ResumeReason {
@@ -113,6 +117,7 @@ impl ResumeReason {
             ResumeReason::Restarted => "restarted",
             ResumeReason::Ended => "ended",
             ResumeReason::Settings => "settings",
+            ResumeReason::History => "history",
         }
     }
 }
@@ -640,7 +645,10 @@ impl Registry {
         if self.finding.contains_key(&store) {
             return Err(busy());
         }
-        let Some(&session) = self.by_hash.get(&hash) else {
+        // A history the gateway did not write as it is (an assistant turn's blocks in another
+        // order) continues the live session whose calls its tool results answer, all of them.
+        let holding = || self.holding(scope, &given);
+        let Some(session) = self.by_hash.get(&hash).copied().or_else(holding) else {
             if find {
                 self.finding.insert(
                     store.clone(),
@@ -733,6 +741,28 @@ impl Registry {
             answers,
             prompt: (!prompt.is_empty()).then_some(prompt),
         })
+    }
+
+    /// The live session of `scope` (the same tenant and settings) whose last response's client
+    /// tool calls are exactly those `given` results answer.
+    fn holding(&self, scope: &str, given: &[(String, McpCallResult)]) -> Option<SessionId> {
+        if given.is_empty() {
+            return None;
+        }
+        let ids: BTreeSet<&str> = given.iter().map(|(id, _)| id.as_str()).collect();
+        self.sessions
+            .iter()
+            .find(|(_, entry)| {
+                entry.scope == scope
+                    && !entry.expected.is_empty()
+                    && entry
+                        .expected
+                        .iter()
+                        .map(String::as_str)
+                        .collect::<BTreeSet<_>>()
+                        == ids
+            })
+            .map(|(id, _)| *id)
     }
 
     fn rebuild(

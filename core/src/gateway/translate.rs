@@ -474,3 +474,192 @@ pub fn rebuild_prompt(messages: &[Message]) -> Vec<Block> {
     blocks.extend(images);
     blocks
 }
+
+/// What a session transcript the gateway writes needs besides the messages
+/// ([`transcript_lines`]).
+#[derive(Debug, Clone, Copy)]
+pub struct TranscriptContext<'a> {
+    /// The CLI session's id (a UUID).
+    pub session_id: &'a str,
+    /// The CLI's working directory.
+    pub cwd: &'a str,
+    /// The model named on assistant messages.
+    pub model: &'a str,
+    /// When the messages were written (Unix ms).
+    pub wall_ms: u64,
+    /// The MCP server the client's tools are offered by: a tool call of the history is the
+    /// call of that server's tool of the same name.
+    pub server: &'a str,
+}
+
+/// A history written as the session transcript the CLI keeps (one JSON object per line, each
+/// message an entry chained to the one before by `parentUuid`), so a CLI started with
+/// `--resume` goes on from it and the model sees the messages as they were: text, images, tool
+/// calls (named as the CLI offers the client's tools) and their results. `uuid` gives each
+/// entry's id from its index.
+pub fn transcript_lines(
+    messages: &[Message],
+    context: &TranscriptContext<'_>,
+    uuid: impl Fn(usize) -> String,
+) -> Vec<String> {
+    let mut lines = Vec::with_capacity(messages.len());
+    let mut parent: Option<String> = None;
+    for (i, message) in messages.iter().enumerate() {
+        let content: Vec<Value> = message
+            .content
+            .iter()
+            .map(|block| transcript_block(block, context.server))
+            .collect();
+        let id = uuid(i);
+        let timestamp = iso_time(context.wall_ms.saturating_add(i as u64));
+        let (kind, message) = match message.role {
+            Role::User => ("user", json!({"role": "user", "content": content})),
+            Role::Assistant => {
+                let calls = content.iter().any(|b| b["type"] == "tool_use");
+                let message = json!({
+                    "id": format!("msg_{}", id.replace('-', "")),
+                    "type": "message",
+                    "role": "assistant",
+                    "model": context.model,
+                    "content": content,
+                    "stop_reason": if calls { "tool_use" } else { "end_turn" },
+                    "stop_sequence": null,
+                    "usage": {"input_tokens": 0, "output_tokens": 0},
+                });
+                ("assistant", message)
+            }
+        };
+        let entry = json!({
+            "parentUuid": parent,
+            "isSidechain": false,
+            "type": kind,
+            "message": message,
+            "uuid": id,
+            "timestamp": timestamp,
+            "userType": "external",
+            "entrypoint": "sdk-cli",
+            "cwd": context.cwd,
+            "sessionId": context.session_id,
+            "version": crate::args::TESTED_CLI_VERSION,
+        });
+        lines.push(entry.to_string());
+        parent = Some(id);
+    }
+    lines
+}
+
+/// A block as a transcript holds it.
+fn transcript_block(block: &Block, server: &str) -> Value {
+    match block {
+        Block::Text { text } => json!({"type": "text", "text": text}),
+        Block::Image { source } => json!({"type": "image", "source": source}),
+        Block::ToolUse { id, name, input } => json!({
+            "type": "tool_use", "id": id, "name": mcp_tool_name(server, name), "input": input,
+        }),
+        Block::ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+        } => {
+            let content: Vec<Value> = content
+                .iter()
+                .map(|b| transcript_block(b, server))
+                .collect();
+            let mut result =
+                json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content});
+            if *is_error {
+                result["is_error"] = json!(true);
+            }
+            result
+        }
+        Block::Other { block } => block.clone(),
+    }
+}
+
+/// Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn iso_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        ms % 1000
+    )
+}
+
+#[cfg(test)]
+mod transcript_tests {
+    use super::*;
+
+    #[test]
+    fn times_are_iso_8601() {
+        assert_eq!(iso_time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_time(1_795_636_274_864), "2026-11-25T19:51:14.864Z");
+        assert_eq!(iso_time(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn a_history_becomes_chained_entries_with_the_client_s_tools_named_as_the_cli_offers_them() {
+        let messages = vec![
+            Message {
+                role: Role::User,
+                content: vec![Block::Text { text: "Hi".into() }],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::ToolUse {
+                    id: "toolu_1".into(),
+                    name: "read file".into(),
+                    input: json!({"path": "a"}),
+                }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    tool_use_id: "toolu_1".into(),
+                    content: vec![Block::Text { text: "x".into() }],
+                    is_error: true,
+                }],
+            },
+        ];
+        let context = TranscriptContext {
+            session_id: "s",
+            cwd: "/w",
+            model: "m",
+            wall_ms: 0,
+            server: "client",
+        };
+        let lines = transcript_lines(&messages, &context, |i| format!("u{i}"));
+        let entries: Vec<Value> = lines
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(entries[0]["parentUuid"], Value::Null);
+        assert_eq!(entries[1]["parentUuid"], "u0");
+        assert_eq!(entries[2]["parentUuid"], "u1");
+        assert_eq!(entries[1]["type"], "assistant");
+        assert_eq!(entries[1]["message"]["stop_reason"], "tool_use");
+        assert_eq!(
+            entries[1]["message"]["content"][0]["name"],
+            mcp_tool_name("client", "read file")
+        );
+        assert_eq!(
+            entries[2]["message"]["content"][0],
+            json!({"type": "tool_result", "tool_use_id": "toolu_1", "is_error": true,
+                   "content": [{"type": "text", "text": "x"}]})
+        );
+        assert_eq!(entries[2]["sessionId"], "s");
+    }
+}

@@ -398,11 +398,22 @@ impl App {
             },
         );
         let (done, written) = tokio::sync::oneshot::channel();
-        self.to_store(StoreOp::Resume {
-            spec: resume.clone(),
-            home: spec.tenant.as_ref().map(|d| PathBuf::from(&d.home)),
-            done,
-        });
+        let home = spec.tenant.as_ref().map(|d| PathBuf::from(&d.home));
+        if resume.lines.is_empty() {
+            self.to_store(StoreOp::Resume {
+                spec: resume.clone(),
+                home,
+                done,
+            });
+        } else {
+            // A transcript the gateway wrote: no store to read.
+            let resume = resume.clone();
+            tokio::task::spawn_blocking(move || {
+                let path = PathBuf::from(&resume.path);
+                let written = materialize(&resume.lines, &path, &resume.key.id, home.as_deref());
+                let _ = done.send(written.map_err(|e| e.to_string()));
+            });
+        }
         let app = self.clone();
         tokio::spawn(async move {
             let written = written

@@ -27,8 +27,8 @@ use store::{Finding, Opening};
 
 use super::metrics::{Gauges, Metrics};
 use super::registry::{
-    stored_response_key, Action, Ahead, CallAction, IndexChange, Registry, Route, SessionId,
-    SessionKind,
+    stored_response_key, Action, Ahead, CallAction, IndexChange, Registry, ResumeReason, Route,
+    SessionId, SessionKind,
 };
 use super::translate::{check_request, live_hash, prompt_content, request_scope};
 use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
@@ -721,11 +721,51 @@ impl Gateway {
             .retry_after(1);
             return self.respond_error(request, api, &headers, &error);
         }
+        // A history no CLI wrote goes to a new CLI as the transcript it resumes; where it
+        // cannot, as one prompt that retells it (counted, with why).
+        let mut rebuilt_because = None;
+        let (route, resume, start_prompt) = match (route, resume) {
+            (
+                Route::Start {
+                    session,
+                    kind: SessionKind::Rebuilt,
+                    prompt,
+                    replaces,
+                },
+                None,
+            ) => match self.write_history(tenant, &parsed) {
+                Ok((spec, prompt)) => {
+                    let kind = SessionKind::Resumed(ResumeReason::History);
+                    let route = Route::Start {
+                        session,
+                        kind,
+                        prompt,
+                        replaces,
+                    };
+                    (route, Some(spec), None)
+                }
+                Err(why) => {
+                    rebuilt_because = Some(why);
+                    self.count(tenant, |m| *m.rebuilds.entry(why).or_default() += 1);
+                    let route = Route::Start {
+                        session,
+                        kind: SessionKind::Rebuilt,
+                        prompt,
+                        replaces,
+                    };
+                    (route, None, start_prompt)
+                }
+            },
+            (route, resume) => (route, resume, start_prompt),
+        };
         let kind = match &route {
             Route::Continue { .. } | Route::Find { .. } => SessionKind::Continued,
             Route::Start { kind, .. } => *kind,
         };
         headers.push(("x-ccwire-session".to_owned(), kind.as_str().to_owned()));
+        if let Some(why) = rebuilt_because {
+            headers.push(("x-ccwire-session-reason".to_owned(), why.to_owned()));
+        }
         if let SessionKind::Resumed(reason) = kind {
             headers.push((
                 "x-ccwire-session-reason".to_owned(),

@@ -5,10 +5,13 @@
 use std::collections::HashMap;
 
 use super::types::{ConversationKey, ConversationRecord, RecordState, ResumeSpec, TenantDirs};
-use super::{tenant_id, Gateway, GatewayOutput, RequestId};
+use super::{tenant_id, Gateway, GatewayOutput, RequestId, CLIENT_SERVER};
 use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
+use crate::conversation::Block;
 use crate::gateway::registry::{ResumeReason, Route, SessionId, SessionKind};
-use crate::gateway::translate::{prompt_blocks, rebuild_prompt, Structured};
+use crate::gateway::translate::{
+    prompt_blocks, rebuild_prompt, tool_results, transcript_lines, Structured, TranscriptContext,
+};
 use crate::mcp::McpTool;
 use crate::session::ReadyPrompt;
 use crate::{Json, Timestamp};
@@ -41,13 +44,24 @@ impl Gateway {
     /// A new conversation's id: a UUID of keyed hash bits, never the same twice (the wall
     /// clock at the gateway's start is part of it, so a restarted gateway makes new ones).
     pub(super) fn conversation_id(&mut self) -> String {
-        use sha2::Digest;
         self.next_conversation += 1;
+        let epoch = self.config.unix_epoch_ms.to_le_bytes();
+        self.uuid(&[
+            b"conversation",
+            &epoch,
+            &self.next_conversation.to_le_bytes(),
+        ])
+    }
+
+    /// A UUID of the keyed hash of `parts`.
+    fn uuid(&self, parts: &[&[u8]]) -> String {
+        use sha2::Digest;
         let mut sha = sha2::Sha256::new();
         sha.update(self.config.id_key);
-        sha.update(b"conversation\0");
-        sha.update(self.config.unix_epoch_ms.to_le_bytes());
-        sha.update(self.next_conversation.to_le_bytes());
+        for part in parts {
+            sha.update((part.len() as u64).to_le_bytes());
+            sha.update(part);
+        }
         let mut bytes = [0u8; 16];
         bytes.copy_from_slice(&sha.finalize()[..16]);
         // Version 4, variant 1: the form the CLI takes for `--session-id`.
@@ -133,6 +147,7 @@ impl Gateway {
                     key: record.key,
                     path: record.transcript,
                     system_prompt: opening.parsed.conversation.system.clone(),
+                    lines: Vec::new(),
                 };
                 (
                     SessionKind::Resumed(reason),
@@ -287,14 +302,70 @@ impl Gateway {
         });
     }
 
+    /// The working directory and home of `tenant`'s CLIs (with tenant directories).
+    fn cli_dirs(&self, tenant: &str) -> Option<(String, String)> {
+        let root = self.config.tenant_root.as_deref()?;
+        let dirs = TenantDirs::new(root, tenant);
+        let cwd = self.config.shared_cwd.clone().unwrap_or(dirs.work);
+        Some((cwd, dirs.home))
+    }
+
+    /// A history no CLI wrote, written as the transcript a new CLI resumes: the spec of that
+    /// CLI's start and the request's new messages, its first prompt. (The transcript goes to
+    /// the session store too.) `Err` says why it cannot be: the new messages carry tool
+    /// results (for calls no CLI made), or the transcript's place cannot be told (no tenant
+    /// directories).
+    pub(super) fn write_history(
+        &mut self,
+        tenant: &str,
+        request: &ApiRequest,
+    ) -> Result<(ResumeSpec, Vec<Block>), &'static str> {
+        let messages = &request.conversation.messages;
+        let n = request.conversation.history_len();
+        if !tool_results(&messages[n..]).is_empty() {
+            return Err("tool_results");
+        }
+        let (cwd, _) = self.cli_dirs(tenant).ok_or("no_tenant_dirs")?;
+        let id = self.conversation_id();
+        let path = self
+            .transcript_path(tenant, &id)
+            .ok_or("working_directory")?;
+        let context = TranscriptContext {
+            session_id: &id,
+            cwd: &cwd,
+            model: &request.model,
+            wall_ms: self.config.unix_epoch_ms.saturating_add(self.now),
+            server: CLIENT_SERVER,
+        };
+        let lines = transcript_lines(&messages[..n], &context, |i| {
+            self.uuid(&[b"entry", id.as_bytes(), &(i as u64).to_le_bytes()])
+        });
+        let key = ConversationKey {
+            tenant: tenant_id(tenant),
+            id,
+        };
+        if self.config.store {
+            let entries = lines.iter().filter_map(|l| Json::parse(l).ok()).collect();
+            self.outputs.push_back(GatewayOutput::StoreAppend {
+                key: key.clone(),
+                entries,
+            });
+        }
+        let spec = ResumeSpec {
+            key,
+            path,
+            system_prompt: request.conversation.system.clone(),
+            lines,
+        };
+        Ok((spec, prompt_blocks(&messages[n..])))
+    }
+
     /// Where the CLI of `tenant`'s conversation `id` writes its transcript, as the CLI names
     /// it: `<config dir>/projects/<working directory, each character not a letter or digit
     /// made a dash>/<id>.jsonl`; `None` where it cannot be told (no tenant directories, or a
     /// working directory whose name the CLI shortens).
     fn transcript_path(&self, tenant: &str, id: &str) -> Option<String> {
-        let root = self.config.tenant_root.as_deref()?;
-        let dirs = TenantDirs::new(root, tenant);
-        let cwd = self.config.shared_cwd.as_deref().unwrap_or(&dirs.work);
+        let (cwd, home) = self.cli_dirs(tenant)?;
         if !cwd.is_ascii() {
             return None;
         }
@@ -302,6 +373,6 @@ impl Gateway {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
-        (name.len() <= 200).then(|| format!("{}/.claude/projects/{name}/{id}.jsonl", dirs.home))
+        (name.len() <= 200).then(|| format!("{home}/.claude/projects/{name}/{id}.jsonl"))
     }
 }

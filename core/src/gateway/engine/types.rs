@@ -224,6 +224,10 @@ pub struct ResumeSpec {
     pub path: String,
     /// The system prompt the conversation goes on with (`None`: Claude Code's own).
     pub system_prompt: Option<String>,
+    /// The transcript to write, when the gateway wrote it from a history no CLI wrote
+    /// (few-shot examples, an edited past); empty: the stored one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<String>,
 }
 
 impl ResumeSpec {

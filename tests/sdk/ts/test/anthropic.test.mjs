@@ -272,7 +272,7 @@ describe('@anthropic-ai/sdk through ccwire serve', () => {
     }
   });
 
-  test('a restarted gateway rebuilds the conversation', async () => {
+  test('a restarted gateway resumes the conversation', async () => {
     await rig.fake.script(onAny(echo()));
     const user = { role: 'user', content: 'My codename is PLEASE-REMEMBER-ORCHID.' };
     const first = await create([user]);
@@ -286,14 +286,18 @@ describe('@anthropic-ai/sdk through ccwire serve', () => {
       { role: 'assistant', content: first.message.content },
       { role: 'user', content: 'What is my codename?' },
     ]);
-    assert.equal(second.session, 'rebuilt');
+    assert.equal(second.session, 'resumed');
     assert.equal(second.message.stop_reason, 'end_turn');
     const seen = await callsSince(since);
     assert.ok(seen.length >= 1);
-    const all = seen.at(-1).last_user_text;
-    assert.ok(all.includes('My codename is PLEASE-REMEMBER-ORCHID.'), `the model saw the first turn: ${all}`);
-    assert.ok(all.includes(textOf(first.message)), `the model saw its own earlier answer: ${all}`);
-    assert.ok(all.includes('What is my codename?'), all);
+    // The earlier turns reach the model as the messages they were, not retold.
+    const last = seen.at(-1);
+    assert.ok(last.last_user_text.includes('What is my codename?'), last.last_user_text);
+    assert.ok(!last.last_user_text.includes('PLEASE-REMEMBER-ORCHID'), last.last_user_text);
+    const earlier = JSON.stringify(last.body.messages.slice(0, -1));
+    assert.ok(earlier.includes('My codename is PLEASE-REMEMBER-ORCHID.'), `the model saw the first turn: ${earlier}`);
+    assert.ok(earlier.includes(JSON.stringify(textOf(first.message)).slice(1, -1)), `the model saw its own earlier answer: ${earlier}`);
+    assert.ok(!earlier.includes('conversation_history'), earlier);
   });
 
   test('a held call past its deadline is answered with an error; a late result rebuilds', async () => {

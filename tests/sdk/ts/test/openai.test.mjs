@@ -266,7 +266,7 @@ describe('openai through ccwire serve (Chat Completions)', () => {
     }
   });
 
-  test('a restarted gateway rebuilds the conversation', async () => {
+  test('a restarted gateway resumes the conversation', async () => {
     await rig.fake.script(onAny(echo()));
     const user = { role: 'user', content: 'My codename is PLEASE-REMEMBER-TULIP.' };
     const first = await create([user]);
@@ -276,14 +276,18 @@ describe('openai through ccwire serve (Chat Completions)', () => {
 
     const since = await callCount();
     const second = await create([user, asHistory(first.message), { role: 'user', content: 'What is my codename?' }]);
-    assert.equal(second.session, 'rebuilt');
+    assert.equal(second.session, 'resumed');
     assert.equal(second.completion.choices[0].finish_reason, 'stop');
     const seen = await callsSince(since);
     assert.ok(seen.length >= 1);
-    const all = seen.at(-1).last_user_text;
-    assert.ok(all.includes('My codename is PLEASE-REMEMBER-TULIP.'), `the model saw the first turn: ${all}`);
-    assert.ok(all.includes(first.message.content), `the model saw its own earlier answer: ${all}`);
-    assert.ok(all.includes('What is my codename?'), all);
+    // The earlier turns reach the model as the messages they were, not retold.
+    const last = seen.at(-1);
+    assert.ok(last.last_user_text.includes('What is my codename?'), last.last_user_text);
+    assert.ok(!last.last_user_text.includes('PLEASE-REMEMBER-TULIP'), last.last_user_text);
+    const earlier = JSON.stringify(last.body.messages.slice(0, -1));
+    assert.ok(earlier.includes('My codename is PLEASE-REMEMBER-TULIP.'), `the model saw the first turn: ${earlier}`);
+    assert.ok(earlier.includes(JSON.stringify(first.message.content).slice(1, -1)), `the model saw its own earlier answer: ${earlier}`);
+    assert.ok(!earlier.includes('conversation_history'), earlier);
   });
 
   test('a held call past its deadline is answered with an error; a late result rebuilds', async () => {
