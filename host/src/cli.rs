@@ -76,6 +76,11 @@ struct ServeArgs {
     /// its next request carries.
     #[arg(long, conflicts_with = "store")]
     no_store: bool,
+    /// The memory (MiB) the CLIs may take together: over it, the CLIs of conversations that
+    /// wait for nothing are closed, least recently used first, and resumed on their next
+    /// request.
+    #[arg(long, value_name = "MIB")]
+    memory_budget: Option<u64>,
     /// Seconds the session store keeps a conversation nobody continued.
     #[arg(long, value_name = "SECS", default_value_t = 7.0 * 24.0 * 3600.0)]
     store_ttl: f64,
@@ -366,6 +371,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             std::sync::Arc::new(store) as std::sync::Arc<dyn ccwire_host::store::SessionStore>
         }),
         state_dir: Some(state_dir),
+        memory_budget: args.memory_budget.map(|mib| mib << 20),
         sandbox: args.sandbox,
         env: Vec::new(),
         env_remove: args.strip_env,

@@ -45,6 +45,12 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
         key: &'a ConversationKey,
     ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>>;
 
+    /// Keeps the warm pool's settings (opaque JSON), replacing those kept before.
+    fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>>;
+
+    /// The warm pool's settings kept last, if any.
+    fn load_pool(&self) -> BoxFuture<'_, io::Result<Option<String>>>;
+
     /// Forgets the conversations not saved or appended to for longer than the store's
     /// time-to-live; returns how many. (A store whose backend expires keys itself does
     /// nothing.)
@@ -53,7 +59,8 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
 
 /// The embedded session store: one directory per conversation under
 /// `<root>/<tenant>/<conversation>/` (`transcript.jsonl`, appended; `record.json`, replaced
-/// atomically) and `<root>/<tenant>/index/<hash>` naming the conversation a history continues.
+/// atomically), `<root>/<tenant>/index/<hash>` naming the conversation a history continues,
+/// and `<root>/pool.json`, the warm pool's settings.
 /// Crash-safe: a record is written to a temporary file, synced, then renamed over the old
 /// one, after the transcript it points at is synced; a transcript's last line cut short by a
 /// crash is dropped when it is read. Private to its owner (mode 0700 directories, 0600
@@ -203,6 +210,9 @@ impl DirStore {
             Err(e) => return Err(e),
         };
         for tenant in tenants.flatten() {
+            if !tenant.path().is_dir() {
+                continue;
+            }
             let Ok(entries) = std::fs::read_dir(tenant.path()) else {
                 continue;
             };
@@ -270,6 +280,23 @@ impl SessionStore for DirStore {
     ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>> {
         let (store, key) = (self.clone(), key.clone());
         Box::pin(blocking(move || store.load_sync(&key)))
+    }
+
+    fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>> {
+        let root = self.root.clone();
+        Box::pin(blocking(move || {
+            private_dir(&root)?;
+            write_atomically(&root.join("pool.json"), settings.as_bytes())
+        }))
+    }
+
+    fn load_pool(&self) -> BoxFuture<'_, io::Result<Option<String>>> {
+        let file = self.root.join("pool.json");
+        Box::pin(blocking(move || match std::fs::read_to_string(file) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }))
     }
 
     fn sweep(&self) -> BoxFuture<'_, io::Result<usize>> {

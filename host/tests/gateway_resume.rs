@@ -417,3 +417,81 @@ async fn results_for_a_turn_sent_back_in_another_order_continue_its_cli() {
     assert_eq!(gw.server().session_pids().len(), 1);
     gw.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_memory_budget_idle_clis_are_hibernated_and_their_conversations_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gw::start(|options| {
+        with_store(dir.path(), u64::MAX)(options);
+        // Less than any CLI takes.
+        options.memory_budget = Some(1);
+    })
+    .await;
+    let url = gw.url("");
+    let mut messages = Vec::new();
+    let kinds = turn(&gw.http, &url, &mut messages, "Hello, who are you?").await;
+    assert_eq!(session_kinds(&kinds), ["new"]);
+    eventually("the idle CLI is hibernated", || {
+        gw.server().session_pids().is_empty()
+    })
+    .await;
+    let kinds = turn(&gw.http, &url, &mut messages, "And now?").await;
+    assert_eq!(
+        kinds,
+        [("resumed".to_owned(), "hibernated".to_owned())],
+        "{kinds:?}"
+    );
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_gateway_s_pool_fills_with_what_it_learned_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_pool = |options: &mut GatewayOptions| {
+        with_store(dir.path(), u64::MAX)(options);
+        options.engine.pool = 2;
+    };
+    let mut gw = Gw::start(with_pool).await;
+    let url = gw.url("");
+    // One conversation teaches the pool its settings.
+    turn(&gw.http, &url, &mut Vec::new(), "Hello, who are you?").await;
+    gw.restart(with_pool).await;
+    // Without any request, the pool fills with CLIs of those settings...
+    eventually("the pool fills", || gw.server().session_pids().len() == 2).await;
+    let metric = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let url = gw.url("");
+    for _ in 0..150 {
+        let text = gw
+            .http
+            .get(format!("{url}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if metric(&text, "ccwire_pool_ready") >= 2.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // ...and the next new conversation with them takes one.
+    let kinds = turn(&gw.http, &url, &mut Vec::new(), "A new conversation.").await;
+    assert_eq!(session_kinds(&kinds), ["new"]);
+    let text = gw
+        .http
+        .get(format!("{url}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(metric(&text, "ccwire_pool_hits_total"), 1.0, "{text}");
+    gw.stop().await;
+}

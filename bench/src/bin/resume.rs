@@ -35,11 +35,23 @@ use serde_json::{json, Value};
 
 const MODEL: &str = "claude-sonnet-4-5-20250929";
 
+/// How a conversation whose CLI is gone comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Back {
+    /// Resumed from the session store.
+    Store,
+    /// No store: the history the request carries is written as a transcript and resumed.
+    History,
+    /// No store and no tenant directories (a library host): the history is retold in one
+    /// prompt, as before the store.
+    Retold,
+}
+
 async fn gateway(
     fake: &FakeAnthropic,
     home: &OfflineHome,
     state: &std::path::Path,
-    store: bool,
+    back: Back,
     hibernate_after_ms: u64,
     max_sessions: usize,
 ) -> Server {
@@ -47,11 +59,12 @@ async fn gateway(
         claude: Some(claude_path()),
         env: home.env(&fake.base_url()),
         env_remove: inherited_to_remove(),
-        state_dir: Some(state.to_owned()),
+        state_dir: (back != Back::Retold).then(|| state.to_owned()),
+        cwd: (back == Back::Retold).then(|| home.workdir()),
         sandbox: ccwire_host::sandbox::SandboxMode::Off,
         ..GatewayOptions::default()
     };
-    if store {
+    if back == Back::Store {
         let store: Arc<dyn SessionStore> = Arc::new(DirStore::new(
             state.join("store"),
             Duration::from_secs(86_400),
@@ -144,15 +157,15 @@ async fn first_bytes(
     fake: &FakeAnthropic,
     home: &OfflineHome,
     samples: usize,
-    store: bool,
+    back: Back,
 ) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
     let state = tempfile::tempdir().expect("a directory");
-    let server = gateway(fake, home, state.path(), store, 300, 64).await;
+    let server = gateway(fake, home, state.path(), back, 300, 64).await;
     let http = reqwest::Client::new();
     let (mut new, mut live, mut resumed, mut shares) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for i in 0..samples {
-        let marker = format!("[{}-{i}]", if store { "store" } else { "nostore" });
+        let marker = format!("[{back:?}-{i}]");
         let mut messages = vec![json!({"role": "user", "content": format!("Hello {marker}")})];
         let (kind, ms, answer) = turn(&http, &server, &messages).await;
         assert_eq!(kind, "new");
@@ -167,7 +180,14 @@ async fn first_bytes(
         messages.push(json!({"role": "assistant", "content": answer}));
         messages.push(json!({"role": "user", "content": "One more thing."}));
         let (kind, ms, _) = turn(&http, &server, &messages).await;
-        assert_eq!(kind, if store { "resumed" } else { "rebuilt" });
+        assert_eq!(
+            kind,
+            if back == Back::Retold {
+                "rebuilt"
+            } else {
+                "resumed"
+            }
+        );
         resumed.push(ms);
         let calls = calls_with(fake, &marker);
         let [.., before, after] = calls.as_slice() else {
@@ -197,7 +217,7 @@ fn size_of(dir: &std::path::Path) -> u64 {
 /// under `max_sessions` 32.
 async fn many(fake: &FakeAnthropic, home: &OfflineHome, n: usize) {
     let state = tempfile::tempdir().expect("a directory");
-    let server = gateway(fake, home, state.path(), true, u64::MAX, 32).await;
+    let server = gateway(fake, home, state.path(), Back::Store, u64::MAX, 32).await;
     let http = reqwest::Client::new();
     let rss_before = rss_kib().unwrap_or(0);
     let start = Instant::now();
@@ -271,19 +291,18 @@ async fn main() {
     );
     println!();
     let (mut new, mut live, mut resumed, mut shares) =
-        first_bytes(&fake, &home, samples, true).await;
-    let (_, _, mut rebuilt, mut rebuilt_shares) = first_bytes(&fake, &home, samples, false).await;
+        first_bytes(&fake, &home, samples, Back::Store).await;
+    let (_, _, mut written, mut written_shares) =
+        first_bytes(&fake, &home, samples, Back::History).await;
+    let (_, _, mut rebuilt, mut rebuilt_shares) =
+        first_bytes(&fake, &home, samples, Back::Retold).await;
     let p50 = |v: &mut Vec<f64>| percentile(v, 0.5);
-    let (new50, live50, resumed50, rebuilt50) = (
-        p50(&mut new),
-        p50(&mut live),
-        p50(&mut resumed),
-        p50(&mut rebuilt),
-    );
-    println!("| time to first byte, p50 | new conversation | live turn (`continued`) | resumed after hibernation | resumed / new | without a store (`rebuilt`) |");
-    println!("|---|---|---|---|---|---|");
+    let (new50, live50, resumed50) = (p50(&mut new), p50(&mut live), p50(&mut resumed));
+    let (written50, rebuilt50) = (p50(&mut written), p50(&mut rebuilt));
+    println!("| time to first byte, p50 | new conversation | live turn (`continued`) | resumed from the store | resumed / new | no store: history written | no store, no tenant dirs: retold |");
+    println!("|---|---|---|---|---|---|---|");
     println!(
-        "| {samples} each | {new50:.0} ms | {live50:.0} ms | {resumed50:.0} ms | **{:.2}×** | {rebuilt50:.0} ms |",
+        "| {samples} each | {new50:.0} ms | {live50:.0} ms | {resumed50:.0} ms | **{:.2}×** | {written50:.0} ms | {rebuilt50:.0} ms |",
         resumed50 / new50
     );
     println!();
@@ -304,7 +323,12 @@ async fn main() {
         100.0 * shares.iter().copied().fold(f64::INFINITY, f64::min)
     );
     println!(
-        "| rebuilt (no store) | {:.1}% / {:.1}% |",
+        "| no store: the history written as a transcript | {:.1}% / {:.1}% |",
+        100.0 * p50(&mut written_shares),
+        100.0 * written_shares.iter().copied().fold(f64::INFINITY, f64::min)
+    );
+    println!(
+        "| no store, no tenant directories: retold in one prompt | {:.1}% / {:.1}% |",
         100.0 * p50(&mut rebuilt_shares),
         100.0 * rebuilt_shares.iter().copied().fold(f64::INFINITY, f64::min)
     );

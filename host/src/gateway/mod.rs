@@ -81,6 +81,10 @@ pub struct GatewayOptions {
     /// it exactly. `None`: such a conversation is rebuilt from the history its request
     /// carries.
     pub store: Option<Arc<dyn SessionStore>>,
+    /// The memory the CLIs may take together (bytes, their proportional set size): over it,
+    /// the CLIs of conversations that wait for nothing are closed, least recently used first,
+    /// and resumed on their next request. `None`: no budget.
+    pub memory_budget: Option<u64>,
 }
 
 /// Why the gateway cannot start.
@@ -176,12 +180,77 @@ enum StoreOp {
         tenant: String,
         hash: String,
     },
+    SavePool(String),
     /// Write a stored transcript where a resuming CLI reads it.
     Resume {
         spec: ResumeSpec,
         home: Option<PathBuf>,
         done: tokio::sync::oneshot::Sender<Result<(), String>>,
     },
+}
+
+/// Every two seconds, the memory the CLIs take (their process trees' proportional set size);
+/// over `budget`, the gateway hibernates as many idle CLIs as the excess is worth. Ends with
+/// the gateway.
+async fn memory_watch(app: std::sync::Weak<App>, budget: u64) {
+    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        tick.tick().await;
+        let Some(app) = app.upgrade() else {
+            return;
+        };
+        let pids: Vec<u32> = app.core().clis.values().map(|c| c.pid).collect();
+        let pids: Vec<u32> = pids.into_iter().filter(|p| *p != 0).collect();
+        if pids.is_empty() {
+            continue;
+        }
+        let used = tokio::task::spawn_blocking({
+            let pids = pids.clone();
+            move || pids.iter().map(|p| tree_pss(*p)).sum::<u64>()
+        })
+        .await
+        .unwrap_or(0);
+        if used <= budget {
+            continue;
+        }
+        let each = (used / pids.len() as u64).max(1);
+        let over = (used - budget).div_ceil(each) as usize;
+        let closed = app.input(|gateway, now| gateway.hibernate_idle(now, over));
+        if closed > 0 {
+            tracing::info!(
+                used_mib = used >> 20,
+                budget_mib = budget >> 20,
+                closed,
+                "over the memory budget: idle CLIs hibernated"
+            );
+        }
+    }
+}
+
+/// The proportional set size of a process and its descendants, in bytes (0 where unreadable).
+fn tree_pss(pid: u32) -> u64 {
+    let own = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("Pss:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024);
+    let children: u64 = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|children| {
+            children
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .map(tree_pss)
+        .sum();
+    own + children
 }
 
 /// Carries out the session store's work in order; a lookup's answer goes to the gateway. Ends
@@ -219,6 +288,11 @@ async fn store_worker(
                 }
                 if let Some(done) = done {
                     let _ = done.send(());
+                }
+            }
+            StoreOp::SavePool(settings) => {
+                if let Err(error) = store.save_pool(settings).await {
+                    tracing::warn!(%error, "cannot keep the warm pool's settings");
                 }
             }
             StoreOp::Find {
@@ -316,6 +390,22 @@ impl App {
                 status,
                 headers,
             } => {
+                let header = |name: &str| {
+                    headers
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, v)| v.as_str())
+                };
+                if let Some(session) = header("x-ccwire-session") {
+                    let reason = header("x-ccwire-session-reason").unwrap_or("");
+                    tracing::info!(
+                        request,
+                        status,
+                        session,
+                        reason,
+                        "a request reached its conversation"
+                    );
+                }
                 if let Some(responder) = core.responders.get(&request) {
                     let _ = responder.send(Part::Head(status, headers));
                 }
@@ -372,6 +462,7 @@ impl App {
                 tenant,
                 hash,
             }),
+            GatewayOutput::StorePool { settings } => self.to_store(StoreOp::SavePool(settings)),
             _ => {}
         }
     }
@@ -881,8 +972,21 @@ impl Server {
             store_task: Mutex::new(None),
         });
         if let Some(store) = store {
+            // The pool fills with what it learned before the restart.
+            if app.options.engine.pool > 0 {
+                match store.load_pool().await {
+                    Ok(Some(settings)) => {
+                        app.input(|gateway, now| gateway.restore_pool(now, &settings));
+                    }
+                    Ok(None) => {}
+                    Err(error) => tracing::warn!(%error, "cannot read the warm pool's settings"),
+                }
+            }
             let task = tokio::spawn(store_worker(Arc::downgrade(&app), store, store_work));
             *app.store_task.lock().expect("store lock") = Some(task);
+        }
+        if let Some(budget) = app.options.memory_budget {
+            tokio::spawn(memory_watch(Arc::downgrade(&app), budget));
         }
         tokio::spawn(timers(app.clone()));
         let router = Router::new().fallback(handle).with_state(app.clone());

@@ -1,6 +1,7 @@
 //! New CLIs: the command line and MCP server of a conversation's settings, their start, and
 //! the pool of CLIs started ahead of need.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::{
@@ -18,11 +19,18 @@ use crate::Timestamp;
 /// How to start a conversation's CLI: its command line and environment (for the host), the
 /// MCP server of the client's tools and the fields of its `initialize` request (the system
 /// prompt goes there, not on the command line: it can be larger than an argument may be).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct NewCli {
     pub(super) spec: CliSpec,
     pub(super) servers: Vec<McpServer>,
     pub(super) init: Map<String, Value>,
+}
+
+/// The pool's settings as the session store keeps them.
+#[derive(Debug, Serialize, Deserialize)]
+struct PoolSettings {
+    signature: String,
+    cli: NewCli,
 }
 
 /// A CLI started ahead of need, waiting for a conversation with its settings.
@@ -88,6 +96,30 @@ impl Gateway {
         let init = args.initialize();
         let args = args.to_args();
         let dirs = (self.config.tenant_root.as_deref()).map(|root| TenantDirs::new(root, tenant));
+        let env = self.cli_env(dirs.as_ref());
+        let cwd = match (&self.config.shared_cwd, &dirs) {
+            (Some(shared), _) => Some(shared.clone()),
+            (None, Some(dirs)) => Some(dirs.work.clone()),
+            (None, None) => None,
+        };
+        let spec = CliSpec {
+            args,
+            env_remove: self.cli_env_remove(),
+            env,
+            cwd,
+            tenant: dirs,
+            resume: None,
+        };
+        NewCli {
+            spec,
+            servers,
+            init,
+        }
+    }
+
+    /// The variables a CLI gets: the gateway's own, the configured ones, and with tenant
+    /// directories the tenant's home, configuration, caches and temporary directory.
+    fn cli_env(&self, dirs: Option<&TenantDirs>) -> Vec<(String, String)> {
         let mut env: Vec<(String, String)> = [
             ("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1"),
             // A client's `@path` is text for the model, never a file to read (besides every
@@ -97,7 +129,7 @@ impl Gateway {
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .into();
         env.extend(self.config.cli_env.iter().cloned());
-        if let Some(dirs) = &dirs {
+        if let Some(dirs) = dirs {
             // Everything the CLI keeps (settings, sessions, credentials, caches, temporary
             // files) goes under the tenant's own directories, whatever the host's variables say.
             let home = &dirs.home;
@@ -115,29 +147,33 @@ impl Gateway {
                 .map(|(k, v)| (k.to_owned(), v)),
             );
         }
-        let cwd = match (&self.config.shared_cwd, &dirs) {
-            (Some(shared), _) => Some(shared.clone()),
-            (None, Some(dirs)) => Some(dirs.work.clone()),
-            (None, None) => None,
+        env
+    }
+
+    /// The variables no CLI inherits.
+    fn cli_env_remove(&self) -> Vec<String> {
+        // A parent Claude Code session (`CLAUDECODE`) would make the CLI think it is nested.
+        std::iter::once("CLAUDECODE")
+            .chain(STRIPPED_ENV.iter().copied())
+            .map(str::to_owned)
+            .chain(self.config.cli_env_remove.iter().cloned())
+            .collect()
+    }
+
+    /// The warm pool fills with CLIs of the settings a restarted gateway's pool learned last
+    /// (what [`GatewayOutput::StorePool`] kept), without waiting for a conversation to teach
+    /// it. Returns `false` for settings it cannot read (they are ignored).
+    pub fn restore_pool(&mut self, now: Timestamp, settings: &str) -> bool {
+        self.now = now;
+        let Ok(PoolSettings { signature, mut cli }) = serde_json::from_str(settings) else {
+            return false;
         };
-        let spec = CliSpec {
-            args,
-            // A parent Claude Code session (`CLAUDECODE`) would make the CLI think it is nested.
-            env_remove: std::iter::once("CLAUDECODE")
-                .chain(STRIPPED_ENV.iter().copied())
-                .map(str::to_owned)
-                .chain(self.config.cli_env_remove.iter().cloned())
-                .collect(),
-            env,
-            cwd,
-            tenant: dirs,
-            resume: None,
-        };
-        NewCli {
-            spec,
-            servers,
-            init,
-        }
+        // The variables are this gateway's, never kept.
+        cli.spec.env = self.cli_env(cli.spec.tenant.as_ref());
+        cli.spec.env_remove = self.cli_env_remove();
+        cli.spec.resume = None;
+        self.refill(now, &signature, &cli, false);
+        true
     }
 
     /// Asks for a CLI for session `id` and sends it `initialize`; `prompt` goes to it once
@@ -237,6 +273,18 @@ impl Gateway {
             }
         }
         let count = if hit { room.min(1) } else { room };
+        if !hit && self.config.store {
+            // What the pool learned outlives the gateway (without the variables).
+            let mut cli = cli.clone();
+            cli.spec.env.clear();
+            let settings = PoolSettings {
+                signature: signature.to_owned(),
+                cli,
+            };
+            let settings = serde_json::to_string(&settings).expect("settings serialize");
+            self.outputs
+                .push_back(GatewayOutput::StorePool { settings });
+        }
         for _ in 0..count {
             self.pool_wanted
                 .push_back((signature.to_owned(), cli.clone()));

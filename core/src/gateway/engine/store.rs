@@ -184,6 +184,24 @@ impl Gateway {
         })
     }
 
+    /// Closes the CLIs of up to `count` conversations that wait for nothing, least recently used
+    /// first (a host over its memory budget); each is resumed on its next request. Returns how
+    /// many were closed.
+    pub fn hibernate_idle(&mut self, now: Timestamp, count: usize) -> usize {
+        self.now = now;
+        let mut closed = 0;
+        while closed < count {
+            let Some(idle) = self.idle_to_evict(None) else {
+                break;
+            };
+            *self.metrics.exits.entry("hibernated").or_default() += 1;
+            self.record_closed(idle, RecordState::Hibernated);
+            self.close(now, idle);
+            closed += 1;
+        }
+        closed
+    }
+
     /// A request waiting for the session store lost its client.
     pub(super) fn forget_finding(&mut self, request: RequestId) -> Option<String> {
         let finding = self.finding.remove(&request)?;

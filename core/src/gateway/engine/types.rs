@@ -92,7 +92,7 @@ pub struct GatewayConfig {
 /// CLI's `HOME` and `CLAUDE_CONFIG_DIR` parent: settings, sessions, credentials), `work` (the
 /// working directory) and `tmp` (`TMPDIR`). `id` is `local` for the keyless tenant and a hash
 /// of the key otherwise (the key itself is never a path).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TenantDirs {
     /// The tenant's id, its directory's name.
     pub id: String,
@@ -196,7 +196,7 @@ impl Default for GatewayConfig {
 }
 
 /// How to start a CLI for a session: data, so every host starts it the same way.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CliSpec {
     /// The arguments after the executable, the stream-json flags included.
     pub args: Vec<String>,
@@ -211,12 +211,12 @@ pub struct CliSpec {
     pub tenant: Option<TenantDirs>,
     /// A stored conversation this CLI resumes (its arguments say `--resume`): before the
     /// start, the host writes the conversation's stored transcript to this file.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume: Option<ResumeSpec>,
 }
 
 /// The transcript a resuming CLI reads ([`CliSpec::resume`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResumeSpec {
     /// The stored conversation.
     pub key: ConversationKey,
@@ -226,7 +226,7 @@ pub struct ResumeSpec {
     pub system_prompt: Option<String>,
     /// The transcript to write, when the gateway wrote it from a history no CLI wrote
     /// (few-shot examples, an edited past); empty: the stored one.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<String>,
 }
 
@@ -419,6 +419,13 @@ pub enum GatewayOutput {
         tenant: String,
         /// The history's hash.
         hash: String,
+    },
+    /// Keep the warm pool's settings (with [`GatewayConfig::store`] and a pool): a restarted
+    /// gateway gives them to [`restore_pool`](super::Gateway::restore_pool). Opaque JSON, no
+    /// secrets (the CLI's variables are left out).
+    StorePool {
+        /// The settings.
+        settings: String,
     },
 }
 
