@@ -1946,3 +1946,47 @@ fn tool_results_continue_the_session_holding_their_calls_whatever_the_order_of_t
         Some("continued")
     );
 }
+
+#[test]
+fn a_history_that_parts_from_a_live_conversation_says_where_and_frees_its_cli() {
+    let mut sim = Sim::new(GatewayConfig {
+        tenant_root: Some("/state/tenants".into()),
+        ..GatewayConfig::default()
+    });
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    let first = sim.send(Api::Anthropic, "t", anthropic(ask.clone(), false));
+    let answer = sim.response(first).json();
+    assert_eq!(sim.gateway.held_count(), 1);
+    // The client answers the call itself, another way, and goes on.
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": answer["content"]}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    messages.push(json!({"role": "assistant", "content": "It is sunny in Paris."}));
+    messages.push(json!({"role": "user", "content": "Thanks"}));
+    let other = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    let response = sim.response(other);
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(response.header("x-ccwire-session"), Some("resumed"));
+    assert_eq!(
+        response.header("x-ccwire-session-reason"),
+        Some("diverged at message 2")
+    );
+    // The CLI that waited for the result is closed, its call no longer held.
+    assert_eq!(sim.closed, [1]);
+    assert_eq!(sim.gateway.held_count(), 0);
+    // The new CLI resumes the client's history, written as its transcript.
+    let resume = sim.specs[&2].resume.as_ref().expect("a transcript");
+    assert!(
+        sim.specs[&2]
+            .args
+            .contains(&format!("--resume={}", resume.key.id)),
+        "a store or not, the CLI resumes what was written for it"
+    );
+    assert_eq!(resume.lines.len(), 4);
+    assert!(resume.lines[1].contains("mcp__client__lookup"));
+    assert!(sim
+        .gateway
+        .metrics()
+        .contains("ccwire_resumes_total{reason=\"diverged\"} 1"));
+}

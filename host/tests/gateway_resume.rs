@@ -114,6 +114,12 @@ fn with_store(dir: &std::path::Path, hibernate_after_ms: u64) -> impl FnOnce(&mu
     }
 }
 
+/// What `GET /metrics` says.
+async fn metrics(gw: &Gw) -> String {
+    let response = gw.http.get(gw.url("/metrics")).send().await.unwrap();
+    response.text().await.unwrap()
+}
+
 fn session_kinds(kinds: &[(String, String)]) -> Vec<&str> {
     kinds.iter().map(|(k, _)| k.as_str()).collect()
 }
@@ -173,15 +179,7 @@ async fn a_hibernated_conversation_resumes_with_the_same_messages() {
         assert_eq!(a, b, "the model's call {i} after a resume");
     }
 
-    let metrics = gw
-        .http
-        .get(gw.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&gw).await;
     assert!(
         metrics.contains("ccwire_resumes_total{reason=\"hibernated\"} 3"),
         "{metrics}"
@@ -466,16 +464,7 @@ async fn a_restarted_gateway_s_pool_fills_with_what_it_learned_before() {
     };
     let url = gw.url("");
     for _ in 0..150 {
-        let text = gw
-            .http
-            .get(format!("{url}/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        if metric(&text, "ccwire_pool_ready") >= 2.0 {
+        if metric(&metrics(&gw).await, "ccwire_pool_ready") >= 2.0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -483,15 +472,54 @@ async fn a_restarted_gateway_s_pool_fills_with_what_it_learned_before() {
     // ...and the next new conversation with them takes one.
     let kinds = turn(&gw.http, &url, &mut Vec::new(), "A new conversation.").await;
     assert_eq!(session_kinds(&kinds), ["new"]);
-    let text = gw
-        .http
-        .get(format!("{url}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics(&gw).await;
     assert_eq!(metric(&text, "ccwire_pool_hits_total"), 1.0, "{text}");
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_answers_its_tool_calls_another_way_frees_the_waiting_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gw::start(|options| {
+        options.state_dir = Some(dir.path().to_owned());
+        options.cwd = None;
+    })
+    .await;
+    let mut messages = vec![json!({"role": "user", "content": "PLEASE-LOOKUP both"})];
+    let body =
+        json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+    let (status, _, answer) = gw.call("/v1/messages", &body, None).await;
+    assert_eq!(status, 200, "{answer}");
+    let waiting = gw.server().session_pids();
+    assert_eq!(waiting.len(), 1);
+    // The client makes up its own ending for that turn and goes on.
+    let calls: Vec<Value> = answer["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .cloned()
+        .collect();
+    messages.push(json!({"role": "assistant", "content": answer["content"]}));
+    messages.push(json!({"role": "user", "content": calls.iter().map(|c| json!({
+        "type": "tool_result", "tool_use_id": c["id"], "content": "nothing found"})).collect::<Vec<_>>()}));
+    messages.push(json!({"role": "assistant", "content": "Nothing was found."}));
+    messages.push(json!({"role": "user", "content": "Then say hello."}));
+    let body =
+        json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+    let response = gw.post("/v1/messages", &body, None).await;
+    assert_eq!(session_header(&response), "resumed");
+    assert_eq!(
+        response.headers()["x-ccwire-session-reason"],
+        "diverged at message 2"
+    );
+    assert_eq!(response.status(), 200);
+    let sent = gw.fake.model_calls().pop().unwrap().body["messages"].to_string();
+    assert!(
+        sent.contains("Nothing was found.") && sent.contains("nothing found"),
+        "{sent}"
+    );
+    eventually("the CLI that waited is gone", || !alive(waiting[0])).await;
+    assert_eq!(gw.server().session_pids().len(), 1);
     gw.stop().await;
 }

@@ -106,6 +106,10 @@ pub enum ResumeReason {
     /// reordered past, a conversation of another gateway without a shared store): the gateway
     /// wrote it as a transcript, which a new CLI resumes.
     History,
+    /// Like [`History`](Self::History), a history that goes on from a live conversation's
+    /// first this many messages and then differs from it (a client that answered another way
+    /// or edited the answer).
+    Diverged(usize),
 }
 
 impl ResumeReason {
@@ -118,6 +122,17 @@ impl ResumeReason {
             ResumeReason::Ended => "ended",
             ResumeReason::Settings => "settings",
             ResumeReason::History => "history",
+            ResumeReason::Diverged(_) => "diverged",
+        }
+    }
+}
+
+impl std::fmt::Display for ResumeReason {
+    /// The reason as the `x-ccwire-session-reason` header says it (`diverged at message 4`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResumeReason::Diverged(at) => write!(f, "diverged at message {at}"),
+            other => f.write_str(other.as_str()),
         }
     }
 }
@@ -151,6 +166,10 @@ pub enum Route {
     Find {
         /// The history's hash in the tenant's scope.
         hash: String,
+        /// Where the history parted from a live conversation's, when it did: that
+        /// conversation's length in messages, and its session when it waits for client tool
+        /// results the request will never bring (to close).
+        diverged: Option<(usize, Option<SessionId>)>,
     },
     /// Start a new CLI session and send it `prompt`.
     Start {
@@ -162,6 +181,8 @@ pub enum Route {
         prompt: Vec<Block>,
         /// A live session this one replaces, to close.
         replaces: Option<SessionId>,
+        /// Where the history parted from a live conversation's (its length in messages).
+        diverged: Option<usize>,
     },
 }
 
@@ -575,7 +596,7 @@ impl Registry {
                     entry.store = store;
                 }
             }
-            Route::Find { hash } => {
+            Route::Find { hash, .. } => {
                 if let Some(finding) = self.finding.get_mut(hash) {
                     finding.store = store;
                 }
@@ -619,6 +640,7 @@ impl Registry {
             live: hash,
             store,
             hasher,
+            prefixes,
         } = hashes;
         let n = conversation.history_len();
         let new = &conversation.messages[n..];
@@ -640,6 +662,7 @@ impl Registry {
                     prompt_blocks(new)
                 },
                 replaces: None,
+                diverged: None,
             });
         }
         if self.finding.contains_key(&store) {
@@ -649,6 +672,7 @@ impl Registry {
         // order) continues the live session whose calls its tool results answer, all of them.
         let holding = || self.holding(scope, &given);
         let Some(session) = self.by_hash.get(&hash).copied().or_else(holding) else {
+            let diverged = self.diverged(scope, &prefixes);
             if find {
                 self.finding.insert(
                     store.clone(),
@@ -658,9 +682,24 @@ impl Registry {
                         store: None,
                     },
                 );
-                return Ok(Route::Find { hash: store });
+                return Ok(Route::Find {
+                    hash: store,
+                    diverged,
+                });
             }
-            return Ok(self.rebuild(scope, hasher, conversation, None, prompt_ready, now));
+            let (at, replaces) = diverged.unzip();
+            let mut route = self.rebuild(
+                scope,
+                hasher,
+                conversation,
+                replaces.flatten(),
+                prompt_ready,
+                now,
+            );
+            if let Route::Start { diverged, .. } = &mut route {
+                *diverged = at;
+            }
+            return Ok(route);
         };
         let entry = self
             .sessions
@@ -787,7 +826,25 @@ impl Registry {
                 rebuild_prompt(&conversation.messages)
             },
             replaces,
+            diverged: None,
         }
+    }
+
+    /// Where a history that matches no live session parted from one of `scope`: the length of
+    /// the longest of its shorter histories (`prefixes`, longest first) that a live session
+    /// holds, and that session when it waits for client tool results the request does not
+    /// bring (the client went another way: its CLI is closed).
+    fn diverged(
+        &self,
+        scope: &str,
+        prefixes: &[(usize, String)],
+    ) -> Option<(usize, Option<SessionId>)> {
+        prefixes.iter().find_map(|(at, hash)| {
+            let session = *self.by_hash.get(&live_hash(scope, hash))?;
+            let entry = self.sessions.get(&session)?;
+            let waits = !entry.busy() && (!entry.expected.is_empty() || !entry.held.is_empty());
+            Some((*at, waits.then_some(session)))
+        })
     }
 
     fn insert(&mut self, scope: &str, request: HistoryHasher, now: Timestamp) -> SessionId {

@@ -77,19 +77,31 @@ pub struct Hashes {
     pub store: String,
     /// The hasher over all its messages, in the tenant's scope.
     pub hasher: HistoryHasher,
+    /// The hashes in the tenant's scope of its shorter histories (each ending with an
+    /// earlier assistant message), longest first, with their lengths in messages: where a
+    /// history that matches nothing parted from a conversation.
+    pub prefixes: Vec<(usize, String)>,
 }
 
 /// A conversation's [`Hashes`] for `tenant`, in the request's `scope`.
 pub fn history_hashes(tenant: &str, scope: &str, conversation: &Conversation) -> Hashes {
     let n = conversation.history_len();
     let mut hasher = HistoryHasher::new(tenant);
-    hasher.extend(&conversation.messages[..n]);
+    let mut prefixes = Vec::new();
+    for (i, message) in conversation.messages[..n].iter().enumerate() {
+        hasher.extend(std::slice::from_ref(message));
+        if message.role == Role::Assistant && i + 1 < n {
+            prefixes.push((i + 1, hasher.finish()));
+        }
+    }
+    prefixes.reverse();
     let store = hasher.finish();
     hasher.extend(&conversation.messages[n..]);
     Hashes {
         live: live_hash(scope, &store),
         store,
         hasher,
+        prefixes,
     }
 }
 

@@ -219,7 +219,8 @@ impl InFlight {
 /// A host that scales out writes claims and releases to a shared registry (a Redis hash of key
 /// → gateway address, with the gateway's liveness as a TTL) and, for a request whose key another
 /// gateway claims, forwards it there. A key nobody claims (the owner died or expired it) is
-/// served here and rebuilt from the history, as after a restart. The in-memory registry of one
+/// served here: resumed from the session store when the gateways share one, else from the
+/// history the request carries, as after a restart. The in-memory registry of one
 /// gateway is the default; a shared one is a backend of the host, not a change of this engine.
 #[derive(Debug)]
 pub struct Gateway {
@@ -673,7 +674,7 @@ impl Gateway {
             previous_response_id,
         };
         match route {
-            Route::Find { hash } => self.find(request, opening, hash),
+            Route::Find { hash, diverged } => self.find(request, opening, hash, diverged),
             route => self.open(now, request, opening, route, None),
         }
     }
@@ -731,16 +732,21 @@ impl Gateway {
                     kind: SessionKind::Rebuilt,
                     prompt,
                     replaces,
+                    diverged,
                 },
                 None,
             ) => match self.write_history(tenant, &parsed) {
                 Ok((spec, prompt)) => {
-                    let kind = SessionKind::Resumed(ResumeReason::History);
+                    let reason = match diverged {
+                        Some(at) => ResumeReason::Diverged(at),
+                        None => ResumeReason::History,
+                    };
                     let route = Route::Start {
                         session,
-                        kind,
+                        kind: SessionKind::Resumed(reason),
                         prompt,
                         replaces,
+                        diverged,
                     };
                     (route, Some(spec), None)
                 }
@@ -752,6 +758,7 @@ impl Gateway {
                         kind: SessionKind::Rebuilt,
                         prompt,
                         replaces,
+                        diverged,
                     };
                     (route, None, start_prompt)
                 }
@@ -767,10 +774,7 @@ impl Gateway {
             headers.push(("x-ccwire-session-reason".to_owned(), why.to_owned()));
         }
         if let SessionKind::Resumed(reason) = kind {
-            headers.push((
-                "x-ccwire-session-reason".to_owned(),
-                reason.as_str().to_owned(),
-            ));
+            headers.push(("x-ccwire-session-reason".to_owned(), reason.to_string()));
             self.count(tenant, |m| {
                 *m.resumes.entry(reason.as_str()).or_default() += 1
             });

@@ -195,13 +195,14 @@ impl Gateway {
             Some(resume) => resume.key.id.clone(),
             None => self.conversation_id(),
         };
+        // A transcript written for it is resumed (the equals form: no id is read as a flag);
+        // with a store, a new one is named for the conversation, and mirrored to the store.
+        match &resume {
+            Some(_) => spec.args.push(format!("--resume={cli_id}")),
+            None if self.config.store => spec.args.push(format!("--session-id={cli_id}")),
+            None => {}
+        }
         if self.config.store {
-            // The transcript is named for the conversation and mirrored to the store; a
-            // stored one is resumed (the equals form: no id is read as a flag).
-            spec.args.push(match &resume {
-                Some(_) => format!("--resume={cli_id}"),
-                None => format!("--session-id={cli_id}"),
-            });
             spec.args.push("--session-mirror".to_owned());
         }
         let transcript = resume.as_ref().map(|r| r.path.clone());

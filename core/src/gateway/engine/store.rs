@@ -38,6 +38,8 @@ pub(super) struct Finding {
     pub(super) opening: Opening,
     /// Its history's hash in the tenant's scope.
     pub(super) hash: String,
+    /// Where its history parted from a live conversation's ([`Route::Find`]).
+    pub(super) diverged: Option<(usize, Option<SessionId>)>,
 }
 
 impl Gateway {
@@ -80,13 +82,24 @@ impl Gateway {
 
     /// Parks a request whose history no live session continues until the session store has
     /// looked it up ([`handle_found`](Self::handle_found)).
-    pub(super) fn find(&mut self, request: RequestId, opening: Opening, hash: String) {
+    pub(super) fn find(
+        &mut self,
+        request: RequestId,
+        opening: Opening,
+        hash: String,
+        diverged: Option<(usize, Option<SessionId>)>,
+    ) {
         self.outputs.push_back(GatewayOutput::StoreFind {
             request,
             tenant: tenant_id(&opening.tenant),
             hash: hash.clone(),
         });
-        self.finding.insert(request, Finding { opening, hash });
+        let finding = Finding {
+            opening,
+            hash,
+            diverged,
+        };
+        self.finding.insert(request, finding);
     }
 
     /// The session store's answer to a [`GatewayOutput::StoreFind`]: the record of the
@@ -101,7 +114,12 @@ impl Gateway {
         record: Option<ConversationRecord>,
     ) {
         self.now = now;
-        let Some(Finding { mut opening, hash }) = self.finding.remove(&request) else {
+        let Some(Finding {
+            mut opening,
+            hash,
+            diverged,
+        }) = self.finding.remove(&request)
+        else {
             return;
         };
         let Some(session) = self.registry.found(&hash, now) else {
@@ -113,6 +131,7 @@ impl Gateway {
         // ended: a call still waiting for the client's result is in no transcript.
         let record = record.filter(|r| r.hash == hash && r.key.tenant == tenant);
         let messages = &opening.parsed.conversation.messages;
+        let (at, mut replaces) = diverged.unzip();
         let (kind, prompt, resume) = match record {
             Some(record) if record.pending.is_empty() => {
                 let mut reason = match record.state {
@@ -149,6 +168,7 @@ impl Gateway {
                     system_prompt: opening.parsed.conversation.system.clone(),
                     lines: Vec::new(),
                 };
+                replaces = None;
                 (
                     SessionKind::Resumed(reason),
                     prompt_blocks(&messages[n..]),
@@ -163,11 +183,17 @@ impl Gateway {
                 (SessionKind::Rebuilt, prompt, None)
             }
         };
+        // A live conversation this one parted from, waiting for results it will not get from
+        // this client, is closed (when it still waits).
+        let replaces = replaces
+            .flatten()
+            .filter(|old| self.lives.contains_key(old) && !self.registry.is_idle(*old));
         let route = Route::Start {
             session,
             kind,
             prompt,
-            replaces: None,
+            replaces,
+            diverged: at,
         };
         self.open(now, request, opening, route, resume);
     }
