@@ -9,12 +9,12 @@
 //! matter, and OpenAI's `arguments` string is the same as the object it encodes. The OpenAI and
 //! Anthropic shapes of one conversation have one canonical form.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Who wrote a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// The client.
@@ -24,7 +24,7 @@ pub enum Role {
 }
 
 /// A content block in canonical form.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
     /// Text.
@@ -63,7 +63,7 @@ pub enum Block {
 }
 
 /// A message in canonical form.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Who wrote it.
     pub role: Role,

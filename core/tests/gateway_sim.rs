@@ -372,6 +372,7 @@ struct SimStore {
     transcripts: BTreeMap<String, Vec<Value>>,
     records: BTreeMap<(String, String), ConversationRecord>,
     saves: Vec<ConversationRecord>,
+    responses: BTreeMap<(String, String), String>,
 }
 
 impl Sim {
@@ -531,6 +532,24 @@ impl Sim {
                         let store = self.store.as_ref().expect("a store");
                         let found = store.records.get(&(tenant, hash)).cloned();
                         self.gateway.handle_found(self.now, request, found);
+                    }
+                    GatewayOutput::StoreResponse {
+                        tenant,
+                        id,
+                        response,
+                    } => {
+                        let store = self.store.as_mut().expect("a store");
+                        store.responses.insert((tenant, id), response);
+                    }
+                    GatewayOutput::StoreFindResponse {
+                        request,
+                        tenant,
+                        id,
+                    } => {
+                        let store = self.store.as_ref().expect("a store");
+                        let found = store.responses.get(&(tenant, id)).cloned();
+                        self.gateway
+                            .handle_found_response(self.now, request, found.as_deref());
                     }
                     other => panic!("an output the harness does not know: {other:?}"),
                 }
@@ -1989,4 +2008,63 @@ fn a_history_that_parts_from_a_live_conversation_says_where_and_frees_its_cli() 
         .gateway
         .metrics()
         .contains("ccwire_resumes_total{reason=\"diverged\"} 1"));
+}
+
+#[test]
+fn a_chain_of_stored_responses_is_read_back_link_by_link_after_a_restart() {
+    let mut sim = with_store(GatewayConfig::default());
+    let first = sim.send(
+        Api::Responses,
+        "t",
+        json!({"model": "sonnet", "input": "One"}),
+    );
+    let one = sim.response(first).json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let second = sim.send(
+        Api::Responses,
+        "t",
+        json!({"model": "sonnet", "input": "Two", "previous_response_id": one}),
+    );
+    let two = sim.response(second).json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(sim.store.as_ref().unwrap().responses.len(), 2);
+
+    // A new gateway on the same store holds none of them: it reads both links.
+    let store = sim.store.take();
+    let mut sim = with_store(GatewayConfig {
+        unix_epoch_ms: 1,
+        ..GatewayConfig::default()
+    });
+    sim.store = store;
+    let third = sim.send(
+        Api::Responses,
+        "t",
+        json!({"model": "sonnet", "input": "Three", "previous_response_id": two}),
+    );
+    let response = sim.response(third);
+    assert_eq!(response.status, 200, "{}", response.text());
+    let finds = sim
+        .trace
+        .iter()
+        .filter(|l| l.contains("\"store_find_response\""))
+        .count();
+    assert_eq!(finds, 2, "one read per link");
+    // The whole chain is the history of a stored conversation: a CLI resumes it and gets the
+    // new input alone.
+    assert_eq!(response.header("x-ccwire-session"), Some("resumed"));
+    assert!(sim.specs[&1].resume.is_some());
+    let prompt = sim
+        .cli(1)
+        .stdin
+        .iter()
+        .find(|m| m["type"] == "user")
+        .unwrap();
+    assert_eq!(
+        prompt["message"]["content"],
+        json!([{"type": "text", "text": "Three"}])
+    );
 }

@@ -45,6 +45,22 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
         key: &'a ConversationKey,
     ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>>;
 
+    /// Keeps a response stored for `previous_response_id` (opaque JSON) under `tenant` and its
+    /// id.
+    fn save_response<'a>(
+        &'a self,
+        tenant: &'a str,
+        id: &'a str,
+        response: String,
+    ) -> BoxFuture<'a, io::Result<()>>;
+
+    /// A response [`save_response`](Self::save_response) kept, if any.
+    fn load_response<'a>(
+        &'a self,
+        tenant: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, io::Result<Option<String>>>;
+
     /// Keeps the warm pool's settings (opaque JSON), replacing those kept before.
     fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>>;
 
@@ -60,7 +76,8 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
 /// The embedded session store: one directory per conversation under
 /// `<root>/<tenant>/<conversation>/` (`transcript.jsonl`, appended; `record.json`, replaced
 /// atomically), `<root>/<tenant>/index/<hash>` naming the conversation a history continues,
-/// and `<root>/pool.json`, the warm pool's settings.
+/// `<root>/<tenant>/responses/<id>.json` the responses stored for `previous_response_id`, and
+/// `<root>/pool.json`, the warm pool's settings.
 /// Crash-safe: a record is written to a temporary file, synced, then renamed over the old
 /// one, after the transcript it points at is synced; a transcript's last line cut short by a
 /// crash is dropped when it is read. Private to its owner (mode 0700 directories, 0600
@@ -116,6 +133,14 @@ impl DirStore {
             .join(component(tenant)?)
             .join("index")
             .join(component(hash)?))
+    }
+
+    fn response_file(&self, tenant: &str, id: &str) -> io::Result<PathBuf> {
+        Ok(self
+            .root
+            .join(component(tenant)?)
+            .join("responses")
+            .join(format!("{}.json", component(id)?)))
     }
 
     fn append_sync(&self, key: &ConversationKey, lines: &[String]) -> io::Result<()> {
@@ -221,6 +246,14 @@ impl DirStore {
                 if entry.file_name() == "index" {
                     continue;
                 }
+                if entry.file_name() == "responses" {
+                    for response in std::fs::read_dir(&path).into_iter().flatten().flatten() {
+                        if old(&response.path()) {
+                            std::fs::remove_file(response.path())?;
+                        }
+                    }
+                    continue;
+                }
                 let touched = [path.join("record.json"), path.join("transcript.jsonl")];
                 if touched.iter().all(|p| !p.exists() || old(p)) {
                     std::fs::remove_dir_all(&path)?;
@@ -280,6 +313,35 @@ impl SessionStore for DirStore {
     ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>> {
         let (store, key) = (self.clone(), key.clone());
         Box::pin(blocking(move || store.load_sync(&key)))
+    }
+
+    fn save_response<'a>(
+        &'a self,
+        tenant: &'a str,
+        id: &'a str,
+        response: String,
+    ) -> BoxFuture<'a, io::Result<()>> {
+        let file = self.response_file(tenant, id);
+        Box::pin(blocking(move || {
+            let file = file?;
+            if let Some(dir) = file.parent() {
+                private_dir(dir)?;
+            }
+            write_atomically(&file, response.as_bytes())
+        }))
+    }
+
+    fn load_response<'a>(
+        &'a self,
+        tenant: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, io::Result<Option<String>>> {
+        let file = self.response_file(tenant, id);
+        Box::pin(blocking(move || match std::fs::read_to_string(file?) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }))
     }
 
     fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>> {

@@ -523,3 +523,46 @@ async fn a_client_that_answers_its_tool_calls_another_way_frees_the_waiting_cli(
     assert_eq!(gw.server().session_pids().len(), 1);
     gw.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_response_outlives_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let keyed = |options: &mut GatewayOptions| {
+        with_store(dir.path(), u64::MAX)(options);
+        options.engine.http.api_keys = vec!["key-a".into(), "key-b".into()];
+    };
+    let mut gw = Gw::start(keyed).await;
+    let key = Some("key-a");
+    let first = json!({"model": MODEL, "input": "My codename is ORCHID-R7."});
+    let (status, kind, answer) = gw.call("/v1/responses", &first, key).await;
+    assert_eq!((status, kind.as_str()), (200, "new"), "{answer}");
+    let id = answer["id"].as_str().unwrap().to_owned();
+
+    gw.restart(keyed).await;
+    // Another key does not reach it.
+    let next = json!({"model": MODEL, "previous_response_id": id, "input": "What is my codename?"});
+    let (status, _, error) = gw.call("/v1/responses", &next, Some("key-b")).await;
+    assert_eq!(status, 400, "{error}");
+    let (status, kind, answer) = gw.call("/v1/responses", &next, key).await;
+    assert_eq!((status, kind.as_str()), (200, "resumed"), "{answer}");
+    let sent = gw.fake.model_calls().pop().unwrap().body["messages"].clone();
+    let last = sent.as_array().unwrap().last().unwrap().to_string();
+    assert!(
+        last.contains("What is my codename?") && !last.contains("ORCHID-R7"),
+        "{last}"
+    );
+    assert!(
+        sent.to_string().contains("My codename is ORCHID-R7."),
+        "{sent}"
+    );
+
+    // An id the store never kept is still the 400 that names it.
+    let unknown = json!({"model": MODEL, "previous_response_id": "resp_0123", "input": "Hi"});
+    let (status, _, error) = gw.call("/v1/responses", &unknown, key).await;
+    assert_eq!(status, 400, "{error}");
+    assert!(
+        error.to_string().contains("previous_response_id"),
+        "{error}"
+    );
+    gw.stop().await;
+}

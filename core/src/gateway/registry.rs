@@ -10,6 +10,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use serde::{Deserialize, Serialize};
+
 use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::conversation::{history_hash, Block, Conversation, HistoryHasher, Message, Role};
 use crate::mcp::McpCallResult;
@@ -305,6 +307,22 @@ struct Finding {
     store: Option<PendingStore>,
 }
 
+/// A response stored for `previous_response_id`, as a session store keeps it
+/// ([`Registry::take_stored`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredOut {
+    /// The caller (its API key: the gateway turns it into the tenant's id).
+    #[serde(skip)]
+    pub tenant: String,
+    /// The response's id.
+    #[serde(skip)]
+    pub id: String,
+    /// The stored response it continued.
+    pub previous: Option<String>,
+    /// Its request's own messages and its message.
+    pub messages: Vec<Message>,
+}
+
 /// A stored response's key: the tenant and the response id (one tenant cannot continue
 /// another's responses).
 type StoredKey = (String, String);
@@ -324,6 +342,9 @@ pub struct Registry {
     /// Changes of the routing index, kept for a host that shares it (see
     /// [`Endpoint`]'s scale-out notes); `None` when nobody reads them.
     index_changes: Option<Vec<IndexChange>>,
+    /// Responses stored since [`take_stored`](Self::take_stored) was last called, for a
+    /// session store to keep too; `None` when nobody reads them.
+    stored_out: Option<Vec<StoredOut>>,
 }
 
 /// A change of what this gateway serves: a key a front router may look up to find the gateway
@@ -450,6 +471,14 @@ impl Registry {
         let key = (tenant.to_owned(), id.to_owned());
         let mut messages = input;
         messages.push(response);
+        if let Some(out) = &mut self.stored_out {
+            out.push(StoredOut {
+                tenant: tenant.to_owned(),
+                id: id.to_owned(),
+                previous: previous.map(str::to_owned),
+                messages: messages.clone(),
+            });
+        }
         let stored = StoredResponse {
             previous: previous.map(str::to_owned),
             messages,
@@ -471,6 +500,57 @@ impl Registry {
                 &oldest.0, &oldest.1,
             )));
         }
+    }
+
+    /// Keeps the responses stored from now on for [`take_stored`](Self::take_stored).
+    pub fn persist_stored(&mut self) {
+        self.stored_out.get_or_insert_with(Vec::new);
+    }
+
+    /// The responses stored since the last call (none unless
+    /// [`persist_stored`](Self::persist_stored) was called).
+    pub fn take_stored(&mut self) -> Vec<StoredOut> {
+        self.stored_out
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The first response of the chain `id` starts that `tenant` has not in memory (it
+    /// expired here, or was stored before a restart), if any.
+    pub fn missing_link(&self, tenant: &str, id: &str) -> Option<String> {
+        let mut next = Some(id.to_owned());
+        let mut seen = 0;
+        while let Some(id) = next {
+            let key = (tenant.to_owned(), id);
+            let Some(stored) = self.stored.get(&key) else {
+                return Some(key.1);
+            };
+            seen += 1;
+            if seen > self.stored.len() {
+                return None;
+            }
+            next = stored.previous.clone();
+        }
+        None
+    }
+
+    /// Puts back a response a session store kept ([`StoredOut`]), as stored `now`.
+    pub fn restore_response(&mut self, tenant: &str, id: &str, stored: StoredOut, now: Timestamp) {
+        let out = self.stored_out.take();
+        let mut messages = stored.messages;
+        let response = messages.pop();
+        if let Some(response) = response {
+            self.store_response(
+                tenant,
+                id,
+                stored.previous.as_deref(),
+                messages,
+                response,
+                now,
+            );
+        }
+        self.stored_out = out;
     }
 
     /// Whether a session has no turn running: no request in flight and no tool call waiting

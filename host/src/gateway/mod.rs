@@ -181,6 +181,16 @@ enum StoreOp {
         hash: String,
     },
     SavePool(String),
+    SaveResponse {
+        tenant: String,
+        id: String,
+        response: String,
+    },
+    FindResponse {
+        request: RequestId,
+        tenant: String,
+        id: String,
+    },
     /// Write a stored transcript where a resuming CLI reads it.
     Resume {
         spec: ResumeSpec,
@@ -289,6 +299,29 @@ async fn store_worker(
                 if let Some(done) = done {
                     let _ = done.send(());
                 }
+            }
+            StoreOp::SaveResponse {
+                tenant,
+                id,
+                response,
+            } => {
+                if let Err(error) = store.save_response(&tenant, &id, response).await {
+                    tracing::warn!(%error, response = %id, "cannot keep a stored response");
+                }
+            }
+            StoreOp::FindResponse {
+                request,
+                tenant,
+                id,
+            } => {
+                // An id that is no store key (a client's invention) is no stored response.
+                let found = store.load_response(&tenant, &id).await.unwrap_or_default();
+                let Some(app) = app.upgrade() else {
+                    return;
+                };
+                app.input(|gateway, now| {
+                    gateway.handle_found_response(now, request, found.as_deref());
+                });
             }
             StoreOp::SavePool(settings) => {
                 if let Err(error) = store.save_pool(settings).await {
@@ -463,6 +496,24 @@ impl App {
                 hash,
             }),
             GatewayOutput::StorePool { settings } => self.to_store(StoreOp::SavePool(settings)),
+            GatewayOutput::StoreResponse {
+                tenant,
+                id,
+                response,
+            } => self.to_store(StoreOp::SaveResponse {
+                tenant,
+                id,
+                response,
+            }),
+            GatewayOutput::StoreFindResponse {
+                request,
+                tenant,
+                id,
+            } => self.to_store(StoreOp::FindResponse {
+                request,
+                tenant,
+                id,
+            }),
             _ => {}
         }
     }

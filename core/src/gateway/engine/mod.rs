@@ -261,6 +261,8 @@ pub struct Gateway {
     front: http::Front,
     /// Requests waiting for the session store to find their conversation.
     finding: BTreeMap<RequestId, Finding>,
+    /// Requests waiting for the session store to read a stored response they continue.
+    fetching: BTreeMap<RequestId, Queued>,
     /// Conversation ids given out ([`conversation_id`](Self::conversation_id)).
     next_conversation: u64,
 }
@@ -298,6 +300,9 @@ impl Gateway {
         if config.publish_index {
             registry.publish_index();
         }
+        if config.store {
+            registry.persist_stored();
+        }
         Ok(Gateway {
             registry,
             config,
@@ -321,6 +326,7 @@ impl Gateway {
             watchers: BTreeMap::new(),
             front,
             finding: BTreeMap::new(),
+            fetching: BTreeMap::new(),
             next_conversation: 0,
         })
     }
@@ -363,7 +369,7 @@ impl Gateway {
     /// Whether a request waits for the session store to find its conversation
     /// ([`GatewayOutput::StoreFind`]).
     pub fn is_finding(&self, request: RequestId) -> bool {
-        self.finding.contains_key(&request)
+        self.finding.contains_key(&request) || self.fetching.contains_key(&request)
     }
 
     /// The session a request's response comes from, while it is in flight.
@@ -617,6 +623,27 @@ impl Gateway {
 
     /// Routes a valid request and starts its response.
     fn serve(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        api: Api,
+        tenant: &str,
+        prepared: PreparedRequest,
+    ) {
+        // A stored response this gateway does not hold (it expired here, or was stored
+        // before a restart) is read from the session store first.
+        let previous = prepared.request.previous_response_id.as_deref();
+        let missing = previous
+            .filter(|_| self.config.store)
+            .and_then(|id| self.registry.missing_link(tenant, id));
+        if let Some(id) = missing {
+            return self.fetch_response(request, api, tenant, prepared, id);
+        }
+        self.route(now, request, api, tenant, prepared);
+    }
+
+    /// [`serve`](Self::serve) with every stored response the request continues at hand.
+    fn route(
         &mut self,
         now: Timestamp,
         request: RequestId,
@@ -1021,6 +1048,11 @@ impl Gateway {
         }
         if let Some(at) = self.queue.iter().position(|q| q.request == request) {
             let gone = self.queue.remove(at).expect("in range");
+            self.arrivals.remove(&request);
+            self.count(&gone.tenant, |m| m.clients_gone += 1);
+            return;
+        }
+        if let Some(gone) = self.fetching.remove(&request) {
             self.arrivals.remove(&request);
             self.count(&gone.tenant, |m| m.clients_gone += 1);
             return;
@@ -1642,8 +1674,17 @@ impl Gateway {
         }
     }
 
-    /// Moves the routing index's changes into the outputs.
+    /// Moves the routing index's changes, and the responses stored for the session store,
+    /// into the outputs.
     fn publish(&mut self) {
+        for stored in self.registry.take_stored() {
+            let response = serde_json::to_string(&stored).expect("a response serializes");
+            self.outputs.push_back(GatewayOutput::StoreResponse {
+                tenant: tenant_id(&stored.tenant),
+                id: stored.id,
+                response,
+            });
+        }
         for change in self.registry.take_index_changes() {
             self.outputs.push_back(match change {
                 IndexChange::Claim(key) => GatewayOutput::Claim { key },

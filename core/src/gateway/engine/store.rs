@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 
 use super::types::{ConversationKey, ConversationRecord, RecordState, ResumeSpec, TenantDirs};
-use super::{tenant_id, Gateway, GatewayOutput, RequestId, CLIENT_SERVER};
+use super::{tenant_id, Gateway, GatewayOutput, PreparedRequest, Queued, RequestId, CLIENT_SERVER};
 use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::conversation::Block;
-use crate::gateway::registry::{ResumeReason, Route, SessionId, SessionKind};
+use crate::gateway::registry::{ResumeReason, Route, SessionId, SessionKind, StoredOut};
 use crate::gateway::translate::{
     prompt_blocks, rebuild_prompt, tool_results, transcript_lines, Structured, TranscriptContext,
 };
@@ -208,6 +208,70 @@ impl Gateway {
                 && self.registry.is_idle(session)
                 && !self.approvals.values().any(|a| a.session == session)
         })
+    }
+
+    /// Parks a request until the session store has read the stored response `id` it
+    /// continues ([`handle_found_response`](Self::handle_found_response)).
+    pub(super) fn fetch_response(
+        &mut self,
+        request: RequestId,
+        api: Api,
+        tenant: &str,
+        prepared: PreparedRequest,
+        id: String,
+    ) {
+        self.outputs.push_back(GatewayOutput::StoreFindResponse {
+            request,
+            tenant: tenant_id(tenant),
+            id,
+        });
+        let queued = Queued {
+            request,
+            api,
+            tenant: tenant.to_owned(),
+            parsed: prepared,
+            deadline: 0,
+        };
+        self.fetching.insert(request, queued);
+    }
+
+    /// The session store's answer to a [`GatewayOutput::StoreFindResponse`]: the stored
+    /// response (as [`GatewayOutput::StoreResponse`] kept it), or none. Found, it is held again
+    /// and the next link of its chain is read the same way; the request is served once the
+    /// chain is whole, or, with a link the store does not have either, answered with the 400
+    /// that names `previous_response_id`.
+    pub fn handle_found_response(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        response: Option<&str>,
+    ) {
+        self.now = now;
+        let Some(queued) = self.fetching.remove(&request) else {
+            return;
+        };
+        let Queued {
+            api,
+            tenant,
+            parsed,
+            ..
+        } = queued;
+        let previous = parsed
+            .request
+            .previous_response_id
+            .clone()
+            .unwrap_or_default();
+        let missing = self.registry.missing_link(&tenant, &previous);
+        let stored = response.and_then(|r| serde_json::from_str::<StoredOut>(r).ok());
+        if let (Some(id), Some(stored)) = (missing, stored) {
+            self.registry.restore_response(&tenant, &id, stored, now);
+            // Held again, the chain goes on to its next link; one the store gave but that
+            // cannot be held ends here.
+            if self.registry.missing_link(&tenant, &previous) != Some(id) {
+                return self.serve(now, request, api, &tenant, parsed);
+            }
+        }
+        self.route(now, request, api, &tenant, parsed);
     }
 
     /// Closes the CLIs of up to `count` conversations that wait for nothing, least recently used

@@ -420,6 +420,27 @@ pub enum GatewayOutput {
         /// The history's hash.
         hash: String,
     },
+    /// Keep a response stored for `previous_response_id` (Responses API, with
+    /// [`GatewayConfig::store`]), so it outlives the gateway; kept as long as conversations.
+    StoreResponse {
+        /// The tenant's id.
+        tenant: String,
+        /// The response's id (`resp_…`).
+        id: String,
+        /// What to keep (opaque JSON).
+        response: String,
+    },
+    /// Read the stored response `id` of `tenant` (its id) and give it, or none, to
+    /// [`handle_found_response`](super::Gateway::handle_found_response) (with
+    /// [`GatewayConfig::store`]): a request continues a response this gateway does not hold.
+    StoreFindResponse {
+        /// The request waiting for it.
+        request: RequestId,
+        /// The tenant's id.
+        tenant: String,
+        /// The response's id, as the client gave it.
+        id: String,
+    },
     /// Keep the warm pool's settings (with [`GatewayConfig::store`] and a pool): a restarted
     /// gateway gives them to [`restore_pool`](super::Gateway::restore_pool). Opaque JSON, no
     /// secrets (the CLI's variables are left out).
