@@ -276,7 +276,7 @@ impl Entry {
 }
 
 /// The 429 of a conversation busy with another request.
-fn busy() -> ApiError {
+pub(crate) fn busy() -> ApiError {
     ApiError::new(
         ApiErrorKind::RateLimit,
         "this conversation is busy with another request; retry when it has finished",

@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use super::types::{ConversationKey, ConversationRecord, RecordState, ResumeSpec, TenantDirs};
 use super::{tenant_id, Gateway, GatewayOutput, PreparedRequest, Queued, RequestId, CLIENT_SERVER};
-use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
+use crate::api::{Api, ApiRequest};
 use crate::conversation::Block;
-use crate::gateway::registry::{ResumeReason, Route, SessionId, SessionKind, StoredOut};
+use crate::gateway::registry::{busy, ResumeReason, Route, SessionId, SessionKind, StoredOut};
 use crate::gateway::translate::{
     prompt_blocks, rebuild_prompt, tool_results, transcript_lines, Structured, TranscriptContext,
 };
@@ -105,8 +105,9 @@ impl Gateway {
     /// The session store's answer to a [`GatewayOutput::StoreFind`]: the record of the
     /// conversation whose history the request continues, or none. With a record, a new CLI
     /// resumes the stored transcript and the request's new messages go to it (`resumed`);
-    /// without one, a new CLI carries the whole history (`rebuilt`). A request whose client
-    /// went away meanwhile is dropped.
+    /// without one, the history is written as a transcript a new CLI resumes (`resumed`,
+    /// `history`), or where it cannot be, retold in one prompt (`rebuilt`). A request whose
+    /// client went away meanwhile is dropped.
     pub fn handle_found(
         &mut self,
         now: Timestamp,
@@ -149,12 +150,7 @@ impl Gateway {
                 if let Some(old) = live {
                     if !self.is_waiting_for_nothing(old) {
                         self.registry.close(session);
-                        let error = ApiError::new(
-                            ApiErrorKind::RateLimit,
-                            "this conversation is busy with another request; retry when it has \
-                             finished",
-                        )
-                        .retry_after(1);
+                        let error = busy();
                         return self.respond_error(request, opening.api, &opening.headers, &error);
                     }
                     reason = ResumeReason::Settings;
