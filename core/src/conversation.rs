@@ -91,6 +91,11 @@ pub struct Conversation {
     pub messages: Vec<Message>,
     /// The tools the client defines.
     pub tools: Vec<ToolSpec>,
+    /// The model's thinking blocks the client sent back with their signatures (`thinking`,
+    /// `redacted_thinking`), by the index of the assistant message they open. Not part of the
+    /// canonical form (clients drop or rewrite them; the hash ignores them): kept to write the
+    /// history as a transcript the model reads them in again.
+    pub thinking: Vec<(usize, Vec<Value>)>,
 }
 
 impl Conversation {

@@ -796,3 +796,32 @@ fn allowed_tools_narrow_the_tools_offered() {
         .collect();
     assert_eq!(names, ["a"]);
 }
+
+#[test]
+fn signed_thinking_is_kept_beside_the_canonical_form_and_hashes_as_if_absent() {
+    let with = json!({"model": "m", "max_tokens": 10, "messages": [
+        {"role": "user", "content": "Q"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Hm.", "signature": "sig"},
+            {"type": "redacted_thinking", "data": "opaque"},
+            {"type": "thinking", "thinking": "unsigned"},
+            {"type": "text", "text": "A"},
+        ]},
+        {"role": "user", "content": "Q2"},
+    ]});
+    let mut without = with.clone();
+    without["messages"][1]["content"] = json!([{"type": "text", "text": "A"}]);
+    assert_eq!(anthropic_hash(with.clone()), anthropic_hash(without));
+    let request = anthropic::parse_request(with.to_string().as_bytes()).unwrap();
+    assert_eq!(
+        request.conversation.thinking,
+        vec![(
+            1,
+            vec![
+                json!({"type": "thinking", "thinking": "Hm.", "signature": "sig"}),
+                json!({"type": "redacted_thinking", "data": "opaque"}),
+            ]
+        )],
+        "a block without a signature cannot go back to the API"
+    );
+}

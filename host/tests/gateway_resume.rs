@@ -566,3 +566,39 @@ async fn a_stored_response_outlives_the_gateway() {
     );
     gw.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_thinking_a_client_sends_back_reaches_the_model_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gw::start(|options| {
+        options.state_dir = Some(dir.path().to_owned());
+        options.cwd = None;
+    })
+    .await;
+    let body = json!({"model": MODEL, "max_tokens": 2048, "thinking": {"type": "enabled", "budget_tokens": 1024},
+    "messages": [
+        {"role": "user", "content": "What is 6 times 7?"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Six sevens are forty-two.", "signature": "sig-from-the-api"},
+            {"type": "text", "text": "42."},
+        ]},
+        {"role": "user", "content": "And 6 times 8?"},
+    ]});
+    let response = gw.post("/v1/messages", &body, None).await;
+    assert_eq!(session_header(&response), "resumed");
+    assert_eq!(response.status(), 200);
+    let sent = gw.fake.model_calls().pop().unwrap().body["messages"].clone();
+    let answer = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        answer["content"][0],
+        json!({"type": "thinking", "thinking": "Six sevens are forty-two.", "signature": "sig-from-the-api"}),
+        "{answer}"
+    );
+    gw.stop().await;
+}

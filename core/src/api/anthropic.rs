@@ -124,6 +124,7 @@ fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
         ));
     }
     for (i, message) in messages.into_iter().enumerate() {
+        let thinking = signed_thinking(&message);
         let (role, mut blocks) = message_blocks(i, message)?;
         let after_text = conversation.messages.last().is_some_and(|m| {
             m.role == Role::User && matches!(m.content.last(), Some(Block::Text { .. }))
@@ -137,6 +138,13 @@ fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
             );
         }
         conversation.push(role.0, blocks);
+        if role.0 == Role::Assistant && !thinking.is_empty() {
+            let at = conversation.messages.len() - 1;
+            match conversation.thinking.last_mut() {
+                Some((last, blocks)) if *last == at => blocks.extend(thinking),
+                _ => conversation.thinking.push((at, thinking)),
+            }
+        }
     }
     if !count && conversation.messages.last().map(|m| m.role) != Some(Role::User) {
         return Err(ApiError::invalid(
@@ -230,6 +238,38 @@ const SYSTEM: RoleOf = RoleOf(Role::User, true);
 /// A message's role and canonical blocks. A `system` message (current clients send them inside
 /// `messages`) becomes text of the user turn it stands in, as `<system>…</system>`: the CLI's
 /// own system prompt is fixed for its session, and this keeps it to that turn.
+/// The thinking blocks of an assistant message that carry what the API needs to take them
+/// back (a `signature`, or a redacted block's `data`), as the API shapes them.
+fn signed_thinking(message: &Value) -> Vec<Value> {
+    if message.get("role").and_then(Value::as_str) != Some("assistant") {
+        return Vec::new();
+    }
+    let Some(Value::Array(items)) = message.get("content") else {
+        return Vec::new();
+    };
+    let text = |item: &Value, field: &str| {
+        item.get(field)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    items
+        .iter()
+        .filter_map(|item| match item.get("type").and_then(Value::as_str) {
+            Some("thinking") => {
+                let signature = text(item, "signature")?;
+                let thinking = item.get("thinking").and_then(Value::as_str).unwrap_or("");
+                Some(serde_json::json!({"type": "thinking", "thinking": thinking, "signature": signature}))
+            }
+            Some("redacted_thinking") => {
+                let data = text(item, "data")?;
+                Some(serde_json::json!({"type": "redacted_thinking", "data": data}))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn message_blocks(i: usize, message: Value) -> Result<(RoleOf, Vec<Block>), ApiError> {
     let at = At::Dot(&MESSAGES, i);
     let Value::Object(mut message) = message else {

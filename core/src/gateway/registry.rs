@@ -435,10 +435,12 @@ impl Registry {
                 break;
             }
         }
+        // (The Responses API carries no signed thinking to keep.)
         let mut conversation = Conversation {
             system: request.conversation.system.take(),
             messages: Vec::new(),
             tools: std::mem::take(&mut request.conversation.tools),
+            thinking: Vec::new(),
         };
         for key in chain.into_iter().rev() {
             let stored = self.stored.get_mut(&key).expect("found above");

@@ -507,20 +507,29 @@ pub struct TranscriptContext<'a> {
 /// A history written as the session transcript the CLI keeps (one JSON object per line, each
 /// message an entry chained to the one before by `parentUuid`), so a CLI started with
 /// `--resume` goes on from it and the model sees the messages as they were: text, images, tool
-/// calls (named as the CLI offers the client's tools) and their results. `uuid` gives each
-/// entry's id from its index.
+/// calls (named as the CLI offers the client's tools), their results, and the model's signed
+/// thinking the client sent back (`thinking`, by message index: it opens its message). `uuid`
+/// gives each entry's id from its index.
 pub fn transcript_lines(
     messages: &[Message],
+    thinking: &[(usize, Vec<Value>)],
     context: &TranscriptContext<'_>,
     uuid: impl Fn(usize) -> String,
 ) -> Vec<String> {
     let mut lines = Vec::with_capacity(messages.len());
     let mut parent: Option<String> = None;
     for (i, message) in messages.iter().enumerate() {
-        let content: Vec<Value> = message
-            .content
+        let thought = thinking
             .iter()
-            .map(|block| transcript_block(block, context.server))
+            .filter(|(at, _)| *at == i && message.role == Role::Assistant)
+            .flat_map(|(_, blocks)| blocks.iter().cloned());
+        let content: Vec<Value> = thought
+            .chain(
+                message
+                    .content
+                    .iter()
+                    .map(|block| transcript_block(block, context.server)),
+            )
             .collect();
         let id = uuid(i);
         let timestamp = iso_time(context.wall_ms.saturating_add(i as u64));
@@ -653,7 +662,11 @@ mod transcript_tests {
             wall_ms: 0,
             server: "client",
         };
-        let lines = transcript_lines(&messages, &context, |i| format!("u{i}"));
+        let thinking = vec![(
+            1,
+            vec![json!({"type": "thinking", "thinking": "Hm.", "signature": "sig"})],
+        )];
+        let lines = transcript_lines(&messages, &thinking, &context, |i| format!("u{i}"));
         let entries: Vec<Value> = lines
             .iter()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -664,7 +677,12 @@ mod transcript_tests {
         assert_eq!(entries[1]["type"], "assistant");
         assert_eq!(entries[1]["message"]["stop_reason"], "tool_use");
         assert_eq!(
-            entries[1]["message"]["content"][0]["name"],
+            entries[1]["message"]["content"][0],
+            json!({"type": "thinking", "thinking": "Hm.", "signature": "sig"}),
+            "the signed thinking opens its message"
+        );
+        assert_eq!(
+            entries[1]["message"]["content"][1]["name"],
             mcp_tool_name("client", "read file")
         );
         assert_eq!(

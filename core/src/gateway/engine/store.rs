@@ -441,7 +441,8 @@ impl Gateway {
             wall_ms: self.config.unix_epoch_ms.saturating_add(self.now),
             server: CLIENT_SERVER,
         };
-        let lines = transcript_lines(&messages[..n], &context, |i| {
+        let thinking = &request.conversation.thinking;
+        let lines = transcript_lines(&messages[..n], thinking, &context, |i| {
             self.uuid(&[b"entry", id.as_bytes(), &(i as u64).to_le_bytes()])
         });
         let key = ConversationKey {
