@@ -4,7 +4,7 @@
 //! made by the sans-IO [`Gateway`] of `ccwire_core::gateway`; this module moves its bytes: HTTP
 //! requests and responses, CLI processes and their pipes, and a timer.
 //!
-//! All of the gateway's inputs go through [`App::input`], which holds one lock while it calls
+//! All of the gateway's inputs go through `App::input`, which holds one lock while it calls
 //! the gateway and carries out what it asks for, so outputs happen in the order they were
 //! made.
 
@@ -263,6 +263,24 @@ fn tree_pss(pid: u32) -> u64 {
     own + children
 }
 
+/// How long one call of the session store may take; past it the call counts as failed (a
+/// lookup finds nothing, a write is lost with a warning), so a stuck store holds no request
+/// forever.
+const STORE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A session store call, bounded by [`STORE_TIMEOUT`].
+async fn bounded<T>(
+    call: impl std::future::Future<Output = std::io::Result<T>>,
+) -> std::io::Result<T> {
+    tokio::time::timeout(STORE_TIMEOUT, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "the session store did not answer in time",
+            ))
+        })
+}
+
 /// Carries out the session store's work in order; a lookup's answer goes to the gateway. Ends
 /// when the gateway shuts down. Forgets old conversations at its start and hourly.
 async fn store_worker(
@@ -288,12 +306,12 @@ async fn store_worker(
         };
         match op {
             StoreOp::Append(key, lines) => {
-                if let Err(error) = store.append(&key, lines).await {
+                if let Err(error) = bounded(store.append(&key, lines)).await {
                     tracing::warn!(%error, conversation = %key.id, "cannot keep a transcript");
                 }
             }
             StoreOp::Save(record, done) => {
-                if let Err(error) = store.save(&record).await {
+                if let Err(error) = bounded(store.save(&record)).await {
                     tracing::warn!(%error, conversation = %record.key.id, "cannot keep a conversation");
                 }
                 if let Some(done) = done {
@@ -305,7 +323,7 @@ async fn store_worker(
                 id,
                 response,
             } => {
-                if let Err(error) = store.save_response(&tenant, &id, response).await {
+                if let Err(error) = bounded(store.save_response(&tenant, &id, response)).await {
                     tracing::warn!(%error, response = %id, "cannot keep a stored response");
                 }
             }
@@ -315,7 +333,9 @@ async fn store_worker(
                 id,
             } => {
                 // An id that is no store key (a client's invention) is no stored response.
-                let found = store.load_response(&tenant, &id).await.unwrap_or_default();
+                let found = bounded(store.load_response(&tenant, &id))
+                    .await
+                    .unwrap_or_default();
                 let Some(app) = app.upgrade() else {
                     return;
                 };
@@ -324,7 +344,7 @@ async fn store_worker(
                 });
             }
             StoreOp::SavePool(settings) => {
-                if let Err(error) = store.save_pool(settings).await {
+                if let Err(error) = bounded(store.save_pool(settings)).await {
                     tracing::warn!(%error, "cannot keep the warm pool's settings");
                 }
             }
@@ -333,7 +353,7 @@ async fn store_worker(
                 tenant,
                 hash,
             } => {
-                let found = store.find(&tenant, &hash).await.unwrap_or_else(|error| {
+                let found = bounded(store.find(&tenant, &hash)).await.unwrap_or_else(|error| {
                     tracing::warn!(%error, "cannot look a conversation up in the session store");
                     None
                 });
@@ -343,7 +363,7 @@ async fn store_worker(
                 app.input(|gateway, now| gateway.handle_found(now, request, found));
             }
             StoreOp::Resume { spec, home, done } => {
-                let written = match store.load(&spec.key).await {
+                let written = match bounded(store.load(&spec.key)).await {
                     Ok(Some(lines)) => tokio::task::spawn_blocking(move || {
                         let lines = spec.transcript(lines);
                         let path = PathBuf::from(&spec.path);
