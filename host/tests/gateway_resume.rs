@@ -25,28 +25,25 @@ const TURNS: [&str; 4] = [
 
 /// The model's messages of each call, tool ids made alike (the fake numbers them per call).
 fn model_messages(fake: &FakeAnthropic, from: usize) -> Vec<String> {
-    let ids = regex_lite_tool_ids();
     fake.model_calls()[from..]
         .iter()
-        .map(|call| ids(&call.body["messages"].to_string()))
+        .map(|call| same_tool_ids(&call.body["messages"].to_string()))
         .collect()
 }
 
-/// Replaces every `toolu_fake_<n>_` with `toolu_fake_N_`.
-fn regex_lite_tool_ids() -> impl Fn(&str) -> String {
-    |text: &str| {
-        let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some(at) = rest.find("toolu_fake_") {
-            out.push_str(&rest[..at + "toolu_fake_".len()]);
-            rest = &rest[at + "toolu_fake_".len()..];
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            out.push('N');
-            rest = &rest[digits..];
-        }
-        out.push_str(rest);
-        out
+/// `text` with every `toolu_fake_<n>_` made `toolu_fake_N_`.
+fn same_tool_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("toolu_fake_") {
+        out.push_str(&rest[..at + "toolu_fake_".len()]);
+        rest = &rest[at + "toolu_fake_".len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        out.push('N');
+        rest = &rest[digits..];
     }
+    out.push_str(rest);
+    out
 }
 
 /// Runs one user turn of a conversation (and its tool round trips) against `url`, returning

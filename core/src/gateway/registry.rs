@@ -18,7 +18,7 @@ use crate::mcp::McpCallResult;
 use crate::Timestamp;
 
 use super::translate::{
-    history_hashes, live_hash, prompt_blocks, rebuild_prompt, tool_results, Hashes,
+    history_hashes, live_hash, prefix_hashes, prompt_blocks, rebuild_prompt, tool_results, Hashes,
 };
 
 /// What a request's routing needs that was computed ahead, off the endpoint: the request's
@@ -667,7 +667,7 @@ impl Registry {
         let hashes = hashes.unwrap_or_else(|| history_hashes(tenant, scope, &request.conversation));
         let route = self.route_hashed(
             &request.conversation,
-            scope,
+            (tenant, scope),
             hashes,
             (prompt_ready, find),
             now,
@@ -702,7 +702,7 @@ impl Registry {
     ) -> Result<Route, ApiError> {
         self.route_hashed(
             conversation,
-            scope,
+            (scope, scope),
             history_hashes(scope, scope, conversation),
             (false, false),
             now,
@@ -713,7 +713,7 @@ impl Registry {
     fn route_hashed(
         &mut self,
         conversation: &Conversation,
-        scope: &str,
+        (tenant, scope): (&str, &str),
         hashes: Hashes,
         (prompt_ready, find): (bool, bool),
         now: Timestamp,
@@ -722,7 +722,6 @@ impl Registry {
             live: hash,
             store,
             hasher,
-            prefixes,
         } = hashes;
         let n = conversation.history_len();
         let new = &conversation.messages[n..];
@@ -754,7 +753,7 @@ impl Registry {
         // order) continues the live session whose calls its tool results answer, all of them.
         let holding = || self.holding(scope, &given);
         let Some(session) = self.by_hash.get(&hash).copied().or_else(holding) else {
-            let diverged = self.diverged(scope, &prefixes);
+            let diverged = self.diverged(scope, &prefix_hashes(tenant, conversation));
             if find {
                 self.finding.insert(
                     store.clone(),

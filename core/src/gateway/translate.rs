@@ -77,14 +77,27 @@ pub struct Hashes {
     pub store: String,
     /// The hasher over all its messages, in the tenant's scope.
     pub hasher: HistoryHasher,
-    /// The hashes in the tenant's scope of its shorter histories (each ending with an
-    /// earlier assistant message), longest first, with their lengths in messages: where a
-    /// history that matches nothing parted from a conversation.
-    pub prefixes: Vec<(usize, String)>,
 }
 
 /// A conversation's [`Hashes`] for `tenant`, in the request's `scope`.
 pub fn history_hashes(tenant: &str, scope: &str, conversation: &Conversation) -> Hashes {
+    let n = conversation.history_len();
+    let mut hasher = HistoryHasher::new(tenant);
+    hasher.extend(&conversation.messages[..n]);
+    let store = hasher.finish();
+    hasher.extend(&conversation.messages[n..]);
+    Hashes {
+        live: live_hash(scope, &store),
+        store,
+        hasher,
+    }
+}
+
+/// The hashes in `tenant`'s scope of a conversation's shorter histories (each ending with an
+/// assistant message before the last), longest first, with their lengths in messages: where
+/// a history that matches nothing parted from a conversation. Made only for such a history,
+/// off the path of the requests that continue.
+pub fn prefix_hashes(tenant: &str, conversation: &Conversation) -> Vec<(usize, String)> {
     let n = conversation.history_len();
     let mut hasher = HistoryHasher::new(tenant);
     let mut prefixes = Vec::new();
@@ -95,14 +108,7 @@ pub fn history_hashes(tenant: &str, scope: &str, conversation: &Conversation) ->
         }
     }
     prefixes.reverse();
-    let store = hasher.finish();
-    hasher.extend(&conversation.messages[n..]);
-    Hashes {
-        live: live_hash(scope, &store),
-        store,
-        hasher,
-        prefixes,
-    }
+    prefixes
 }
 
 /// A history's hash in a request's `scope`, from its hash in the tenant's: what a live session

@@ -366,8 +366,9 @@ impl Gateway {
         self.lives.keys().copied()
     }
 
-    /// Whether a request waits for the session store to find its conversation
-    /// ([`GatewayOutput::StoreFind`]).
+    /// Whether a request waits for the session store to find its conversation or a stored
+    /// response it continues ([`GatewayOutput::StoreFind`],
+    /// [`GatewayOutput::StoreFindResponse`]).
     pub fn is_finding(&self, request: RequestId) -> bool {
         self.finding.contains_key(&request) || self.fetching.contains_key(&request)
     }
