@@ -445,6 +445,11 @@ impl FakeAnthropic {
         self.shared.requests.lock().expect("not poisoned").clone()
     }
 
+    /// Forgets the requests received so far (a long run keeps its memory flat).
+    pub fn clear_requests(&self) {
+        self.shared.requests.lock().expect("not poisoned").clear();
+    }
+
     /// The model calls received so far (no probes, no token counts).
     pub fn model_calls(&self) -> Vec<Recorded> {
         self.requests()
