@@ -15,11 +15,13 @@ scripts/install-cli.sh >/dev/null
 scripts/install-codex.sh >/dev/null
 # The wasm-bindgen CLI matching the pinned library (the npm package build).
 scripts/install-wasm-bindgen.sh
-# From the system's packages: Chromium for the inspector's browser test (www/), and
-# bubblewrap, the OS sandbox `ccwire serve` runs each CLI in (its tests need it).
+# From the system's packages: Chromium for the inspector's browser test (www/), bubblewrap,
+# the OS sandbox `ccwire serve` runs each CLI in (its tests need it), and the Redis server
+# the tests of the shared session store start on loopback ports of their own.
 missing=""
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
+command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
 if [ -n "$missing" ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

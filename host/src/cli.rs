@@ -67,11 +67,12 @@ struct ServeArgs {
     /// conversation is resumed from the session store on its next request. Needs the store.
     #[arg(long, value_name = "SECS", default_value_t = 600.0)]
     hibernate_after: f64,
-    /// The session store's directory: where conversations are kept so that one whose CLI was
-    /// closed (hibernated, expired, a restart) is resumed exactly (default: `store` in the
-    /// state directory).
-    #[arg(long, value_name = "DIR")]
-    store: Option<PathBuf>,
+    /// The session store: where conversations are kept so that one whose CLI was closed
+    /// (hibernated, expired, a restart) is resumed exactly. A directory (default: `store` in
+    /// the state directory), or a Redis server's URL (`redis://[user:password@]host[:port][/db]`,
+    /// `rediss://` with TLS, `redis+unix:///path`) that several gateways may share.
+    #[arg(long, value_name = "DIR|URL")]
+    store: Option<String>,
     /// Keep no session store: a conversation whose CLI was closed is rebuilt from the history
     /// its next request carries.
     #[arg(long, conflicts_with = "store")]
@@ -362,14 +363,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             ..ccwire_host::gateway::ConnOptions::default()
         },
         cwd: args.cwd,
-        store: (!args.no_store).then(|| {
-            let dir = args
-                .store
-                .clone()
-                .unwrap_or_else(|| state_dir.join("store"));
-            let store = ccwire_host::store::DirStore::new(dir, duration(args.store_ttl));
-            std::sync::Arc::new(store) as std::sync::Arc<dyn ccwire_host::store::SessionStore>
-        }),
+        store: None,
         state_dir: Some(state_dir),
         memory_budget: args.memory_budget.map(|mib| mib << 20),
         sandbox: args.sandbox,
@@ -396,6 +390,31 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut options = options;
+    if !args.no_store {
+        let ttl = duration(args.store_ttl);
+        let store: std::sync::Arc<dyn ccwire_host::store::SessionStore> = match &args.store {
+            Some(url) if url.contains("://") => {
+                match runtime.block_on(ccwire_host::store::RedisStore::connect(url, ttl)) {
+                    Ok(store) => {
+                        tracing::info!(store = store.url(), "the session store is a Redis server");
+                        std::sync::Arc::new(store)
+                    }
+                    Err(err) => {
+                        eprintln!("ccwire serve: --store: {err}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            dir => std::sync::Arc::new(ccwire_host::store::DirStore::new(
+                dir.as_ref()
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| options.state_dir.clone().unwrap_or_default().join("store")),
+                ttl,
+            )),
+        };
+        options.store = Some(store);
+    }
     match runtime.block_on(serve(args.listen, options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -6,7 +6,8 @@
 //! model sees the same messages it would have seen from the first CLI.
 //!
 //! [`SessionStore`] is the interface (asynchronous, keyed by tenant and conversation, with a
-//! time-to-live); [`DirStore`] the embedded one, a directory on the gateway's machine.
+//! time-to-live); [`DirStore`] the embedded one, a directory on the gateway's machine;
+//! [`RedisStore`] one in a Redis server, which several gateways can share.
 
 use std::fmt::Debug;
 use std::io::{self, Write};
@@ -15,6 +16,9 @@ use std::time::{Duration, SystemTime};
 
 use ccwire_core::gateway::{ConversationKey, ConversationRecord};
 use futures::future::BoxFuture;
+
+mod redis;
+pub use self::redis::RedisStore;
 
 /// Where conversations are kept. Every call for one conversation comes after the calls made
 /// before it have finished (the gateway runs them in order), so an implementation need not

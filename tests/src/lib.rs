@@ -1,7 +1,9 @@
 //! Test support for ccwire: the transcript corpus, a scripted fake Anthropic Messages API server,
-//! and the real CLI run offline against it.
+//! the real CLI run offline against it, and a real Redis server.
 
 pub mod cli;
 pub mod fake_anthropic;
+pub mod redis;
 
 pub use fake_anthropic::{FakeAnthropic, Match, Reply, Script, ToolCall, Usage};
+pub use redis::RedisServer;

@@ -63,6 +63,9 @@ pub(crate) struct Metrics {
     pub resumes: BTreeMap<&'static str, u64>,
     /// Histories retold in one prompt, by why no transcript could carry them.
     pub rebuilds: BTreeMap<&'static str, u64>,
+    /// Session store calls that failed, by what was asked: `find` (the request got a 503),
+    /// `write` (retried with the conversation's next write).
+    pub store_failures: BTreeMap<&'static str, u64>,
     pub spawns: u64,
     /// CLI ends by how: `exit`, `signal`, `spawn_failed`.
     pub exits: BTreeMap<&'static str, u64>,
@@ -141,6 +144,16 @@ impl Metrics {
         );
         for (reason, n) in &self.resumes {
             let _ = writeln!(out, "ccwire_resumes_total{{reason=\"{reason}\"}} {n}");
+        }
+        header(
+            &mut out,
+            "ccwire_store_failures_total",
+            "Session store calls that failed, by what was asked (find: the request got a 503; \
+             write: kept to retry with the conversation's next write).",
+            "counter",
+        );
+        for (op, n) in &self.store_failures {
+            let _ = writeln!(out, "ccwire_store_failures_total{{op=\"{op}\"}} {n}");
         }
         header(
             &mut out,

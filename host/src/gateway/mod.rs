@@ -281,19 +281,95 @@ async fn bounded<T>(
         })
 }
 
+/// A write the session store has not taken yet.
+enum Unwritten {
+    Lines(Vec<String>),
+    Record(ConversationRecord),
+}
+
+/// Each conversation's writes the session store has not taken yet, in order.
+#[derive(Default)]
+struct Backlog(HashMap<ConversationKey, Vec<Unwritten>>);
+
+impl Backlog {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Queues a write; a record replaces a record queued before it (the newer one says all).
+    fn push(&mut self, key: &ConversationKey, write: Unwritten) {
+        let queue = self.0.entry(key.clone()).or_default();
+        if let Unwritten::Record(_) = write {
+            if let Some(Unwritten::Record(_)) = queue.last() {
+                queue.pop();
+            }
+        }
+        queue.push(write);
+    }
+
+    /// Writes a conversation's queue in order; false, and the rest kept, at the first
+    /// failure.
+    async fn flush(&mut self, store: &dyn SessionStore, key: &ConversationKey) -> bool {
+        let Some(queue) = self.0.get_mut(key) else {
+            return true;
+        };
+        while let Some(write) = queue.first() {
+            let written = match write {
+                Unwritten::Lines(lines) => bounded(store.append(key, lines.clone())).await,
+                Unwritten::Record(record) => bounded(store.save(record)).await,
+            };
+            if let Err(error) = written {
+                tracing::warn!(%error, conversation = %key.id, "cannot keep a conversation yet; trying again");
+                return false;
+            }
+            queue.remove(0);
+        }
+        self.0.remove(key);
+        true
+    }
+
+    /// Writes every queue; whether all were written.
+    async fn flush_all(&mut self, store: &dyn SessionStore) -> bool {
+        let keys: Vec<ConversationKey> = self.0.keys().cloned().collect();
+        for key in keys {
+            if !self.flush(store, &key).await {
+                return false;
+            }
+        }
+        true
+    }
+}
+
 /// Carries out the session store's work in order; a lookup's answer goes to the gateway. Ends
 /// when the gateway shuts down. Forgets old conversations at its start and hourly.
+///
+/// What the store could not take (transcript lines, a record) is kept, in order, and written
+/// again every two seconds and before anything else of its conversation: a record is saved
+/// only once every line before it is kept, so a store that comes back after a failure has
+/// lost nothing the gateway acknowledged (while the gateway lives).
 async fn store_worker(
     app: std::sync::Weak<App>,
     store: Arc<dyn SessionStore>,
     mut ops: mpsc::UnboundedReceiver<StoreOp>,
 ) {
     let mut sweep = tokio::time::interval(Duration::from_secs(3600));
+    let mut retry = tokio::time::interval(Duration::from_secs(2));
+    retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut backlog = Backlog::default();
+    let write_failed = |app: &std::sync::Weak<App>| {
+        if let Some(app) = app.upgrade() {
+            app.input(|gateway, _| gateway.handle_store_write_failed());
+        }
+    };
     loop {
         let op = tokio::select! {
             op = ops.recv() => match op {
                 Some(op) => op,
-                None => return,
+                None => {
+                    // What is still unwritten gets one more try before the gateway ends.
+                    backlog.flush_all(store.as_ref()).await;
+                    return;
+                }
             },
             _ = sweep.tick() => {
                 match store.sweep().await {
@@ -303,16 +379,25 @@ async fn store_worker(
                 }
                 continue;
             }
+            _ = retry.tick(), if !backlog.is_empty() => {
+                if backlog.flush_all(store.as_ref()).await {
+                    tracing::info!("the session store has kept what it could not take before");
+                }
+                continue;
+            }
         };
         match op {
             StoreOp::Append(key, lines) => {
-                if let Err(error) = bounded(store.append(&key, lines)).await {
-                    tracing::warn!(%error, conversation = %key.id, "cannot keep a transcript");
+                backlog.push(&key, Unwritten::Lines(lines));
+                if !backlog.flush(store.as_ref(), &key).await {
+                    write_failed(&app);
                 }
             }
             StoreOp::Save(record, done) => {
-                if let Err(error) = bounded(store.save(&record)).await {
-                    tracing::warn!(%error, conversation = %record.key.id, "cannot keep a conversation");
+                let key = record.key.clone();
+                backlog.push(&key, Unwritten::Record(record));
+                if !backlog.flush(store.as_ref(), &key).await {
+                    write_failed(&app);
                 }
                 if let Some(done) = done {
                     let _ = done.send(());
@@ -325,6 +410,7 @@ async fn store_worker(
             } => {
                 if let Err(error) = bounded(store.save_response(&tenant, &id, response)).await {
                     tracing::warn!(%error, response = %id, "cannot keep a stored response");
+                    write_failed(&app);
                 }
             }
             StoreOp::FindResponse {
@@ -333,15 +419,22 @@ async fn store_worker(
                 id,
             } => {
                 // An id that is no store key (a client's invention) is no stored response.
-                let found = bounded(store.load_response(&tenant, &id))
-                    .await
-                    .unwrap_or_default();
+                let found = match bounded(store.load_response(&tenant, &id)).await {
+                    Err(error) if error.kind() == std::io::ErrorKind::InvalidInput => Ok(None),
+                    found => found,
+                };
                 let Some(app) = app.upgrade() else {
                     return;
                 };
-                app.input(|gateway, now| {
-                    gateway.handle_found_response(now, request, found.as_deref());
-                });
+                match found {
+                    Ok(found) => app.input(|gateway, now| {
+                        gateway.handle_found_response(now, request, found.as_deref());
+                    }),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot read a stored response from the session store");
+                        app.input(|gateway, now| gateway.handle_store_failed(now, request));
+                    }
+                }
             }
             StoreOp::SavePool(settings) => {
                 if let Err(error) = bounded(store.save_pool(settings)).await {
@@ -353,17 +446,27 @@ async fn store_worker(
                 tenant,
                 hash,
             } => {
-                let found = bounded(store.find(&tenant, &hash)).await.unwrap_or_else(|error| {
-                    tracing::warn!(%error, "cannot look a conversation up in the session store");
-                    None
-                });
+                let found = bounded(store.find(&tenant, &hash)).await;
                 let Some(app) = app.upgrade() else {
                     return;
                 };
-                app.input(|gateway, now| gateway.handle_found(now, request, found));
+                match found {
+                    Ok(found) => {
+                        app.input(|gateway, now| gateway.handle_found(now, request, found))
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot look a conversation up in the session store");
+                        app.input(|gateway, now| gateway.handle_store_failed(now, request));
+                    }
+                }
             }
             StoreOp::Resume { spec, home, done } => {
-                let written = match bounded(store.load(&spec.key)).await {
+                let loaded = if backlog.flush(store.as_ref(), &spec.key).await {
+                    bounded(store.load(&spec.key)).await
+                } else {
+                    Err(std::io::Error::other("its transcript cannot be written"))
+                };
+                let written = match loaded {
                     Ok(Some(lines)) => tokio::task::spawn_blocking(move || {
                         let lines = spec.transcript(lines);
                         let path = PathBuf::from(&spec.path);

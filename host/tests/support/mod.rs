@@ -239,8 +239,27 @@ impl ServeProcess {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> ServeProcess {
+        ServeProcess::start_wrapped(&[], home, fake, args, env).await
+    }
+
+    /// [`start`](Self::start) with `ccwire` run by `wrapper` (a program and its arguments,
+    /// `ccwire` and its own arguments after them).
+    pub async fn start_wrapped(
+        wrapper: &[String],
+        home: &ccwire_tests::cli::OfflineHome,
+        fake: &ccwire_tests::FakeAnthropic,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> ServeProcess {
         use tokio::io::AsyncBufReadExt;
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_ccwire"));
+        let mut command = match wrapper.split_first() {
+            Some((program, wrapper_args)) => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(wrapper_args).arg(env!("CARGO_BIN_EXE_ccwire"));
+                command
+            }
+            None => tokio::process::Command::new(env!("CARGO_BIN_EXE_ccwire")),
+        };
         for key in ccwire_tests::cli::inherited_to_remove() {
             command.env_remove(key);
         }
@@ -305,5 +324,101 @@ impl ServeProcess {
             .expect("ccwire serve ends on SIGTERM")
             .unwrap();
         assert!(status.success(), "{status}");
+    }
+}
+
+/// Four user turns, two of which the model answers by calling the client's tool twice.
+pub const TURNS: [&str; 4] = [
+    "Hello, who are you?",
+    "PLEASE-LOOKUP the first records",
+    "And what do you make of them?",
+    "PLEASE-LOOKUP the second records",
+];
+
+/// The model's messages of each call, tool ids made alike (the fake numbers them per call).
+pub fn model_messages(fake: &FakeAnthropic, from: usize) -> Vec<String> {
+    fake.model_calls()[from..]
+        .iter()
+        .map(|call| same_tool_ids(&call.body["messages"].to_string()))
+        .collect()
+}
+
+/// `text` with every `toolu_fake_<n>_` made `toolu_fake_N_`.
+pub fn same_tool_ids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("toolu_fake_") {
+        out.push_str(&rest[..at + "toolu_fake_".len()]);
+        rest = &rest[at + "toolu_fake_".len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        out.push('N');
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Runs one user turn of a conversation (and its tool round trips) against `url`, returning
+/// the `x-ccwire-session` header and its reason of each request.
+pub async fn turn(
+    http: &reqwest::Client,
+    url: &str,
+    messages: &mut Vec<Value>,
+    text: &str,
+) -> Vec<(String, String)> {
+    turn_as(http, url, None, messages, text).await
+}
+
+/// [`turn`] with an API key.
+pub async fn turn_as(
+    http: &reqwest::Client,
+    url: &str,
+    key: Option<&str>,
+    messages: &mut Vec<Value>,
+    text: &str,
+) -> Vec<(String, String)> {
+    messages.push(json!({"role": "user", "content": text}));
+    let mut kinds = Vec::new();
+    loop {
+        let body = json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+        let mut request = http.post(format!("{url}/v1/messages")).json(&body);
+        if let Some(key) = key {
+            request = request.header("x-api-key", key);
+        }
+        let response = tokio::time::timeout(Duration::from_secs(90), request.send())
+            .await
+            .expect("an answer in time")
+            .expect("the gateway answers");
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned()
+        };
+        kinds.push((
+            header("x-ccwire-session"),
+            header("x-ccwire-session-reason"),
+        ));
+        let status = response.status().as_u16();
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(status, 200, "{answer}");
+        let content = answer["content"].clone();
+        messages.push(json!({"role": "assistant", "content": content}));
+        let calls: Vec<&Value> = content
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "tool_use")
+            .collect();
+        if calls.is_empty() {
+            return kinds;
+        }
+        let results: Vec<Value> = calls
+            .iter()
+            .map(|c| json!({"type": "tool_result", "tool_use_id": c["id"], "content": format!("record-{}", c["input"]["query"].as_str().unwrap())}))
+            .collect();
+        messages.push(json!({"role": "user", "content": results}));
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::types::{ConversationKey, ConversationRecord, RecordState, ResumeSpec, TenantDirs};
 use super::{tenant_id, Gateway, GatewayOutput, PreparedRequest, Queued, RequestId, CLIENT_SERVER};
-use crate::api::{Api, ApiRequest};
+use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::conversation::Block;
 use crate::gateway::registry::{busy, ResumeReason, Route, SessionId, SessionKind, StoredOut};
 use crate::gateway::translate::{
@@ -158,9 +158,14 @@ impl Gateway {
                 }
                 let n = opening.parsed.conversation.history_len();
                 opening.start_prompt = None;
+                // Where this gateway's CLI reads it (another gateway sharing the store may
+                // have kept it from elsewhere).
+                let path = self
+                    .transcript_path(&opening.tenant, &record.key.id)
+                    .unwrap_or(record.transcript);
                 let resume = ResumeSpec {
                     key: record.key,
-                    path: record.transcript,
+                    path,
                     system_prompt: opening.parsed.conversation.system.clone(),
                     lines: Vec::new(),
                 };
@@ -268,6 +273,35 @@ impl Gateway {
             }
         }
         self.route(now, request, api, &tenant, parsed);
+    }
+
+    /// The session store could not answer a [`GatewayOutput::StoreFind`] or
+    /// [`GatewayOutput::StoreFindResponse`] (`detail` says why; it stays in the gateway's
+    /// log): the request gets a 503 that asks to retry shortly, instead of a conversation
+    /// started without the history the store keeps.
+    pub fn handle_store_failed(&mut self, now: Timestamp, request: RequestId) {
+        self.now = now;
+        let api = if let Some(finding) = self.finding.remove(&request) {
+            self.registry.abandon(&finding.hash);
+            finding.opening.api
+        } else if let Some(queued) = self.fetching.remove(&request) {
+            queued.api
+        } else {
+            return;
+        };
+        *self.metrics.store_failures.entry("find").or_default() += 1;
+        let error = ApiError::new(
+            ApiErrorKind::Unavailable,
+            "the session store that keeps this conversation is unavailable; retry shortly",
+        )
+        .retry_after(2);
+        self.respond_error(request, api, &[], &error);
+    }
+
+    /// A write to the session store failed (the host keeps what it could not write and tries
+    /// again with the conversation's next write): counted in `/metrics`.
+    pub fn handle_store_write_failed(&mut self) {
+        *self.metrics.store_failures.entry("write").or_default() += 1;
     }
 
     /// Closes the CLIs of up to `count` conversations that wait for nothing, least recently used

@@ -1,0 +1,348 @@
+//! [`RedisStore`]: the session store in a Redis server, shared by every gateway that names it.
+
+use std::fmt;
+use std::io;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use ccwire_core::gateway::{ConversationKey, ConversationRecord};
+use futures::future::BoxFuture;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{AsyncCommands, Script};
+
+use super::{component, SessionStore};
+
+/// The session store in a Redis server (`redis://`, `rediss://` for TLS, `redis+unix://`;
+/// user, password and database as the URL gives them), shared by every gateway that names it.
+///
+/// Keys, under `ccwire:` and the tenant's digest in braces (one Redis Cluster slot per
+/// tenant):
+///
+/// | key | type | what |
+/// |---|---|---|
+/// | `ccwire:{T}:c:<id>:t` | list | the conversation's transcript, one line per element |
+/// | `ccwire:{T}:c:<id>:r` | string | its [`ConversationRecord`] (JSON) |
+/// | `ccwire:{T}:h:<hash>` | string | the conversation a history continues |
+/// | `ccwire:{T}:s:<id>` | string | a response stored for `previous_response_id` |
+/// | `ccwire:pool` | string | the warm pool's settings |
+///
+/// Every key but the pool's expires after the store's time-to-live, renewed on each write
+/// of its conversation, so Redis forgets old conversations itself. A record and its index
+/// change in one script; appending is idempotent (a batch whose last line the transcript
+/// already ends with is not appended again, so a write retried after a lost answer is not
+/// doubled). Durability is the server's: run it with `appendonly yes` to keep what it
+/// acknowledged across its restarts.
+#[derive(Clone)]
+pub struct RedisStore {
+    redis: ConnectionManager,
+    /// The URL without its password, for messages.
+    shown: String,
+    ttl: Duration,
+}
+
+impl fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("url", &self.shown)
+            .field("ttl", &self.ttl)
+            .finish()
+    }
+}
+
+/// Appends a batch unless the transcript already ends with its last line.
+static APPEND: LazyLock<Script> = LazyLock::new(|| Script::new(APPEND_LUA));
+const APPEND_LUA: &str = r"
+local last = redis.call('LINDEX', KEYS[1], -1)
+if last ~= ARGV[#ARGV] then
+  for i = 2, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+";
+
+/// Replaces a record, points its hash at it and forgets the hash it had; renews the
+/// transcript's time-to-live. KEYS: record, index, transcript. ARGV: record, id, ttl, the
+/// index keys' prefix.
+static SAVE: LazyLock<Script> = LazyLock::new(|| Script::new(SAVE_LUA));
+const SAVE_LUA: &str = r"
+local old = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[3])
+if old then
+  local ok, before = pcall(cjson.decode, old)
+  if ok and type(before) == 'table' and type(before['hash']) == 'string' then
+    local stale = ARGV[4] .. before['hash']
+    if stale ~= KEYS[2] and redis.call('GET', stale) == ARGV[2] then
+      redis.call('DEL', stale)
+    end
+  end
+end
+return 1
+";
+
+/// A Redis error as the store's I/O error, naming the server (without its password).
+fn failed(shown: &str, error: redis::RedisError) -> io::Error {
+    let kind = if error.is_timeout() {
+        io::ErrorKind::TimedOut
+    } else if error.is_connection_refusal() || error.is_connection_dropped() || error.is_io_error()
+    {
+        io::ErrorKind::ConnectionRefused
+    } else {
+        io::ErrorKind::Other
+    };
+    io::Error::new(kind, format!("the Redis session store at {shown}: {error}"))
+}
+
+/// `url` without the password it may carry.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.rsplit_once('@') {
+        Some((credentials, host)) => match credentials.split_once(':') {
+            Some(("", _)) => format!("{scheme}://***@{host}"),
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+impl RedisStore {
+    /// Connects to the server at `url` and checks that it answers; the store forgets
+    /// conversations left alone for `ttl`. Once connected, a lost connection is made again
+    /// by itself; meanwhile calls fail within seconds.
+    ///
+    /// # Errors
+    /// A URL that is no Redis URL, or a server that does not answer a `PING`.
+    pub async fn connect(url: &str, ttl: Duration) -> io::Result<RedisStore> {
+        let shown = redact(url);
+        let client = redis::Client::open(url).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("not a Redis URL: {shown}: {e}"),
+            )
+        })?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(3)))
+            .set_response_timeout(Some(Duration::from_secs(10)))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let redis = ConnectionManager::new_with_config(client, config)
+            .await
+            .map_err(|e| failed(&shown, e))?;
+        let store = RedisStore {
+            redis,
+            shown,
+            ttl: ttl.max(Duration::from_secs(1)),
+        };
+        let mut redis = store.redis.clone();
+        let _: String = redis::cmd("PING")
+            .query_async(&mut redis)
+            .await
+            .map_err(|e| store.failed(e))?;
+        Ok(store)
+    }
+
+    /// The server's URL without its password.
+    pub fn url(&self) -> &str {
+        &self.shown
+    }
+
+    fn failed(&self, error: redis::RedisError) -> io::Error {
+        failed(&self.shown, error)
+    }
+
+    fn ttl_secs(&self) -> u64 {
+        self.ttl.as_secs().max(1)
+    }
+
+    fn conversation(key: &ConversationKey) -> io::Result<String> {
+        Ok(format!(
+            "ccwire:{{{}}}:c:{}",
+            component(&key.tenant)?,
+            component(&key.id)?
+        ))
+    }
+
+    fn index_prefix(tenant: &str) -> io::Result<String> {
+        Ok(format!("ccwire:{{{}}}:h:", component(tenant)?))
+    }
+
+    fn response(tenant: &str, id: &str) -> io::Result<String> {
+        Ok(format!(
+            "ccwire:{{{}}}:s:{}",
+            component(tenant)?,
+            component(id)?
+        ))
+    }
+
+    async fn append_async(&self, key: &ConversationKey, lines: Vec<String>) -> io::Result<()> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let transcript = format!("{}:t", Self::conversation(key)?);
+        let mut call = APPEND.key(transcript);
+        call.arg(self.ttl_secs());
+        for line in &lines {
+            call.arg(line);
+        }
+        let mut redis = self.redis.clone();
+        let _: i64 = call
+            .invoke_async(&mut redis)
+            .await
+            .map_err(|e| self.failed(e))?;
+        Ok(())
+    }
+
+    async fn save_async(&self, record: &ConversationRecord) -> io::Result<()> {
+        let base = Self::conversation(&record.key)?;
+        let prefix = Self::index_prefix(&record.key.tenant)?;
+        let index = format!("{prefix}{}", component(&record.hash)?);
+        let json = serde_json::to_string(record).map_err(io::Error::other)?;
+        let mut redis = self.redis.clone();
+        let _: i64 = SAVE
+            .key(format!("{base}:r"))
+            .key(index)
+            .key(format!("{base}:t"))
+            .arg(json)
+            .arg(&record.key.id)
+            .arg(self.ttl_secs())
+            .arg(prefix)
+            .invoke_async(&mut redis)
+            .await
+            .map_err(|e| self.failed(e))?;
+        Ok(())
+    }
+
+    async fn find_async(&self, tenant: &str, hash: &str) -> io::Result<Option<ConversationRecord>> {
+        let index = format!("{}{}", Self::index_prefix(tenant)?, component(hash)?);
+        let mut redis = self.redis.clone();
+        let id: Option<String> = redis.get(&index).await.map_err(|e| self.failed(e))?;
+        let Some(id) = id else {
+            return Ok(None);
+        };
+        let key = ConversationKey {
+            tenant: tenant.to_owned(),
+            id,
+        };
+        let json: Option<String> = redis
+            .get(format!("{}:r", Self::conversation(&key)?))
+            .await
+            .map_err(|e| self.failed(e))?;
+        let Some(json) = json else {
+            return Ok(None);
+        };
+        let record: ConversationRecord = serde_json::from_str(&json)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        Ok((record.hash == hash && record.key == key).then_some(record))
+    }
+
+    async fn load_async(&self, key: &ConversationKey) -> io::Result<Option<Vec<String>>> {
+        let transcript = format!("{}:t", Self::conversation(key)?);
+        let mut redis = self.redis.clone();
+        let lines: Vec<String> = redis
+            .lrange(transcript, 0, -1)
+            .await
+            .map_err(|e| self.failed(e))?;
+        Ok((!lines.is_empty()).then_some(lines))
+    }
+}
+
+impl SessionStore for RedisStore {
+    fn append<'a>(
+        &'a self,
+        key: &'a ConversationKey,
+        lines: Vec<String>,
+    ) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(self.append_async(key, lines))
+    }
+
+    fn save<'a>(&'a self, record: &'a ConversationRecord) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(self.save_async(record))
+    }
+
+    fn find<'a>(
+        &'a self,
+        tenant: &'a str,
+        hash: &'a str,
+    ) -> BoxFuture<'a, io::Result<Option<ConversationRecord>>> {
+        Box::pin(self.find_async(tenant, hash))
+    }
+
+    fn load<'a>(
+        &'a self,
+        key: &'a ConversationKey,
+    ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>> {
+        Box::pin(self.load_async(key))
+    }
+
+    fn save_response<'a>(
+        &'a self,
+        tenant: &'a str,
+        id: &'a str,
+        response: String,
+    ) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(async move {
+            let key = Self::response(tenant, id)?;
+            let mut redis = self.redis.clone();
+            let () = redis
+                .set_ex(key, response, self.ttl_secs())
+                .await
+                .map_err(|e| self.failed(e))?;
+            Ok(())
+        })
+    }
+
+    fn load_response<'a>(
+        &'a self,
+        tenant: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, io::Result<Option<String>>> {
+        Box::pin(async move {
+            let key = Self::response(tenant, id)?;
+            let mut redis = self.redis.clone();
+            redis.get(key).await.map_err(|e| self.failed(e))
+        })
+    }
+
+    fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>> {
+        Box::pin(async move {
+            let mut redis = self.redis.clone();
+            let () = redis
+                .set("ccwire:pool", settings)
+                .await
+                .map_err(|e| self.failed(e))?;
+            Ok(())
+        })
+    }
+
+    fn load_pool(&self) -> BoxFuture<'_, io::Result<Option<String>>> {
+        Box::pin(async move {
+            let mut redis = self.redis.clone();
+            redis.get("ccwire:pool").await.map_err(|e| self.failed(e))
+        })
+    }
+
+    fn sweep(&self) -> BoxFuture<'_, io::Result<usize>> {
+        // Redis expires the keys itself.
+        Box::pin(async { Ok(0) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn a_password_in_the_url_is_never_shown() {
+        assert_eq!(
+            redact("redis://user:secret@host:6379/2"),
+            "redis://user:***@host:6379/2"
+        );
+        assert_eq!(redact("rediss://:secret@host"), "rediss://***@host");
+        assert_eq!(redact("redis://host:6379"), "redis://host:6379");
+        assert_eq!(redact("redis://user@host"), "redis://user@host");
+    }
+}

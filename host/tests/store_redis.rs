@@ -1,0 +1,152 @@
+//! The Redis session store against a real `redis-server`: what one gateway keeps another
+//! finds, tenants apart, keys that expire, and a server that goes away and comes back.
+
+use std::time::{Duration, Instant};
+
+use ccwire_core::gateway::{ConversationKey, ConversationRecord, RecordState};
+use ccwire_host::store::{RedisStore, SessionStore};
+use ccwire_tests::RedisServer;
+
+fn record(tenant: &str, id: &str, hash: &str) -> ConversationRecord {
+    ConversationRecord {
+        key: ConversationKey {
+            tenant: tenant.to_owned(),
+            id: id.to_owned(),
+        },
+        hash: hash.to_owned(),
+        pending: Vec::new(),
+        transcript: format!("/home/{id}.jsonl"),
+        state: RecordState::Live,
+        saved_ms: 1,
+    }
+}
+
+fn lines(texts: &[&str]) -> Vec<String> {
+    texts
+        .iter()
+        .map(|t| serde_json::json!({ "uuid": t }).to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn what_one_gateway_keeps_another_finds_by_its_latest_hash_only() {
+    let redis = RedisServer::start();
+    let one = RedisStore::connect(&redis.url(), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let other = RedisStore::connect(&redis.url(), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let key = record("t1", "c1", "h1").key;
+    one.append(&key, lines(&["a", "b"])).await.unwrap();
+    one.save(&record("t1", "c1", "h1")).await.unwrap();
+    // A batch retried after its answer was lost is not appended twice.
+    one.append(&key, lines(&["c"])).await.unwrap();
+    one.append(&key, lines(&["c"])).await.unwrap();
+    one.save(&record("t1", "c1", "h2")).await.unwrap();
+
+    assert_eq!(other.find("t1", "h1").await.unwrap(), None, "an old hash");
+    let found = other.find("t1", "h2").await.unwrap().expect("the record");
+    assert_eq!(found, record("t1", "c1", "h2"));
+    assert_eq!(
+        other.load(&key).await.unwrap(),
+        Some(lines(&["a", "b", "c"]))
+    );
+    // Another tenant finds nothing under the same hash, nor reads the transcript by id.
+    assert_eq!(other.find("t2", "h2").await.unwrap(), None);
+    let theirs = ConversationKey {
+        tenant: "t2".to_owned(),
+        id: "c1".to_owned(),
+    };
+    assert_eq!(other.load(&theirs).await.unwrap(), None);
+
+    other
+        .save_response("t1", "resp_1", "{\"x\":1}".to_owned())
+        .await
+        .unwrap();
+    assert_eq!(
+        one.load_response("t1", "resp_1").await.unwrap().as_deref(),
+        Some("{\"x\":1}")
+    );
+    assert_eq!(one.load_response("t2", "resp_1").await.unwrap(), None);
+    one.save_pool("{\"pool\":[]}".to_owned()).await.unwrap();
+    assert_eq!(
+        other.load_pool().await.unwrap().as_deref(),
+        Some("{\"pool\":[]}")
+    );
+    // Keys that are not names never reach the server.
+    let error = one.find("t1", "../h").await.unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+}
+
+#[tokio::test]
+async fn a_conversation_left_alone_past_the_ttl_is_forgotten_by_redis() {
+    let redis = RedisServer::start();
+    let store = RedisStore::connect(&redis.url(), Duration::from_secs(1))
+        .await
+        .unwrap();
+    let key = record("t1", "c1", "h1").key;
+    store.append(&key, lines(&["a"])).await.unwrap();
+    store.save(&record("t1", "c1", "h1")).await.unwrap();
+    assert!(store.find("t1", "h1").await.unwrap().is_some());
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    assert_eq!(store.find("t1", "h1").await.unwrap(), None);
+    assert_eq!(store.load(&key).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_server_gone_fails_calls_quickly_and_one_back_has_what_it_acknowledged() {
+    let mut redis = RedisServer::start();
+    let url = redis.url().replace("redis://", "redis://:not-shown@");
+    // A password the server does not need is refused by it: the URL's own is used.
+    let refused = RedisStore::connect(&url, Duration::from_secs(3600)).await;
+    let store = match refused {
+        Ok(store) => store,
+        Err(error) => {
+            assert!(!error.to_string().contains("not-shown"), "{error}");
+            RedisStore::connect(&redis.url(), Duration::from_secs(3600))
+                .await
+                .unwrap()
+        }
+    };
+    let key = record("t1", "c1", "h1").key;
+    store.append(&key, lines(&["a"])).await.unwrap();
+    store.save(&record("t1", "c1", "h1")).await.unwrap();
+
+    redis.stop();
+    let start = Instant::now();
+    let error = store.find("t1", "h1").await.unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(15), "{error}");
+    assert!(error.to_string().contains("Redis session store"), "{error}");
+
+    redis.restart();
+    let mut found = None;
+    for _ in 0..50 {
+        if let Ok(record) = store.find("t1", "h1").await {
+            found = record;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        found,
+        Some(record("t1", "c1", "h1")),
+        "kept across the restart"
+    );
+    assert_eq!(store.load(&key).await.unwrap(), Some(lines(&["a"])));
+}
+
+#[tokio::test]
+async fn a_server_that_does_not_answer_is_a_clear_error_at_start() {
+    let mut redis = RedisServer::start();
+    let url = redis.url();
+    redis.stop();
+    let error = RedisStore::connect(&url, Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains(&url), "{error}");
+    let error = RedisStore::connect("redis://", Duration::from_secs(60))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("Redis"), "{error}");
+}
