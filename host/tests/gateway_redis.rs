@@ -103,11 +103,7 @@ async fn a_conversation_goes_on_on_another_gateway_when_its_own_is_killed() {
         ("resumed".to_owned(), "restarted".to_owned()),
         "{kinds:?}"
     );
-    let resumed = model_messages(&fake, from);
-    assert_eq!(resumed.len(), unpaused.len());
-    for (i, (a, b)) in unpaused.iter().zip(&resumed).enumerate() {
-        assert_eq!(a, b, "the model's call {i}");
-    }
+    assert_same_calls(&fake, from, &unpaused);
 
     // Another tenant sending the same history finds nothing of the first one's: its history
     // is its own (written from what its request carries), not the stored conversation.
@@ -179,20 +175,12 @@ async fn a_conversation_started_on_one_gateway_is_continued_on_others() {
 async fn plain(gw: &Gw, messages: &[Value]) -> (u16, String, String, Value) {
     let body = json!({"model": MODEL, "max_tokens": 256, "messages": messages});
     let response = gw.post("/v1/messages", &body, None).await;
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned()
-    };
     let kind = format!(
         "{} {}",
-        header("x-ccwire-session"),
-        header("x-ccwire-session-reason")
+        header(&response, "x-ccwire-session"),
+        header(&response, "x-ccwire-session-reason")
     );
-    let retry = header("retry-after");
+    let retry = header(&response, "retry-after");
     (
         response.status().as_u16(),
         kind.trim().to_owned(),

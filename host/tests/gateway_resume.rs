@@ -183,11 +183,7 @@ async fn a_conversation_resumes_after_the_gateway_is_killed() {
         ("resumed".to_owned(), "restarted".to_owned()),
         "{kinds:?}"
     );
-    let resumed = model_messages(&fake, from);
-    assert_eq!(resumed.len(), unpaused.len());
-    for (i, (a, b)) in unpaused.iter().zip(&resumed).enumerate() {
-        assert_eq!(a, b, "the model's call {i}");
-    }
+    assert_same_calls(&fake, from, &unpaused);
     serve.stop().await;
 }
 

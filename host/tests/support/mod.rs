@@ -170,12 +170,7 @@ impl Gw {
 }
 
 pub fn session_header(response: &reqwest::Response) -> String {
-    response
-        .headers()
-        .get("x-ccwire-session")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned()
+    header(response, "x-ccwire-session")
 }
 
 /// Whether a process runs (a zombie does not count: the test process may not reap it).
@@ -389,17 +384,9 @@ pub async fn turn_as(
             .await
             .expect("an answer in time")
             .expect("the gateway answers");
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_owned()
-        };
         kinds.push((
-            header("x-ccwire-session"),
-            header("x-ccwire-session-reason"),
+            header(&response, "x-ccwire-session"),
+            header(&response, "x-ccwire-session-reason"),
         ));
         let status = response.status().as_u16();
         let answer: Value = response.json().await.unwrap();
@@ -420,5 +407,25 @@ pub async fn turn_as(
             .map(|c| json!({"type": "tool_result", "tool_use_id": c["id"], "content": format!("record-{}", c["input"]["query"].as_str().unwrap())}))
             .collect();
         messages.push(json!({"role": "user", "content": results}));
+    }
+}
+
+/// A response header as text (empty when absent).
+pub fn header(response: &reqwest::Response, name: &str) -> String {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Asserts that the model calls from `from` on carry the messages of `expected`, call for
+/// call (tool ids made alike).
+pub fn assert_same_calls(fake: &FakeAnthropic, from: usize, expected: &[String]) {
+    let calls = model_messages(fake, from);
+    assert_eq!(calls.len(), expected.len());
+    for (i, (a, b)) in expected.iter().zip(&calls).enumerate() {
+        assert_eq!(a, b, "the model's call {i}");
     }
 }
