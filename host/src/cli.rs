@@ -315,7 +315,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     let seconds = |s: f64| (s.max(0.0) * 1000.0) as u64;
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let duration = |s: f64| std::time::Duration::from_millis(seconds(s));
-    let options = GatewayOptions {
+    let mut options = GatewayOptions {
         claude: args.claude,
         engine: ccwire_core::gateway::GatewayConfig {
             limits: ccwire_core::gateway::Limits {
@@ -390,7 +390,6 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut options = options;
     if !args.no_store {
         let ttl = duration(args.store_ttl);
         let store: std::sync::Arc<dyn ccwire_host::store::SessionStore> = match &args.store {

@@ -56,14 +56,6 @@ async fn serve(
     ServeProcess::start_wrapped(&wrapper, home, fake, &args, &[]).await
 }
 
-fn kill(serve: &ServeProcess) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(serve.child.id().unwrap() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conversation_goes_on_on_another_gateway_when_its_own_is_killed() {
     let redis = RedisServer::start();
@@ -89,9 +81,7 @@ async fn a_conversation_goes_on_on_another_gateway_when_its_own_is_killed() {
         turn_as(&http, &url_one, Some("key-one"), &mut messages, text).await;
     }
     let half = messages.clone();
-    let mut one = one;
-    kill(&one);
-    one.child.wait().await.unwrap();
+    one.kill().await;
     let two = serve(&home, &fake, (&state_two, &at), &redis, &[]).await;
     let url_two = format!("http://{}", two.addr);
     let mut kinds = Vec::new();

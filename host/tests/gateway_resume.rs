@@ -165,13 +165,7 @@ async fn a_conversation_resumes_after_the_gateway_is_killed() {
     for text in &TURNS[..2] {
         turn(&http, &url, &mut messages, text).await;
     }
-    let mut serve = serve;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(serve.child.id().unwrap() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    serve.child.wait().await.unwrap();
+    serve.kill().await;
     let serve = ServeProcess::start(&home, &fake, &args, &[]).await;
     let url = format!("http://{}", serve.addr);
     let mut kinds = Vec::new();

@@ -264,8 +264,8 @@ fn tree_pss(pid: u32) -> u64 {
 }
 
 /// How long one call of the session store may take; past it the call counts as failed (a
-/// lookup finds nothing, a write is lost with a warning), so a stuck store holds no request
-/// forever.
+/// lookup answers its request with a 503, a write waits in the backlog to be written again),
+/// so a stuck store holds no request forever.
 const STORE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A session store call, bounded by [`STORE_TIMEOUT`].
@@ -289,7 +289,7 @@ enum Unwritten {
 
 /// Each conversation's writes the session store has not taken yet, in order.
 #[derive(Default)]
-struct Backlog(HashMap<ConversationKey, Vec<Unwritten>>);
+struct Backlog(HashMap<ConversationKey, std::collections::VecDeque<Unwritten>>);
 
 impl Backlog {
     fn is_empty(&self) -> bool {
@@ -299,12 +299,10 @@ impl Backlog {
     /// Queues a write; a record replaces a record queued before it (the newer one says all).
     fn push(&mut self, key: &ConversationKey, write: Unwritten) {
         let queue = self.0.entry(key.clone()).or_default();
-        if let Unwritten::Record(_) = write {
-            if let Some(Unwritten::Record(_)) = queue.last() {
-                queue.pop();
-            }
+        if let (Unwritten::Record(_), Some(Unwritten::Record(_))) = (&write, queue.back()) {
+            queue.pop_back();
         }
-        queue.push(write);
+        queue.push_back(write);
     }
 
     /// Writes a conversation's queue in order; false, and the rest kept, at the first
@@ -313,7 +311,7 @@ impl Backlog {
         let Some(queue) = self.0.get_mut(key) else {
             return true;
         };
-        while let Some(write) = queue.first() {
+        while let Some(write) = queue.front() {
             let written = match write {
                 Unwritten::Lines(lines) => bounded(store.append(key, lines.clone())).await,
                 Unwritten::Record(record) => bounded(store.save(record)).await,
@@ -322,7 +320,7 @@ impl Backlog {
                 tracing::warn!(%error, conversation = %key.id, "cannot keep a conversation yet; trying again");
                 return false;
             }
-            queue.remove(0);
+            queue.pop_front();
         }
         self.0.remove(key);
         true

@@ -83,15 +83,7 @@ return 1
 
 /// A Redis error as the store's I/O error, naming the server (without its password).
 fn failed(shown: &str, error: redis::RedisError) -> io::Error {
-    let kind = if error.is_timeout() {
-        io::ErrorKind::TimedOut
-    } else if error.is_connection_refusal() || error.is_connection_dropped() || error.is_io_error()
-    {
-        io::ErrorKind::ConnectionRefused
-    } else {
-        io::ErrorKind::Other
-    };
-    io::Error::new(kind, format!("the Redis session store at {shown}: {error}"))
+    io::Error::other(format!("the Redis session store at {shown}: {error}"))
 }
 
 /// `url` without the password it may carry.

@@ -311,6 +311,13 @@ impl ServeProcess {
         pids
     }
 
+    /// Kills it with SIGKILL (it runs no code of its own to end) and waits for it.
+    pub async fn kill(mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id().unwrap() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+        self.child.wait().await.unwrap();
+    }
+
     pub async fn stop(mut self) {
         let pid = nix::unistd::Pid::from_raw(self.child.id().unwrap() as i32);
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
