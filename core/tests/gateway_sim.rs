@@ -1876,6 +1876,48 @@ fn a_hibernated_conversation_is_resumed_from_its_stored_transcript() {
 }
 
 #[test]
+fn a_conversation_another_gateway_resumed_is_closed_here_without_a_save() {
+    let mut sim = with_store(GatewayConfig::default());
+    let first = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "One"}]), false),
+    );
+    assert_eq!(sim.response(first).status, 200);
+    let key = sim
+        .store
+        .as_ref()
+        .unwrap()
+        .saves
+        .last()
+        .unwrap()
+        .key
+        .clone();
+    let saves = sim.store.as_ref().unwrap().saves.len();
+
+    // Another tenant's conversation of the same id (none) is not this one.
+    let theirs = ccwire_core::gateway::ConversationKey {
+        tenant: "someone else".to_owned(),
+        id: key.id.clone(),
+    };
+    sim.gateway.handle_superseded(sim.now, &theirs);
+    sim.run();
+    assert_eq!(sim.gateway.session_count(), 1);
+
+    // The store refused this gateway's write: its CLI is closed, nothing more saved, and
+    // the conversation's next request is looked up in the store.
+    sim.gateway.handle_superseded(sim.now, &key);
+    sim.run();
+    assert_eq!(sim.closed, [1]);
+    assert_eq!(sim.gateway.session_count(), 0);
+    assert_eq!(sim.store.as_ref().unwrap().saves.len(), saves);
+    assert!(sim
+        .gateway
+        .metrics()
+        .contains("ccwire_cli_exits_total{how=\"superseded\"} 1"));
+}
+
+#[test]
 fn a_history_the_store_does_not_know_is_rebuilt_and_a_lookup_without_its_client_starts_nothing() {
     let mut sim = with_store(GatewayConfig::default());
     let unknown = json!([{"role": "user", "content": "One"}, {"role": "assistant", "content": "Hi"},

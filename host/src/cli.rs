@@ -77,6 +77,16 @@ struct ServeArgs {
     /// its next request carries.
     #[arg(long, conflicts_with = "store")]
     no_store: bool,
+    /// Join the cluster of the gateways that share the Redis session store, reachable by the
+    /// others at ADDR (`host:port`; `host` alone: with the port it listens on; or an
+    /// `http(s)://` base URL): a request whose conversation another gateway runs is
+    /// forwarded there. Needs `--store redis://…`.
+    #[arg(long, value_name = "ADDR", conflicts_with = "no_store")]
+    advertise: Option<String>,
+    /// This gateway's name in the cluster (ASCII letters, digits, `-`, `_`; default: a random
+    /// one); responses name it in `x-ccwire-node`.
+    #[arg(long, value_name = "NAME", requires = "advertise")]
+    node: Option<String>,
     /// The memory (MiB) the CLIs may take together: over it, the CLIs of conversations that
     /// wait for nothing are closed, least recently used first, and resumed on their next
     /// request.
@@ -366,6 +376,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         store: None,
         state_dir: Some(state_dir),
         memory_budget: args.memory_budget.map(|mib| mib << 20),
+        cluster: None,
         sandbox: args.sandbox,
         env: Vec::new(),
         env_remove: args.strip_env,
@@ -397,6 +408,20 @@ fn serve(args: ServeArgs) -> ExitCode {
                 match runtime.block_on(ccwire_host::store::RedisStore::connect(url, ttl)) {
                     Ok(store) => {
                         tracing::info!(store = store.url(), "the session store is a Redis server");
+                        if let Some(advertise) = &args.advertise {
+                            let joined = ccwire_host::cluster::Cluster::new(
+                                &store,
+                                args.node.as_deref(),
+                                advertise,
+                            );
+                            match joined {
+                                Ok(cluster) => options.cluster = Some(cluster),
+                                Err(err) => {
+                                    eprintln!("ccwire serve: --advertise: {err}");
+                                    return ExitCode::from(2);
+                                }
+                            }
+                        }
                         std::sync::Arc::new(store)
                     }
                     Err(err) => {
@@ -404,6 +429,13 @@ fn serve(args: ServeArgs) -> ExitCode {
                         return ExitCode::from(2);
                     }
                 }
+            }
+            _ if args.advertise.is_some() => {
+                eprintln!(
+                    "ccwire serve: --advertise: the gateways of a cluster share a Redis session \
+                     store (--store redis://…)"
+                );
+                return ExitCode::from(2);
             }
             dir => std::sync::Arc::new(ccwire_host::store::DirStore::new(
                 dir.as_ref()

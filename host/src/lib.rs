@@ -66,6 +66,8 @@
 pub mod claude;
 pub mod client;
 #[cfg(feature = "gateway")]
+pub mod cluster;
+#[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod process;
 pub mod record;

@@ -20,6 +20,24 @@ use futures::future::BoxFuture;
 mod redis;
 pub use self::redis::RedisStore;
 
+/// A write refused because another gateway has resumed the conversation since this one
+/// began driving it (a shared store's fencing, [`RedisStore`]): the writer's CLI is stale
+/// and must stop. Carried inside the [`io::Error`] a store call fails with
+/// ([`is_superseded`]).
+#[derive(Debug, thiserror::Error)]
+#[error("conversation {conversation} has been resumed by another gateway; this one's writes to it are refused")]
+pub struct Superseded {
+    /// The conversation's id.
+    pub conversation: String,
+}
+
+/// Whether a store call failed with [`Superseded`].
+pub fn is_superseded(error: &io::Error) -> bool {
+    error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<Superseded>())
+}
+
 /// Where conversations are kept. Every call for one conversation comes after the calls made
 /// before it have finished (the gateway runs them in order), so an implementation need not
 /// order them itself. Keys and hashes are made of ASCII letters, digits and `-`.

@@ -64,7 +64,10 @@ async fn a_conversation_goes_on_on_another_gateway_when_its_own_is_killed() {
     let http = reqwest::Client::new();
     let (state_one, state_two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let at = tempfile::tempdir().unwrap();
-    let one = serve(&home, &fake, (&state_one, &at), &redis, &[]).await;
+    // Gateways of a cluster: the killed one's lease is still valid when the next request
+    // comes; it is found unreachable and the conversation resumed where the request is.
+    let node = ["--advertise", "127.0.0.1"];
+    let one = serve(&home, &fake, (&state_one, &at), &redis, &node).await;
     let url_one = format!("http://{}", one.addr);
 
     // The conversation as it goes on one gateway.
@@ -82,7 +85,7 @@ async fn a_conversation_goes_on_on_another_gateway_when_its_own_is_killed() {
     }
     let half = messages.clone();
     one.kill().await;
-    let two = serve(&home, &fake, (&state_two, &at), &redis, &[]).await;
+    let two = serve(&home, &fake, (&state_two, &at), &redis, &node).await;
     let url_two = format!("http://{}", two.addr);
     let mut kinds = Vec::new();
     for text in &TURNS[2..] {
@@ -158,6 +161,206 @@ async fn a_conversation_started_on_one_gateway_is_continued_on_others() {
         assert!(last.contains(text), "{last}");
     }
     drop(gateways);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_on_any_gateway_of_a_cluster_reaches_the_cli_that_runs_its_conversation() {
+    let redis = RedisServer::start();
+    let fake = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let http = reqwest::Client::new();
+
+    // The conversation on one gateway alone.
+    let states: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    let at = tempfile::tempdir().unwrap();
+    let alone = serve(&home, &fake, (&states[3], &at), &redis, &[]).await;
+    let mut messages = Vec::new();
+    for text in TURNS {
+        turn_as(
+            &http,
+            &format!("http://{}", alone.addr),
+            Some("key-one"),
+            &mut messages,
+            text,
+        )
+        .await;
+    }
+    let unpaused = model_messages(&fake, 0);
+    drop(alone);
+
+    // Three gateways; each turn starts on the next one, each client tool call made is
+    // answered through yet another. All of it reaches gateway one's CLI.
+    let mut gateways = Vec::new();
+    for (state, name) in states.iter().zip(["one", "two", "three"]) {
+        let args = ["--advertise", "127.0.0.1", "--node", name];
+        gateways.push(serve(&home, &fake, (state, &at), &redis, &args).await);
+    }
+    let urls: Vec<String> = gateways
+        .iter()
+        .map(|g| format!("http://{}", g.addr))
+        .collect();
+    let from = fake.model_calls().len();
+    let mut messages = Vec::new();
+    let mut reached = Vec::new();
+    for (i, text) in TURNS.iter().enumerate() {
+        let order: Vec<&str> = (0..3).map(|k| urls[(i + 2 * k) % 3].as_str()).collect();
+        reached.extend(turn_via(&http, &order, Some("key-one"), &mut messages, text).await);
+    }
+    let served: Vec<(&str, &str)> = reached
+        .iter()
+        .map(|r| (r.session.as_str(), r.node.as_str()))
+        .collect();
+    // Turn two's lookups are asked for on gateway two and answered through gateway one,
+    // turn four's asked for on gateway one and answered through gateway three: all of it
+    // served by gateway one's live CLI.
+    let mut expected = vec![("new", "one")];
+    expected.resize(reached.len(), ("continued", "one"));
+    assert_eq!(served, expected, "{reached:?}");
+    // Exactly the model calls of the conversation on one gateway: two per lookup, none
+    // rebuilt.
+    assert_same_calls(&fake, from, &unpaused);
+
+    // A stream passes through as it comes.
+    messages.push(json!({"role": "user", "content": "Say it as a stream."}));
+    let body = json!({"model": MODEL, "max_tokens": 256, "stream": true, "tools": [lookup_tool()], "messages": messages});
+    let response = http
+        .post(format!("{}/v1/messages", urls[1]))
+        .header("x-api-key", "key-one")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "content-type"), "text/event-stream");
+    assert_eq!(header(&response, "x-ccwire-node"), "one");
+    assert_eq!(header(&response, "x-ccwire-session"), "continued");
+    let events = response.text().await.unwrap();
+    assert!(events.contains("event: message_stop"), "{events}");
+
+    // Another tenant's request with the same history is its own: served where it comes.
+    let mut theirs = vec![json!({"role": "user", "content": TURNS[0]})];
+    theirs.push(messages[1].clone());
+    let reached = turn_via(&http, &[&urls[2]], Some("key-two"), &mut theirs, TURNS[2]).await;
+    assert_eq!(reached[0].node, "three", "{reached:?}");
+    assert_ne!(reached[0].session, "continued", "{reached:?}");
+    drop(gateways);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_back_from_a_lapsed_lease_runs_no_conversation_another_took_over() {
+    let redis = RedisServer::start();
+    let fake = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let http = reqwest::Client::new();
+    let states: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let at = tempfile::tempdir().unwrap();
+    let mut gateways = Vec::new();
+    for (state, name) in states.iter().zip(["one", "two"]) {
+        let args = [
+            "--advertise",
+            "127.0.0.1",
+            "--node",
+            name,
+            "--admin-key",
+            "admin",
+        ];
+        gateways.push(serve(&home, &fake, (state, &at), &redis, &args).await);
+    }
+    let urls: Vec<String> = gateways
+        .iter()
+        .map(|g| format!("http://{}", g.addr))
+        .collect();
+    let send = |url: &str, messages: &[Value], forwarded: &str| {
+        let body = json!({"model": MODEL, "max_tokens": 256, "messages": messages});
+        http.post(format!("{url}/v1/messages"))
+            .header("x-api-key", "key-one")
+            .header("x-ccwire-forwarded-by", forwarded)
+            .json(&body)
+            .send()
+    };
+    let served = |response: &reqwest::Response| {
+        (
+            response.status().as_u16(),
+            header(response, "x-ccwire-node"),
+            header(response, "x-ccwire-session"),
+        )
+    };
+    let mut messages = vec![json!({"role": "user", "content": "Hello, who are you?"})];
+    let response = send(&urls[0], &messages, "").await.unwrap();
+    assert_eq!(served(&response), (200, "one".into(), "new".into()));
+    let answer: Value = response.json().await.unwrap();
+    messages.push(json!({"role": "assistant", "content": answer["content"].clone()}));
+
+    // A client cannot make a request look forwarded: it still goes to gateway one.
+    let mut next = messages.clone();
+    next.push(json!({"role": "user", "content": "And then?"}));
+    let response = send(&urls[1], &next, "a guess").await.unwrap();
+    assert_eq!(served(&response), (200, "one".into(), "continued".into()));
+    let answer: Value = response.json().await.unwrap();
+    next.push(json!({"role": "assistant", "content": answer["content"].clone()}));
+
+    // Gateway one stops answering past its lease; the next turn comes to gateway two, which
+    // resumes the conversation from the store.
+    gateways[0].signal_serve(nix::sys::signal::Signal::SIGSTOP);
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let mut theirs = next.clone();
+    theirs.push(json!({"role": "user", "content": "One more thing."}));
+    let response = send(&urls[1], &theirs, "").await.unwrap();
+    assert_eq!(served(&response), (200, "two".into(), "resumed".into()));
+    let answer: Value = response.json().await.unwrap();
+    theirs.push(json!({"role": "assistant", "content": answer["content"].clone()}));
+
+    // Gateway one is back, its CLI of the conversation still running. The turn it was last
+    // asked, asked again (a client's retry) on gateway one, is not run by that stale CLI: the
+    // conversation is gateway two's.
+    gateways[0].signal_serve(nix::sys::signal::Signal::SIGCONT);
+    let mut retry = next.clone();
+    retry.push(json!({"role": "user", "content": "A BRANCH FROM THE PAST"}));
+    let response = send(&urls[0], &retry, "").await.unwrap();
+    assert_eq!(served(&response).1, "two");
+    // And the conversation goes on on gateway two from either gateway.
+    theirs.push(json!({"role": "user", "content": "Thanks."}));
+    let response = send(&urls[0], &theirs, "").await.unwrap();
+    assert_eq!(served(&response), (200, "two".into(), "continued".into()));
+
+    // Gateway one closed its stale CLI once it saw its lease had lapsed, and wrote nothing.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let metrics = http
+        .get(format!("{}/metrics", urls[0]))
+        .bearer_auth("admin")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("ccwire_sessions 0"), "{metrics}");
+    let stored = redis_transcripts(&redis).await;
+    assert!(stored.contains("One more thing."), "{stored}");
+    drop(gateways);
+}
+
+/// Every transcript line the Redis server keeps, as one text.
+async fn redis_transcripts(redis: &RedisServer) -> String {
+    let client = ::redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = ::redis::cmd("KEYS")
+        .arg("ccwire:*:c:*:t")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut text = String::new();
+    for key in keys {
+        let lines: Vec<String> = ::redis::cmd("LRANGE")
+            .arg(&key)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        text.push_str(&lines.join("\n"));
+    }
+    text
 }
 
 /// A plain-text turn against an in-process gateway: its status, `x-ccwire-session` with its

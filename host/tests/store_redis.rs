@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use ccwire_core::gateway::{ConversationKey, ConversationRecord, RecordState};
-use ccwire_host::store::{RedisStore, SessionStore};
+use ccwire_host::store::{is_superseded, RedisStore, SessionStore};
 use ccwire_tests::RedisServer;
 
 fn record(tenant: &str, id: &str, hash: &str) -> ConversationRecord {
@@ -77,6 +77,56 @@ async fn what_one_gateway_keeps_another_finds_by_its_latest_hash_only() {
     // Keys that are not names never reach the server.
     let error = one.find("t1", "../h").await.unwrap_err();
     assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+}
+
+#[tokio::test]
+async fn a_gateway_whose_conversation_another_resumed_writes_nothing_more_to_it() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let connect = || RedisStore::connect(&url, Duration::from_secs(3600));
+    let (one, two) = (connect().await.unwrap(), connect().await.unwrap());
+    let key = record("t1", "c1", "h1").key;
+    one.append(&key, lines(&["a", "b"])).await.unwrap();
+    one.save(&record("t1", "c1", "h1")).await.unwrap();
+
+    // Gateway two resumes the conversation (gateway one is thought gone) and goes on.
+    assert_eq!(two.load(&key).await.unwrap(), Some(lines(&["a", "b"])));
+    two.append(&key, lines(&["c2"])).await.unwrap();
+    two.save(&record("t1", "c1", "h2")).await.unwrap();
+
+    // Gateway one's stale CLI writes: refused, nothing of it kept.
+    let refused = one.append(&key, lines(&["c1"])).await.unwrap_err();
+    assert!(is_superseded(&refused), "{refused}");
+    assert!(refused.to_string().contains("c1"), "{refused}");
+    let refused = one.save(&record("t1", "c1", "h1-stale")).await.unwrap_err();
+    assert!(is_superseded(&refused), "{refused}");
+    assert_eq!(one.find("t1", "h1-stale").await.unwrap(), None);
+    assert_eq!(
+        one.find("t1", "h2").await.unwrap(),
+        Some(record("t1", "c1", "h2"))
+    );
+
+    // Gateway one resumes it in turn: its writes count again, and two's are refused.
+    assert_eq!(
+        one.load(&key).await.unwrap(),
+        Some(lines(&["a", "b", "c2"]))
+    );
+    one.append(&key, lines(&["d"])).await.unwrap();
+    assert!(is_superseded(
+        &two.append(&key, lines(&["e"])).await.unwrap_err()
+    ));
+    assert_eq!(
+        two.load(&key).await.unwrap(),
+        Some(lines(&["a", "b", "c2", "d"]))
+    );
+    // An error that is not the fencing's is no `Superseded`.
+    let bad = ConversationKey {
+        tenant: "t1".to_owned(),
+        id: "not a key".to_owned(),
+    };
+    assert!(!is_superseded(
+        &one.append(&bad, lines(&["x"])).await.unwrap_err()
+    ));
 }
 
 #[tokio::test]

@@ -25,7 +25,7 @@ use ccwire_core::api::{ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
     env_to_remove, prepare, Admission, BodyError, CliSpec, ConfigError, ConversationKey,
     ConversationRecord, Gateway, GatewayConfig, GatewayOutput, HttpConfig, HttpHead, Prepared,
-    RequestId, ResumeSpec, SessionId,
+    RequestId, ResumeSpec, RouteKey, SessionId,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -34,9 +34,10 @@ use tokio::process::ChildStdout;
 use tokio::sync::{mpsc, Notify};
 
 use crate::claude::{cli_version, find_cli};
+use crate::cluster::{Cluster, Owner};
 use crate::process::CliProcess;
 use crate::sandbox::{Sandbox, SandboxMode};
-use crate::store::{materialize, SessionStore};
+use crate::store::{is_superseded, materialize, SessionStore};
 use crate::tree::{Marks, MARKER_ENV};
 
 mod conn;
@@ -85,6 +86,10 @@ pub struct GatewayOptions {
     /// the CLIs of conversations that wait for nothing are closed, least recently used first,
     /// and resumed on their next request. `None`: no budget.
     pub memory_budget: Option<u64>,
+    /// This gateway as a node of the gateways that share its Redis session store
+    /// ([`crate::cluster`]): a request whose conversation another live node runs is
+    /// forwarded there. `None`: every request is served here.
+    pub cluster: Option<Cluster>,
 }
 
 /// Why the gateway cannot start.
@@ -139,12 +144,20 @@ struct Core {
     responders: HashMap<RequestId, mpsc::UnboundedSender<Part>>,
     /// Responses that end once the session store has kept their conversation's record.
     saving: HashMap<RequestId, tokio::sync::oneshot::Receiver<()>>,
+    /// Route keys were claimed since the last response ended: the next one ends once the
+    /// cluster registry has them, so the client's next request finds its conversation.
+    claimed: bool,
 }
 
 struct App {
     options: GatewayOptions,
     /// Sends the gateway's outbound requests (token counts).
     http: reqwest::Client,
+    /// Forwards requests to the node of the cluster that runs their conversation (no
+    /// overall timeout: a response streams as long as it takes).
+    forwarder: reqwest::Client,
+    /// Renews this node's lease in the cluster, until the gateway stops.
+    heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
     claude: Result<PathBuf, String>,
     /// The sandbox every CLI runs in, when on.
     sandbox: Option<Sandbox>,
@@ -197,6 +210,12 @@ enum StoreOp {
         home: Option<PathBuf>,
         done: tokio::sync::oneshot::Sender<Result<(), String>>,
     },
+    /// Claim a route key in the cluster registry.
+    Claim(String),
+    /// Release one.
+    Release(String),
+    /// Hear when everything asked before is done.
+    Barrier(tokio::sync::oneshot::Sender<()>),
 }
 
 /// Every two seconds, the memory the CLIs take (their process trees' proportional set size);
@@ -305,37 +324,60 @@ impl Backlog {
         queue.push_back(write);
     }
 
-    /// Writes a conversation's queue in order; false, and the rest kept, at the first
-    /// failure.
-    async fn flush(&mut self, store: &dyn SessionStore, key: &ConversationKey) -> bool {
+    /// Writes a conversation's queue in order; at the first failure, the rest is kept (or,
+    /// when another gateway has taken the conversation over, dropped).
+    async fn flush(&mut self, store: &dyn SessionStore, key: &ConversationKey) -> Flushed {
         let Some(queue) = self.0.get_mut(key) else {
-            return true;
+            return Flushed::Written;
         };
         while let Some(write) = queue.front() {
             let written = match write {
                 Unwritten::Lines(lines) => bounded(store.append(key, lines.clone())).await,
                 Unwritten::Record(record) => bounded(store.save(record)).await,
             };
-            if let Err(error) = written {
-                tracing::warn!(%error, conversation = %key.id, "cannot keep a conversation yet; trying again");
-                return false;
+            match written {
+                Ok(()) => {}
+                Err(error) if is_superseded(&error) => {
+                    tracing::warn!(%error, "a conversation moved to another gateway");
+                    self.0.remove(key);
+                    return Flushed::Superseded;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, conversation = %key.id, "cannot keep a conversation yet; trying again");
+                    return Flushed::Failed;
+                }
             }
             queue.pop_front();
         }
         self.0.remove(key);
-        true
+        Flushed::Written
     }
 
-    /// Writes every queue; whether all were written.
-    async fn flush_all(&mut self, store: &dyn SessionStore) -> bool {
+    /// Writes every queue; whether all were written (or dropped), and the conversations
+    /// found taken over by another gateway.
+    async fn flush_all(&mut self, store: &dyn SessionStore) -> (bool, Vec<ConversationKey>) {
         let keys: Vec<ConversationKey> = self.0.keys().cloned().collect();
+        let mut moved = Vec::new();
         for key in keys {
-            if !self.flush(store, &key).await {
-                return false;
+            match self.flush(store, &key).await {
+                Flushed::Written => {}
+                Flushed::Superseded => moved.push(key),
+                Flushed::Failed => return (false, moved),
             }
         }
-        true
+        (true, moved)
     }
+}
+
+/// What [`Backlog::flush`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flushed {
+    /// Everything queued is kept.
+    Written,
+    /// Something failed; it and what follows wait for the next try.
+    Failed,
+    /// Another gateway has resumed the conversation: what was queued is dropped.
+    Superseded,
 }
 
 /// Carries out the session store's work in order; a lookup's answer goes to the gateway. Ends
@@ -348,6 +390,7 @@ impl Backlog {
 async fn store_worker(
     app: std::sync::Weak<App>,
     store: Arc<dyn SessionStore>,
+    cluster: Option<Cluster>,
     mut ops: mpsc::UnboundedReceiver<StoreOp>,
 ) {
     let mut sweep = tokio::time::interval(Duration::from_secs(3600));
@@ -359,6 +402,18 @@ async fn store_worker(
             app.input(|gateway, _| gateway.handle_store_write_failed());
         }
     };
+    // A conversation another gateway has resumed: its CLI here is stale.
+    let superseded = |app: &std::sync::Weak<App>, key: &ConversationKey| {
+        if let Some(app) = app.upgrade() {
+            app.input(|gateway, now| gateway.handle_superseded(now, key));
+        }
+    };
+    let flushed =
+        |app: &std::sync::Weak<App>, key: &ConversationKey, flushed: Flushed| match flushed {
+            Flushed::Written => {}
+            Flushed::Failed => write_failed(app),
+            Flushed::Superseded => superseded(app, key),
+        };
     loop {
         let op = tokio::select! {
             op = ops.recv() => match op {
@@ -378,8 +433,12 @@ async fn store_worker(
                 continue;
             }
             _ = retry.tick(), if !backlog.is_empty() => {
-                if backlog.flush_all(store.as_ref()).await {
+                let (all, moved) = backlog.flush_all(store.as_ref()).await;
+                if all {
                     tracing::info!("the session store has kept what it could not take before");
+                }
+                for key in &moved {
+                    superseded(&app, key);
                 }
                 continue;
             }
@@ -387,16 +446,12 @@ async fn store_worker(
         match op {
             StoreOp::Append(key, lines) => {
                 backlog.push(&key, Unwritten::Lines(lines));
-                if !backlog.flush(store.as_ref(), &key).await {
-                    write_failed(&app);
-                }
+                flushed(&app, &key, backlog.flush(store.as_ref(), &key).await);
             }
             StoreOp::Save(record, done) => {
                 let key = record.key.clone();
                 backlog.push(&key, Unwritten::Record(record));
-                if !backlog.flush(store.as_ref(), &key).await {
-                    write_failed(&app);
-                }
+                flushed(&app, &key, backlog.flush(store.as_ref(), &key).await);
                 if let Some(done) = done {
                     let _ = done.send(());
                 }
@@ -459,7 +514,9 @@ async fn store_worker(
                 }
             }
             StoreOp::Resume { spec, home, done } => {
-                let loaded = if backlog.flush(store.as_ref(), &spec.key).await {
+                // (What this gateway could not write of a conversation taken over since is
+                // dropped: the store's transcript is the one to resume.)
+                let loaded = if backlog.flush(store.as_ref(), &spec.key).await != Flushed::Failed {
                     bounded(store.load(&spec.key)).await
                 } else {
                     Err(std::io::Error::other("its transcript cannot be written"))
@@ -478,6 +535,58 @@ async fn store_worker(
                 };
                 let _ = done.send(written);
             }
+            StoreOp::Claim(key) => {
+                if let Some(cluster) = &cluster {
+                    if let Err(error) = cluster.claim(&key).await {
+                        tracing::warn!(%error, "cannot claim a conversation in the cluster; other gateways resume it from the store");
+                    }
+                }
+            }
+            StoreOp::Release(key) => {
+                if let Some(cluster) = &cluster {
+                    if let Err(error) = cluster.release(&key).await {
+                        tracing::warn!(%error, "cannot release a conversation in the cluster");
+                    }
+                }
+            }
+            StoreOp::Barrier(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// Renews this node's lease every [`RENEW`](crate::cluster::RENEW) until aborted; says so
+/// when it cannot, and when it can again. Once the lease had lapsed, the CLIs that wait for
+/// nothing are closed: other nodes may have resumed their conversations meanwhile (those
+/// that did not are resumed here, exactly, on their next request).
+async fn heartbeat(app: std::sync::Weak<App>, cluster: Cluster) {
+    let mut tick = tokio::time::interval(crate::cluster::RENEW);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        tick.tick().await;
+        match cluster.renew().await {
+            Ok(lapsed) => {
+                if std::mem::take(&mut failing) {
+                    tracing::info!(
+                        node = cluster.node(),
+                        "this gateway's lease in the cluster is renewed again"
+                    );
+                }
+                if lapsed {
+                    let Some(app) = app.upgrade() else {
+                        return;
+                    };
+                    let closed = app.input(|gateway, now| gateway.hibernate_idle(now, usize::MAX));
+                    tracing::warn!(node = cluster.node(), closed, "this gateway's lease in the cluster had lapsed; its idle CLIs are closed, as other gateways may have taken their conversations over");
+                }
+            }
+            Err(error) if !failing => {
+                failing = true;
+                tracing::warn!(%error, node = cluster.node(), "cannot renew this gateway's lease in the cluster; once it lapses, other gateways resume its conversations");
+            }
+            Err(_) => {}
         }
     }
 }
@@ -571,7 +680,15 @@ impl App {
             }
             GatewayOutput::End { request } => {
                 let responder = core.responders.remove(&request);
-                if let (Some(responder), Some(kept)) = (responder, core.saving.remove(&request)) {
+                let mut kept = core.saving.remove(&request);
+                if std::mem::take(&mut core.claimed) {
+                    // Ends once the claims made before it are in the registry (after the
+                    // record it may wait for: the store's work is done in order).
+                    let (done, registered) = tokio::sync::oneshot::channel();
+                    self.to_store(StoreOp::Barrier(done));
+                    kept = Some(registered);
+                }
+                if let (Some(responder), Some(kept)) = (responder, kept) {
                     tokio::spawn(async move {
                         let _ = tokio::time::timeout(Duration::from_secs(10), kept).await;
                         drop(responder);
@@ -593,6 +710,13 @@ impl App {
                 });
             }
             GatewayOutput::DrainRequested => self.drain_asked.notify_one(),
+            GatewayOutput::Claim { key } if self.options.cluster.is_some() => {
+                core.claimed = true;
+                self.to_store(StoreOp::Claim(key));
+            }
+            GatewayOutput::Release { key } if self.options.cluster.is_some() => {
+                self.to_store(StoreOp::Release(key));
+            }
             GatewayOutput::StoreAppend { key, entries } => {
                 let lines = entries.iter().map(|e| e.get().to_owned()).collect();
                 self.to_store(StoreOp::Append(key, lines));
@@ -934,13 +1058,6 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             tracing::debug!(after_ms, "a request's body did not arrive in time");
             Err(BodyError::TimedOut { after_ms })
         });
-    let id = app.next_request.fetch_add(1, Ordering::Relaxed);
-    let (responder, mut parts) = mpsc::unbounded_channel();
-    app.core().responders.insert(id, responder);
-    let in_flight = InFlight {
-        app: app.clone(),
-        id,
-    };
     // An API request is read before the gateway's lock is taken (and, when large, off the
     // threads that serve the other connections), so it holds up no other request.
     let parsed = match &body {
@@ -954,6 +1071,49 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         Ok(bytes) => prepare(head.path, &tenant, bytes),
         Err(_) => None,
     };
+    // A conversation another node of the cluster runs is served there.
+    if let (Some(cluster), Some(Ok(prepared)), Ok(bytes)) = (&app.options.cluster, &parsed, &body) {
+        let forwarded = parts
+            .headers
+            .get(FORWARDED_BY)
+            .is_some_and(|h| cluster.forwarded(h.as_bytes()));
+        if let (RouteKey::Conversation(key), false) = (prepared.route_key(&tenant), forwarded) {
+            match cluster.owner(&key).await {
+                Ok(Some(owner)) => {
+                    match forward(&app, cluster, &owner, &parts, bytes.clone()).await {
+                        Ok(response) => return response,
+                        Err(error) if error.is_connect() => {
+                            tracing::info!(node = owner.node, %error, "the gateway that runs a conversation is unreachable; serving it here");
+                        }
+                        Err(error) => {
+                            tracing::warn!(node = owner.node, %error, "a forwarded request failed");
+                            let message = format!(
+                                "the gateway that runs this conversation ({}) did not answer",
+                                owner.node
+                            );
+                            let error = ApiError::new(ApiErrorKind::Api, message);
+                            return response(
+                                502,
+                                vec![("content-type".into(), "application/json".into())],
+                                error.body(head.api()).to_string().into(),
+                            );
+                        }
+                    }
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "cannot look a conversation up in the cluster; serving it here");
+                }
+            }
+        }
+    }
+    let id = app.next_request.fetch_add(1, Ordering::Relaxed);
+    let (responder, mut parts) = mpsc::unbounded_channel();
+    app.core().responders.insert(id, responder);
+    let in_flight = InFlight {
+        app: app.clone(),
+        id,
+    };
     let bytes = body.as_ref().map(|b| &b[..]).map_err(Clone::clone);
     let prepared = Prepared::new(bytes, parsed);
     app.input(|gateway, now| gateway.handle_http(now, id, &head, &tenant, prepared));
@@ -962,6 +1122,9 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         return response(500, Vec::new(), error.body(head.api()).to_string().into());
     };
     headers.extend(cors);
+    if let Some(cluster) = &app.options.cluster {
+        headers.push((NODE_HEADER.to_owned(), cluster.node().to_owned()));
+    }
     let body = if headers
         .iter()
         .any(|(n, v)| n == "content-type" && v == "text/event-stream")
@@ -983,6 +1146,73 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         Body::from(bytes)
     };
     response(status, headers, body)
+}
+
+/// The header a forwarded request carries: the cluster's secret
+/// ([`Cluster::forwarded`]). A gateway serves such a request itself, whatever the registry
+/// says (no request goes round in circles); a client cannot make one.
+const FORWARDED_BY: &str = "x-ccwire-forwarded-by";
+
+/// The header that names the node of a cluster that served a response.
+const NODE_HEADER: &str = "x-ccwire-node";
+
+/// Headers that belong to one connection, not to the request or response it carries.
+fn hop_by_hop(name: &str) -> bool {
+    matches!(
+        name,
+        "connection"
+            | "keep-alive"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "proxy-connection"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "host"
+            | "content-length"
+    )
+}
+
+/// Sends a request to the node that runs its conversation and relays its response as it
+/// comes (a stream stays a stream; a client that goes away closes the forwarded request, so
+/// the owner sees it go away too).
+///
+/// # Errors
+/// The node's connection's: when [`is_connect`](reqwest::Error::is_connect), nothing was sent.
+async fn forward(
+    app: &App,
+    cluster: &Cluster,
+    owner: &Owner,
+    parts: &axum::http::request::Parts,
+    body: Bytes,
+) -> Result<Response, reqwest::Error> {
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or(parts.uri.path(), |p| p.as_str());
+    let mut request = app
+        .forwarder
+        .request(parts.method.clone(), format!("{}{path}", owner.url))
+        .body(body)
+        .header(FORWARDED_BY, cluster.forwarding_header());
+    for (name, value) in &parts.headers {
+        if !hop_by_hop(name.as_str()) && name.as_str() != FORWARDED_BY {
+            request = request.header(name, value);
+        }
+    }
+    let answer = request.send().await?;
+    tracing::debug!(node = owner.node, path, "forwarded a request");
+    let status = answer.status();
+    let headers = answer.headers().clone();
+    let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
+    *response.status_mut() = status;
+    for (name, value) in &headers {
+        if !hop_by_hop(name.as_str()) {
+            response.headers_mut().append(name, value.clone());
+        }
+    }
+    Ok(response)
 }
 
 /// Sends an outbound request of the gateway (`POST url` with `headers` and `body`): the
@@ -1048,6 +1278,11 @@ impl Server {
     /// # Errors
     /// A public address without keys, or a socket that cannot be bound.
     pub async fn start(addr: SocketAddr, options: GatewayOptions) -> Result<Server, ServeError> {
+        if options.cluster.is_some() && options.store.is_none() {
+            return Err(ServeError::Io(std::io::Error::other(
+                "a gateway in a cluster needs the cluster's session store",
+            )));
+        }
         let inherited: Vec<String> = std::env::vars_os()
             .filter_map(|(k, _)| k.into_string().ok())
             .collect();
@@ -1086,6 +1321,7 @@ impl Server {
                 ..options.engine.http.clone()
             },
             store: options.store.is_some(),
+            publish_index: options.engine.publish_index || options.cluster.is_some(),
             ..options.engine.clone()
         };
         let cli_var = |name: &str| engine.cli_var(name, |n| std::env::var(n).ok());
@@ -1102,6 +1338,11 @@ impl Server {
             .await
             .map_err(|source| ServeError::Bind { addr, source })?;
         let addr = listener.local_addr()?;
+        let mut options = options;
+        if let Some(cluster) = &mut options.cluster {
+            cluster.listening_on(addr.port());
+            cluster.enter().await?;
+        }
         let claude = find_cli(options.claude.as_deref()).map_err(|e| e.to_string());
         gateway.set_cli(match &claude {
             Ok(path) => json!({"found": true, "path": path, "version": cli_version(path).await}),
@@ -1124,6 +1365,11 @@ impl Server {
                 .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap_or_default(),
+            forwarder: reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .build()
+                .unwrap_or_default(),
+            heartbeat: Mutex::new(None),
             claude,
             sandbox,
             no_sandbox,
@@ -1134,6 +1380,7 @@ impl Server {
                 clis: HashMap::new(),
                 responders: HashMap::new(),
                 saving: HashMap::new(),
+                claimed: false,
             }),
             tasks: Mutex::new(Vec::new()),
             next_request: AtomicU64::new(0),
@@ -1154,8 +1401,23 @@ impl Server {
                     Err(error) => tracing::warn!(%error, "cannot read the warm pool's settings"),
                 }
             }
-            let task = tokio::spawn(store_worker(Arc::downgrade(&app), store, store_work));
+            let cluster = app.options.cluster.clone();
+            let task = tokio::spawn(store_worker(
+                Arc::downgrade(&app),
+                store,
+                cluster,
+                store_work,
+            ));
             *app.store_task.lock().expect("store lock") = Some(task);
+        }
+        if let Some(cluster) = &app.options.cluster {
+            let task = tokio::spawn(heartbeat(Arc::downgrade(&app), cluster.clone()));
+            *app.heartbeat.lock().expect("heartbeat lock") = Some(task);
+            tracing::info!(
+                node = cluster.node(),
+                advertise = cluster.advertise(),
+                "this gateway is a node of a cluster"
+            );
         }
         if let Some(budget) = app.options.memory_budget {
             tokio::spawn(memory_watch(Arc::downgrade(&app), budget));
@@ -1212,6 +1474,14 @@ impl Server {
         let store_task = self.app.store_task.lock().expect("store lock").take();
         if let Some(task) = store_task {
             let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
+        // The other nodes serve this one's conversations from the store from now on.
+        let heartbeat = self.app.heartbeat.lock().expect("heartbeat lock").take();
+        if let (Some(task), Some(cluster)) = (heartbeat, &self.app.options.cluster) {
+            task.abort();
+            if let Err(error) = cluster.leave().await {
+                tracing::warn!(%error, "cannot leave the cluster; its lease lapses by itself");
+            }
         }
         // Each session's own sweep has run, unless its CLI outlasted the wait for it.
         let marks = self.app.marks.clone();

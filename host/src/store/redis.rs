@@ -1,8 +1,9 @@
 //! [`RedisStore`]: the session store in a Redis server, shared by every gateway that names it.
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use ccwire_core::gateway::{ConversationKey, ConversationRecord};
@@ -10,7 +11,7 @@ use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 
-use super::{component, SessionStore};
+use super::{component, SessionStore, Superseded};
 
 /// The session store in a Redis server (`redis://`, `rediss://` for TLS, `redis+unix://`;
 /// user, password and database as the URL gives them), shared by every gateway that names it.
@@ -22,6 +23,7 @@ use super::{component, SessionStore};
 /// |---|---|---|
 /// | `ccwire:{T}:c:<id>:t` | list | the conversation's transcript, one line per element |
 /// | `ccwire:{T}:c:<id>:r` | string | its [`ConversationRecord`] (JSON) |
+/// | `ccwire:{T}:c:<id>:o` | integer | its fencing token: how many times a CLI resumed it |
 /// | `ccwire:{T}:h:<hash>` | string | the conversation a history continues |
 /// | `ccwire:{T}:s:<id>` | string | a response stored for `previous_response_id` |
 /// | `ccwire:pool` | string | the warm pool's settings |
@@ -32,12 +34,51 @@ use super::{component, SessionStore};
 /// already ends with is not appended again, so a write retried after a lost answer is not
 /// doubled). Durability is the server's: run it with `appendonly yes` to keep what it
 /// acknowledged across its restarts.
+///
+/// No conversation is written by two CLIs: loading a transcript to resume it takes the
+/// conversation's next fencing token, and every later write of this store carries the
+/// token it holds; a write whose token is older than the conversation's (another gateway
+/// has resumed it since) changes nothing and fails with [`Superseded`].
 #[derive(Clone)]
 pub struct RedisStore {
     redis: ConnectionManager,
     /// The URL without its password, for messages.
     shown: String,
     ttl: Duration,
+    tokens: Arc<Mutex<Tokens>>,
+}
+
+/// The fencing tokens this store took (conversations it resumed), the oldest forgotten past
+/// [`Tokens::CAP`]: only a live CLI's conversation needs one, and a gateway runs far fewer
+/// CLIs (a write with a forgotten token is refused as [`Superseded`], and the conversation
+/// resumed again).
+#[derive(Default)]
+struct Tokens {
+    by_conversation: HashMap<String, u64>,
+    order: VecDeque<String>,
+}
+
+impl Tokens {
+    const CAP: usize = 65_536;
+
+    fn get(&self, conversation: &str) -> u64 {
+        self.by_conversation.get(conversation).copied().unwrap_or(0)
+    }
+
+    fn set(&mut self, conversation: &str, token: u64) {
+        if self
+            .by_conversation
+            .insert(conversation.to_owned(), token)
+            .is_none()
+        {
+            self.order.push_back(conversation.to_owned());
+            while self.order.len() > Self::CAP {
+                if let Some(old) = self.order.pop_front() {
+                    self.by_conversation.remove(&old);
+                }
+            }
+        }
+    }
 }
 
 impl fmt::Debug for RedisStore {
@@ -49,22 +90,27 @@ impl fmt::Debug for RedisStore {
     }
 }
 
-/// Appends a batch unless the transcript already ends with its last line.
+/// Appends a batch unless the transcript already ends with its last line; 0 (and nothing
+/// written) when the conversation's fencing token is newer than the writer's. KEYS:
+/// transcript, token. ARGV: ttl, the writer's token, the lines.
 static APPEND: LazyLock<Script> = LazyLock::new(|| Script::new(APPEND_LUA));
 const APPEND_LUA: &str = r"
+if tonumber(redis.call('GET', KEYS[2]) or '0') > tonumber(ARGV[2]) then return 0 end
 local last = redis.call('LINDEX', KEYS[1], -1)
 if last ~= ARGV[#ARGV] then
-  for i = 2, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+  for i = 3, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
 end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 return 1
 ";
 
 /// Replaces a record, points its hash at it and forgets the hash it had; renews the
-/// transcript's time-to-live. KEYS: record, index, transcript. ARGV: record, id, ttl, the
-/// index keys' prefix.
+/// transcript's time-to-live; 0 (and nothing written) when the conversation's fencing token
+/// is newer than the writer's. KEYS: record, index, transcript, token. ARGV: record, id,
+/// ttl, the index keys' prefix, the writer's token.
 static SAVE: LazyLock<Script> = LazyLock::new(|| Script::new(SAVE_LUA));
 const SAVE_LUA: &str = r"
+if tonumber(redis.call('GET', KEYS[4]) or '0') > tonumber(ARGV[5]) then return 0 end
 local old = redis.call('GET', KEYS[1])
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
 redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
@@ -78,7 +124,19 @@ if old then
     end
   end
 end
+redis.call('EXPIRE', KEYS[4], ARGV[3])
 return 1
+";
+
+/// A transcript, with the conversation's next fencing token taken when there is one.
+/// KEYS: transcript, token. ARGV: ttl. Returns `{token, lines}` (`{0, {}}`: no transcript).
+static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(LOAD_LUA));
+const LOAD_LUA: &str = r"
+local lines = redis.call('LRANGE', KEYS[1], 0, -1)
+if #lines == 0 then return {0, lines} end
+local token = redis.call('INCR', KEYS[2])
+redis.call('EXPIRE', KEYS[2], ARGV[1])
+return {token, lines}
 ";
 
 /// A Redis error as the store's I/O error, naming the server (without its password).
@@ -128,6 +186,7 @@ impl RedisStore {
             redis,
             shown,
             ttl: ttl.max(Duration::from_secs(1)),
+            tokens: Arc::default(),
         };
         let mut redis = store.redis.clone();
         let _: String = redis::cmd("PING")
@@ -144,6 +203,28 @@ impl RedisStore {
 
     fn failed(&self, error: redis::RedisError) -> io::Error {
         failed(&self.shown, error)
+    }
+
+    /// A connection to the server (for the cluster registry, [`crate::cluster`]).
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.redis.clone()
+    }
+
+    /// The time-to-live of what the store keeps.
+    pub(crate) fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// The fencing token this store holds for a conversation (0: it never resumed it).
+    fn token(&self, base: &str) -> u64 {
+        self.tokens.lock().expect("tokens lock").get(base)
+    }
+
+    /// The error of a write refused by the fencing token.
+    fn superseded(key: &ConversationKey) -> io::Error {
+        io::Error::other(Superseded {
+            conversation: key.id.clone(),
+        })
     }
 
     fn ttl_secs(&self) -> u64 {
@@ -174,18 +255,23 @@ impl RedisStore {
         if lines.is_empty() {
             return Ok(());
         }
-        let transcript = format!("{}:t", Self::conversation(key)?);
-        let mut call = APPEND.key(transcript);
-        call.arg(self.ttl_secs());
+        let base = Self::conversation(key)?;
+        let mut call = APPEND.key(format!("{base}:t"));
+        call.key(format!("{base}:o"))
+            .arg(self.ttl_secs())
+            .arg(self.token(&base));
         for line in &lines {
             call.arg(line);
         }
         let mut redis = self.redis.clone();
-        let _: i64 = call
+        let written: i64 = call
             .invoke_async(&mut redis)
             .await
             .map_err(|e| self.failed(e))?;
-        Ok(())
+        match written {
+            0 => Err(Self::superseded(key)),
+            _ => Ok(()),
+        }
     }
 
     async fn save_async(&self, record: &ConversationRecord) -> io::Result<()> {
@@ -194,18 +280,23 @@ impl RedisStore {
         let index = format!("{prefix}{}", component(&record.hash)?);
         let json = serde_json::to_string(record).map_err(io::Error::other)?;
         let mut redis = self.redis.clone();
-        let _: i64 = SAVE
+        let written: i64 = SAVE
             .key(format!("{base}:r"))
             .key(index)
             .key(format!("{base}:t"))
+            .key(format!("{base}:o"))
             .arg(json)
             .arg(&record.key.id)
             .arg(self.ttl_secs())
             .arg(prefix)
+            .arg(self.token(&base))
             .invoke_async(&mut redis)
             .await
             .map_err(|e| self.failed(e))?;
-        Ok(())
+        match written {
+            0 => Err(Self::superseded(&record.key)),
+            _ => Ok(()),
+        }
     }
 
     async fn find_async(&self, tenant: &str, hash: &str) -> io::Result<Option<ConversationRecord>> {
@@ -232,13 +323,20 @@ impl RedisStore {
     }
 
     async fn load_async(&self, key: &ConversationKey) -> io::Result<Option<Vec<String>>> {
-        let transcript = format!("{}:t", Self::conversation(key)?);
+        let base = Self::conversation(key)?;
         let mut redis = self.redis.clone();
-        let lines: Vec<String> = redis
-            .lrange(transcript, 0, -1)
+        let (token, lines): (u64, Vec<String>) = LOAD
+            .key(format!("{base}:t"))
+            .key(format!("{base}:o"))
+            .arg(self.ttl_secs())
+            .invoke_async(&mut redis)
             .await
             .map_err(|e| self.failed(e))?;
-        Ok((!lines.is_empty()).then_some(lines))
+        if lines.is_empty() {
+            return Ok(None);
+        }
+        self.tokens.lock().expect("tokens lock").set(&base, token);
+        Ok(Some(lines))
     }
 }
 

@@ -311,6 +311,32 @@ impl ServeProcess {
         pids
     }
 
+    /// Sends `signal` to the `ccwire serve` process (itself, or the one its wrapper runs).
+    pub fn signal_serve(&self, signal: nix::sys::signal::Signal) {
+        let mut pids = vec![self.child.id().unwrap()];
+        while let Some(pid) = pids.pop() {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() == "ccwire" {
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
+                return;
+            }
+            for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let children =
+                    std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+                pids.extend(
+                    children
+                        .split_whitespace()
+                        .map(|p| p.parse::<u32>().unwrap()),
+                );
+            }
+        }
+        panic!("no ccwire serve process");
+    }
+
     /// Kills it with SIGKILL (it runs no code of its own to end) and waits for it.
     pub async fn kill(mut self) {
         let pid = nix::unistd::Pid::from_raw(self.child.id().unwrap() as i32);
@@ -379,9 +405,37 @@ pub async fn turn_as(
     messages: &mut Vec<Value>,
     text: &str,
 ) -> Vec<(String, String)> {
+    turn_via(http, &[url], key, messages, text)
+        .await
+        .into_iter()
+        .map(|r| (r.session, r.reason))
+        .collect()
+}
+
+/// How a request of a turn was served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reached {
+    /// `x-ccwire-session`.
+    pub session: String,
+    /// `x-ccwire-session-reason`.
+    pub reason: String,
+    /// `x-ccwire-node`: the gateway of a cluster that served it.
+    pub node: String,
+}
+
+/// [`turn_as`] with its requests sent to `urls` in turn: the first to `urls[0]`, the
+/// results of the client tool calls it gets to `urls[1]`, and so on round.
+pub async fn turn_via(
+    http: &reqwest::Client,
+    urls: &[&str],
+    key: Option<&str>,
+    messages: &mut Vec<Value>,
+    text: &str,
+) -> Vec<Reached> {
     messages.push(json!({"role": "user", "content": text}));
-    let mut kinds = Vec::new();
+    let mut reached = Vec::new();
     loop {
+        let url = urls[reached.len() % urls.len()];
         let body = json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
         let mut request = http.post(format!("{url}/v1/messages")).json(&body);
         if let Some(key) = key {
@@ -391,10 +445,11 @@ pub async fn turn_as(
             .await
             .expect("an answer in time")
             .expect("the gateway answers");
-        kinds.push((
-            header(&response, "x-ccwire-session"),
-            header(&response, "x-ccwire-session-reason"),
-        ));
+        reached.push(Reached {
+            session: header(&response, "x-ccwire-session"),
+            reason: header(&response, "x-ccwire-session-reason"),
+            node: header(&response, "x-ccwire-node"),
+        });
         let status = response.status().as_u16();
         let answer: Value = response.json().await.unwrap();
         assert_eq!(status, 200, "{answer}");
@@ -407,7 +462,7 @@ pub async fn turn_as(
             .filter(|b| b["type"] == "tool_use")
             .collect();
         if calls.is_empty() {
-            return kinds;
+            return reached;
         }
         let results: Vec<Value> = calls
             .iter()

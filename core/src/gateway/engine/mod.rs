@@ -27,10 +27,9 @@ use store::{Finding, Opening};
 
 use super::metrics::{Gauges, Metrics};
 use super::registry::{
-    stored_response_key, Action, Ahead, CallAction, IndexChange, Registry, ResumeReason, Route,
-    SessionId, SessionKind,
+    Action, Ahead, CallAction, IndexChange, Registry, ResumeReason, Route, SessionId, SessionKind,
 };
-use super::translate::{check_request, live_hash, prompt_content, request_scope};
+use super::translate::{check_request, prompt_content};
 use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};
 use crate::api::{self, Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::session::{CommandError, Output, PermissionDecision, ReadyPrompt, Session, UserMessage};
@@ -492,23 +491,7 @@ impl Gateway {
     /// The request's own validation error, as [`handle_request`](Self::handle_request) would
     /// answer it.
     pub fn route_key(api: Api, tenant: &str, body: &[u8]) -> Result<RouteKey, ApiError> {
-        let request = match api {
-            Api::Anthropic => api::anthropic::parse_request(body),
-            Api::OpenAi => api::openai::parse_request(body),
-            Api::Responses => api::responses::parse_request(body),
-        }?;
-        if let Some(previous) = &request.previous_response_id {
-            return Ok(RouteKey::Conversation(stored_response_key(
-                tenant, previous,
-            )));
-        }
-        let n = request.conversation.history_len();
-        if n == 0 {
-            return Ok(RouteKey::New);
-        }
-        let scope = request_scope(tenant, &request);
-        let hash = crate::conversation::history_hash(tenant, &request.conversation.messages[..n]);
-        Ok(RouteKey::Conversation(live_hash(&scope, &hash)))
+        prepared::prepare_request(api, tenant, body).map(|r| r.route_key(tenant))
     }
 
     // ---- inputs --------------------------------------------------------------------------

@@ -5,9 +5,10 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::CLIENT_SERVER;
+use super::{RouteKey, CLIENT_SERVER};
 use crate::api::{Api, ApiError, ApiRequest};
 use crate::conversation::ShaWriter;
+use crate::gateway::registry::stored_response_key;
 use crate::gateway::translate::{
     client_tool_names, history_hashes, prompt_blocks, prompt_content, rebuild_prompt,
     request_scope, structured, Hashes, Structured,
@@ -91,6 +92,20 @@ impl PreparedRequest {
     /// The request (its `tools` moved out, to the MCP tools its CLI will offer).
     pub fn request(&self) -> &ApiRequest {
         &self.request
+    }
+
+    /// The key that says which gateway must serve it, for `tenant` (the one it was prepared
+    /// for): what [`Gateway::route_key`](super::Gateway::route_key) computes from its body.
+    pub fn route_key(&self, tenant: &str) -> RouteKey {
+        if let Some(previous) = &self.request.previous_response_id {
+            return RouteKey::Conversation(stored_response_key(tenant, previous));
+        }
+        match &self.hashes {
+            Some(hashes) if self.request.conversation.history_len() > 0 => {
+                RouteKey::Conversation(hashes.live.clone())
+            }
+            _ => RouteKey::New,
+        }
     }
 }
 

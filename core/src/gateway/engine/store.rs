@@ -304,6 +304,25 @@ impl Gateway {
         *self.metrics.store_failures.entry("write").or_default() += 1;
     }
 
+    /// The session store refused a write of conversation `key` because another gateway has
+    /// resumed it since (a shared store's fencing): the CLI this gateway drives it with is
+    /// stale, so it is closed without saving anything more (a response it was making fails),
+    /// and its next request is served from the store like any conversation with no live CLI.
+    /// Counted in `/metrics` as a CLI exit `superseded`.
+    pub fn handle_superseded(&mut self, now: Timestamp, key: &ConversationKey) {
+        self.now = now;
+        let stale: Vec<SessionId> = self
+            .lives
+            .iter()
+            .filter(|(_, live)| live.cli_id == key.id && tenant_id(&live.tenant) == key.tenant)
+            .map(|(session, _)| *session)
+            .collect();
+        for session in stale {
+            *self.metrics.exits.entry("superseded").or_default() += 1;
+            self.close(now, session);
+        }
+    }
+
     /// Closes the CLIs of up to `count` conversations that wait for nothing, least recently used
     /// first (a host over its memory budget); each is resumed on its next request. Returns how
     /// many were closed.
