@@ -8,6 +8,7 @@
 //! | key | what | expires |
 //! |---|---|---|
 //! | `ccwire:{cluster}:node:<name>` | the node's address | after [`LEASE`] unless renewed (every [`RENEW`]) |
+//! | `ccwire:{cluster}:names` | the names of the nodes (a set; a name whose lease lapsed is dropped when seen) | never |
 //! | `ccwire:{cluster}:route:<key>` | the node that claims a route key | with the store's time-to-live |
 //! | `ccwire:{cluster}:secret` | what a forwarded request carries to be served where it arrives | never |
 //!
@@ -38,9 +39,10 @@ pub const LEASE: Duration = Duration::from_secs(10);
 /// How often a node renews its lease.
 pub const RENEW: Duration = Duration::from_secs(3);
 
-/// The name and address of the live node other than `ARGV[1]` that claims `KEYS[1]`; else
-/// `ARGV[1]` claims it (for `ARGV[3]` seconds unless it claimed it already) and nil.
-/// ARGV: this node's name, the node keys' prefix, the claim's time-to-live.
+/// The name and address of the live node other than `ARGV[1]` that claims `KEYS[1]`; else,
+/// when `ARGV[3]` is not 0, `ARGV[1]` claims it (for `ARGV[3]` seconds unless it claimed it
+/// already), and nil. ARGV: this node's name, the node keys' prefix, the claim's
+/// time-to-live.
 static OWNER: LazyLock<Script> = LazyLock::new(|| Script::new(OWNER_LUA));
 const OWNER_LUA: &str = r"
 local node = redis.call('GET', KEYS[1])
@@ -49,8 +51,24 @@ if node then
   local addr = redis.call('GET', ARGV[2] .. node)
   if addr then return {node, addr} end
 end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+if ARGV[3] ~= '0' then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3]) end
 return false
+";
+
+/// The live nodes other than `ARGV[1]`, `{name, address}` each; drops the names whose lease
+/// lapsed. KEYS: the set of names. ARGV: this node's name, the node keys' prefix.
+static PEERS: LazyLock<Script> = LazyLock::new(|| Script::new(PEERS_LUA));
+const PEERS_LUA: &str = r"
+local peers = {}
+for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local addr = redis.call('GET', ARGV[2] .. name)
+  if not addr then
+    redis.call('SREM', KEYS[1], name)
+  elseif name ~= ARGV[1] then
+    table.insert(peers, {name, addr})
+  end
+end
+return peers
 ";
 
 /// How long a node keeps a key it claimed by serving a request nobody else held: until its
@@ -68,6 +86,7 @@ return 1
 const NODE_PREFIX: &str = "ccwire:{cluster}:node:";
 const ROUTE_PREFIX: &str = "ccwire:{cluster}:route:";
 const SECRET: &str = "ccwire:{cluster}:secret";
+const NAMES: &str = "ccwire:{cluster}:names";
 
 /// This gateway as a node of a cluster (see the module's docs).
 #[derive(Clone)]
@@ -217,11 +236,17 @@ impl Cluster {
     pub async fn renew(&self) -> io::Result<bool> {
         let mut redis = self.redis.clone();
         let asked = std::time::Instant::now();
-        redis::cmd("SET")
+        redis::pipe()
+            .cmd("SET")
             .arg(format!("{NODE_PREFIX}{}", self.node))
             .arg(&self.advertise)
             .arg("PX")
             .arg(LEASE.as_millis() as u64)
+            .ignore()
+            .cmd("SADD")
+            .arg(NAMES)
+            .arg(&self.node)
+            .ignore()
             .query_async::<()>(&mut redis)
             .await
             .map_err(|e| self.failed(e))?;
@@ -238,8 +263,14 @@ impl Cluster {
     /// The server's.
     pub async fn leave(&self) -> io::Result<()> {
         let mut redis = self.redis.clone();
-        redis::cmd("DEL")
+        redis::pipe()
+            .cmd("DEL")
             .arg(format!("{NODE_PREFIX}{}", self.node))
+            .ignore()
+            .cmd("SREM")
+            .arg(NAMES)
+            .arg(&self.node)
+            .ignore()
             .query_async::<()>(&mut redis)
             .await
             .map_err(|e| self.failed(e))
@@ -276,22 +307,46 @@ impl Cluster {
             .map_err(|e| self.failed(e))
     }
 
-    /// The live node other than this one that claims route key `key`, if any; else this node
-    /// claims it, in the same step, and serves its request.
+    /// The live node other than this one that claims route key `key`, if any; else, when
+    /// `take`, this node claims it, in the same step, to serve its request.
     ///
     /// # Errors
     /// The server's.
-    pub async fn owner(&self, key: &str) -> io::Result<Option<Owner>> {
+    pub async fn owner(&self, key: &str, take: bool) -> io::Result<Option<Owner>> {
         let mut redis = self.redis.clone();
+        let ttl = match take {
+            true => TAKEN_TTL.min(self.ttl).as_secs().max(1),
+            false => 0,
+        };
         let found: Option<(String, String)> = OWNER
             .key(format!("{ROUTE_PREFIX}{key}"))
             .arg(&self.node)
             .arg(NODE_PREFIX)
-            .arg(TAKEN_TTL.min(self.ttl).as_secs().max(1))
+            .arg(ttl)
             .invoke_async(&mut redis)
             .await
             .map_err(|e| self.failed(e))?;
         Ok(found.map(|(node, url)| Owner { node, url }))
+    }
+
+    /// The other live nodes, by name.
+    ///
+    /// # Errors
+    /// The server's.
+    pub async fn peers(&self) -> io::Result<Vec<Owner>> {
+        let mut redis = self.redis.clone();
+        let mut peers: Vec<(String, String)> = PEERS
+            .key(NAMES)
+            .arg(&self.node)
+            .arg(NODE_PREFIX)
+            .invoke_async(&mut redis)
+            .await
+            .map_err(|e| self.failed(e))?;
+        peers.sort();
+        Ok(peers
+            .into_iter()
+            .map(|(node, url)| Owner { node, url })
+            .collect())
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ccwire_host::store::{RedisStore, SessionStore};
 use ccwire_tests::cli::OfflineHome;
-use ccwire_tests::{FakeAnthropic, RedisServer};
+use ccwire_tests::{FakeAnthropic, Match, RedisServer, Reply, Script};
 use serde_json::{json, Value};
 use support::*;
 
@@ -334,10 +334,274 @@ async fn a_gateway_back_from_a_lapsed_lease_runs_no_conversation_another_took_ov
         .text()
         .await
         .unwrap();
-    assert!(metrics.contains("ccwire_sessions 0"), "{metrics}");
+    assert!(
+        metrics.contains("ccwire_sessions{node=\"one\"} 0"),
+        "{metrics}"
+    );
     let stored = redis_transcripts(&redis).await;
     assert!(stored.contains("One more thing."), "{stored}");
     drop(gateways);
+}
+
+/// Three nodes of a cluster, named `one`, `two`, `three`, with `extra` arguments, and their
+/// base URLs; their state directories are in `states`.
+async fn cluster(
+    home: &OfflineHome,
+    fake: &FakeAnthropic,
+    (states, at): (&[tempfile::TempDir], &tempfile::TempDir),
+    redis: &RedisServer,
+    extra: &[&str],
+) -> (Vec<ServeProcess>, Vec<String>) {
+    let mut gateways = Vec::new();
+    for (state, name) in states.iter().zip(["one", "two", "three"]) {
+        let mut args = vec!["--advertise", "127.0.0.1", "--node", name];
+        args.extend_from_slice(extra);
+        gateways.push(serve(home, fake, (state, at), redis, &args).await);
+    }
+    let urls = gateways
+        .iter()
+        .map(|g| format!("http://{}", g.addr))
+        .collect();
+    (gateways, urls)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_are_listed_streamed_and_answered_on_any_gateway_of_a_cluster() {
+    let redis = RedisServer::start();
+    let script = Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_tool_result(Reply::Echo)
+        .on_prompt(
+            "PLEASE-TOUCH",
+            Reply::tool(
+                "Bash",
+                json!({"command": "touch approved.txt", "description": "Create a file"}),
+            ),
+        )
+        .when(Match::Any, Reply::Echo);
+    let fake = FakeAnthropic::start(script).await;
+    let home = OfflineHome::new();
+    let http = reqwest::Client::new();
+    let states: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let at = tempfile::tempdir().unwrap();
+    let args = [
+        "--enable-tool",
+        "Bash",
+        "--approvals",
+        "http",
+        "--admin-key",
+        "admin",
+    ];
+    let (gateways, urls) = cluster(&home, &fake, (&states, &at), &redis, &args).await;
+    let list = |url: &str, key: &str| {
+        let request = http
+            .get(format!("{url}/v1/approvals"))
+            .header("x-api-key", key);
+        async move {
+            let list: Value = request.send().await.unwrap().json().await.unwrap();
+            list["data"].as_array().unwrap().clone()
+        }
+    };
+
+    // Gateway three's event stream, from before anything waits.
+    let events = http
+        .get(format!("{}/v1/approvals/events", urls[2]))
+        .header("x-api-key", "key-one")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header(&events, "content-type"), "text/event-stream");
+    let (seen, mut frames) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        let mut stream = events.bytes_stream();
+        let mut text = String::new();
+        while let Some(Ok(bytes)) = futures::StreamExt::next(&mut stream).await {
+            text.push_str(&String::from_utf8_lossy(&bytes));
+            while let Some(at) = text.find("\n\n") {
+                let frame: String = text.drain(..at + 2).collect();
+                let _ = seen.send(frame);
+            }
+        }
+    });
+    // The model's Bash call on gateway one waits for a person.
+    let body = json!({"model": MODEL, "max_tokens": 256,
+        "messages": [{"role": "user", "content": "PLEASE-TOUCH a file"}]});
+    let turn = http
+        .post(format!("{}/v1/messages", urls[0]))
+        .header("x-api-key", "key-one")
+        .json(&body)
+        .send();
+    let turn = tokio::spawn(async move { turn.await.unwrap().json::<Value>().await.unwrap() });
+
+    // Listed on gateway two, for its tenant only, with the node it waits on.
+    let mut waiting = Vec::new();
+    for _ in 0..150 {
+        waiting = list(&urls[1], "key-one").await;
+        if !waiting.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(
+        (
+            waiting[0]["tool_name"].as_str(),
+            waiting[0]["node"].as_str()
+        ),
+        (Some("Bash"), Some("one"))
+    );
+    assert!(list(&urls[1], "key-two").await.is_empty());
+    let id = waiting[0]["id"].as_str().unwrap().to_owned();
+    // Streamed on gateway three.
+    let event = next_event(&mut frames, "approval").await;
+    assert_eq!(event["id"], id.as_str(), "{event}");
+
+    // Answered through gateway three; the turn on gateway one goes on.
+    let answer = |url: &str| {
+        http.post(format!("{url}/v1/approvals/{id}"))
+            .header("x-api-key", "key-one")
+            .json(&json!({"behavior": "allow"}))
+            .send()
+    };
+    let response = answer(&urls[2]).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "x-ccwire-node"), "one");
+    let body = turn.await.unwrap();
+    assert_eq!(body["stop_reason"], "end_turn", "{body}");
+    let event = next_event(&mut frames, "resolved").await;
+    assert_eq!(
+        (event["id"].as_str(), event["behavior"].as_str()),
+        (Some(id.as_str()), Some("allow")),
+        "{event}"
+    );
+    assert_eq!(
+        answer(&urls[1]).await.unwrap().status(),
+        404,
+        "answered once"
+    );
+
+    // Each node's metrics name it.
+    let metrics = http
+        .get(format!("{}/metrics", urls[0]))
+        .bearer_auth("admin")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("ccwire_cli_spawns_total{node=\"one\"} 1"),
+        "{metrics}"
+    );
+    drop(gateways);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draining_gateway_sends_new_conversations_to_the_others_and_finishes_its_own() {
+    let redis = RedisServer::start();
+    let fake = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let http = reqwest::Client::new();
+    let states: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let at = tempfile::tempdir().unwrap();
+    let args = ["--admin-key", "admin", "--drain-grace", "60"];
+    let (mut gateways, urls) = cluster(&home, &fake, (&states, &at), &redis, &args).await;
+
+    // Gateway one holds a client tool call when it is asked to drain.
+    let mut messages = vec![json!({"role": "user", "content": TURNS[1]})];
+    let body =
+        json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+    let response = http
+        .post(format!("{}/v1/messages", urls[0]))
+        .header("x-api-key", "key-one")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["stop_reason"], "tool_use", "{answer}");
+    let drain = http
+        .post(format!("{}/admin/drain", urls[0]))
+        .bearer_auth("admin")
+        .send()
+        .await
+        .unwrap();
+    assert!(drain.status().is_success(), "{}", drain.status());
+
+    // A new conversation that reaches it is started on another node.
+    let mut other = Vec::new();
+    let reached = turn_via(&http, &[&urls[0]], Some("key-one"), &mut other, TURNS[0]).await;
+    assert_eq!(reached[0].session, "new");
+    assert!(
+        ["two", "three"].contains(&reached[0].node.as_str()),
+        "{reached:?}"
+    );
+
+    // The held call's results, sent to gateway two, finish the turn on gateway one.
+    messages.push(json!({"role": "assistant", "content": answer["content"].clone()}));
+    let results: Vec<Value> = answer["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|c| json!({"type": "tool_result", "tool_use_id": c["id"], "content": "record"}))
+        .collect();
+    messages.push(json!({"role": "user", "content": results}));
+    let body =
+        json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+    let response = http
+        .post(format!("{}/v1/messages", urls[1]))
+        .header("x-api-key", "key-one")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            header(&response, "x-ccwire-node"),
+            header(&response, "x-ccwire-session")
+        ),
+        ("one".to_owned(), "continued".to_owned())
+    );
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["stop_reason"], "end_turn", "{answer}");
+
+    // With nothing left to run, gateway one ends; the conversation goes on elsewhere.
+    let one = gateways.remove(0);
+    let mut child = one.child;
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the drained gateway ends")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    messages.push(json!({"role": "assistant", "content": answer["content"].clone()}));
+    let reached = turn_via(&http, &[&urls[1]], Some("key-one"), &mut messages, TURNS[2]).await;
+    assert_eq!(
+        (reached[0].session.as_str(), reached[0].node.as_str()),
+        ("resumed", "two"),
+        "{reached:?}"
+    );
+    drop(gateways);
+}
+
+/// The data of the next event `kind` among an SSE stream's `frames` (20 s at most).
+async fn next_event(
+    frames: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    kind: &str,
+) -> Value {
+    let wanted = format!("event: {kind}\n");
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let frame = frames.recv().await.expect("the stream goes on");
+            if let Some(data) = frame.strip_prefix(&wanted) {
+                let data = data.trim().strip_prefix("data: ").unwrap();
+                return serde_json::from_str::<Value>(data).unwrap();
+            }
+        }
+    })
+    .await
+    .expect("the event in time")
 }
 
 /// Every transcript line the Redis server keeps, as one text.

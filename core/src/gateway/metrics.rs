@@ -321,3 +321,41 @@ mod tests {
         assert!(out.starts_with("# HELP t T.\n# TYPE t histogram\n"));
     }
 }
+
+/// `text` (the Prometheus text format) with the label `name="value"` on every sample.
+pub(crate) fn with_label(text: &str, name: &str, value: &str) -> String {
+    let value = value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n");
+    let label = format!("{name}=\"{value}\"");
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for line in text.lines() {
+        if line.starts_with('#') || line.is_empty() {
+            out.push_str(line);
+        } else if let Some((series, labels)) = line.split_once('{') {
+            let _ = write!(out, "{series}{{{label},{labels}");
+        } else if let Some((series, sample)) = line.split_once(' ') {
+            let _ = write!(out, "{series}{{{label}}} {sample}");
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::with_label;
+
+    #[test]
+    fn every_sample_gets_the_label_and_nothing_else_changes() {
+        let text =
+            "# HELP a An a.\n# TYPE a counter\na 1\nb{api=\"x\"} 2\nc_bucket{le=\"0.5\"} 3\n";
+        assert_eq!(
+            with_label(text, "node", "gw\"1"),
+            "# HELP a An a.\n# TYPE a counter\na{node=\"gw\\\"1\"} 1\nb{node=\"gw\\\"1\",api=\"x\"} 2\nc_bucket{node=\"gw\\\"1\",le=\"0.5\"} 3\n"
+        );
+    }
+}

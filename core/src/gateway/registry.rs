@@ -369,6 +369,18 @@ pub fn stored_response_key(tenant: &str, response_id: &str) -> String {
     crate::conversation::hex(&sha.finalize())
 }
 
+/// The routing key of a pending approval (`POST /v1/approvals/{id}`): a digest, like
+/// [`stored_response_key`].
+pub fn approval_route_key(tenant: &str, id: &str) -> String {
+    use sha2::Digest;
+    let mut sha = sha2::Sha256::new();
+    sha.update(b"ccwire-approval-v1\0");
+    sha.update(tenant.as_bytes());
+    sha.update(b"\0");
+    sha.update(id.as_bytes());
+    crate::conversation::hex(&sha.finalize())
+}
+
 impl Registry {
     /// A gateway with these limits.
     pub fn new(config: Limits) -> Registry {

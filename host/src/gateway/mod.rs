@@ -23,9 +23,9 @@ use axum::response::Response;
 use axum::Router;
 use ccwire_core::api::{ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
-    env_to_remove, prepare, Admission, BodyError, CliSpec, ConfigError, ConversationKey,
-    ConversationRecord, Gateway, GatewayConfig, GatewayOutput, HttpConfig, HttpHead, Prepared,
-    RequestId, ResumeSpec, RouteKey, SessionId,
+    approval_route, env_to_remove, prepare, Admission, BodyError, CliSpec, ConfigError,
+    ConversationKey, ConversationRecord, Gateway, GatewayConfig, GatewayOutput, HttpConfig,
+    HttpHead, Prepared, RequestId, ResumeSpec, RouteKey, SessionId,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -1071,39 +1071,28 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         Ok(bytes) => prepare(head.path, &tenant, bytes),
         Err(_) => None,
     };
-    // A conversation another node of the cluster runs is served there.
-    if let (Some(cluster), Some(Ok(prepared)), Ok(bytes)) = (&app.options.cluster, &parsed, &body) {
+    // A conversation, or an approval, another node of the cluster holds is served there.
+    let mut merge = None;
+    if let (Some(cluster), Ok(bytes)) = (&app.options.cluster, &body) {
         let forwarded = parts
             .headers
             .get(FORWARDED_BY)
             .is_some_and(|h| cluster.forwarded(h.as_bytes()));
-        if let (RouteKey::Conversation(key), false) = (prepared.route_key(&tenant), forwarded) {
-            match cluster.owner(&key).await {
-                Ok(Some(owner)) => {
-                    match forward(&app, cluster, &owner, &parts, bytes.clone()).await {
-                        Ok(response) => return response,
-                        Err(error) if error.is_connect() => {
-                            tracing::info!(node = owner.node, %error, "the gateway that runs a conversation is unreachable; serving it here");
-                        }
-                        Err(error) => {
-                            tracing::warn!(node = owner.node, %error, "a forwarded request failed");
-                            let message = format!(
-                                "the gateway that runs this conversation ({}) did not answer",
-                                owner.node
-                            );
-                            let error = ApiError::new(ApiErrorKind::Api, message);
-                            return response(
-                                502,
-                                vec![("content-type".into(), "application/json".into())],
-                                error.body(head.api()).to_string().into(),
-                            );
-                        }
-                    }
+        if !forwarded {
+            let route = match &parsed {
+                Some(Ok(prepared)) => Some(prepared.route_key(&tenant)),
+                _ => approval_route(head.path, &tenant).map(RouteKey::Conversation),
+            };
+            if let Some(route) = route {
+                let approval = !matches!(parsed, Some(Ok(_)));
+                if let Some(response) =
+                    to_cluster(&app, cluster, &parts, head.api(), route, approval, bytes).await
+                {
+                    return response;
                 }
-                Ok(None) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "cannot look a conversation up in the cluster; serving it here");
-                }
+            }
+            if matches!(head.path, "/v1/approvals" | "/v1/approvals/events") {
+                merge = Some((cluster.clone(), parts.headers.clone()));
             }
         }
     }
@@ -1135,7 +1124,13 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             };
             Some((Ok::<_, Infallible>(bytes), (parts, in_flight)))
         });
-        Body::from_stream(stream)
+        match merge {
+            // Every node's approvals as they come, for as long as this node's stream lasts.
+            Some((cluster, asked)) if status == 200 => {
+                Body::from_stream(cluster_events(app.clone(), cluster, asked, stream))
+            }
+            _ => Body::from_stream(stream),
+        }
     } else {
         // A whole answer is sent at once: its body is already in the channel.
         let mut bytes = Vec::new();
@@ -1143,9 +1138,229 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             bytes.extend_from_slice(&piece);
         }
         drop(in_flight);
-        Body::from(bytes)
+        match merge {
+            // The approvals of every node.
+            Some((cluster, asked)) if status == 200 => {
+                Body::from(cluster_approvals(&app, &cluster, &asked, bytes).await)
+            }
+            _ => Body::from(bytes),
+        }
     };
     response(status, headers, body)
+}
+
+/// Sends a request to the node of the cluster that must serve it, if another: the live node
+/// that claims its route key (a conversation, or with `approval` an approval; a key nobody
+/// holds is claimed here), or, while this node drains, any other for what it would start
+/// here. `None`: it is served here.
+async fn to_cluster(
+    app: &Arc<App>,
+    cluster: &Cluster,
+    parts: &axum::http::request::Parts,
+    api: ccwire_core::api::Api,
+    route: RouteKey,
+    approval: bool,
+    body: &Bytes,
+) -> Option<Response> {
+    let draining = app.core().gateway.is_draining();
+    let owner = match &route {
+        RouteKey::Conversation(key) => match cluster.owner(key, !approval && !draining).await {
+            Ok(owner) => owner,
+            Err(error) => {
+                tracing::warn!(%error, "cannot look a request up in the cluster; serving it here");
+                return None;
+            }
+        },
+        RouteKey::New => None,
+    };
+    let owner = match owner {
+        Some(owner) => owner,
+        None if draining && !approval => {
+            // Another node starts what this one, draining, would refuse.
+            let peers = cluster.peers().await.unwrap_or_default();
+            let turn = app.next_request.fetch_add(1, Ordering::Relaxed) as usize;
+            peers.get(turn % peers.len().max(1))?.clone()
+        }
+        None => return None,
+    };
+    match forward(app, cluster, &owner, parts, body.clone()).await {
+        Ok(response) => Some(response),
+        Err(error) if error.is_connect() => {
+            tracing::info!(node = owner.node, %error, "the gateway a request belongs to is unreachable; serving it here");
+            None
+        }
+        Err(error) => {
+            tracing::warn!(node = owner.node, %error, "a forwarded request failed");
+            let message = format!(
+                "the gateway that holds this conversation ({}) did not answer",
+                owner.node
+            );
+            let error = ApiError::new(ApiErrorKind::Api, message);
+            Some(response(
+                502,
+                vec![("content-type".into(), "application/json".into())],
+                error.body(api).to_string().into(),
+            ))
+        }
+    }
+}
+
+/// How long a node waits for another's part of a cluster-wide answer.
+const PEER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A request to `path` on `peer` as the client asked it of this node (its own headers, so the
+/// peer authenticates it again), marked as forwarded.
+fn to_peer(
+    app: &App,
+    cluster: &Cluster,
+    peer: &Owner,
+    path: &str,
+    asked: &axum::http::HeaderMap,
+) -> reqwest::RequestBuilder {
+    let mut request = app
+        .forwarder
+        .get(format!("{}{path}", peer.url))
+        .header(FORWARDED_BY, cluster.forwarding_header());
+    for (name, value) in asked {
+        if !hop_by_hop(name.as_str()) && name.as_str() != FORWARDED_BY {
+            request = request.header(name, value);
+        }
+    }
+    request
+}
+
+/// `GET /v1/approvals` of the whole cluster: this node's list (`local`) with every other
+/// live node's, oldest first; a node that does not answer in time is left out (and logged).
+async fn cluster_approvals(
+    app: &App,
+    cluster: &Cluster,
+    asked: &axum::http::HeaderMap,
+    local: Vec<u8>,
+) -> Vec<u8> {
+    let Ok(mut list) = serde_json::from_slice::<serde_json::Value>(&local) else {
+        return local;
+    };
+    let peers = match cluster.peers().await {
+        Ok(peers) => peers,
+        Err(error) => {
+            tracing::warn!(%error, "cannot list the cluster's nodes; approvals of this one only");
+            return local;
+        }
+    };
+    let lists = futures::future::join_all(peers.iter().map(|peer| async move {
+        let answer = to_peer(app, cluster, peer, "/v1/approvals", asked)
+            .timeout(PEER_TIMEOUT)
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status);
+        let answer = match answer {
+            Ok(answer) => answer.json::<serde_json::Value>().await,
+            Err(error) => Err(error),
+        };
+        answer
+            .map_err(
+                |error| tracing::warn!(node = peer.node, %error, "a node's approvals are left out"),
+            )
+            .ok()
+    }))
+    .await;
+    let mut data: Vec<serde_json::Value> = list["data"].as_array().cloned().unwrap_or_default();
+    for theirs in lists.into_iter().flatten() {
+        data.extend(theirs["data"].as_array().cloned().unwrap_or_default());
+    }
+    data.sort_by_key(|a| a["created_at_ms"].as_u64().unwrap_or(0));
+    list["data"] = serde_json::Value::Array(data);
+    list.to_string().into_bytes()
+}
+
+/// `GET /v1/approvals/events` of the whole cluster: this node's stream (`local`), and every
+/// other live node's, whole events interleaved, the nodes looked up again every few seconds
+/// (a node that joins is added; one whose stream ends is connected again while it lives).
+/// It ends with this node's stream; a client that goes away closes them all.
+fn cluster_events(
+    app: Arc<App>,
+    cluster: Cluster,
+    asked: axum::http::HeaderMap,
+    local: impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static,
+) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
+    let (frames, out) = mpsc::channel::<Bytes>(64);
+    let (ended, end) = tokio::sync::watch::channel(false);
+    let to_client = frames.clone();
+    tokio::spawn(async move {
+        let mut local = std::pin::pin!(local);
+        loop {
+            tokio::select! {
+                item = local.next() => {
+                    let Some(Ok(bytes)) = item else { break };
+                    if to_client.send(bytes).await.is_err() {
+                        break;
+                    }
+                }
+                // The client went away: so does this node's stream, now.
+                () = to_client.closed() => break,
+            }
+        }
+        let _ = ended.send(true);
+    });
+    tokio::spawn(async move {
+        let connected = Arc::new(Mutex::new(std::collections::HashSet::<String>::new()));
+        let mut tick = tokio::time::interval(crate::cluster::RENEW);
+        let mut end = end;
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = end.changed() => return,
+            }
+            if frames.is_closed() {
+                return;
+            }
+            let Ok(peers) = cluster.peers().await else {
+                continue;
+            };
+            for peer in peers {
+                if !connected
+                    .lock()
+                    .expect("peers lock")
+                    .insert(peer.node.clone())
+                {
+                    continue;
+                }
+                let request = to_peer(&app, &cluster, &peer, "/v1/approvals/events", &asked);
+                let (frames, connected, mut end) = (frames.clone(), connected.clone(), end.clone());
+                tokio::spawn(async move {
+                    let relay = async {
+                        let Ok(answer) = request
+                            .send()
+                            .await
+                            .and_then(reqwest::Response::error_for_status)
+                        else {
+                            return;
+                        };
+                        let mut stream = answer.bytes_stream();
+                        let mut partial = Vec::new();
+                        while let Some(Ok(bytes)) = stream.next().await {
+                            partial.extend_from_slice(&bytes);
+                            // Whole events only, so no two nodes' events interleave.
+                            while let Some(at) = partial.windows(2).position(|w| w == b"\n\n") {
+                                let frame: Vec<u8> = partial.drain(..at + 2).collect();
+                                if frames.send(Bytes::from(frame)).await.is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                    };
+                    tokio::select! {
+                        () = relay => {}
+                        _ = end.changed() => {}
+                    }
+                    connected.lock().expect("peers lock").remove(&peer.node);
+                });
+            }
+        }
+    });
+    futures::stream::unfold(out, |mut out| async move {
+        out.recv().await.map(|bytes| (Ok(bytes), out))
+    })
 }
 
 /// The header a forwarded request carries: the cluster's secret
@@ -1322,6 +1537,7 @@ impl Server {
             },
             store: options.store.is_some(),
             publish_index: options.engine.publish_index || options.cluster.is_some(),
+            node: options.cluster.as_ref().map(|c| c.node().to_owned()),
             ..options.engine.clone()
         };
         let cli_var = |name: &str| engine.cli_var(name, |n| std::env::var(n).ok());

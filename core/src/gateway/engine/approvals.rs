@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::{Gateway, GatewayOutput, RequestId};
 use crate::api::{ApiError, ApiErrorKind};
-use crate::gateway::SessionId;
+use crate::gateway::{approval_route_key, SessionId};
 use crate::session::PermissionDecision;
 use crate::{Chunk, Timestamp};
 
@@ -161,7 +161,7 @@ impl Gateway {
 
     pub(super) fn approval_json(&self, id: &str, a: &Approval) -> Value {
         let unix = |t: Timestamp| self.config.unix_epoch_ms.saturating_add(t);
-        json!({
+        let mut json = json!({
             "id": id,
             "tool_name": a.tool_name,
             "input": a.input.as_raw(),
@@ -171,7 +171,11 @@ impl Gateway {
             "conversation": a.session,
             "created_at_ms": unix(a.created),
             "expires_at_ms": unix(a.deadline),
-        })
+        });
+        if let Some(node) = &self.config.node {
+            json["node"] = Value::from(node.as_str());
+        }
+        json
     }
 
     pub(super) fn on_permission_request(
@@ -219,6 +223,10 @@ impl Gateway {
         };
         let event = self.approval_json(&id, &approval);
         let tenant = approval.tenant.clone();
+        if self.config.publish_index {
+            let key = approval_route_key(&tenant, &id);
+            self.outputs.push_back(GatewayOutput::Claim { key });
+        }
         self.approvals.insert(id, approval);
         self.approval_event(&tenant, "approval", &event);
     }
@@ -257,6 +265,10 @@ impl Gateway {
     /// Drops an approval and tells the watchers how it ended.
     pub(super) fn forget_approval(&mut self, id: &str, how: &str) {
         if let Some(approval) = self.approvals.remove(id) {
+            if self.config.publish_index {
+                let key = approval_route_key(&approval.tenant, id);
+                self.outputs.push_back(GatewayOutput::Release { key });
+            }
             self.approval_event(
                 &approval.tenant,
                 "resolved",

@@ -226,6 +226,13 @@ impl<'a> From<Result<&'a [u8], BodyError>> for Prepared<'a> {
     }
 }
 
+/// The routing key of a request to `path` that answers `tenant`'s approval
+/// (`/v1/approvals/{id}`; see [`approval_route_key`](crate::gateway::approval_route_key)),
+/// for a host that forwards it to the gateway whose CLI waits for the answer.
+pub fn approval_route(path: &str, tenant: &str) -> Option<String> {
+    approval_id(path).map(|id| crate::gateway::approval_route_key(tenant, id))
+}
+
 /// The `{id}` of `/v1/approvals/{id}`.
 fn approval_id(path: &str) -> Option<&str> {
     let id = path.strip_prefix("/v1/approvals/")?;

@@ -12,7 +12,8 @@ mod store;
 mod types;
 
 pub use http::{
-    prepare, Admission, BodyError, ConfigError, HttpConfig, HttpHead, HttpResponse, Prepared,
+    approval_route, prepare, Admission, BodyError, ConfigError, HttpConfig, HttpHead, HttpResponse,
+    Prepared,
 };
 use prepared::prepare_request;
 pub use prepared::PreparedRequest;
@@ -394,7 +395,7 @@ impl Gateway {
         let empty = Metrics::default();
         let mine = self.tenant_metrics.get(tenant).unwrap_or(&empty);
         let sessions = self.lives.values().filter(|l| l.tenant == tenant).count();
-        mine.render_tenant(&Gauges {
+        let text = mine.render_tenant(&Gauges {
             sessions,
             starting: 0,
             pooled: 0,
@@ -412,7 +413,16 @@ impl Gateway {
                 .values()
                 .filter(|a| a.tenant == tenant)
                 .count(),
-        })
+        });
+        self.labelled(text)
+    }
+
+    /// Metrics text with this gateway's [`node`](GatewayConfig::node) label, if it has one.
+    fn labelled(&self, text: String) -> String {
+        match &self.config.node {
+            Some(node) => crate::gateway::metrics::with_label(&text, "node", node),
+            None => text,
+        }
     }
 
     /// `GET /metrics` with the admin key (or on a gateway without keys): the gateway's
@@ -423,7 +433,7 @@ impl Gateway {
             .iter()
             .filter(|(id, l)| l.starting.is_some() && !self.pool.contains_key(id))
             .count();
-        self.metrics.render(&Gauges {
+        let text = self.metrics.render(&Gauges {
             sessions: self.lives.len() - starting - self.pool.len(),
             starting,
             pooled: self.pool.len(),
@@ -437,7 +447,8 @@ impl Gateway {
             queued: self.queue.len(),
             stored: self.registry.stored_count(),
             approvals: self.approvals.len(),
-        })
+        });
+        self.labelled(text)
     }
 
     /// `GET /v1/models`: the CLI's models (once a CLI has said which) and its aliases, in one

@@ -39,8 +39,13 @@ pub struct GatewayConfig {
     /// The wall clock at `now = 0`, in Unix milliseconds (OpenAI's `created`).
     pub unix_epoch_ms: u64,
     /// Report every change of the routing index as `Claim` / `Release` outputs (for a host
-    /// that shares it with other gateways; see [`Gateway`](super::Gateway), "Scale-out").
+    /// that shares it with other gateways; see [`Gateway`](super::Gateway), "Scale-out"):
+    /// conversations, stored responses and pending approvals
+    /// ([`approval_route_key`](crate::gateway::approval_route_key)).
     pub publish_index: bool,
+    /// This gateway's name among the gateways it scales out with: every series of
+    /// `/metrics` has it as the label `node`, and each approval says it (`node`).
+    pub node: Option<String>,
     /// The most responses produced at once; more requests wait in the queue.
     pub max_concurrent: usize,
     /// The most responses produced at once for one tenant (API key).
@@ -176,6 +181,7 @@ impl Default for GatewayConfig {
             id_key: GatewayConfig::id_key_from_seed(0),
             unix_epoch_ms: 0,
             publish_index: false,
+            node: None,
             max_concurrent: 64,
             max_concurrent_per_key: usize::MAX,
             max_sessions_per_key: usize::MAX,
