@@ -3,8 +3,11 @@
 //! 4 KiB is echoed as its start and its length, as a model's answer is short), and for a
 //! prompt `lookup: KEY` calls the client's `lookup` tool through the `client` MCP server first
 //! (a held call), answering once the result comes; a prompt `slow: MS …` is answered after MS
-//! milliseconds unless an interrupt comes first. Its argv is ignored. It exits when its
-//! stdin closes. A few kilobytes of memory and no model: thousands can run at once.
+//! milliseconds unless an interrupt comes first. Of its argv, only `--session-mirror` counts:
+//! with it, each message it takes and gives comes back as a `transcript_mirror` line of the
+//! session named by `--session-id` or `--resume`, as the CLI's would, so a session store
+//! keeps the conversation. It exits when its stdin closes. A few kilobytes of memory and no
+//! model: thousands can run at once.
 
 use std::io::{BufRead, BufWriter, Write};
 use std::sync::mpsc::RecvTimeoutError;
@@ -24,7 +27,10 @@ fn main() {
         }
     });
     let mut out = BufWriter::new(std::io::stdout().lock());
-    let mut cli = Fake::default();
+    let mut cli = Fake {
+        mirror: mirror_path(std::env::args().skip(1).collect()),
+        ..Fake::default()
+    };
     loop {
         let line = match cli.slow.as_ref().map(|(at, _)| *at) {
             Some(at) => match input.recv_timeout(at.saturating_duration_since(Instant::now())) {
@@ -63,9 +69,42 @@ struct Fake {
     pending: Option<String>,
     /// A `slow: MS …` prompt being answered: when, and the answer.
     slow: Option<(Instant, String)>,
+    /// The session transcript whose lines are mirrored, with `--session-mirror`.
+    mirror: Option<String>,
+}
+
+/// The transcript the CLI would write for the session its arguments name, when they ask for
+/// its lines on stdout (`--session-mirror`).
+fn mirror_path(args: Vec<String>) -> Option<String> {
+    if !args.iter().any(|a| a == "--session-mirror") {
+        return None;
+    }
+    let id = args.iter().enumerate().find_map(|(i, a)| {
+        ["--session-id", "--resume"].iter().find_map(|flag| {
+            a.strip_prefix(&format!("{flag}="))
+                .map(str::to_owned)
+                .or_else(|| (a == flag).then(|| args.get(i + 1).cloned()).flatten())
+        })
+    })?;
+    let config = std::env::var("CLAUDE_CONFIG_DIR")
+        .unwrap_or_else(|_| format!("{}/.claude", std::env::var("HOME").unwrap_or_default()));
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let project: String = cwd
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    Some(format!("{config}/projects/{project}/{id}.jsonl"))
 }
 
 impl Fake {
+    /// A `transcript_mirror` line with `entry`, when mirroring.
+    fn mirror(&self, entry: Value, out: &mut Vec<Value>) {
+        if let Some(path) = &self.mirror {
+            out.push(json!({"type": "transcript_mirror", "filePath": path, "entries": [entry]}));
+        }
+    }
+
     fn take(&mut self, message: &Value) -> Vec<Value> {
         let mut out = Vec::new();
         match message["type"].as_str() {
@@ -92,6 +131,10 @@ impl Fake {
             Some("user") => {
                 let text = text_of(&message["message"]["content"]);
                 out.push(json!({"type": "system", "subtype": "init", "session_id": "fake"}));
+                self.mirror(
+                    json!({"type": "user", "message": message["message"]}),
+                    &mut out,
+                );
                 if let Some(key) = text.strip_prefix("lookup: ") {
                     self.calls += 1;
                     let tool_use_id = format!("toolu_fake_{}", self.calls);
@@ -131,6 +174,13 @@ impl Fake {
                 if id.is_some() && id == self.pending.as_deref() {
                     self.pending = None;
                     let result = &message["response"]["response"]["mcp_response"]["result"];
+                    let tool_use_id = format!("toolu_fake_{}", self.calls);
+                    self.mirror(
+                        json!({"type": "user", "message": {"role": "user", "content": [
+                            {"type": "tool_result", "tool_use_id": tool_use_id,
+                             "content": result["content"]}]}}),
+                        &mut out,
+                    );
                     let answer = format!("looked up: {}", text_of(&result["content"]));
                     self.message(
                         json!({"type": "text", "text": answer}),
@@ -191,10 +241,12 @@ impl Fake {
             json!({"type": "content_block_delta", "index": 0, "delta": delta}),
         ));
         out.push(event(json!({"type": "content_block_stop", "index": 0})));
+        let whole = json!({"id": id, "type": "message", "role": "assistant", "model": "fake",
+            "content": [block], "stop_reason": null, "usage": usage});
+        self.mirror(json!({"type": "assistant", "message": whole.clone()}), out);
         out.push(
-            json!({"type": "assistant", "message": {"id": id, "type": "message",
-            "role": "assistant", "model": "fake", "content": [block], "stop_reason": null,
-            "usage": usage}, "parent_tool_use_id": null, "session_id": "fake"}),
+            json!({"type": "assistant", "message": whole, "parent_tool_use_id": null,
+            "session_id": "fake"}),
         );
         out.push(event(json!({"type": "message_delta",
             "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": usage})));
