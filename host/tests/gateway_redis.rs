@@ -585,6 +585,79 @@ async fn a_draining_gateway_sends_new_conversations_to_the_others_and_finishes_i
     drop(gateways);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_whose_redis_restarts_gets_clear_503s_then_goes_on_where_it_was() {
+    let mut redis = RedisServer::start();
+    let fake = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let http = reqwest::Client::new();
+    let states: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let at = tempfile::tempdir().unwrap();
+    let texts = ["Hello, who are you?", "And then?", "One more thing."];
+
+    // The conversation on one gateway alone, Redis up all along.
+    let alone = serve(&home, &fake, (&states[2], &at), &redis, &[]).await;
+    let mut messages = Vec::new();
+    for text in texts {
+        turn_as(
+            &http,
+            &format!("http://{}", alone.addr),
+            Some("key-one"),
+            &mut messages,
+            text,
+        )
+        .await;
+    }
+    let unpaused = model_messages(&fake, 0);
+    drop(alone);
+
+    // Two nodes; Redis goes away after the first turn.
+    let (gateways, urls) = cluster(&home, &fake, (&states[..2], &at), &redis, &[]).await;
+    let from = fake.model_calls().len();
+    let mut messages = Vec::new();
+    let reached = turn_via(&http, &[&urls[0]], Some("key-one"), &mut messages, texts[0]).await;
+    assert_eq!(
+        (reached[0].session.as_str(), reached[0].node.as_str()),
+        ("new", "one")
+    );
+    redis.stop();
+    // Gateway one's CLI goes on (nothing to look up there).
+    let reached = turn_via(&http, &[&urls[0]], Some("key-one"), &mut messages, texts[1]).await;
+    assert_eq!(
+        (reached[0].session.as_str(), reached[0].node.as_str()),
+        ("continued", "one")
+    );
+    // Gateway two can neither find where it runs nor read it: a clear 503.
+    let mut next = messages.clone();
+    next.push(json!({"role": "user", "content": texts[2]}));
+    let body =
+        json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": next});
+    let response = http
+        .post(format!("{}/v1/messages", urls[1]))
+        .header("x-api-key", "key-one")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(header(&response, "retry-after"), "2");
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["error"]["type"], "api_error", "{answer}");
+
+    // Redis back: what the gateways could not write is written, and the turn reaches the CLI
+    // that ran the conversation all along.
+    redis.restart();
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    let reached = turn_via(&http, &[&urls[1]], Some("key-one"), &mut messages, texts[2]).await;
+    assert_eq!(
+        (reached[0].session.as_str(), reached[0].node.as_str()),
+        ("continued", "one"),
+        "{reached:?}"
+    );
+    assert_same_calls(&fake, from, &unpaused);
+    drop(gateways);
+}
+
 /// The data of the next event `kind` among an SSE stream's `frames` (20 s at most).
 async fn next_event(
     frames: &mut tokio::sync::mpsc::UnboundedReceiver<String>,

@@ -397,6 +397,8 @@ async fn store_worker(
     let mut retry = tokio::time::interval(Duration::from_secs(2));
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut backlog = Backlog::default();
+    // Claims (true) and releases the cluster registry could not take yet, in order.
+    let mut routes = std::collections::VecDeque::<(bool, String)>::new();
     let write_failed = |app: &std::sync::Weak<App>| {
         if let Some(app) = app.upgrade() {
             app.input(|gateway, _| gateway.handle_store_write_failed());
@@ -432,9 +434,13 @@ async fn store_worker(
                 }
                 continue;
             }
-            _ = retry.tick(), if !backlog.is_empty() => {
+            _ = retry.tick(), if !backlog.is_empty() || !routes.is_empty() => {
+                if !routes.is_empty() && flush_routes(cluster.as_ref(), &mut routes).await {
+                    tracing::info!("the cluster registry has the claims it could not take before");
+                }
+                let waiting = !backlog.is_empty();
                 let (all, moved) = backlog.flush_all(store.as_ref()).await;
-                if all {
+                if waiting && all {
                     tracing::info!("the session store has kept what it could not take before");
                 }
                 for key in &moved {
@@ -536,24 +542,42 @@ async fn store_worker(
                 let _ = done.send(written);
             }
             StoreOp::Claim(key) => {
-                if let Some(cluster) = &cluster {
-                    if let Err(error) = cluster.claim(&key).await {
-                        tracing::warn!(%error, "cannot claim a conversation in the cluster; other gateways resume it from the store");
-                    }
-                }
+                routes.push_back((true, key));
+                flush_routes(cluster.as_ref(), &mut routes).await;
             }
             StoreOp::Release(key) => {
-                if let Some(cluster) = &cluster {
-                    if let Err(error) = cluster.release(&key).await {
-                        tracing::warn!(%error, "cannot release a conversation in the cluster");
-                    }
-                }
+                routes.push_back((false, key));
+                flush_routes(cluster.as_ref(), &mut routes).await;
             }
             StoreOp::Barrier(done) => {
                 let _ = done.send(());
             }
         }
     }
+}
+
+/// Writes the claims and releases not written yet, in order; whether all were (at the first
+/// failure, it and the rest wait for the next try).
+async fn flush_routes(
+    cluster: Option<&Cluster>,
+    routes: &mut std::collections::VecDeque<(bool, String)>,
+) -> bool {
+    let Some(cluster) = cluster else {
+        routes.clear();
+        return true;
+    };
+    while let Some((claim, key)) = routes.front() {
+        let written = match claim {
+            true => cluster.claim(key).await,
+            false => cluster.release(key).await,
+        };
+        if let Err(error) = written {
+            tracing::warn!(%error, waiting = routes.len(), "cannot write to the cluster registry yet; other gateways resume this one's new conversations from the store meanwhile");
+            return false;
+        }
+        routes.pop_front();
+    }
+    true
 }
 
 /// Renews this node's lease every [`RENEW`](crate::cluster::RENEW) until aborted; says so
