@@ -50,7 +50,8 @@ fn gateway(options: &str, http: &str) -> Result<Gateway, JsError> {
     Ok(gateway)
 }
 
-/// Calls `f` with a request head from JS (the headers as JSON `[[name, value], …]`).
+/// Calls `f` with a request head from JS (the headers as JSON `[[name, value], …]`; the path
+/// may carry its query).
 fn with_head<T>(
     method: &str,
     path: &str,
@@ -60,9 +61,11 @@ fn with_head<T>(
     let list: Vec<(String, String)> =
         serde_json::from_str(headers).map_err(|err| JsError::new(&format!("headers: {err}")))?;
     let headers: Vec<(&str, &str)> = list.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
     Ok(f(&HttpHead {
         method,
         path,
+        query,
         headers: &headers,
     }))
 }

@@ -595,6 +595,7 @@ fn http_request(
     let head = HttpHead {
         method,
         path,
+        query: "",
         headers: &pairs,
     };
     match gateway.admit(&head) {

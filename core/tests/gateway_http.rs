@@ -19,6 +19,7 @@ fn admit(front: &Gateway, method: &str, path: &str, headers: &[(&str, &str)]) ->
     front.admit(&HttpHead {
         method,
         path,
+        query: "",
         headers,
     })
 }
@@ -240,6 +241,7 @@ fn the_routes_answer_through_the_endpoint() {
         let head = HttpHead {
             method,
             path,
+            query: "",
             headers,
         };
         e.handle_http(1, id, &head, "", body)
@@ -346,6 +348,7 @@ fn token_counts_come_from_the_cli_s_model_api_or_an_estimate() {
     let head = HttpHead {
         method: "POST",
         path: "/v1/messages/count_tokens",
+        query: "",
         headers: &[JSON, ("anthropic-beta", "b1")],
     };
 
@@ -448,6 +451,7 @@ fn a_key_sees_its_own_metrics_and_health_says_only_its_status_without_one() {
         let head = HttpHead {
             method: "GET",
             path,
+            query: "",
             headers,
         };
         e.handle_http(1, id, &head, tenant, Ok(b"".as_slice()));
@@ -458,6 +462,7 @@ fn a_key_sees_its_own_metrics_and_health_says_only_its_status_without_one() {
         let head = HttpHead {
             method: "POST",
             path: "/v1/messages",
+            query: "",
             headers: &[JSON],
         };
         e.handle_http(1, 100 + n, &head, tenant, Ok(b"{}".as_slice()));
@@ -535,6 +540,7 @@ fn draining_a_new_conversation_gets_its_503_at_once_and_none_waits() {
     let head = HttpHead {
         method: "POST",
         path: "/v1/messages",
+        query: "",
         headers: &[JSON],
     };
     // No room: the request waits in the queue.
@@ -547,4 +553,301 @@ fn draining_a_new_conversation_gets_its_503_at_once_and_none_waits() {
     assert!(headers.iter().any(|(n, v)| n == "retry-after" && v == "1"));
     e.handle_http(3, 2, &head, "", Ok(body.as_slice()));
     assert_eq!(answer(&mut e, 2).0, 503);
+}
+
+/// The Managed Agents API: `(status, headers, JSON)` of a request of `tenant`.
+fn managed(
+    e: &mut Gateway,
+    tenant: &str,
+    method: &str,
+    target: &str,
+    body: Value,
+) -> (u16, Vec<(String, String)>, Value) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1000);
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let head = HttpHead {
+        method,
+        path,
+        query,
+        headers: &[JSON],
+    };
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        body.to_string().into_bytes()
+    };
+    e.handle_http(1, id, &head, tenant, Ok(bytes.as_slice()));
+    let (status, headers, body) = answer(e, id);
+    (status, headers, serde_json::from_slice(&body).unwrap())
+}
+
+#[test]
+fn agents_have_versions_pages_and_tenants() {
+    let mut e = front(HttpConfig::default());
+    let agent = json!({"name": "Coder", "model": "claude-sonnet-4-6", "system": "Be brief.",
+        "tools": [{"type": "agent_toolset_20260401",
+                   "configs": [{"name": "bash", "permission_policy": {"type": "always_ask"}}]},
+                  {"type": "custom", "name": "lookup", "description": "Looks up.",
+                   "input_schema": {"type": "object", "properties": {}}}],
+        "metadata": {"team": "a"}});
+    let (status, _, created) = managed(&mut e, "alice", "POST", "/v1/agents", agent);
+    assert_eq!(status, 200, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("agent_"), "{id}");
+    assert_eq!(
+        (created["version"].as_u64(), created["model"].clone()),
+        (Some(1), json!({"id": "claude-sonnet-4-6"}))
+    );
+    let configs = created["tools"][0]["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 8, "every built-in tool, resolved");
+    assert_eq!(configs[0]["permission_policy"]["type"], "always_ask");
+    assert_eq!(configs[1]["permission_policy"]["type"], "always_allow");
+    assert!(created["created_at"].as_str().unwrap().ends_with('Z'));
+
+    // Another tenant sees none of it.
+    let (status, _, _) = managed(
+        &mut e,
+        "bob",
+        "GET",
+        &format!("/v1/agents/{id}"),
+        Value::Null,
+    );
+    assert_eq!(status, 404);
+    let (_, _, list) = managed(&mut e, "bob", "GET", "/v1/agents", Value::Null);
+    assert_eq!(list["data"], json!([]));
+
+    // An update makes a version; one against an older version is a conflict the SDK does not
+    // retry; one that changes nothing makes none.
+    let update =
+        json!({"version": 1, "system": "Be thorough.", "metadata": {"team": null, "x": "y"}});
+    let (status, _, v2) = managed(
+        &mut e,
+        "alice",
+        "POST",
+        &format!("/v1/agents/{id}"),
+        update.clone(),
+    );
+    assert_eq!((status, v2["version"].as_u64()), (200, Some(2)), "{v2}");
+    assert_eq!(v2["metadata"], json!({"x": "y"}));
+    let (status, headers, conflict) =
+        managed(&mut e, "alice", "POST", &format!("/v1/agents/{id}"), update);
+    assert_eq!(status, 409, "{conflict}");
+    assert_eq!(conflict["error"]["type"], "conflict_error");
+    assert!(headers.contains(&("x-should-retry".into(), "false".into())));
+    let same = json!({"system": "Be thorough."});
+    let (_, _, unchanged) = managed(&mut e, "alice", "POST", &format!("/v1/agents/{id}"), same);
+    assert_eq!(unchanged["version"].as_u64(), Some(2));
+    let (_, _, v1) = managed(
+        &mut e,
+        "alice",
+        "GET",
+        &format!("/v1/agents/{id}?version=1"),
+        Value::Null,
+    );
+    assert_eq!(v1["system"], "Be brief.");
+    let (_, _, versions) = managed(
+        &mut e,
+        "alice",
+        "GET",
+        &format!("/v1/agents/{id}/versions"),
+        Value::Null,
+    );
+    let numbers: Vec<u64> = versions["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["version"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [2, 1]);
+
+    // Pages: newest first, `next_page` until the last, which has none.
+    for i in 0..4 {
+        let body = json!({"name": format!("A{i}"), "model": "claude-haiku-4-5"});
+        managed(&mut e, "alice", "POST", "/v1/agents", body);
+    }
+    let mut names = Vec::new();
+    let mut target = "/v1/agents?limit=2".to_owned();
+    loop {
+        let (status, _, page) = managed(&mut e, "alice", "GET", &target, Value::Null);
+        assert_eq!(status, 200, "{page}");
+        names.extend(
+            page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a["name"].as_str().unwrap().to_owned()),
+        );
+        match page["next_page"].as_str() {
+            Some(next) => target = format!("/v1/agents?limit=2&page={next}"),
+            None => break,
+        }
+    }
+    assert_eq!(names, ["A3", "A2", "A1", "A0", "Coder"]);
+
+    // Archived: gone from the list unless asked for, still readable, no longer updatable.
+    let (_, _, archived) = managed(
+        &mut e,
+        "alice",
+        "POST",
+        &format!("/v1/agents/{id}/archive"),
+        Value::Null,
+    );
+    assert!(archived["archived_at"].is_string());
+    let (_, _, list) = managed(&mut e, "alice", "GET", "/v1/agents?limit=100", Value::Null);
+    assert_eq!(list["data"].as_array().unwrap().len(), 4);
+    let (_, _, list) = managed(
+        &mut e,
+        "alice",
+        "GET",
+        "/v1/agents?limit=100&include_archived=true",
+        Value::Null,
+    );
+    assert_eq!(list["data"].as_array().unwrap().len(), 5);
+    let (status, _, _) = managed(
+        &mut e,
+        "alice",
+        "POST",
+        &format!("/v1/agents/{id}"),
+        json!({"name": "X"}),
+    );
+    assert_eq!(status, 400);
+
+    // What a local Claude Code cannot do is refused, saying so.
+    for (field, value) in [
+        ("skills", json!([{"type": "anthropic", "skill_id": "xlsx"}])),
+        ("multiagent", json!({"type": "multiagent_20261001"})),
+        (
+            "execution_identity",
+            json!({"type": "aws_role", "role_arn": "arn:x"}),
+        ),
+    ] {
+        let mut body = json!({"name": "N", "model": "m"});
+        body[field] = value;
+        let (status, _, error) = managed(&mut e, "alice", "POST", "/v1/agents", body);
+        assert_eq!(status, 400);
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(field) && message.contains("not supported")
+                || message.contains("only"),
+            "{message}"
+        );
+    }
+    let body = json!({"name": "N", "model": "m", "mcp_servers": [{"type": "url", "name": "docs", "url": "https://x"}]});
+    let (status, _, error) = managed(&mut e, "alice", "POST", "/v1/agents", body);
+    assert_eq!(status, 400, "an MCP server no toolset uses: {error}");
+}
+
+#[test]
+fn environments_are_local_and_say_what_cannot_apply() {
+    let mut e = front(HttpConfig::default());
+    let (status, headers, env) = managed(
+        &mut e,
+        "alice",
+        "POST",
+        "/v1/environments",
+        json!({"name": "dev", "config": {"type": "cloud", "networking": {"type": "limited", "allowed_hosts": ["x.com"]},
+               "packages": {"pip": ["pandas"]}}}),
+    );
+    assert_eq!(status, 200, "{env}");
+    assert_eq!(env["config"]["packages"]["pip"], json!(["pandas"]));
+    let warning = headers
+        .iter()
+        .find(|(n, _)| n == "x-ccwire-warning")
+        .map(|(_, v)| v.clone())
+        .unwrap();
+    assert!(
+        warning.contains("config.networking (limited)") && warning.contains("config.packages.pip"),
+        "{warning}"
+    );
+    let id = env["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("env_"));
+
+    let (status, _, error) = managed(
+        &mut e,
+        "alice",
+        "POST",
+        "/v1/environments",
+        json!({"name": "remote", "config": {"type": "self_hosted"}}),
+    );
+    assert_eq!(status, 400);
+    assert!(error["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("self_hosted"));
+    let (status, _, error) = managed(
+        &mut e,
+        "alice",
+        "POST",
+        &format!("/v1/environments/{id}"),
+        json!({"config": {"type": "self_hosted"}}),
+    );
+    assert_eq!(
+        (status, error["error"]["details"]["error_code"].as_str()),
+        (400, Some("invalid_config_type_change"))
+    );
+    let (_, _, updated) = managed(
+        &mut e,
+        "alice",
+        "POST",
+        &format!("/v1/environments/{id}"),
+        json!({"description": "mine", "metadata": {"k": "v"}}),
+    );
+    assert_eq!(
+        (
+            updated["description"].as_str(),
+            updated["metadata"]["k"].as_str()
+        ),
+        (Some("mine"), Some("v"))
+    );
+    let (status, _, error) = managed(
+        &mut e,
+        "bob",
+        "GET",
+        &format!("/v1/environments/{id}"),
+        Value::Null,
+    );
+    assert_eq!(
+        (status, error["error"]["details"]["error_code"].as_str()),
+        (404, Some("environment_not_found"))
+    );
+
+    managed(
+        &mut e,
+        "alice",
+        "POST",
+        &format!("/v1/environments/{id}/archive"),
+        Value::Null,
+    );
+    let (status, _, error) = managed(
+        &mut e,
+        "alice",
+        "POST",
+        &format!("/v1/environments/{id}"),
+        json!({"name": "x"}),
+    );
+    assert_eq!(
+        (status, error["error"]["details"]["error_code"].as_str()),
+        (400, Some("environment_archived"))
+    );
+    let (status, _, deleted) = managed(
+        &mut e,
+        "alice",
+        "DELETE",
+        &format!("/v1/environments/{id}"),
+        Value::Null,
+    );
+    assert_eq!(
+        (status, deleted),
+        (200, json!({"id": id, "type": "environment_deleted"}))
+    );
+    let (_, _, list) = managed(
+        &mut e,
+        "alice",
+        "GET",
+        "/v1/environments?include_archived=true",
+        Value::Null,
+    );
+    assert_eq!(list, json!({"data": [], "next_page": null}));
 }

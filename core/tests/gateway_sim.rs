@@ -435,6 +435,7 @@ impl Sim {
         let head = HttpHead {
             method,
             path,
+            query: "",
             headers,
         };
         let admission = self.gateway.admit(&head);

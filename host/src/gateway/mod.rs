@@ -1064,6 +1064,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let head = HttpHead {
         method: parts.method.as_str(),
         path: parts.uri.path(),
+        query: parts.uri.query().unwrap_or(""),
         headers: &headers,
     };
     let (admission, max_body) = {

@@ -30,6 +30,8 @@ FAKE_BIN = os.environ.get("FAKE_ANTHROPIC_BIN") or str(REPO / "target/debug/fake
 CLAUDE = os.environ.get("CCWIRE_CLAUDE") or str(REPO / "tests/.cli/node_modules/.bin/claude")
 
 API_KEY = "sdk-test-key"
+# A second tenant.
+OTHER_API_KEY = "sdk-test-key-2"
 HELD_CALL_TIMEOUT_S = 3
 # Each SDK request's time limit (no request here should take more than a few seconds).
 CLIENT_TIMEOUT_S = 30
@@ -247,6 +249,8 @@ class Gateway:
                 "127.0.0.1:0",
                 "--api-key",
                 API_KEY,
+                "--api-key",
+                OTHER_API_KEY,
                 "--held-call-timeout",
                 str(HELD_CALL_TIMEOUT_S),
                 "--claude",

@@ -91,6 +91,8 @@ pub struct HttpHead<'a> {
     pub method: &'a str,
     /// The path, without the query.
     pub path: &'a str,
+    /// The query, without its `?` (empty when there is none).
+    pub query: &'a str,
     /// The headers, names in lower case (`Host` as the HTTP/2 `:authority` too); a value that
     /// is not text as any text no check accepts.
     pub headers: &'a [(&'a str, &'a str)],
@@ -184,12 +186,16 @@ const ROUTES: &[(&str, &str, bool, bool)] = &[
     ("/admin/drain", "POST", false, false),
 ];
 
-/// The route of a path: its method, JSON body, key.
-fn route(path: &str) -> Option<(&'static str, bool, bool)> {
-    if let Some(&(_, method, json, key)) = ROUTES.iter().find(|r| r.0 == path) {
-        return Some((method, json, key));
+/// The route of a path: its methods, whether a POST's body must be JSON, whether it needs a
+/// key.
+fn route(path: &str) -> Option<(&'static [&'static str], bool, bool)> {
+    if let Some((_, method, json, key)) = ROUTES.iter().find(|r| r.0 == path) {
+        return Some((std::slice::from_ref(method), *json, *key));
     }
-    approval_id(path).map(|_| ("POST", true, true))
+    if let Some((methods, json)) = super::managed::route(path) {
+        return Some((methods, json, true));
+    }
+    approval_id(path).map(|_| (&["POST"][..], true, true))
 }
 
 /// The API of a path that takes API requests.
@@ -388,22 +394,21 @@ impl Gateway {
                 Err(e) => Admission::Respond(error_response(api, &e, Vec::new())),
             };
         }
-        let Some((method, json, key)) = route(head.path) else {
+        let Some((methods, json, key)) = route(head.path) else {
             let error = ApiError::new(ApiErrorKind::NotFound, format!("no endpoint {}", head.path));
             return refuse(error);
         };
-        if head.method != method {
+        if !methods.contains(&head.method) {
+            let allow = methods.join(", ");
             let error = ApiError::new(
                 ApiErrorKind::MethodNotAllowed,
-                format!("{} takes {method}, not {}", head.path, head.method),
+                format!("{} takes {allow}, not {}", head.path, head.method),
             );
             let mut response = error_response(api, &error, cors);
-            response
-                .headers
-                .push(("allow".to_owned(), method.to_owned()));
+            response.headers.push(("allow".to_owned(), allow));
             return Admission::Respond(response);
         }
-        if json {
+        if json && head.method == "POST" {
             if let Err(e) = guard::check_content_type(head.header("content-type")) {
                 return refuse(e);
             }
@@ -464,6 +469,9 @@ impl Gateway {
         if let Some(api) = api_of(head.path) {
             let parsed = parsed.unwrap_or_else(|| super::prepare_request(api, tenant, body));
             return self.handle_prepared(now, request, api, tenant, parsed);
+        }
+        if super::managed::route(head.path).is_some() {
+            return self.handle_managed(request, head, tenant, body);
         }
         match head.path {
             "/v1/messages/count_tokens" => self.count_tokens(request, head, body),

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 mod approvals;
 mod http;
+mod managed;
 mod pool;
 mod prepared;
 mod store;
@@ -253,6 +254,8 @@ pub struct Gateway {
     draining: Option<Timestamp>,
     /// Permission requests waiting for a person, by approval id.
     approvals: BTreeMap<String, Approval>,
+    /// The Managed Agents API's agents and environments, by tenant.
+    managed: managed::Managed,
     next_approval: u64,
     /// Streams of approval events (`GET /v1/approvals/events`): their tenant and next
     /// keep-alive.
@@ -322,6 +325,7 @@ impl Gateway {
             pool_wanted: VecDeque::new(),
             draining: None,
             approvals: BTreeMap::new(),
+            managed: managed::Managed::default(),
             next_approval: 0,
             watchers: BTreeMap::new(),
             front,

@@ -1,0 +1,109 @@
+"""The Managed Agents API (`client.beta.agents`, `client.beta.environments`) of the official
+`anthropic` Python SDK, unchanged, against `ccwire serve`."""
+
+from __future__ import annotations
+
+import anthropic
+import pytest
+
+from conftest import API_KEY, CLIENT_TIMEOUT_S, OTHER_API_KEY
+
+
+def make_client(rig, api_key: str = API_KEY) -> anthropic.Anthropic:
+    return anthropic.Anthropic(
+        base_url=rig.url, api_key=api_key, max_retries=0, timeout=CLIENT_TIMEOUT_S
+    )
+
+
+@pytest.fixture
+def client(rig):
+    with make_client(rig) as c:
+        yield c
+
+
+@pytest.fixture
+def other(rig):
+    with make_client(rig, OTHER_API_KEY) as c:
+        yield c
+
+
+def test_an_agent_is_created_versioned_listed_and_archived(client, other):
+    agent = client.beta.agents.create(
+        name="Reviewer",
+        model="claude-sonnet-4-6",
+        system="Review code.",
+        tools=[
+            {
+                "type": "agent_toolset_20260401",
+                "configs": [{"name": "bash", "permission_policy": {"type": "always_ask"}}],
+            },
+            {
+                "type": "custom",
+                "name": "lookup",
+                "description": "Looks a record up.",
+                "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+            },
+        ],
+        metadata={"team": "platform"},
+    )
+    assert agent.id.startswith("agent_") and agent.version == 1
+    assert agent.model.id == "claude-sonnet-4-6"
+    toolset = agent.tools[0]
+    bash = next(c for c in toolset.configs if c.name == "bash")
+    read = next(c for c in toolset.configs if c.name == "read")
+    assert (bash.permission_policy.type, read.permission_policy.type) == (
+        "always_ask",
+        "always_allow",
+    )
+    assert agent.created_at.tzinfo is not None
+
+    updated = client.beta.agents.update(agent.id, version=1, system="Review code, briefly.")
+    assert updated.version == 2
+    with pytest.raises(anthropic.ConflictError):
+        client.beta.agents.update(agent.id, version=1, system="Stale.")
+    assert client.beta.agents.retrieve(agent.id, version=1).system == "Review code."
+    assert [a.version for a in client.beta.agents.versions.list(agent.id)] == [2, 1]
+
+    # Another key sees none of it.
+    with pytest.raises(anthropic.NotFoundError):
+        other.beta.agents.retrieve(agent.id)
+    assert [a.id for a in other.beta.agents.list()] == []
+
+    # The SDK's auto-pagination walks every page and stops.
+    made = [
+        client.beta.agents.create(name=f"Page {i}", model="claude-haiku-4-5").id for i in range(5)
+    ]
+    listed = [a.id for a in client.beta.agents.list(limit=2)]
+    assert listed[:5] == list(reversed(made))
+    assert agent.id in listed
+
+    client.beta.agents.archive(agent.id)
+    assert agent.id not in [a.id for a in client.beta.agents.list(limit=100)]
+    assert agent.id in [a.id for a in client.beta.agents.list(limit=100, include_archived=True)]
+
+    with pytest.raises(anthropic.BadRequestError, match="skills"):
+        client.beta.agents.create(
+            name="Skilled", model="claude-sonnet-4-6", skills=[{"type": "anthropic", "skill_id": "xlsx"}]
+        )
+
+
+def test_an_environment_is_local_and_says_what_cannot_apply(client, other):
+    raw = client.beta.environments.with_raw_response.create(
+        name="dev",
+        config={"type": "cloud", "networking": {"type": "limited", "allowed_hosts": ["pypi.org"]}},
+    )
+    env = raw.parse()
+    assert env.id.startswith("env_") and env.config.type == "cloud"
+    assert "config.networking (limited)" in raw.headers["x-ccwire-warning"]
+
+    env = client.beta.environments.update(env.id, description="mine", metadata={"k": "v"})
+    assert (env.description, env.metadata) == ("mine", {"k": "v"})
+    with pytest.raises(anthropic.NotFoundError):
+        other.beta.environments.retrieve(env.id)
+    with pytest.raises(anthropic.BadRequestError, match="self_hosted"):
+        client.beta.environments.create(name="remote", config={"type": "self_hosted"})
+
+    assert env.id in [e.id for e in client.beta.environments.list()]
+    deleted = client.beta.environments.delete(env.id)
+    assert (deleted.id, deleted.type) == (env.id, "environment_deleted")
+    assert env.id not in [e.id for e in client.beta.environments.list(include_archived=True)]

@@ -1,0 +1,58 @@
+// The Managed Agents API (`client.beta.agents`, `client.beta.environments`) of the official
+// Anthropic TypeScript SDK, unchanged, against `ccwire serve`.
+
+import assert from 'node:assert/strict';
+import { after as afterAll, before, test } from 'node:test';
+
+import Anthropic from '@anthropic-ai/sdk';
+
+import { KEY, Rig } from './rig.mjs';
+
+let rig;
+
+before(async () => {
+  rig = await Rig.start();
+});
+
+afterAll(async () => {
+  await rig?.stop();
+});
+
+const client = () => new Anthropic({ baseURL: rig.gateway.url, apiKey: KEY, maxRetries: 0 });
+
+test('an agent is created, versioned, paged through and archived', async () => {
+  const c = client();
+  const agent = await c.beta.agents.create({
+    name: 'Reviewer',
+    model: { id: 'claude-sonnet-4-6', effort: 'high' },
+    tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'always_ask' } } }],
+  });
+  assert.match(agent.id, /^agent_/);
+  assert.deepEqual(agent.model, { id: 'claude-sonnet-4-6', effort: { type: 'high' } });
+  assert.ok(agent.tools[0].configs.every((t) => t.permission_policy.type === 'always_ask'));
+
+  const updated = await c.beta.agents.update(agent.id, { version: 1, description: 'Reads diffs.' });
+  assert.equal(updated.version, 2);
+  await assert.rejects(c.beta.agents.update(agent.id, { version: 1, description: 'x' }), Anthropic.ConflictError);
+
+  const made = [];
+  for (let i = 0; i < 3; i++) made.push((await c.beta.agents.create({ name: `P${i}`, model: 'claude-haiku-4-5' })).id);
+  const seen = [];
+  for await (const a of c.beta.agents.list({ limit: 2 })) seen.push(a.id);
+  assert.deepEqual(seen.slice(0, 3), made.reverse());
+  assert.ok(seen.includes(agent.id));
+
+  const archived = await c.beta.agents.archive(agent.id);
+  assert.ok(archived.archived_at);
+});
+
+test('an environment is created and deleted', async () => {
+  const c = client();
+  const env = await c.beta.environments.create({ name: 'dev' });
+  assert.match(env.id, /^env_/);
+  assert.equal(env.config.networking.type, 'unrestricted');
+  assert.equal((await c.beta.environments.retrieve(env.id)).name, 'dev');
+  const deleted = await c.beta.environments.delete(env.id);
+  assert.deepEqual(deleted, { id: env.id, type: 'environment_deleted' });
+  await assert.rejects(c.beta.environments.retrieve(env.id), Anthropic.NotFoundError);
+});
