@@ -851,3 +851,73 @@ fn environments_are_local_and_say_what_cannot_apply() {
     );
     assert_eq!(list, json!({"data": [], "next_page": null}));
 }
+
+#[test]
+fn managed_resources_are_kept_in_the_store_and_read_back_after_a_restart() {
+    let config = || GatewayConfig {
+        store: true,
+        ..GatewayConfig::default()
+    };
+    let mut e = with_http(HttpConfig::default(), config());
+    let head = HttpHead {
+        method: "POST",
+        path: "/v1/agents",
+        query: "",
+        headers: &[JSON],
+    };
+    let body = json!({"name": "Kept", "model": "claude-sonnet-4-6"}).to_string();
+    // The tenant's resources are read first; a store that fails is a 503 to retry.
+    e.handle_http(1, 1, &head, "alice", Ok(body.as_bytes()));
+    let outputs: Vec<GatewayOutput> = std::iter::from_fn(|| e.poll_output()).collect();
+    assert!(
+        matches!(
+            &outputs[..],
+            [GatewayOutput::StoreLoadManaged { request: 1, .. }]
+        ),
+        "{outputs:?}"
+    );
+    e.handle_managed_loaded(1, 1, None);
+    let (status, headers, _) = answer(&mut e, 1);
+    assert_eq!(status, 503);
+    assert!(headers.contains(&("retry-after".into(), "2".into())));
+
+    e.handle_http(1, 2, &head, "alice", Ok(body.as_bytes()));
+    let _ = std::iter::from_fn(|| e.poll_output()).count();
+    e.handle_managed_loaded(1, 2, Some(Vec::new()));
+    let outputs: Vec<GatewayOutput> = std::iter::from_fn(|| e.poll_output()).collect();
+    let kept: Vec<(String, String, Option<String>)> = outputs
+        .iter()
+        .filter_map(|o| match o {
+            GatewayOutput::StoreManaged { kind, id, json, .. } => {
+                Some((kind.clone(), id.clone(), json.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let (_, _, created) = answer_of(outputs, 2);
+    let created: Value = serde_json::from_slice(&created).unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        (kept[0].0.as_str(), kept[0].1.as_str()),
+        ("agent", id.as_str())
+    );
+    let update = json!({"system": "Now with a system prompt."});
+    let (_, _, v2) = managed(&mut e, "alice", "POST", &format!("/v1/agents/{id}"), update);
+    assert_eq!(v2["version"], 2);
+    // A restarted gateway reads the agent back, versions and all.
+    let mut restarted = with_http(HttpConfig::default(), config());
+    let get = HttpHead {
+        method: "GET",
+        path: &format!("/v1/agents/{id}"),
+        query: "version=1",
+        headers: &[],
+    };
+    restarted.handle_http(1, 7, &get, "alice", Ok(b"".as_slice()));
+    let _ = std::iter::from_fn(|| restarted.poll_output()).count();
+    let stored = json!({"order": 1, "data": [created.clone(), v2.clone()]}).to_string();
+    restarted.handle_managed_loaded(1, 7, Some(vec![("agent".into(), stored)]));
+    let (status, _, body) = answer(&mut restarted, 7);
+    let v1: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!((status, v1), (200, created));
+}

@@ -41,8 +41,8 @@ pub const RENEW: Duration = Duration::from_secs(3);
 
 /// The name and address of the live node other than `ARGV[1]` that claims `KEYS[1]`; else,
 /// when `ARGV[3]` is not 0, `ARGV[1]` claims it (for `ARGV[3]` seconds unless it claimed it
-/// already), and nil. ARGV: this node's name, the node keys' prefix, the claim's
-/// time-to-live.
+/// already: then nil), and `{ARGV[1], ''}`. ARGV: this node's name, the node keys' prefix,
+/// the claim's time-to-live.
 static OWNER: LazyLock<Script> = LazyLock::new(|| Script::new(OWNER_LUA));
 const OWNER_LUA: &str = r"
 local node = redis.call('GET', KEYS[1])
@@ -51,7 +51,10 @@ if node then
   local addr = redis.call('GET', ARGV[2] .. node)
   if addr then return {node, addr} end
 end
-if ARGV[3] ~= '0' then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3]) end
+if ARGV[3] ~= '0' then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+  return {ARGV[1], ''}
+end
 return false
 ";
 
@@ -114,7 +117,20 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
-/// Another node's claim on a request.
+/// Where a request belongs ([`Cluster::owner`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// With another live node.
+    Elsewhere(Owner),
+    /// Here: this node claims it; `taken` when it took the claim just now (nobody held it, or
+    /// its holder's lease had lapsed), so what it knew of the key's resources may be stale.
+    Here {
+        /// Taken by this lookup.
+        taken: bool,
+    },
+}
+
+/// A node of the cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owner {
     /// The node's name.
@@ -312,7 +328,7 @@ impl Cluster {
     ///
     /// # Errors
     /// The server's.
-    pub async fn owner(&self, key: &str, take: bool) -> io::Result<Option<Owner>> {
+    pub async fn owner(&self, key: &str, take: bool) -> io::Result<Claimed> {
         let mut redis = self.redis.clone();
         let ttl = match take {
             true => TAKEN_TTL.min(self.ttl).as_secs().max(1),
@@ -326,7 +342,11 @@ impl Cluster {
             .invoke_async(&mut redis)
             .await
             .map_err(|e| self.failed(e))?;
-        Ok(found.map(|(node, url)| Owner { node, url }))
+        Ok(match found {
+            Some((node, _)) if node == self.node => Claimed::Here { taken: true },
+            Some((node, url)) => Claimed::Elsewhere(Owner { node, url }),
+            None => Claimed::Here { taken: false },
+        })
     }
 
     /// The other live nodes, by name.

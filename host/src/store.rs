@@ -83,6 +83,24 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
         id: &'a str,
     ) -> BoxFuture<'a, io::Result<Option<String>>>;
 
+    /// Keeps a Managed Agents resource of `tenant` (opaque JSON) under its `kind` and `id`,
+    /// replacing what was kept there; `None` forgets it. Kept until forgotten (no
+    /// time-to-live).
+    fn save_managed<'a>(
+        &'a self,
+        tenant: &'a str,
+        kind: &'a str,
+        id: &'a str,
+        json: Option<String>,
+    ) -> BoxFuture<'a, io::Result<()>>;
+
+    /// Every Managed Agents resource [`save_managed`](Self::save_managed) kept for `tenant`:
+    /// its kind and JSON.
+    fn load_managed<'a>(
+        &'a self,
+        tenant: &'a str,
+    ) -> BoxFuture<'a, io::Result<Vec<(String, String)>>>;
+
     /// Keeps the warm pool's settings (opaque JSON), replacing those kept before.
     fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>>;
 
@@ -98,7 +116,8 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
 /// The embedded session store: one directory per conversation under
 /// `<root>/<tenant>/<conversation>/` (`transcript.jsonl`, appended; `record.json`, replaced
 /// atomically), `<root>/<tenant>/index/<hash>` naming the conversation a history continues,
-/// `<root>/<tenant>/responses/<id>.json` the responses stored for `previous_response_id`, and
+/// `<root>/<tenant>/responses/<id>.json` the responses stored for `previous_response_id`,
+/// `<root>/<tenant>/managed/<kind>.<id>.json` the Managed Agents API's resources, and
 /// `<root>/pool.json`, the warm pool's settings.
 /// Crash-safe: a record is written to a temporary file, synced, then renamed over the old
 /// one, after the transcript it points at is synced; a transcript's last line cut short by a
@@ -265,7 +284,7 @@ impl DirStore {
             };
             for entry in entries.flatten() {
                 let path = entry.path();
-                if entry.file_name() == "index" {
+                if entry.file_name() == "index" || entry.file_name() == "managed" {
                     continue;
                 }
                 if entry.file_name() == "responses" {
@@ -363,6 +382,66 @@ impl SessionStore for DirStore {
             Ok(text) => Ok(Some(text)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
+        }))
+    }
+
+    fn save_managed<'a>(
+        &'a self,
+        tenant: &'a str,
+        kind: &'a str,
+        id: &'a str,
+        json: Option<String>,
+    ) -> BoxFuture<'a, io::Result<()>> {
+        let file = (|| {
+            Ok::<_, io::Error>(
+                self.root
+                    .join(component(tenant)?)
+                    .join("managed")
+                    .join(format!("{}.{}.json", component(kind)?, component(id)?)),
+            )
+        })();
+        Box::pin(blocking(move || {
+            let file = file?;
+            match json {
+                Some(json) => {
+                    if let Some(dir) = file.parent() {
+                        private_dir(dir)?;
+                    }
+                    write_atomically(&file, json.as_bytes())
+                }
+                None => match std::fs::remove_file(&file) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                    _ => Ok(()),
+                },
+            }
+        }))
+    }
+
+    fn load_managed<'a>(
+        &'a self,
+        tenant: &'a str,
+    ) -> BoxFuture<'a, io::Result<Vec<(String, String)>>> {
+        let dir = component(tenant).map(|t| self.root.join(t).join("managed"));
+        Box::pin(blocking(move || {
+            let entries = match std::fs::read_dir(dir?) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) => return Err(e),
+            };
+            let mut out = Vec::new();
+            for entry in entries {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                // `<kind>.<id>.json`; a temporary file of a write cut short is not one.
+                let Some((kind, _)) = name
+                    .strip_suffix(".json")
+                    .and_then(|stem| stem.split_once('.'))
+                else {
+                    continue;
+                };
+                out.push((kind.to_owned(), std::fs::read_to_string(entry.path())?));
+            }
+            Ok(out)
         }))
     }
 

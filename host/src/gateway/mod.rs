@@ -23,9 +23,9 @@ use axum::response::Response;
 use axum::Router;
 use ccwire_core::api::{ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
-    approval_route, env_to_remove, prepare, Admission, BodyError, CliSpec, ConfigError,
-    ConversationKey, ConversationRecord, Gateway, GatewayConfig, GatewayOutput, HttpConfig,
-    HttpHead, Prepared, RequestId, ResumeSpec, RouteKey, SessionId,
+    approval_route, env_to_remove, managed_route, prepare, Admission, BodyError, CliSpec,
+    ConfigError, ConversationKey, ConversationRecord, Gateway, GatewayConfig, GatewayOutput,
+    HttpConfig, HttpHead, Prepared, RequestId, ResumeSpec, RouteKey, SessionId,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -34,7 +34,7 @@ use tokio::process::ChildStdout;
 use tokio::sync::{mpsc, Notify};
 
 use crate::claude::{cli_version, find_cli};
-use crate::cluster::{Cluster, Owner};
+use crate::cluster::{Claimed, Cluster, Owner};
 use crate::process::CliProcess;
 use crate::sandbox::{Sandbox, SandboxMode};
 use crate::store::{is_superseded, materialize, SessionStore};
@@ -209,6 +209,19 @@ enum StoreOp {
         spec: ResumeSpec,
         home: Option<PathBuf>,
         done: tokio::sync::oneshot::Sender<Result<(), String>>,
+    },
+    /// Keep (or forget) a Managed Agents resource; `done` hears when it is kept.
+    SaveManaged {
+        tenant: String,
+        kind: String,
+        id: String,
+        json: Option<String>,
+        done: tokio::sync::oneshot::Sender<()>,
+    },
+    /// Read a tenant's Managed Agents resources for a request.
+    LoadManaged {
+        request: RequestId,
+        tenant: String,
     },
     /// Claim a route key in the cluster registry.
     Claim(String),
@@ -541,6 +554,32 @@ async fn store_worker(
                 };
                 let _ = done.send(written);
             }
+            StoreOp::SaveManaged {
+                tenant,
+                kind,
+                id,
+                json,
+                done,
+            } => {
+                // Answered only once kept or failed: the client learns which.
+                if let Err(error) = bounded(store.save_managed(&tenant, &kind, &id, json)).await {
+                    tracing::warn!(%error, resource = %id, "cannot keep a Managed Agents resource");
+                    write_failed(&app);
+                }
+                let _ = done.send(());
+            }
+            StoreOp::LoadManaged { request, tenant } => {
+                let loaded = bounded(store.load_managed(&tenant)).await;
+                let Some(app) = app.upgrade() else {
+                    return;
+                };
+                let loaded = loaded
+                    .map_err(|error| {
+                        tracing::warn!(%error, "cannot read Managed Agents resources from the session store");
+                    })
+                    .ok();
+                app.input(|gateway, now| gateway.handle_managed_loaded(now, request, loaded));
+            }
             StoreOp::Claim(key) => {
                 routes.push_back((true, key));
                 flush_routes(cluster.as_ref(), &mut routes).await;
@@ -765,6 +804,26 @@ impl App {
                 hash,
             }),
             GatewayOutput::StorePool { settings } => self.to_store(StoreOp::SavePool(settings)),
+            GatewayOutput::StoreManaged {
+                request,
+                tenant,
+                kind,
+                id,
+                json,
+            } => {
+                let (done, kept) = tokio::sync::oneshot::channel();
+                core.saving.insert(request, kept);
+                self.to_store(StoreOp::SaveManaged {
+                    tenant,
+                    kind,
+                    id,
+                    json,
+                    done,
+                });
+            }
+            GatewayOutput::StoreLoadManaged { request, tenant } => {
+                self.to_store(StoreOp::LoadManaged { request, tenant });
+            }
             GatewayOutput::StoreResponse {
                 tenant,
                 id,
@@ -1105,15 +1164,23 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             .is_some_and(|h| cluster.forwarded(h.as_bytes()));
         if !forwarded {
             let route = match &parsed {
-                Some(Ok(prepared)) => Some(prepared.route_key(&tenant)),
-                _ => approval_route(head.path, &tenant).map(RouteKey::Conversation),
+                Some(Ok(prepared)) => Some((Held::Conversation, prepared.route_key(&tenant))),
+                _ => approval_route(head.path, &tenant)
+                    .map(|key| (Held::Approval, RouteKey::Conversation(key)))
+                    .or_else(|| {
+                        managed_route(head.path, &tenant)
+                            .map(|key| (Held::Managed, RouteKey::Conversation(key)))
+                    }),
             };
-            if let Some(route) = route {
-                let approval = !matches!(parsed, Some(Ok(_)));
-                if let Some(response) =
-                    to_cluster(&app, cluster, &parts, head.api(), route, approval, bytes).await
-                {
-                    return response;
+            if let Some((held, route)) = route {
+                let routed = to_cluster(&app, cluster, &parts, head.api(), route, held, bytes);
+                match routed.await {
+                    Routed::There(response) => return response,
+                    Routed::Stale if held == Held::Managed => {
+                        // What this gateway knew of the tenant's resources may be stale.
+                        app.core().gateway.forget_managed(&tenant);
+                    }
+                    Routed::Stale | Routed::Here => {}
                 }
             }
             if matches!(head.path, "/v1/approvals" | "/v1/approvals/events") {
@@ -1174,45 +1241,73 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     response(status, headers, body)
 }
 
+/// What a request's route key names, for the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// A conversation (or a new one).
+    Conversation,
+    /// A pending approval: where it waits, or nowhere.
+    Approval,
+    /// A tenant's Managed Agents resources.
+    Managed,
+}
+
+/// Where [`to_cluster`] sent a request.
+enum Routed {
+    /// To another node: its response.
+    There(Response),
+    /// Nowhere: it is served here.
+    Here,
+    /// Nowhere, and what this node knew of it may be stale: it took the key's claim just
+    /// now, or the node that claims it cannot be reached.
+    Stale,
+}
+
 /// Sends a request to the node of the cluster that must serve it, if another: the live node
-/// that claims its route key (a conversation, or with `approval` an approval; a key nobody
-/// holds is claimed here), or, while this node drains, any other for what it would start
-/// here. `None`: it is served here.
+/// that claims its route key (a key nobody holds is claimed here, but an approval's), or,
+/// while this node drains, any other for what it would start here.
 async fn to_cluster(
     app: &Arc<App>,
     cluster: &Cluster,
     parts: &axum::http::request::Parts,
     api: ccwire_core::api::Api,
     route: RouteKey,
-    approval: bool,
+    held: Held,
     body: &Bytes,
-) -> Option<Response> {
+) -> Routed {
     let draining = app.core().gateway.is_draining();
-    let owner = match &route {
-        RouteKey::Conversation(key) => match cluster.owner(key, !approval && !draining).await {
-            Ok(owner) => owner,
-            Err(error) => {
-                tracing::warn!(%error, "cannot look a request up in the cluster; serving it here");
-                return None;
+    let claimed = match &route {
+        RouteKey::Conversation(key) => {
+            let take = held != Held::Approval && !draining;
+            match cluster.owner(key, take).await {
+                Ok(claimed) => claimed,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot look a request up in the cluster; serving it here");
+                    return Routed::Here;
+                }
             }
-        },
-        RouteKey::New => None,
+        }
+        RouteKey::New => Claimed::Here { taken: false },
     };
-    let owner = match owner {
-        Some(owner) => owner,
-        None if draining && !approval => {
+    let owner = match claimed {
+        Claimed::Elsewhere(owner) => owner,
+        Claimed::Here { taken: true } => return Routed::Stale,
+        Claimed::Here { taken: false } if draining && held != Held::Approval => {
             // Another node starts what this one, draining, would refuse.
             let peers = cluster.peers().await.unwrap_or_default();
             let turn = app.next_request.fetch_add(1, Ordering::Relaxed) as usize;
-            peers.get(turn % peers.len().max(1))?.clone()
+            match peers.get(turn % peers.len().max(1)) {
+                Some(peer) => peer.clone(),
+                None => return Routed::Here,
+            }
         }
-        None => return None,
+        Claimed::Here { .. } => return Routed::Here,
     };
     match forward(app, cluster, &owner, parts, body.clone()).await {
-        Ok(response) => Some(response),
+        Ok(response) => Routed::There(response),
         Err(error) if error.is_connect() => {
             tracing::info!(node = owner.node, %error, "the gateway a request belongs to is unreachable; serving it here");
-            None
+            Routed::Stale
         }
         Err(error) => {
             tracing::warn!(node = owner.node, %error, "a forwarded request failed");
@@ -1221,7 +1316,7 @@ async fn to_cluster(
                 owner.node
             );
             let error = ApiError::new(ApiErrorKind::Api, message);
-            Some(response(
+            Routed::There(response(
                 502,
                 vec![("content-type".into(), "application/json".into())],
                 error.body(api).to_string().into(),

@@ -26,6 +26,7 @@ use super::{component, SessionStore, Superseded};
 /// | `ccwire:{T}:c:<id>:o` | integer | its fencing token: how many times a CLI resumed it |
 /// | `ccwire:{T}:h:<hash>` | string | the conversation a history continues |
 /// | `ccwire:{T}:s:<id>` | string | a response stored for `previous_response_id` |
+/// | `ccwire:{T}:m` | hash | the Managed Agents API's resources, `<kind>:<id>` → JSON (no expiry) |
 /// | `ccwire:pool` | string | the warm pool's settings |
 ///
 /// Every key but the pool's expires after the store's time-to-live, renewed on each write
@@ -394,6 +395,46 @@ impl SessionStore for RedisStore {
             let key = Self::response(tenant, id)?;
             let mut redis = self.redis.clone();
             redis.get(key).await.map_err(|e| self.failed(e))
+        })
+    }
+
+    fn save_managed<'a>(
+        &'a self,
+        tenant: &'a str,
+        kind: &'a str,
+        id: &'a str,
+        json: Option<String>,
+    ) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(async move {
+            let key = format!("ccwire:{{{}}}:m", component(tenant)?);
+            let field = format!("{}:{}", component(kind)?, component(id)?);
+            let mut redis = self.redis.clone();
+            let () = match json {
+                Some(json) => redis.hset(key, field, json).await,
+                None => redis.hdel(key, field).await,
+            }
+            .map_err(|e| self.failed(e))?;
+            Ok(())
+        })
+    }
+
+    fn load_managed<'a>(
+        &'a self,
+        tenant: &'a str,
+    ) -> BoxFuture<'a, io::Result<Vec<(String, String)>>> {
+        Box::pin(async move {
+            let key = format!("ccwire:{{{}}}:m", component(tenant)?);
+            let mut redis = self.redis.clone();
+            let all: Vec<(String, String)> =
+                redis.hgetall(key).await.map_err(|e| self.failed(e))?;
+            Ok(all
+                .into_iter()
+                .filter_map(|(field, json)| {
+                    field
+                        .split_once(':')
+                        .map(|(kind, _)| (kind.to_owned(), json))
+                })
+                .collect())
         })
     }
 

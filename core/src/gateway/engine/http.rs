@@ -239,6 +239,18 @@ pub fn approval_route(path: &str, tenant: &str) -> Option<String> {
     approval_id(path).map(|id| crate::gateway::approval_route_key(tenant, id))
 }
 
+/// The routing key of a request to `path` of the Managed Agents API (agents, environments),
+/// if it is one: one per tenant, so that the gateways of a cluster serve each tenant's
+/// resources from one of them (a digest; no key is in it).
+pub fn managed_route(path: &str, tenant: &str) -> Option<String> {
+    super::managed::route(path)?;
+    use sha2::Digest;
+    let mut sha = sha2::Sha256::new();
+    sha.update(b"ccwire-managed-v1\0");
+    sha.update(tenant.as_bytes());
+    Some(crate::conversation::hex(&sha.finalize()))
+}
+
 /// The `{id}` of `/v1/approvals/{id}`.
 fn approval_id(path: &str) -> Option<&str> {
     let id = path.strip_prefix("/v1/approvals/")?;

@@ -13,7 +13,8 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
-use super::{Gateway, HttpHead, RequestId};
+use super::{tenant_id, Gateway, GatewayOutput, HttpHead, RequestId};
+use crate::Timestamp;
 
 /// The built-in tools of `agent_toolset_20260401`, as the API names them.
 const AGENT_TOOLS: [&str; 8] = [
@@ -32,13 +33,35 @@ const AGENT_TOOLS: [&str; 8] = [
 pub(super) struct Managed {
     tenants: HashMap<String, Resources>,
     next: u64,
+    /// Requests waiting for their tenant's resources from the session store.
+    loading: HashMap<RequestId, Parked>,
 }
 
 #[derive(Debug, Default)]
 struct Resources {
-    /// Each agent's versions, oldest first (the last is the agent now).
-    agents: Vec<Vec<Value>>,
-    environments: Vec<Value>,
+    /// Each agent's versions, oldest first (the last is the agent now), with the order it was
+    /// made in.
+    agents: Vec<(u64, Vec<Value>)>,
+    environments: Vec<(u64, Value)>,
+}
+
+/// A request parked until its tenant's resources are read.
+#[derive(Debug)]
+struct Parked {
+    tenant: String,
+    method: String,
+    path: String,
+    query: String,
+    body: Vec<u8>,
+}
+
+/// A change a request made, for the session store.
+#[derive(Debug)]
+struct Kept {
+    kind: &'static str,
+    id: String,
+    /// `None`: deleted.
+    json: Option<Value>,
 }
 
 /// An error in the API's shape: status, `error.type`, message, `error.details.error_code`.
@@ -654,8 +677,38 @@ impl Gateway {
         tenant: &str,
         body: &[u8],
     ) {
+        if self.config.store && !self.managed.tenants.contains_key(tenant) {
+            // Its resources are read first (once per tenant).
+            self.managed.loading.insert(
+                request,
+                Parked {
+                    tenant: tenant.to_owned(),
+                    method: head.method.to_owned(),
+                    path: head.path.to_owned(),
+                    query: head.query.to_owned(),
+                    body: body.to_vec(),
+                },
+            );
+            self.outputs.push_back(GatewayOutput::StoreLoadManaged {
+                request,
+                tenant: tenant_id(tenant),
+            });
+            return;
+        }
         let mut warnings = Vec::new();
-        let answer = self.managed_answer(head, tenant, body, &mut warnings);
+        let mut kept = Vec::new();
+        let answer = self.managed_answer(head, tenant, body, &mut warnings, &mut kept);
+        // Kept before the answer ends (the host holds its end until they are).
+        for change in kept.into_iter().filter(|_| self.config.store) {
+            let json = change.json.map(|v| v.to_string());
+            self.outputs.push_back(GatewayOutput::StoreManaged {
+                request,
+                tenant: tenant_id(tenant),
+                kind: change.kind.to_owned(),
+                id: change.id,
+                json,
+            });
+        }
         let (status, value, mut headers) = match answer {
             Ok((status, value)) => (status, value, Vec::new()),
             Err(refusal) => {
@@ -688,6 +741,29 @@ impl Gateway {
         self.respond_whole(request, status, headers, value.to_string().into_bytes());
     }
 
+    /// Notes resource `id` of `kind` as changed, for the session store: as kept, with the order
+    /// it was made in.
+    fn keep(&mut self, tenant: &str, kind: &'static str, id: &str, kept: &mut Vec<Kept>) {
+        let mine = self.managed.resources(tenant);
+        let json = match kind {
+            "agent" => mine
+                .agents
+                .iter()
+                .find(|(_, v)| v[0]["id"] == id)
+                .map(|(order, v)| json!({"order": order, "data": v})),
+            _ => mine
+                .environments
+                .iter()
+                .find(|(_, e)| e["id"] == id)
+                .map(|(order, e)| json!({"order": order, "data": e})),
+        };
+        kept.push(Kept {
+            kind,
+            id: id.to_owned(),
+            json,
+        });
+    }
+
     /// A new resource id: `prefix` and 32 hex digits, unpredictable without the id key.
     fn managed_id(&mut self, prefix: &str) -> String {
         self.managed.next += 1;
@@ -698,12 +774,80 @@ impl Gateway {
         rfc3339(self.config.unix_epoch_ms.saturating_add(self.now))
     }
 
+    /// The session store's answer to a [`GatewayOutput::StoreLoadManaged`]: the tenant's
+    /// resources as [`GatewayOutput::StoreManaged`] kept them (`kind`, `json`), or `None` when
+    /// the store failed (the request gets a 503 that asks to retry shortly). The request
+    /// waiting for them is then answered.
+    pub fn handle_managed_loaded(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        resources: Option<Vec<(String, String)>>,
+    ) {
+        self.now = now;
+        let Some(parked) = self.managed.loading.remove(&request) else {
+            return;
+        };
+        let Some(resources) = resources else {
+            let body = json!({"type": "error", "error": {"type": "api_error",
+                "message": "the session store that keeps this API's resources is unavailable; retry shortly"},
+                "request_id": null});
+            let headers = vec![
+                ("content-type".to_owned(), "application/json".to_owned()),
+                ("retry-after".to_owned(), "2".to_owned()),
+            ];
+            return self.respond_whole(request, 503, headers, body.to_string().into_bytes());
+        };
+        if !self.managed.tenants.contains_key(&parked.tenant) {
+            let mut mine = Resources::default();
+            for (kind, json) in resources {
+                let Ok(Value::Object(kept)) = serde_json::from_str::<Value>(&json) else {
+                    continue;
+                };
+                let order = kept.get("order").and_then(Value::as_u64).unwrap_or(0);
+                match (kind.as_str(), kept.get("data")) {
+                    ("agent", Some(Value::Array(versions))) if !versions.is_empty() => {
+                        mine.agents.push((order, versions.clone()));
+                    }
+                    ("environment", Some(e @ Value::Object(_))) => {
+                        mine.environments.push((order, e.clone()));
+                    }
+                    _ => {}
+                }
+            }
+            mine.agents.sort_by_key(|(order, _)| *order);
+            mine.environments.sort_by_key(|(order, _)| *order);
+            self.managed.tenants.insert(parked.tenant.clone(), mine);
+        }
+        let head = HttpHead {
+            method: &parked.method,
+            path: &parked.path,
+            query: &parked.query,
+            headers: &[],
+        };
+        self.handle_managed(request, &head, &parked.tenant, &parked.body);
+    }
+
+    /// Forgets what this gateway read of `tenant`'s (the API key's) Managed Agents resources:
+    /// its next request reads them from the session store again (a host whose gateway takes
+    /// over a tenant another gateway served).
+    pub fn forget_managed(&mut self, tenant: &str) {
+        self.managed.tenants.remove(tenant);
+    }
+
+    /// The order of a resource made now: its creation time, then a counter.
+    fn managed_order(&mut self) -> u64 {
+        let wall = self.config.unix_epoch_ms.saturating_add(self.now);
+        wall.saturating_mul(1000) + self.managed.next % 1000
+    }
+
     fn managed_answer(
         &mut self,
         head: &HttpHead<'_>,
         tenant: &str,
         body: &[u8],
         warnings: &mut Vec<String>,
+        kept: &mut Vec<Kept>,
     ) -> Result<(u16, Value), Refusal> {
         let route = parse(head.path).ok_or_else(|| not_found("endpoint", head.path))?;
         let params = query(head.query);
@@ -730,10 +874,12 @@ impl Gateway {
                 agent["created_at"] = json!(now);
                 agent["updated_at"] = json!(now);
                 agent["archived_at"] = Value::Null;
+                let order = self.managed_order();
                 self.managed
                     .resources(tenant)
                     .agents
-                    .push(vec![agent.clone()]);
+                    .push((order, vec![agent.clone()]));
+                self.keep(tenant, "agent", &id, kept);
                 Ok((200, agent))
             }
             ("GET", Route::Agents) => {
@@ -747,7 +893,7 @@ impl Gateway {
                     .agents
                     .iter()
                     .rev()
-                    .filter_map(|v| v.last())
+                    .filter_map(|(_, v)| v.last())
                     .filter(|a| archived || a["archived_at"].is_null())
                     .filter(|a| {
                         let at = a["created_at"].as_str().unwrap_or_default();
@@ -804,15 +950,19 @@ impl Gateway {
                 next["updated_at"] = json!(now);
                 let versions = self.agent_versions_mut(tenant, id)?;
                 versions.push(next.clone());
+                self.keep(tenant, "agent", id, kept);
                 Ok((200, next))
             }
             ("POST", Route::AgentArchive(id)) => {
                 let versions = self.agent_versions_mut(tenant, id)?;
                 let agent = versions.last_mut().expect("an agent has a version");
-                if agent["archived_at"].is_null() {
-                    agent["archived_at"] = json!(now);
+                if !agent["archived_at"].is_null() {
+                    return Ok((200, agent.clone()));
                 }
-                Ok((200, agent.clone()))
+                agent["archived_at"] = json!(now);
+                let agent = agent.clone();
+                self.keep(tenant, "agent", id, kept);
+                Ok((200, agent))
             }
             ("GET", Route::AgentVersions(id)) => {
                 let items: Vec<Value> = self
@@ -847,10 +997,12 @@ impl Gateway {
                 let environment = json!({"id": id, "type": "environment", "name": name,
                     "description": description, "config": config, "metadata": metadata,
                     "scope": scope, "created_at": now, "updated_at": now, "archived_at": null});
+                let order = self.managed_order();
                 self.managed
                     .resources(tenant)
                     .environments
-                    .push(environment.clone());
+                    .push((order, environment.clone()));
+                self.keep(tenant, "environment", &id, kept);
                 Ok((200, environment))
             }
             ("GET", Route::Environments) => {
@@ -860,6 +1012,7 @@ impl Gateway {
                     .environments
                     .iter()
                     .rev()
+                    .map(|(_, e)| e)
                     .filter(|e| archived || e["archived_at"].is_null())
                     .cloned()
                     .collect();
@@ -909,8 +1062,9 @@ impl Gateway {
                 }
                 if next != environment {
                     next["updated_at"] = json!(now);
+                    *self.environment_mut(tenant, id)? = next.clone();
+                    self.keep(tenant, "environment", id, kept);
                 }
-                *self.environment_mut(tenant, id)? = next.clone();
                 Ok((200, next))
             }
             ("DELETE", Route::Environment(id)) => {
@@ -918,15 +1072,23 @@ impl Gateway {
                 self.managed
                     .resources(tenant)
                     .environments
-                    .retain(|e| e["id"] != id);
+                    .retain(|(_, e)| e["id"] != id);
+                kept.push(Kept {
+                    kind: "environment",
+                    id: id.to_owned(),
+                    json: None,
+                });
                 Ok((200, json!({"id": id, "type": "environment_deleted"})))
             }
             ("POST", Route::EnvironmentArchive(id)) => {
                 let environment = self.environment_mut(tenant, id)?;
-                if environment["archived_at"].is_null() {
-                    environment["archived_at"] = json!(now);
+                if !environment["archived_at"].is_null() {
+                    return Ok((200, environment.clone()));
                 }
-                Ok((200, environment.clone()))
+                environment["archived_at"] = json!(now);
+                let environment = environment.clone();
+                self.keep(tenant, "environment", id, kept);
+                Ok((200, environment))
             }
             (method, _) => Err(Refusal {
                 status: 405,
@@ -942,7 +1104,8 @@ impl Gateway {
             .resources(tenant)
             .agents
             .iter()
-            .find(|v| v[0]["id"] == id)
+            .find(|(_, v)| v[0]["id"] == id)
+            .map(|(_, v)| v)
             .ok_or_else(|| not_found("agent", id))
     }
 
@@ -951,7 +1114,8 @@ impl Gateway {
             .resources(tenant)
             .agents
             .iter_mut()
-            .find(|v| v[0]["id"] == id)
+            .find(|(_, v)| v[0]["id"] == id)
+            .map(|(_, v)| v)
             .ok_or_else(|| not_found("agent", id))
     }
 
@@ -960,6 +1124,7 @@ impl Gateway {
             .resources(tenant)
             .environments
             .iter()
+            .map(|(_, e)| e)
             .find(|e| e["id"] == id)
             .ok_or_else(|| Refusal {
                 code: Some("environment_not_found"),
@@ -972,6 +1137,7 @@ impl Gateway {
             .resources(tenant)
             .environments
             .iter_mut()
+            .map(|(_, e)| e)
             .find(|e| e["id"] == id)
             .ok_or_else(|| Refusal {
                 code: Some("environment_not_found"),

@@ -13,8 +13,8 @@ mod store;
 mod types;
 
 pub use http::{
-    approval_route, prepare, Admission, BodyError, ConfigError, HttpConfig, HttpHead, HttpResponse,
-    Prepared,
+    approval_route, managed_route, prepare, Admission, BodyError, ConfigError, HttpConfig,
+    HttpHead, HttpResponse, Prepared,
 };
 use prepared::prepare_request;
 pub use prepared::PreparedRequest;

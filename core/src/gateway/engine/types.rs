@@ -447,6 +447,31 @@ pub enum GatewayOutput {
         /// The response's id, as the client gave it.
         id: String,
     },
+    /// Keep a Managed Agents resource of `tenant` (with [`GatewayConfig::store`]): `json`
+    /// replaces what was kept under `kind` and `id`; `None` deletes it. Opaque JSON. The
+    /// response of `request` ends once it is kept.
+    StoreManaged {
+        /// The request that changed it.
+        request: RequestId,
+        /// The tenant's id.
+        tenant: String,
+        /// `agent` or `environment`.
+        kind: String,
+        /// The resource's id.
+        id: String,
+        /// What to keep; `None`: forget it.
+        json: Option<String>,
+    },
+    /// Read every Managed Agents resource `tenant` (its id) has, as
+    /// [`StoreManaged`](Self::StoreManaged) kept them, and give them to
+    /// [`handle_managed_loaded`](super::Gateway::handle_managed_loaded) (with
+    /// [`GatewayConfig::store`]): the first request of a tenant this gateway has not read.
+    StoreLoadManaged {
+        /// The request waiting for them.
+        request: RequestId,
+        /// The tenant's id.
+        tenant: String,
+    },
     /// Keep the warm pool's settings (with [`GatewayConfig::store`] and a pool): a restarted
     /// gateway gives them to [`restore_pool`](super::Gateway::restore_pool). Opaque JSON, no
     /// secrets (the CLI's variables are left out).

@@ -1,0 +1,164 @@
+//! End-to-end: the Managed Agents API's resources in `ccwire serve` outlive it — kept in the
+//! session store (a directory, or Redis shared by the gateways of a cluster) and read back by
+//! a restarted gateway, or by another gateway of the cluster once the first is gone.
+
+mod support;
+
+use ccwire_tests::cli::OfflineHome;
+use ccwire_tests::{FakeAnthropic, RedisServer};
+use serde_json::{json, Value};
+use support::*;
+
+/// A request of the API as the SDKs send it: `(status, x-ccwire-node, JSON)`.
+async fn call(
+    http: &reqwest::Client,
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, String, Value) {
+    let mut request = http
+        .request(method, format!("{base}{path}"))
+        .header("x-api-key", "key-one")
+        .header("anthropic-version", "2023-06-01")
+        .header("anthropic-beta", "managed-agents-2026-04-01");
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let node = header(&response, "x-ccwire-node");
+    let status = response.status().as_u16();
+    (status, node, response.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_and_environments_outlive_a_restart() {
+    let fake = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let http = reqwest::Client::new();
+    let state = tempfile::tempdir().unwrap();
+    let args = [
+        "--state-dir",
+        state.path().to_str().unwrap(),
+        "--sandbox",
+        "off",
+        "--api-key",
+        "key-one",
+    ];
+    let gateway = ServeProcess::start(&home, &fake, &args, &[]).await;
+    let base = format!("http://{}", gateway.addr);
+    let body = json!({"name": "Kept", "model": "claude-sonnet-4-6"});
+    let (status, _, agent) = call(
+        &http,
+        &base,
+        reqwest::Method::POST,
+        "/v1/agents",
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, 200, "{agent}");
+    let id = agent["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/agents/{id}");
+    let update = json!({"version": 1, "system": "Second version."});
+    let (_, _, v2) = call(&http, &base, reqwest::Method::POST, &path, Some(update)).await;
+    let (_, _, env) = call(
+        &http,
+        &base,
+        reqwest::Method::POST,
+        "/v1/environments",
+        Some(json!({"name": "dev"})),
+    )
+    .await;
+    let gone = call(
+        &http,
+        &base,
+        reqwest::Method::POST,
+        "/v1/environments",
+        Some(json!({"name": "gone"})),
+    )
+    .await
+    .2;
+    let gone_path = format!("/v1/environments/{}", gone["id"].as_str().unwrap());
+    call(&http, &base, reqwest::Method::DELETE, &gone_path, None).await;
+    gateway.stop().await;
+
+    let gateway = ServeProcess::start(&home, &fake, &args, &[]).await;
+    let base = format!("http://{}", gateway.addr);
+    let (status, _, back) = call(&http, &base, reqwest::Method::GET, &path, None).await;
+    assert_eq!((status, &back), (200, &v2));
+    let (_, _, v1) = call(
+        &http,
+        &base,
+        reqwest::Method::GET,
+        &format!("{path}?version=1"),
+        None,
+    )
+    .await;
+    assert_eq!(v1, agent);
+    let (_, _, envs) = call(&http, &base, reqwest::Method::GET, "/v1/environments", None).await;
+    assert_eq!(envs["data"], json!([env]), "the deleted one stays deleted");
+    // The next version follows the kept ones.
+    let update = json!({"version": 2, "system": "Third."});
+    let (_, _, v3) = call(&http, &base, reqwest::Method::POST, &path, Some(update)).await;
+    assert_eq!(v3["version"], 3);
+    gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_s_resources_are_served_by_one_gateway_of_a_cluster_and_taken_over() {
+    let redis = RedisServer::start();
+    let fake = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let http = reqwest::Client::new();
+    let url = redis.url();
+    let states: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut gateways = Vec::new();
+    for (state, name) in states.iter().zip(["one", "two"]) {
+        let args = [
+            "--state-dir",
+            state.path().to_str().unwrap(),
+            "--sandbox",
+            "off",
+            "--store",
+            &url,
+            "--advertise",
+            "127.0.0.1",
+            "--node",
+            name,
+            "--api-key",
+            "key-one",
+        ];
+        gateways.push(ServeProcess::start(&home, &fake, &args, &[]).await);
+    }
+    let bases: Vec<String> = gateways
+        .iter()
+        .map(|g| format!("http://{}", g.addr))
+        .collect();
+    let body = json!({"name": "Shared", "model": "claude-sonnet-4-6"});
+    let (status, node, agent) = call(
+        &http,
+        &bases[0],
+        reqwest::Method::POST,
+        "/v1/agents",
+        Some(body),
+    )
+    .await;
+    assert_eq!((status, node.as_str()), (200, "one"), "{agent}");
+    let path = format!("/v1/agents/{}", agent["id"].as_str().unwrap());
+    // Asked of gateway two, answered by gateway one, which serves this tenant's resources.
+    let (status, node, seen) = call(&http, &bases[1], reqwest::Method::GET, &path, None).await;
+    assert_eq!((status, node.as_str(), &seen), (200, "one", &agent));
+    let update = json!({"version": 1, "description": "Updated through gateway two."});
+    let (_, node, v2) = call(&http, &bases[1], reqwest::Method::POST, &path, Some(update)).await;
+    assert_eq!((node.as_str(), v2["version"].as_u64()), ("one", Some(2)));
+
+    // Gateway one dies: gateway two takes the tenant over, from what Redis keeps.
+    let one = gateways.remove(0);
+    one.kill().await;
+    let (status, node, seen) = call(&http, &bases[1], reqwest::Method::GET, &path, None).await;
+    assert_eq!((status, node.as_str(), &seen), (200, "two", &v2));
+    let update = json!({"version": 2, "description": "Third."});
+    let (_, _, v3) = call(&http, &bases[1], reqwest::Method::POST, &path, Some(update)).await;
+    assert_eq!(v3["version"], 3);
+    drop(gateways);
+}
