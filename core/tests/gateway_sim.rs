@@ -432,10 +432,11 @@ impl Sim {
             json!({"op": "http", "now": self.now, "request": id, "method": method,
                           "path": path, "headers": headers, "body": body}),
         );
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
         let head = HttpHead {
             method,
             path,
-            query: "",
+            query,
             headers,
         };
         let admission = self.gateway.admit(&head);
@@ -2110,4 +2111,205 @@ fn a_chain_of_stored_responses_is_read_back_link_by_link_after_a_restart() {
         prompt["message"]["content"],
         json!([{"type": "text", "text": "Three"}])
     );
+}
+
+// ---- the Managed Agents API's sessions ----------------------------------------------------
+
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+/// A request of the Managed Agents API through the HTTP face, as tenant `key`: its response.
+fn managed(sim: &mut Sim, key: &str, method: &str, path: &str, body: Value) -> (u16, Value) {
+    let auth = format!("Bearer {key}");
+    let headers = [JSON, ("authorization", auth.as_str())];
+    let body = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    let id = sim.http(method, path, &headers, &body).expect("admitted");
+    let response = sim.response(id);
+    let value = serde_json::from_str(&response.text()).unwrap_or(Value::Null);
+    (response.status, value)
+}
+
+#[test]
+fn a_session_runs_its_agent_turn_by_turn_with_a_custom_tool_round_trip() {
+    let mut sim = Sim::new(GatewayConfig {
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys: vec!["alice".into(), "bob".into()],
+            ..ccwire_core::gateway::HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let agent = json!({"name": "Helper", "model": "sonnet", "system": "Be brief.",
+        "tools": [{"type": "custom", "name": "lookup", "description": "Looks a key up.",
+                   "input_schema": {"type": "object", "properties": {"key": {"type": "string"}}}}]});
+    let (_, agent) = managed(&mut sim, "alice", "POST", "/v1/agents", agent);
+    let (_, env) = managed(
+        &mut sim,
+        "alice",
+        "POST",
+        "/v1/environments",
+        json!({"name": "local"}),
+    );
+    let body = json!({"agent": agent["id"], "environment_id": env["id"], "title": "t"});
+    let (status, session) = managed(&mut sim, "alice", "POST", "/v1/sessions", body);
+    assert_eq!(status, 200, "{session}");
+    assert_eq!(session["status"], "idle");
+    let id = session["id"].as_str().unwrap().to_owned();
+
+    // A stream of its events, from now on.
+    let stream = sim
+        .http(
+            "GET",
+            &format!("/v1/sessions/{id}/events/stream"),
+            &[JSON, ("authorization", "Bearer alice")],
+            "",
+        )
+        .unwrap();
+    assert_eq!(
+        sim.response(stream).header("content-type"),
+        Some("text/event-stream")
+    );
+
+    // A message: the agent answers, the session is idle again.
+    let send = json!({"events": [{"type": "user.message", "content": [{"type": "text", "text": "hello there"}]}]});
+    let (status, sent) = managed(
+        &mut sim,
+        "alice",
+        "POST",
+        &format!("/v1/sessions/{id}/events"),
+        send,
+    );
+    assert_eq!(status, 200, "{sent}");
+    assert_eq!(sent["data"][0]["type"], "user.message");
+    let (_, events) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("/v1/sessions/{id}/events"),
+        Value::Null,
+    );
+    let types: Vec<&str> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "user.message",
+            "session.status_running",
+            "span.model_request_start",
+            "span.model_request_end",
+            "agent.message",
+            "session.status_idle"
+        ]
+    );
+    let message = &events["data"][4];
+    assert_eq!(message["content"][0]["text"], "echo: hello there");
+    assert_eq!(events["data"][5]["stop_reason"]["type"], "end_turn");
+    let streamed = sim.response(stream).text();
+    assert!(
+        streamed.contains("event: agent.message\ndata: "),
+        "{streamed}"
+    );
+    assert!(
+        streamed.contains("event: session.status_idle\n"),
+        "{streamed}"
+    );
+
+    // The agent calls the client's tool: the session waits for its result.
+    let send = json!({"events": [{"type": "user.message", "content": [{"type": "text", "text": "lookup: k1"}]}]});
+    managed(
+        &mut sim,
+        "alice",
+        "POST",
+        &format!("/v1/sessions/{id}/events"),
+        send,
+    );
+    let (_, events) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("/v1/sessions/{id}/events?order=desc&limit=2"),
+        Value::Null,
+    );
+    let idle = &events["data"][0];
+    let call = &events["data"][1];
+    assert_eq!(
+        (call["type"].as_str(), call["name"].as_str()),
+        (Some("agent.custom_tool_use"), Some("lookup"))
+    );
+    assert_eq!(call["input"], json!({"key": "k1"}));
+    assert_eq!(
+        idle["stop_reason"],
+        json!({"type": "requires_action", "event_ids": [call["id"]]})
+    );
+    let result = json!({"events": [{"type": "user.custom_tool_result", "custom_tool_use_id": call["id"],
+        "content": [{"type": "text", "text": "v1"}]}]});
+    let (status, _) = managed(
+        &mut sim,
+        "alice",
+        "POST",
+        &format!("/v1/sessions/{id}/events"),
+        result,
+    );
+    assert_eq!(status, 200);
+    let (_, events) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("/v1/sessions/{id}/events?order=desc&limit=2"),
+        Value::Null,
+    );
+    assert_eq!(events["data"][0]["stop_reason"]["type"], "end_turn");
+    assert_eq!(events["data"][1]["type"], "agent.message");
+    // One CLI ran the whole session: the held call was answered, not retold.
+    assert_eq!(sim.specs.len(), 1);
+    let (_, session) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("/v1/sessions/{id}"),
+        Value::Null,
+    );
+    assert_eq!(session["status"], "idle");
+    assert!(
+        session["usage"]["output_tokens"].as_u64().unwrap() > 0,
+        "{session}"
+    );
+
+    // Another tenant sees none of it.
+    let (status, _) = managed(
+        &mut sim,
+        "bob",
+        "GET",
+        &format!("/v1/sessions/{id}"),
+        Value::Null,
+    );
+    assert_eq!(status, 404);
+    let (_, list) = managed(&mut sim, "bob", "GET", "/v1/sessions", Value::Null);
+    assert_eq!(list["data"], json!([]));
+    let (_, list) = managed(&mut sim, "alice", "GET", "/v1/sessions", Value::Null);
+    assert_eq!(list["data"].as_array().unwrap().len(), 1);
+
+    // Deleted: its stream ends with the API's last word.
+    let (status, deleted) = managed(
+        &mut sim,
+        "alice",
+        "DELETE",
+        &format!("/v1/sessions/{id}"),
+        Value::Null,
+    );
+    assert_eq!(
+        (status, deleted["type"].as_str()),
+        (200, Some("session_deleted"))
+    );
+    assert!(sim.response(stream).ended);
+    assert!(sim
+        .response(stream)
+        .text()
+        .contains("event: session.deleted\n"));
 }

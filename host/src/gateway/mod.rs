@@ -1096,7 +1096,7 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         let id = self.id;
         self.app.input(|gateway, now| {
-            if gateway.request_session(id).is_some() || gateway.is_finding(id) {
+            if gateway.holds(id) {
                 tracing::info!(request = id, "the client went away mid-response");
                 gateway.handle_client_gone(now, id);
             }

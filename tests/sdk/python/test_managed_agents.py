@@ -107,3 +107,116 @@ def test_an_environment_is_local_and_says_what_cannot_apply(client, other):
     deleted = client.beta.environments.delete(env.id)
     assert (deleted.id, deleted.type) == (env.id, "environment_deleted")
     assert env.id not in [e.id for e in client.beta.environments.list(include_archived=True)]
+
+
+SCRIPT_NOTE = "the fake model echoes: 'You said: <the last user message>'"
+
+
+def _agent_and_environment(client):
+    agent = client.beta.agents.create(
+        name="Session agent",
+        model="claude-sonnet-4-5-20250929",
+        system="Answer briefly.",
+        tools=[
+            {
+                "type": "custom",
+                "name": "lookup",
+                "description": "Looks a record up.",
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}},
+                    "required": ["query"],
+                },
+            }
+        ],
+    )
+    environment = client.beta.environments.create(name="local")
+    return agent, environment
+
+
+def _until_idle(stream):
+    """The events of a stream up to and including the next `session.status_idle`."""
+    seen = []
+    for event in stream:
+        seen.append(event)
+        if event.type == "session.status_idle":
+            return seen
+    raise AssertionError(f"the stream ended before the session was idle: {seen}")
+
+
+def test_a_session_answers_a_message_on_its_event_stream(client, other):
+    agent, environment = _agent_and_environment(client)
+    session = client.beta.sessions.create(
+        agent=agent.id, environment_id=environment.id, title="hello"
+    )
+    assert session.id.startswith("sesn_") and session.status == "idle"
+    assert session.agent.id == agent.id and session.agent.version == 1
+
+    stream = client.beta.sessions.events.stream(session.id)
+    client.beta.sessions.events.send(
+        session.id,
+        events=[
+            {
+                "type": "user.message",
+                "content": [{"type": "text", "text": "SESSION-HELLO from the SDK"}],
+            }
+        ],
+    )
+    events = _until_idle(stream)
+    stream.close()
+    kinds = [e.type for e in events]
+    assert kinds[0] == "user.message" and "session.status_running" in kinds, kinds
+    messages = [e for e in events if e.type == "agent.message"]
+    assert messages and "SESSION-HELLO from the SDK" in messages[-1].content[0].text
+    assert events[-1].stop_reason.type == "end_turn"
+
+    # The log holds the same events, in order; the session counts its tokens.
+    logged = [e.id for e in client.beta.sessions.events.list(session.id)]
+    assert logged == [e.id for e in events]
+    session = client.beta.sessions.retrieve(session.id)
+    assert session.status == "idle" and session.usage.output_tokens > 0
+
+    # Another key sees none of it.
+    with pytest.raises(anthropic.NotFoundError):
+        other.beta.sessions.retrieve(session.id)
+    assert session.id not in [s.id for s in other.beta.sessions.list()]
+    assert session.id in [s.id for s in client.beta.sessions.list()]
+
+
+def test_a_custom_tool_is_called_and_its_result_continues_the_turn(client):
+    agent, environment = _agent_and_environment(client)
+    session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id)
+    stream = client.beta.sessions.events.stream(session.id)
+    client.beta.sessions.events.send(
+        session.id,
+        events=[
+            {
+                "type": "user.message",
+                "content": [{"type": "text", "text": "PLEASE-TWO lookups for the session"}],
+            }
+        ],
+    )
+    events = _until_idle(stream)
+    calls = [e for e in events if e.type == "agent.custom_tool_use"]
+    assert [c.name for c in calls] == ["lookup", "lookup"]
+    idle = events[-1]
+    assert idle.stop_reason.type == "requires_action"
+    assert sorted(idle.stop_reason.event_ids) == sorted(c.id for c in calls)
+
+    client.beta.sessions.events.send(
+        session.id,
+        events=[
+            {
+                "type": "user.custom_tool_result",
+                "custom_tool_use_id": call.id,
+                "content": [{"type": "text", "text": f"record of {call.input['query']}"}],
+            }
+            for call in calls
+        ],
+    )
+    events = _until_idle(stream)
+    stream.close()
+    assert events[-1].stop_reason.type == "end_turn"
+    answer = [e for e in events if e.type == "agent.message"][-1].content[0].text
+    # The model was given the results (the fake echoes them back).
+    assert "record of alpha" in answer and "record of beta" in answer, answer

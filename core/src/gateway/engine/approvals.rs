@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Gateway, GatewayOutput, RequestId};
+use super::{Gateway, GatewayOutput, RequestId, Watch};
 use crate::api::{ApiError, ApiErrorKind};
 use crate::gateway::{approval_route_key, SessionId};
 use crate::session::PermissionDecision;
@@ -156,7 +156,7 @@ impl Gateway {
         });
         let next_ping = now.saturating_add(self.config.ping_every_ms);
         self.watchers
-            .insert(request, (tenant.to_owned(), next_ping));
+            .insert(request, (Watch::Approvals(tenant.to_owned()), next_ping));
     }
 
     pub(super) fn approval_json(&self, id: &str, a: &Approval) -> Value {
@@ -281,7 +281,7 @@ impl Gateway {
         let frame = sse(event, data);
         let ping_every = self.config.ping_every_ms;
         for (&request, (watching, next_ping)) in &mut self.watchers {
-            if watching == tenant {
+            if matches!(watching, Watch::Approvals(t) if t == tenant) {
                 *next_ping = self.now.saturating_add(ping_every);
                 self.outputs.push_back(GatewayOutput::Body {
                     request,

@@ -66,14 +66,14 @@ struct Kept {
 
 /// An error in the API's shape: status, `error.type`, message, `error.details.error_code`.
 #[derive(Debug)]
-struct Refusal {
-    status: u16,
-    kind: &'static str,
-    message: String,
-    code: Option<&'static str>,
+pub(super) struct Refusal {
+    pub(super) status: u16,
+    pub(super) kind: &'static str,
+    pub(super) message: String,
+    pub(super) code: Option<&'static str>,
 }
 
-fn invalid(message: impl Into<String>) -> Refusal {
+pub(super) fn invalid(message: impl Into<String>) -> Refusal {
     Refusal {
         status: 400,
         kind: "invalid_request_error",
@@ -82,7 +82,7 @@ fn invalid(message: impl Into<String>) -> Refusal {
     }
 }
 
-fn not_found(what: &str, id: &str) -> Refusal {
+pub(super) fn not_found(what: &str, id: &str) -> Refusal {
     Refusal {
         status: 404,
         kind: "not_found_error",
@@ -106,6 +106,9 @@ enum Route<'a> {
 /// The route of a path of this API, if it is one: the methods it takes, and whether a POST's
 /// body is JSON (an archive's POST has none, and the SDKs send it without a `Content-Type`).
 pub(super) fn route(path: &str) -> Option<(&'static [&'static str], bool)> {
+    if let Some(route) = super::sessions::parse(path) {
+        return Some(super::sessions::methods(route));
+    }
     parse(path).map(|r| match r {
         Route::Agents | Route::Environments | Route::Agent(_) => (&["GET", "POST"][..], true),
         Route::Environment(_) => (&["GET", "POST", "DELETE"][..], true),
@@ -164,7 +167,7 @@ fn query(query: &str) -> Vec<(String, String)> {
 }
 
 /// The value of a query parameter.
-fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(super) fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
     params
         .iter()
         .find(|(k, _)| k == name)
@@ -173,7 +176,11 @@ fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
 
 /// A list's page: `limit` (default 20, at most 100; at most 1000 where `max` says) items after
 /// the cursor `page` (the last id of the page before).
-fn page(items: Vec<Value>, params: &[(String, String)], max: usize) -> Result<Value, Refusal> {
+pub(super) fn page(
+    items: Vec<Value>,
+    params: &[(String, String)],
+    max: usize,
+) -> Result<Value, Refusal> {
     let limit = match param(params, "limit") {
         None => 20,
         Some(l) => match l.parse::<usize>() {
@@ -237,7 +244,11 @@ fn string_or_null(body: &Map<String, Value>, name: &str) -> Result<Option<Value>
 
 /// `metadata`: at most 16 string pairs, keys up to 64 characters, values up to 512; with
 /// `patch`, a null value deletes its key from `current`.
-fn metadata(value: &Value, current: Option<&Value>, patch: bool) -> Result<Value, Refusal> {
+pub(super) fn metadata(
+    value: &Value,
+    current: Option<&Value>,
+    patch: bool,
+) -> Result<Value, Refusal> {
     let Value::Object(given) = value else {
         return Err(invalid("metadata: must be an object of strings"));
     };
@@ -666,6 +677,11 @@ impl Managed {
     fn resources(&mut self, tenant: &str) -> &mut Resources {
         self.tenants.entry(tenant.to_owned()).or_default()
     }
+
+    /// Whether `request` waits for its tenant's resources from the session store.
+    pub(super) fn is_loading(&self, request: RequestId) -> bool {
+        self.loading.contains_key(&request)
+    }
 }
 
 impl Gateway {
@@ -697,7 +713,7 @@ impl Gateway {
         }
         let mut warnings = Vec::new();
         let mut kept = Vec::new();
-        let answer = self.managed_answer(head, tenant, body, &mut warnings, &mut kept);
+        let answer = self.managed_answer(request, head, tenant, body, &mut warnings, &mut kept);
         // Kept before the answer ends (the host holds its end until they are).
         for change in kept.into_iter().filter(|_| self.config.store) {
             let json = change.json.map(|v| v.to_string());
@@ -710,6 +726,8 @@ impl Gateway {
             });
         }
         let (status, value, mut headers) = match answer {
+            // An event stream, kept open.
+            Ok((0, _)) => return,
             Ok((status, value)) => (status, value, Vec::new()),
             Err(refusal) => {
                 let mut error = json!({"type": refusal.kind, "message": refusal.message});
@@ -730,12 +748,13 @@ impl Gateway {
         };
         headers.push(("content-type".to_owned(), "application/json".to_owned()));
         if !warnings.is_empty() {
+            let why = match super::sessions::parse(head.path) {
+                Some(_) => "do not run in this gateway's sessions yet (custom tools do)",
+                None => "cannot apply to the local environment: kept, not applied",
+            };
             headers.push((
                 "x-ccwire-warning".to_owned(),
-                format!(
-                    "{} cannot apply to the local environment: kept, not applied",
-                    warnings.join(", ")
-                ),
+                format!("{} {why}", warnings.join(", ")),
             ));
         }
         self.respond_whole(request, status, headers, value.to_string().into_bytes());
@@ -843,14 +862,20 @@ impl Gateway {
 
     fn managed_answer(
         &mut self,
+        request: RequestId,
         head: &HttpHead<'_>,
         tenant: &str,
         body: &[u8],
         warnings: &mut Vec<String>,
         kept: &mut Vec<Kept>,
     ) -> Result<(u16, Value), Refusal> {
-        let route = parse(head.path).ok_or_else(|| not_found("endpoint", head.path))?;
         let params = query(head.query);
+        if super::sessions::parse(head.path).is_some() {
+            return self
+                .handle_session(request, head, &params, tenant, body, warnings)
+                .unwrap_or(Ok((0, Value::Null)));
+        }
+        let route = parse(head.path).ok_or_else(|| not_found("endpoint", head.path))?;
         let object = || -> Result<Map<String, Value>, Refusal> {
             if body.iter().all(u8::is_ascii_whitespace) {
                 return Ok(Map::new());
@@ -1097,6 +1122,29 @@ impl Gateway {
                 code: None,
             }),
         }
+    }
+
+    /// An agent of `tenant`: its latest version, or `version`.
+    pub(super) fn managed_agent(
+        &mut self,
+        tenant: &str,
+        id: &str,
+        version: Option<u64>,
+    ) -> Result<Value, Refusal> {
+        let versions = self.agent_versions(tenant, id)?;
+        match version {
+            None => Ok(versions.last().cloned().unwrap_or_default()),
+            Some(n) => n
+                .checked_sub(1)
+                .and_then(|i| versions.get(i as usize))
+                .cloned()
+                .ok_or_else(|| not_found(&format!("agent {id} version"), &n.to_string())),
+        }
+    }
+
+    /// An environment of `tenant`.
+    pub(super) fn managed_environment(&mut self, tenant: &str, id: &str) -> Result<Value, Refusal> {
+        self.environment(tenant, id).cloned()
     }
 
     fn agent_versions(&mut self, tenant: &str, id: &str) -> Result<&Vec<Value>, Refusal> {

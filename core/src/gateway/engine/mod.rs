@@ -9,6 +9,7 @@ mod http;
 mod managed;
 mod pool;
 mod prepared;
+mod sessions;
 mod store;
 mod types;
 
@@ -117,6 +118,15 @@ impl FirstPrompt {
             FirstPrompt::Ready(ready) => session.send_ready_prompt(now, ready),
         }
     }
+}
+
+/// What an event stream watches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Watch {
+    /// A tenant's approvals.
+    Approvals(String),
+    /// A Managed Agents session (its id).
+    Session(String),
 }
 
 /// One response in flight.
@@ -256,10 +266,12 @@ pub struct Gateway {
     approvals: BTreeMap<String, Approval>,
     /// The Managed Agents API's agents and environments, by tenant.
     managed: managed::Managed,
+    /// The Managed Agents API's sessions.
+    sessions: sessions::Sessions,
     next_approval: u64,
     /// Streams of approval events (`GET /v1/approvals/events`): their tenant and next
     /// keep-alive.
-    watchers: BTreeMap<RequestId, (String, Timestamp)>,
+    watchers: BTreeMap<RequestId, (Watch, Timestamp)>,
     /// The HTTP face.
     front: http::Front,
     /// Requests waiting for the session store to find their conversation.
@@ -326,6 +338,7 @@ impl Gateway {
             draining: None,
             approvals: BTreeMap::new(),
             managed: managed::Managed::default(),
+            sessions: sessions::Sessions::default(),
             next_approval: 0,
             watchers: BTreeMap::new(),
             front,
@@ -375,6 +388,16 @@ impl Gateway {
     /// [`GatewayOutput::StoreFindResponse`]).
     pub fn is_finding(&self, request: RequestId) -> bool {
         self.finding.contains_key(&request) || self.fetching.contains_key(&request)
+    }
+
+    /// Whether the gateway still holds `request` open: a response in flight, a lookup, an
+    /// event stream (approvals, a session's). A host whose client went away from such a
+    /// request says so ([`handle_client_gone`](Self::handle_client_gone)).
+    pub fn holds(&self, request: RequestId) -> bool {
+        self.requests.contains_key(&request)
+            || self.is_finding(request)
+            || self.watchers.contains_key(&request)
+            || self.managed.is_loading(request)
     }
 
     /// The session a request's response comes from, while it is in flight.
@@ -1710,6 +1733,11 @@ impl Gateway {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) {
+        if self.sessions.is_turn(request) {
+            // A session's turn: its answer is the session's events, not a response.
+            self.arrivals.remove(&request);
+            return self.turn_answered(request, status, &body);
+        }
         self.outputs.push_back(GatewayOutput::Respond {
             request,
             status,

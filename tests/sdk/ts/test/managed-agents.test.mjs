@@ -6,7 +6,7 @@ import { after as afterAll, before, test } from 'node:test';
 
 import Anthropic from '@anthropic-ai/sdk';
 
-import { KEY, Rig } from './rig.mjs';
+import { KEY, Rig, echo, onAny } from './rig.mjs';
 
 let rig;
 
@@ -55,4 +55,29 @@ test('an environment is created and deleted', async () => {
   const deleted = await c.beta.environments.delete(env.id);
   assert.deepEqual(deleted, { id: env.id, type: 'environment_deleted' });
   await assert.rejects(c.beta.environments.retrieve(env.id), Anthropic.NotFoundError);
+});
+
+test('a session answers a message on its event stream', async () => {
+  await rig.fake.script(onAny(echo()));
+  const c = client();
+  const agent = await c.beta.agents.create({ name: 'TS session', model: 'claude-sonnet-4-5-20250929' });
+  const env = await c.beta.environments.create({ name: 'local' });
+  const session = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+  assert.equal(session.status, 'idle');
+
+  const stream = await c.beta.sessions.events.stream(session.id);
+  await c.beta.sessions.events.send(session.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'TS-SESSION hello' }] }],
+  });
+  const seen = [];
+  for await (const event of stream) {
+    seen.push(event);
+    if (event.type === 'session.status_idle') break;
+  }
+  const message = seen.filter((e) => e.type === 'agent.message').at(-1);
+  assert.match(message.content[0].text, /TS-SESSION hello/);
+  assert.equal(seen.at(-1).stop_reason.type, 'end_turn');
+  const logged = [];
+  for await (const event of c.beta.sessions.events.list(session.id)) logged.push(event.id);
+  assert.deepEqual(logged, seen.map((e) => e.id));
 });

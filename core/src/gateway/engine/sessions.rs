@@ -1,0 +1,701 @@
+//! The Managed Agents API's sessions (`/v1/sessions`): an agent's conversation with its event
+//! log, run by the gateway's own machinery. Each turn of a session is a Messages request the
+//! gateway makes of itself (the agent's system prompt, model and custom tools; the session's
+//! history), so a session's CLI is found, held and resumed like any conversation's; the
+//! turn's answer becomes the API's events (`agent.message`, `agent.thinking`,
+//! `agent.custom_tool_use`, `span.model_request_*`, `session.status_*`, `session.error`), kept
+//! in the session's log and sent to its streams.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use super::managed::{invalid, not_found, page, param, rfc3339, Refusal};
+use super::{Gateway, GatewayOutput, HttpHead, RequestId, Watch};
+use crate::api::Api;
+
+/// The first id of the requests the gateway makes of itself for sessions' turns (far above
+/// any a host numbers its own with).
+const TURNS_FROM: RequestId = 1 << 62;
+
+/// Every session, by id.
+#[derive(Debug, Default)]
+pub(super) struct Sessions {
+    by_id: HashMap<String, Session>,
+    /// Ids in the order the sessions were made.
+    order: Vec<String>,
+    /// Each turn in flight: its session.
+    turns: HashMap<RequestId, String>,
+    next_turn: u64,
+    next: u64,
+}
+
+#[derive(Debug)]
+struct Session {
+    tenant: String,
+    /// The session as the API shows it (`status`, `usage`… kept up to date).
+    json: Value,
+    /// The Messages request fields of its turns: model, system, tools (the custom tools).
+    request: Value,
+    events: Vec<Value>,
+    /// The conversation so far, as Messages API messages.
+    history: Vec<Value>,
+    /// User content sent while a turn runs, for the next one.
+    queued: Vec<Value>,
+    /// Custom tool calls waiting for results: (event id, tool_use id), and the results so far.
+    waiting: Vec<(String, String)>,
+    results: Vec<Value>,
+    running: bool,
+}
+
+impl Sessions {
+    /// Whether `request` is a session's turn (the gateway's own request).
+    pub(super) fn is_turn(&self, request: RequestId) -> bool {
+        self.turns.contains_key(&request)
+    }
+}
+
+/// What a request of the sessions' routes asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SessionRoute<'a> {
+    Sessions,
+    Session(&'a str),
+    Archive(&'a str),
+    Events(&'a str),
+    Stream(&'a str),
+}
+
+/// The sessions' route of a path, if it is one: its methods, whether a POST's body is JSON.
+pub(super) fn parse(path: &str) -> Option<SessionRoute<'_>> {
+    let id = |s: &str| !s.is_empty() && s.len() <= 128;
+    let parts: Vec<&str> = path.strip_prefix("/v1/sessions")?.split('/').collect();
+    Some(match parts[..] {
+        [""] => SessionRoute::Sessions,
+        ["", s] if id(s) => SessionRoute::Session(s),
+        ["", s, "archive"] if id(s) => SessionRoute::Archive(s),
+        ["", s, "events"] if id(s) => SessionRoute::Events(s),
+        ["", s, "events", "stream"] if id(s) => SessionRoute::Stream(s),
+        _ => return None,
+    })
+}
+
+/// The methods of a sessions' route, and whether a POST's body is JSON.
+pub(super) fn methods(route: SessionRoute<'_>) -> (&'static [&'static str], bool) {
+    match route {
+        SessionRoute::Sessions | SessionRoute::Events(_) => (&["GET", "POST"][..], true),
+        SessionRoute::Session(_) => (&["GET", "POST", "DELETE"][..], true),
+        SessionRoute::Archive(_) => (&["POST"][..], false),
+        SessionRoute::Stream(_) => (&["GET"][..], false),
+    }
+}
+
+/// An SSE frame of an event, named by its type (the SDKs read the name).
+fn frame(event: &Value) -> Vec<u8> {
+    let kind = event["type"].as_str().unwrap_or("message");
+    format!("event: {kind}\ndata: {event}\n\n").into_bytes()
+}
+
+/// The custom tools of an agent's `tools`, as Messages API tools.
+fn custom_tools(agent: &Value) -> Vec<Value> {
+    agent["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["type"] == "custom")
+        .map(|t| {
+            json!({"name": t["name"], "description": t["description"],
+                   "input_schema": t["input_schema"]})
+        })
+        .collect()
+}
+
+/// A user event's content blocks, checked (text, image, document).
+fn user_content(event: &Value) -> Result<Vec<Value>, Refusal> {
+    let Value::Array(blocks) = &event["content"] else {
+        return Err(invalid(
+            "events: user.message.content must be an array of blocks",
+        ));
+    };
+    for block in blocks {
+        match block["type"].as_str() {
+            Some("text" | "image" | "document") => {}
+            other => {
+                return Err(invalid(format!(
+                "events: user.message.content: a {} block is not supported (text, image, document)",
+                other.unwrap_or("typeless")
+            )))
+            }
+        }
+    }
+    if blocks.is_empty() {
+        return Err(invalid("events: user.message.content must not be empty"));
+    }
+    Ok(blocks.clone())
+}
+
+impl Gateway {
+    fn session_now(&self) -> String {
+        rfc3339(self.config.unix_epoch_ms.saturating_add(self.now))
+    }
+
+    fn session_id(&mut self, prefix: &str) -> String {
+        self.sessions.next += 1;
+        self.secret_id(prefix, self.sessions.next)
+    }
+
+    /// A session of `tenant` (another tenant's is not found).
+    fn session_of(&mut self, tenant: &str, id: &str) -> Result<&mut Session, Refusal> {
+        self.sessions
+            .by_id
+            .get_mut(id)
+            .filter(|s| s.tenant == tenant)
+            .ok_or_else(|| not_found("session", id))
+    }
+
+    /// Adds an event (its id and time given here) to a session's log and sends it to the
+    /// session's streams.
+    fn session_event(&mut self, id: &str, mut event: Value) -> Value {
+        let event_id = self.session_id("sevt_");
+        let now = self.session_now();
+        event["id"] = json!(event_id);
+        if event.get("processed_at").is_none() {
+            event["processed_at"] = json!(now);
+        }
+        let bytes = frame(&event);
+        let ping_every = self.config.ping_every_ms;
+        let at = self.now.saturating_add(ping_every);
+        for (&request, (watch, next_ping)) in &mut self.watchers {
+            if matches!(watch, Watch::Session(s) if s == id) {
+                *next_ping = at;
+                self.outputs.push_back(GatewayOutput::Body {
+                    request,
+                    bytes: bytes.clone(),
+                });
+            }
+        }
+        if let Some(session) = self.sessions.by_id.get_mut(id) {
+            session.events.push(event.clone());
+        }
+        event
+    }
+
+    /// Sets a session's status (and its `updated_at`), with the event that says so.
+    fn session_status(&mut self, id: &str, status: &str, extra: Option<Value>) {
+        let now = self.session_now();
+        if let Some(session) = self.sessions.by_id.get_mut(id) {
+            session.json["status"] = json!(status);
+            session.json["updated_at"] = json!(now);
+        }
+        let mut event = json!({"type": format!("session.status_{status}")});
+        if let Some(Value::Object(extra)) = extra {
+            for (k, v) in extra {
+                event[k] = v;
+            }
+        }
+        self.session_event(id, event);
+    }
+
+    /// A request of the sessions' routes, answered: `None` for a stream, kept open.
+    pub(super) fn handle_session(
+        &mut self,
+        request: RequestId,
+        head: &HttpHead<'_>,
+        params: &[(String, String)],
+        tenant: &str,
+        body: &[u8],
+        warnings: &mut Vec<String>,
+    ) -> Option<Result<(u16, Value), Refusal>> {
+        let (method, route) = (head.method, parse(head.path)?);
+        let object = || -> Result<Map<String, Value>, Refusal> {
+            if body.iter().all(u8::is_ascii_whitespace) {
+                return Ok(Map::new());
+            }
+            match serde_json::from_slice(body) {
+                Ok(Value::Object(o)) => Ok(o),
+                Ok(_) => Err(invalid("the body must be a JSON object")),
+                Err(e) => Err(invalid(format!("the body is not JSON: {e}"))),
+            }
+        };
+        Some(match (method, route) {
+            ("POST", SessionRoute::Sessions) => {
+                object().and_then(|b| self.create_session(tenant, &b, warnings))
+            }
+            ("GET", SessionRoute::Sessions) => {
+                let archived = param(params, "include_archived") == Some("true");
+                let statuses: Vec<&str> = params
+                    .iter()
+                    .filter(|(k, _)| k == "statuses")
+                    .map(|(_, v)| v.as_str())
+                    .collect();
+                let agent = param(params, "agent_id");
+                let mut items: Vec<Value> = self
+                    .sessions
+                    .order
+                    .iter()
+                    .filter_map(|id| self.sessions.by_id.get(id))
+                    .filter(|s| s.tenant == tenant)
+                    .map(|s| &s.json)
+                    .filter(|s| archived || s["archived_at"].is_null())
+                    .filter(|s| statuses.is_empty() || statuses.iter().any(|w| s["status"] == *w))
+                    .filter(|s| agent.is_none_or(|a| s["agent"]["id"] == a))
+                    .cloned()
+                    .collect();
+                if param(params, "order") != Some("asc") {
+                    items.reverse();
+                }
+                page(items, params, 100).map(|mut p| {
+                    p["prev_page"] = Value::Null;
+                    (200, p)
+                })
+            }
+            ("GET", SessionRoute::Session(id)) => self.session_of(tenant, id).map(|s| (200, s.json.clone())),
+            ("POST", SessionRoute::Session(id)) => object().and_then(|b| {
+                let now = self.session_now();
+                let session = self.session_of(tenant, id)?;
+                if let Some(t) = b.get("title") {
+                    match t {
+                        Value::Null | Value::String(_) => session.json["title"] = t.clone(),
+                        _ => return Err(invalid("title: a string or null")),
+                    }
+                }
+                if let Some(m) = b.get("metadata").filter(|m| !m.is_null()) {
+                    let current = session.json["metadata"].clone();
+                    session.json["metadata"] = super::managed::metadata(m, Some(&current), true)?;
+                }
+                for field in ["agent", "budget", "vault_ids"] {
+                    if b.get(field).is_some_and(|v| !v.is_null()) {
+                        return Err(invalid(format!(
+                            "{field}: not supported by this gateway on a session"
+                        )));
+                    }
+                }
+                session.json["updated_at"] = json!(now);
+                Ok((200, session.json.clone()))
+            }),
+            ("DELETE", SessionRoute::Session(id)) => self.session_of(tenant, id).map(|_| ()).map(|()| {
+                self.sessions.by_id.remove(id);
+                self.sessions.order.retain(|s| s != id);
+                // Its streams end with the API's last word.
+                let gone = json!({"type": "session.deleted", "id": self.secret_id("sevt_", u64::MAX), "processed_at": self.session_now()});
+                let watching: Vec<RequestId> = self
+                    .watchers
+                    .iter()
+                    .filter(|(_, (w, _))| matches!(w, Watch::Session(s) if s == id))
+                    .map(|(r, _)| *r)
+                    .collect();
+                for request in watching {
+                    self.watchers.remove(&request);
+                    self.outputs.push_back(GatewayOutput::Body { request, bytes: frame(&gone) });
+                    self.outputs.push_back(GatewayOutput::End { request });
+                }
+                (200, json!({"id": id, "type": "session_deleted"}))
+            }),
+            ("POST", SessionRoute::Archive(id)) => {
+                let now = self.session_now();
+                self.session_of(tenant, id).map(|s| {
+                    if s.json["archived_at"].is_null() {
+                        s.json["archived_at"] = json!(now);
+                    }
+                    (200, s.json.clone())
+                })
+            }
+            ("GET", SessionRoute::Events(id)) => self.session_of(tenant, id).and_then(|s| {
+                let types: Vec<&str> = params
+                    .iter()
+                    .filter(|(k, _)| k == "types")
+                    .map(|(_, v)| v.as_str())
+                    .collect();
+                let mut items: Vec<Value> = s
+                    .events
+                    .iter()
+                    .filter(|e| types.is_empty() || types.iter().any(|t| e["type"] == *t))
+                    .cloned()
+                    .collect();
+                if param(params, "order") == Some("desc") {
+                    items.reverse();
+                }
+                page(items, params, 1000).map(|p| (200, p))
+            }),
+            ("POST", SessionRoute::Events(id)) => object().and_then(|b| self.send_events(tenant, id, &b)),
+            ("GET", SessionRoute::Stream(id)) => {
+                if let Err(e) = self.session_of(tenant, id) {
+                    return Some(Err(e));
+                }
+                // The head at once (the SDKs wait for it), then the events as they come.
+                self.outputs.push_back(GatewayOutput::Respond {
+                    request,
+                    status: 200,
+                    headers: vec![
+                        ("content-type".to_owned(), "text/event-stream".to_owned()),
+                        ("cache-control".to_owned(), "no-cache".to_owned()),
+                    ],
+                });
+                self.outputs.push_back(GatewayOutput::Body {
+                    request,
+                    bytes: b": the session's events as they come\n\n".to_vec(),
+                });
+                let next_ping = self.now.saturating_add(self.config.ping_every_ms);
+                self.watchers
+                    .insert(request, (Watch::Session(id.to_owned()), next_ping));
+                return None;
+            }
+            (method, _) => Err(Refusal {
+                status: 405,
+                kind: "invalid_request_error",
+                message: format!("this route does not take {method}"),
+                code: None,
+            }),
+        })
+    }
+
+    fn create_session(
+        &mut self,
+        tenant: &str,
+        body: &Map<String, Value>,
+        warnings: &mut Vec<String>,
+    ) -> Result<(u16, Value), Refusal> {
+        let (agent_id, version) = match body.get("agent") {
+            Some(Value::String(id)) => (id.clone(), None),
+            Some(v @ Value::Object(_)) if v["type"] == "agent" && v["id"].is_string() => (
+                v["id"].as_str().unwrap_or_default().to_owned(),
+                v["version"].as_u64(),
+            ),
+            Some(v @ Value::Object(_)) if v["type"] == "agent_with_overrides" => {
+                return Err(invalid(
+                    "agent: agent_with_overrides is not supported by this gateway yet",
+                ))
+            }
+            _ => {
+                return Err(invalid(
+                    "agent: an agent id, or {\"type\": \"agent\", \"id\": …}",
+                ))
+            }
+        };
+        let agent = self.managed_agent(tenant, &agent_id, version)?;
+        if !agent["archived_at"].is_null() {
+            return Err(invalid(format!("agent {agent_id} is archived")));
+        }
+        let Some(Value::String(environment_id)) = body.get("environment_id") else {
+            return Err(invalid("environment_id: required"));
+        };
+        let environment = self.managed_environment(tenant, environment_id)?;
+        if !environment["archived_at"].is_null() {
+            return Err(invalid(format!("environment {environment_id} is archived")));
+        }
+        for field in ["resources", "vault_ids", "budget"] {
+            let empty = match body.get(field) {
+                None | Some(Value::Null) => true,
+                Some(Value::Array(a)) => a.is_empty(),
+                Some(_) => false,
+            };
+            if !empty {
+                return Err(invalid(format!("{field}: not supported by this gateway (the session works in the local environment)")));
+            }
+        }
+        let title = match body.get("title") {
+            None | Some(Value::Null) => Value::Null,
+            Some(t @ Value::String(_)) => t.clone(),
+            Some(_) => return Err(invalid("title: a string or null")),
+        };
+        let metadata = match body.get("metadata") {
+            None | Some(Value::Null) => json!({}),
+            Some(m) => super::managed::metadata(m, None, false)?,
+        };
+        let initial: Vec<Value> = match body.get("initial_events") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(events)) => events.clone(),
+            Some(_) => return Err(invalid("initial_events: an array of events")),
+        };
+        for event in &initial {
+            if event["type"] != "user.message" {
+                return Err(invalid(
+                    "initial_events: only user.message events are supported",
+                ));
+            }
+            user_content(event)?;
+        }
+        let tools = agent["tools"].as_array().cloned().unwrap_or_default();
+        if tools.iter().any(|t| t["type"] == "agent_toolset_20260401") {
+            warnings.push("the agent's built-in toolset (agent_toolset_20260401)".to_owned());
+        }
+        if tools.iter().any(|t| t["type"] == "mcp_toolset") {
+            warnings.push("the agent's MCP toolsets".to_owned());
+        }
+        let mut snapshot = agent.clone();
+        if let Value::Object(o) = &mut snapshot {
+            for k in ["created_at", "updated_at", "archived_at", "metadata"] {
+                o.remove(k);
+            }
+        }
+        let id = self.session_id("sesn_");
+        let now = self.session_now();
+        let json = json!({"id": id, "type": "session", "status": "idle", "agent": snapshot,
+            "environment_id": environment_id, "title": title, "metadata": metadata,
+            "resources": [], "vault_ids": [], "budget": null, "outcome_evaluations": [],
+            "stats": {}, "usage": {"input_tokens": 0, "output_tokens": 0,
+                                   "cache_read_input_tokens": 0},
+            "created_at": now, "updated_at": now, "archived_at": null});
+        let mut request = json!({"model": agent["model"]["id"], "max_tokens": 32000});
+        if let Some(system) = agent["system"].as_str() {
+            request["system"] = json!(system);
+        }
+        let tools = custom_tools(&agent);
+        if !tools.is_empty() {
+            request["tools"] = Value::Array(tools);
+        }
+        self.sessions.by_id.insert(
+            id.clone(),
+            Session {
+                tenant: tenant.to_owned(),
+                json,
+                request,
+                events: Vec::new(),
+                history: Vec::new(),
+                queued: Vec::new(),
+                waiting: Vec::new(),
+                results: Vec::new(),
+                running: false,
+            },
+        );
+        self.sessions.order.push(id.clone());
+        if !initial.is_empty() {
+            self.send_events(
+                tenant,
+                &id,
+                &json!({"events": initial})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            )?;
+        }
+        let json = self.session_of(tenant, &id)?.json.clone();
+        Ok((200, json))
+    }
+
+    /// `POST /v1/sessions/{id}/events`: user events, echoed into the log; a message or the
+    /// last result a turn waits for starts the next turn.
+    fn send_events(
+        &mut self,
+        tenant: &str,
+        id: &str,
+        body: &Map<String, Value>,
+    ) -> Result<(u16, Value), Refusal> {
+        let Some(Value::Array(events)) = body.get("events") else {
+            return Err(invalid("events: an array of events"));
+        };
+        // Everything is checked before anything is done.
+        {
+            let session = self.session_of(tenant, id)?;
+            if !session.json["archived_at"].is_null() {
+                return Err(invalid(format!("session {id} is archived")));
+            }
+            for event in events {
+                match event["type"].as_str() {
+                    Some("user.message") => {
+                        user_content(event)?;
+                    }
+                    Some("user.custom_tool_result") => {
+                        let call = event["custom_tool_use_id"].as_str().unwrap_or_default();
+                        if !session.waiting.iter().any(|(e, _)| e == call) {
+                            return Err(invalid(format!(
+                                "events: no custom tool call {call:?} waits for a result"
+                            )));
+                        }
+                    }
+                    Some(
+                        other @ ("user.interrupt"
+                        | "user.tool_confirmation"
+                        | "user.tool_result"
+                        | "user.define_outcome"
+                        | "system.message"),
+                    ) => {
+                        return Err(invalid(format!(
+                            "events: {other} is not supported by this gateway yet"
+                        )));
+                    }
+                    other => return Err(invalid(format!("events: no event type {other:?}"))),
+                }
+            }
+        }
+        let mut echoed = Vec::new();
+        for event in events {
+            let mut kept = event.clone();
+            if kept["type"] == "user.message" {
+                kept["processed_at"] = Value::Null;
+            }
+            echoed.push(self.session_event(id, kept));
+            let session = self.session_of(tenant, id)?;
+            match event["type"].as_str() {
+                Some("user.message") => {
+                    session.queued.extend(user_content(event)?);
+                }
+                Some("user.custom_tool_result") => {
+                    let call = event["custom_tool_use_id"].as_str().unwrap_or_default();
+                    if let Some(at) = session.waiting.iter().position(|(e, _)| e == call) {
+                        let (_, tool_use_id) = session.waiting.remove(at);
+                        let mut result = json!({"type": "tool_result", "tool_use_id": tool_use_id,
+                            "content": event.get("content").cloned().unwrap_or(json!([]))});
+                        if event["is_error"] == true {
+                            result["is_error"] = json!(true);
+                        }
+                        session.results.push(result);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.next_turn(id);
+        Ok((200, json!({"data": echoed})))
+    }
+
+    /// Starts a session's next turn when it can: nothing runs, no call waits for a result,
+    /// and something is to be said.
+    fn next_turn(&mut self, id: &str) {
+        let Some(session) = self.sessions.by_id.get_mut(id) else {
+            return;
+        };
+        if session.running || !session.waiting.is_empty() {
+            return;
+        }
+        let mut content = std::mem::take(&mut session.results);
+        content.append(&mut session.queued);
+        if content.is_empty() {
+            return;
+        }
+        session
+            .history
+            .push(json!({"role": "user", "content": content}));
+        session.running = true;
+        let mut body = session.request.clone();
+        body["messages"] = Value::Array(session.history.clone());
+        let tenant = session.tenant.clone();
+        self.sessions.next_turn += 1;
+        let request = TURNS_FROM + self.sessions.next_turn;
+        self.sessions.turns.insert(request, id.to_owned());
+        self.session_status(id, "running", None);
+        self.session_event(id, json!({"type": "span.model_request_start"}));
+        let bytes = body.to_string().into_bytes();
+        self.handle_request(self.now, request, Api::Anthropic, &tenant, &bytes);
+    }
+
+    /// A turn's whole answer (a Messages API response, or its error): the events it makes.
+    pub(super) fn turn_answered(&mut self, request: RequestId, status: u16, body: &[u8]) {
+        let Some(id) = self.sessions.turns.remove(&request) else {
+            return;
+        };
+        let answer: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let start = self
+            .sessions
+            .by_id
+            .get(&id)
+            .and_then(|s| {
+                s.events
+                    .iter()
+                    .rev()
+                    .find(|e| e["type"] == "span.model_request_start")
+            })
+            .map(|e| e["id"].clone())
+            .unwrap_or(Value::Null);
+        if let Some(session) = self.sessions.by_id.get_mut(&id) {
+            session.running = false;
+        }
+        if status != 200 {
+            let message = answer["error"]["message"]
+                .as_str()
+                .unwrap_or("the turn failed")
+                .to_owned();
+            self.session_event(
+                &id,
+                json!({"type": "span.model_request_end",
+                "model_request_start_id": start, "is_error": true,
+                "model_usage": {"input_tokens": 0, "output_tokens": 0,
+                                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}),
+            );
+            // The user's turn is not in the conversation: its content waits for the next.
+            if let Some(session) = self.sessions.by_id.get_mut(&id) {
+                if let Some(Value::Array(content)) =
+                    session.history.pop().map(|m| m["content"].clone())
+                {
+                    let mut again: Vec<Value> = content
+                        .into_iter()
+                        .filter(|b| b["type"] != "tool_result")
+                        .collect();
+                    again.append(&mut session.queued);
+                    session.queued = again;
+                }
+            }
+            let kind = if status == 429 || status == 529 {
+                "model_overloaded_error"
+            } else {
+                "model_request_failed_error"
+            };
+            self.session_event(
+                &id,
+                json!({"type": "session.error", "error": {"type": kind,
+                "message": message, "retry_status": {"type": "exhausted"}}}),
+            );
+            self.session_status(
+                &id,
+                "idle",
+                Some(json!({"stop_reason": {"type": "retries_exhausted"}, "stop_details": null})),
+            );
+            return;
+        }
+        let usage = &answer["usage"];
+        let count = |name: &str| usage[name].as_u64().unwrap_or(0);
+        self.session_event(&id, json!({"type": "span.model_request_end",
+            "model_request_start_id": start, "is_error": false,
+            "model_usage": {"input_tokens": count("input_tokens"), "output_tokens": count("output_tokens"),
+                            "cache_creation_input_tokens": count("cache_creation_input_tokens"),
+                            "cache_read_input_tokens": count("cache_read_input_tokens")}}));
+        if let Some(session) = self.sessions.by_id.get_mut(&id) {
+            let total = &mut session.json["usage"];
+            for name in ["input_tokens", "output_tokens", "cache_read_input_tokens"] {
+                total[name] = json!(total[name].as_u64().unwrap_or(0) + count(name));
+            }
+            session
+                .history
+                .push(json!({"role": "assistant", "content": answer["content"]}));
+        }
+        let blocks = answer["content"].as_array().cloned().unwrap_or_default();
+        let text: Vec<Value> = blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .map(|b| json!({"type": "text", "text": b["text"]}))
+            .collect();
+        if blocks
+            .iter()
+            .any(|b| b["type"] == "thinking" || b["type"] == "redacted_thinking")
+        {
+            self.session_event(&id, json!({"type": "agent.thinking"}));
+        }
+        if !text.is_empty() {
+            self.session_event(&id, json!({"type": "agent.message", "content": text}));
+        }
+        let mut waiting = Vec::new();
+        for call in blocks.iter().filter(|b| b["type"] == "tool_use") {
+            let event = self.session_event(
+                &id,
+                json!({"type": "agent.custom_tool_use",
+                "name": call["name"], "input": call["input"]}),
+            );
+            let event_id = event["id"].as_str().unwrap_or_default().to_owned();
+            waiting.push((event_id, call["id"].as_str().unwrap_or_default().to_owned()));
+        }
+        if waiting.is_empty() {
+            self.session_status(
+                &id,
+                "idle",
+                Some(json!({"stop_reason": {"type": "end_turn"}, "stop_details": null})),
+            );
+            // What was sent meanwhile is the next turn.
+            self.next_turn(&id);
+            return;
+        }
+        let ids: Vec<Value> = waiting.iter().map(|(e, _)| json!(e)).collect();
+        if let Some(session) = self.sessions.by_id.get_mut(&id) {
+            session.waiting = waiting;
+        }
+        self.session_status(&id, "idle", Some(json!({"stop_reason": {"type": "requires_action", "event_ids": ids}, "stop_details": null})));
+    }
+}
