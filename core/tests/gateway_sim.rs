@@ -373,6 +373,8 @@ struct SimStore {
     records: BTreeMap<(String, String), ConversationRecord>,
     saves: Vec<ConversationRecord>,
     responses: BTreeMap<(String, String), String>,
+    /// The Managed Agents API's resources: (tenant, kind, id) → JSON.
+    managed: BTreeMap<(String, String, String), String>,
 }
 
 impl Sim {
@@ -542,6 +544,30 @@ impl Sim {
                     } => {
                         let store = self.store.as_mut().expect("a store");
                         store.responses.insert((tenant, id), response);
+                    }
+                    GatewayOutput::StoreManaged {
+                        tenant,
+                        kind,
+                        id,
+                        json,
+                        ..
+                    } => {
+                        let store = self.store.as_mut().expect("a store");
+                        match json {
+                            Some(json) => store.managed.insert((tenant, kind, id), json),
+                            None => store.managed.remove(&(tenant, kind, id)),
+                        };
+                    }
+                    GatewayOutput::StoreLoadManaged { request, tenant } => {
+                        let store = self.store.as_ref().expect("a store");
+                        let kept: Vec<(String, String)> = store
+                            .managed
+                            .iter()
+                            .filter(|((t, _, _), _)| *t == tenant)
+                            .map(|((_, kind, _), json)| (kind.clone(), json.clone()))
+                            .collect();
+                        self.gateway
+                            .handle_managed_loaded(self.now, request, Some(kept));
                     }
                     GatewayOutput::StoreFindResponse {
                         request,
@@ -2312,4 +2338,83 @@ fn a_session_runs_its_agent_turn_by_turn_with_a_custom_tool_round_trip() {
         .response(stream)
         .text()
         .contains("event: session.deleted\n"));
+}
+
+#[test]
+fn a_session_outlives_its_gateway_through_the_store() {
+    let config = || GatewayConfig {
+        store: true,
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys: vec!["alice".into()],
+            ..ccwire_core::gateway::HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    };
+    let mut sim = Sim::new(config());
+    sim.store = Some(SimStore::default());
+    let (_, agent) = managed(
+        &mut sim,
+        "alice",
+        "POST",
+        "/v1/agents",
+        json!({"name": "A", "model": "sonnet"}),
+    );
+    let (_, env) = managed(
+        &mut sim,
+        "alice",
+        "POST",
+        "/v1/environments",
+        json!({"name": "e"}),
+    );
+    let body = json!({"agent": agent["id"], "environment_id": env["id"],
+        "initial_events": [{"type": "user.message", "content": [{"type": "text", "text": "first"}]}]});
+    let (status, session) = managed(&mut sim, "alice", "POST", "/v1/sessions", body);
+    assert_eq!(status, 200, "{session}");
+    let id = session["id"].as_str().unwrap().to_owned();
+    let (_, before) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("/v1/sessions/{id}/events"),
+        Value::Null,
+    );
+    assert_eq!(
+        before["data"].as_array().unwrap().last().unwrap()["type"],
+        "session.status_idle"
+    );
+
+    // A new gateway on the same store: the session, its log and its conversation are back.
+    let store = sim.store.take();
+    let mut sim = Sim::new(config());
+    sim.store = store;
+    let (status, after) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("/v1/sessions/{id}/events"),
+        Value::Null,
+    );
+    assert_eq!((status, &after), (200, &before));
+    let send = json!({"events": [{"type": "user.message", "content": [{"type": "text", "text": "second"}]}]});
+    managed(
+        &mut sim,
+        "alice",
+        "POST",
+        &format!("/v1/sessions/{id}/events"),
+        send,
+    );
+    let (_, events) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("/v1/sessions/{id}/events?order=desc&limit=2"),
+        Value::Null,
+    );
+    assert_eq!(events["data"][1]["content"][0]["text"], "echo: second");
+    // Its CLI resumed the stored conversation: it was told only the new message.
+    let spec = &sim.specs[&1];
+    assert!(
+        spec.args.iter().any(|a| a.starts_with("--resume=")),
+        "{spec:?}"
+    );
 }

@@ -812,7 +812,9 @@ impl App {
                 json,
             } => {
                 let (done, kept) = tokio::sync::oneshot::channel();
-                core.saving.insert(request, kept);
+                if let Some(request) = request {
+                    core.saving.insert(request, kept);
+                }
                 self.to_store(StoreOp::SaveManaged {
                     tenant,
                     kind,

@@ -1,7 +1,9 @@
-"""The Managed Agents API (`client.beta.agents`, `client.beta.environments`) of the official
-`anthropic` Python SDK, unchanged, against `ccwire serve`."""
+"""The Managed Agents API (`client.beta.agents`, `.environments`, `.sessions`) of the official
+`anthropic` Python SDK, unchanged, against `ccwire serve` (real CLI, fake model)."""
 
 from __future__ import annotations
+
+import json
 
 import anthropic
 import pytest
@@ -220,3 +222,39 @@ def test_a_custom_tool_is_called_and_its_result_continues_the_turn(client):
     answer = [e for e in events if e.type == "agent.message"][-1].content[0].text
     # The model was given the results (the fake echoes them back).
     assert "record of alpha" in answer and "record of beta" in answer, answer
+
+
+def test_a_session_goes_on_after_the_gateway_restarts(rig):
+    client = make_client(rig)
+    agent, environment = _agent_and_environment(client)
+    session = client.beta.sessions.create(
+        agent=agent.id,
+        environment_id=environment.id,
+        initial_events=[
+            {"type": "user.message", "content": [{"type": "text", "text": "RESTART-FIRST turn"}]}
+        ],
+    )
+    stream = client.beta.sessions.events.stream(session.id)
+    if client.beta.sessions.retrieve(session.id).status != "idle":
+        _until_idle(stream)
+    stream.close()
+    before = [e.id for e in client.beta.sessions.events.list(session.id)]
+    assert len(before) > 3
+
+    rig.restart()
+    client = make_client(rig)
+    assert [e.id for e in client.beta.sessions.events.list(session.id)] == before
+    assert client.beta.agents.retrieve(agent.id).name == agent.name
+    stream = client.beta.sessions.events.stream(session.id)
+    client.beta.sessions.events.send(
+        session.id,
+        events=[
+            {"type": "user.message", "content": [{"type": "text", "text": "RESTART-SECOND turn"}]}
+        ],
+    )
+    events = _until_idle(stream)
+    stream.close()
+    assert "RESTART-SECOND turn" in [e for e in events if e.type == "agent.message"][-1].content[0].text
+    # The model saw the whole conversation, the turn before the restart included.
+    last = rig.fake.calls_with("RESTART-SECOND turn")[-1]
+    assert "RESTART-FIRST turn" in json.dumps(last["body"]["messages"])

@@ -718,7 +718,7 @@ impl Gateway {
         for change in kept.into_iter().filter(|_| self.config.store) {
             let json = change.json.map(|v| v.to_string());
             self.outputs.push_back(GatewayOutput::StoreManaged {
-                request,
+                request: Some(request),
                 tenant: tenant_id(tenant),
                 kind: change.kind.to_owned(),
                 id: change.id,
@@ -819,6 +819,7 @@ impl Gateway {
         };
         if !self.managed.tenants.contains_key(&parked.tenant) {
             let mut mine = Resources::default();
+            let mut sessions = Vec::new();
             for (kind, json) in resources {
                 let Ok(Value::Object(kept)) = serde_json::from_str::<Value>(&json) else {
                     continue;
@@ -831,12 +832,19 @@ impl Gateway {
                     ("environment", Some(e @ Value::Object(_))) => {
                         mine.environments.push((order, e.clone()));
                     }
+                    ("session", Some(data @ Value::Object(_))) => {
+                        sessions.push((order, data.clone()));
+                    }
                     _ => {}
                 }
             }
             mine.agents.sort_by_key(|(order, _)| *order);
             mine.environments.sort_by_key(|(order, _)| *order);
             self.managed.tenants.insert(parked.tenant.clone(), mine);
+            sessions.sort_by_key(|(order, _)| *order);
+            for (order, data) in sessions {
+                self.restore_session(&parked.tenant, order, &data);
+            }
         }
         let head = HttpHead {
             method: &parked.method,
@@ -852,10 +860,11 @@ impl Gateway {
     /// over a tenant another gateway served).
     pub fn forget_managed(&mut self, tenant: &str) {
         self.managed.tenants.remove(tenant);
+        self.forget_sessions(tenant);
     }
 
     /// The order of a resource made now: its creation time, then a counter.
-    fn managed_order(&mut self) -> u64 {
+    pub(super) fn managed_order(&mut self) -> u64 {
         let wall = self.config.unix_epoch_ms.saturating_add(self.now);
         wall.saturating_mul(1000) + self.managed.next % 1000
     }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::managed::{invalid, not_found, page, param, rfc3339, Refusal};
-use super::{Gateway, GatewayOutput, HttpHead, RequestId, Watch};
+use super::{tenant_id, Gateway, GatewayOutput, HttpHead, RequestId, Watch};
 use crate::api::Api;
 
 /// The first id of the requests the gateway makes of itself for sessions' turns (far above
@@ -33,6 +33,8 @@ pub(super) struct Sessions {
 #[derive(Debug)]
 struct Session {
     tenant: String,
+    /// The order it was made in, among its tenant's.
+    order: u64,
     /// The session as the API shows it (`status`, `usage`… kept up to date).
     json: Value,
     /// The Messages request fields of its turns: model, system, tools (the custom tools).
@@ -134,6 +136,109 @@ fn user_content(event: &Value) -> Result<Vec<Value>, Refusal> {
 }
 
 impl Gateway {
+    /// Keeps a session (its resource, log and conversation) in the session store, when there
+    /// is one; `request`'s response ends once it is kept. A session gone is forgotten there.
+    fn persist_session(&mut self, tenant: &str, id: &str, request: Option<RequestId>) {
+        if !self.config.store {
+            return;
+        }
+        let json = self.sessions.by_id.get(id).map(|s| {
+            let waiting: Vec<Value> = s.waiting.iter().map(|(e, t)| json!([e, t])).collect();
+            json!({"order": s.order, "data": {"session": s.json, "request": s.request,
+                "events": s.events, "history": s.history, "queued": s.queued,
+                "waiting": waiting, "results": s.results, "running": s.running}})
+            .to_string()
+        });
+        self.outputs.push_back(GatewayOutput::StoreManaged {
+            request,
+            tenant: tenant_id(tenant),
+            kind: "session".to_owned(),
+            id: id.to_owned(),
+            json,
+        });
+    }
+
+    /// A session of `tenant` as [`persist_session`](Self::persist_session) kept it, back in
+    /// memory. One whose turn the gateway's end cut short says so in its log and is idle; the
+    /// message of that turn waits for the next.
+    pub(super) fn restore_session(&mut self, tenant: &str, order: u64, data: &Value) {
+        let Some(id) = data["session"]["id"].as_str().map(str::to_owned) else {
+            return;
+        };
+        if self.sessions.by_id.contains_key(&id) {
+            return;
+        }
+        let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+        let waiting = list(&data["waiting"])
+            .iter()
+            .filter_map(|p| Some((p[0].as_str()?.to_owned(), p[1].as_str()?.to_owned())))
+            .collect();
+        let mut session = Session {
+            tenant: tenant.to_owned(),
+            order,
+            json: data["session"].clone(),
+            request: data["request"].clone(),
+            events: list(&data["events"]),
+            history: list(&data["history"]),
+            queued: list(&data["queued"]),
+            waiting,
+            results: list(&data["results"]),
+            running: false,
+        };
+        let cut = data["running"] == true;
+        if cut {
+            if let Some(Value::Array(content)) = session.history.pop().map(|m| m["content"].clone())
+            {
+                let mut again: Vec<Value> = content;
+                again.append(&mut session.queued);
+                session.queued = again;
+            }
+        }
+        self.sessions.by_id.insert(id.clone(), session);
+        let at = self
+            .sessions
+            .order
+            .iter()
+            .position(|other| {
+                self.sessions
+                    .by_id
+                    .get(other)
+                    .is_some_and(|s| s.order > order)
+            })
+            .unwrap_or(self.sessions.order.len());
+        self.sessions.order.insert(at, id.clone());
+        if cut {
+            self.session_event(
+                &id,
+                json!({"type": "session.error", "error": {"type": "unknown_error",
+                "message": "the gateway stopped during this turn; send a message to go on",
+                "retry_status": {"type": "exhausted"}}}),
+            );
+            self.session_status(
+                &id,
+                "idle",
+                Some(json!({"stop_reason": {"type": "retries_exhausted"}, "stop_details": null})),
+            );
+            self.persist_session(tenant, &id, None);
+        }
+    }
+
+    /// Forgets `tenant`'s sessions (read again from the store on its next request).
+    pub(super) fn forget_sessions(&mut self, tenant: &str) {
+        let gone: Vec<String> = self
+            .sessions
+            .by_id
+            .iter()
+            .filter(|(_, s)| s.tenant == tenant)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &gone {
+            self.sessions.by_id.remove(id);
+        }
+        self.sessions.order.retain(|id| !gone.contains(id));
+        self.sessions.turns.retain(|_, id| !gone.contains(id));
+    }
+
     fn session_now(&self) -> String {
         rfc3339(self.config.unix_epoch_ms.saturating_add(self.now))
     }
@@ -195,8 +300,36 @@ impl Gateway {
         self.session_event(id, event);
     }
 
-    /// A request of the sessions' routes, answered: `None` for a stream, kept open.
+    /// A request of the sessions' routes, answered: `None` for a stream, kept open. What it
+    /// changed is kept in the session store before the answer ends.
     pub(super) fn handle_session(
+        &mut self,
+        request: RequestId,
+        head: &HttpHead<'_>,
+        params: &[(String, String)],
+        tenant: &str,
+        body: &[u8],
+        warnings: &mut Vec<String>,
+    ) -> Option<Result<(u16, Value), Refusal>> {
+        let answer = self.session_answer(request, head, params, tenant, body, warnings)?;
+        if let (Ok((_, value)), "POST" | "DELETE") = (&answer, head.method) {
+            let id = match parse(head.path) {
+                Some(SessionRoute::Sessions) => value["id"].as_str().map(str::to_owned),
+                Some(
+                    SessionRoute::Session(id)
+                    | SessionRoute::Archive(id)
+                    | SessionRoute::Events(id),
+                ) => Some(id.to_owned()),
+                _ => None,
+            };
+            if let Some(id) = id {
+                self.persist_session(tenant, &id, Some(request));
+            }
+        }
+        Some(answer)
+    }
+
+    fn session_answer(
         &mut self,
         request: RequestId,
         head: &HttpHead<'_>,
@@ -443,10 +576,12 @@ impl Gateway {
         if !tools.is_empty() {
             request["tools"] = Value::Array(tools);
         }
+        let order = self.managed_order();
         self.sessions.by_id.insert(
             id.clone(),
             Session {
                 tenant: tenant.to_owned(),
+                order,
                 json,
                 request,
                 events: Vec::new(),
@@ -578,11 +713,20 @@ impl Gateway {
         self.handle_request(self.now, request, Api::Anthropic, &tenant, &bytes);
     }
 
-    /// A turn's whole answer (a Messages API response, or its error): the events it makes.
+    /// A turn's whole answer (a Messages API response, or its error): the events it makes,
+    /// kept with the session.
     pub(super) fn turn_answered(&mut self, request: RequestId, status: u16, body: &[u8]) {
         let Some(id) = self.sessions.turns.remove(&request) else {
             return;
         };
+        self.turn_events(&id, status, body);
+        if let Some(tenant) = self.sessions.by_id.get(&id).map(|s| s.tenant.clone()) {
+            self.persist_session(&tenant, &id, None);
+        }
+    }
+
+    fn turn_events(&mut self, id: &str, status: u16, body: &[u8]) {
+        let id = id.to_owned();
         let answer: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
         let start = self
             .sessions

@@ -449,10 +449,10 @@ pub enum GatewayOutput {
     },
     /// Keep a Managed Agents resource of `tenant` (with [`GatewayConfig::store`]): `json`
     /// replaces what was kept under `kind` and `id`; `None` deletes it. Opaque JSON. The
-    /// response of `request` ends once it is kept.
+    /// response of `request`, if any, ends once it is kept.
     StoreManaged {
-        /// The request that changed it.
-        request: RequestId,
+        /// The request that changed it (none: a session's turn did).
+        request: Option<RequestId>,
         /// The tenant's id.
         tenant: String,
         /// `agent` or `environment`.

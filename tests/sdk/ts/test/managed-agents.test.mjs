@@ -1,5 +1,5 @@
-// The Managed Agents API (`client.beta.agents`, `client.beta.environments`) of the official
-// Anthropic TypeScript SDK, unchanged, against `ccwire serve`.
+// The Managed Agents API (`client.beta.agents`, `.environments`, `.sessions`) of the official
+// Anthropic TypeScript SDK, unchanged, against `ccwire serve` (real CLI, fake model).
 
 import assert from 'node:assert/strict';
 import { after as afterAll, before, test } from 'node:test';
