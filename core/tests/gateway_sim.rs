@@ -2418,3 +2418,106 @@ fn a_session_outlives_its_gateway_through_the_store() {
         "{spec:?}"
     );
 }
+
+#[test]
+fn an_interrupt_stops_a_session_s_turn_and_the_next_message_goes_on_in_the_same_cli() {
+    let mut sim = Sim::new(GatewayConfig {
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys: vec!["alice".into()],
+            ..ccwire_core::gateway::HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let (_, agent) = managed(
+        &mut sim,
+        "alice",
+        "POST",
+        "/v1/agents",
+        json!({"name": "A", "model": "sonnet"}),
+    );
+    let (_, env) = managed(
+        &mut sim,
+        "alice",
+        "POST",
+        "/v1/environments",
+        json!({"name": "e"}),
+    );
+    let body = json!({"agent": agent["id"], "environment_id": env["id"]});
+    let (_, session) = managed(&mut sim, "alice", "POST", "/v1/sessions", body);
+    let id = session["id"].as_str().unwrap().to_owned();
+    let events = format!("/v1/sessions/{id}/events");
+    let say = |text: &str| json!({"events": [{"type": "user.message", "content": [{"type": "text", "text": text}]}]});
+
+    // A first turn, then one that does not end by itself.
+    managed(&mut sim, "alice", "POST", &events, say("hello"));
+    managed(&mut sim, "alice", "POST", &events, say("stall"));
+    let (_, now) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("/v1/sessions/{id}"),
+        Value::Null,
+    );
+    assert_eq!(now["status"], "running");
+    let (status, _) = managed(
+        &mut sim,
+        "alice",
+        "POST",
+        &events,
+        json!({"events": [{"type": "user.interrupt"}]}),
+    );
+    assert_eq!(status, 200);
+    let (_, now) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("/v1/sessions/{id}"),
+        Value::Null,
+    );
+    assert_eq!(now["status"], "idle");
+    let (_, log) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("{events}?order=desc&limit=3"),
+        Value::Null,
+    );
+    let types: Vec<&str> = log["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "session.status_idle",
+            "span.model_request_end",
+            "user.interrupt"
+        ]
+    );
+    assert_eq!(log["data"][1]["is_error"], true);
+
+    // The next message is answered by the same CLI.
+    managed(
+        &mut sim,
+        "alice",
+        "POST",
+        &events,
+        say("after the interrupt"),
+    );
+    sim.advance(2_000);
+    let (_, log) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("{events}?order=desc&limit=2"),
+        Value::Null,
+    );
+    assert_eq!(log["data"][0]["stop_reason"]["type"], "end_turn", "{log}");
+    assert_eq!(
+        log["data"][1]["content"][0]["text"],
+        "echo: after the interrupt"
+    );
+    assert_eq!(sim.specs.len(), 1, "one CLI all along");
+}

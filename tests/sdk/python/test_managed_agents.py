@@ -224,6 +224,31 @@ def test_a_custom_tool_is_called_and_its_result_continues_the_turn(client):
     assert "record of alpha" in answer and "record of beta" in answer, answer
 
 
+def test_an_interrupt_stops_the_turn_and_the_session_goes_on(client):
+    agent, environment = _agent_and_environment(client)
+    session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id)
+    say = lambda text: client.beta.sessions.events.send(  # noqa: E731
+        session.id, events=[{"type": "user.message", "content": [{"type": "text", "text": text}]}]
+    )
+    stream = client.beta.sessions.events.stream(session.id)
+    say("INTERRUPT-FIRST hello")
+    _until_idle(stream)
+    say("PLEASE-SLOW INTERRUPT-SECOND")
+    for event in stream:
+        if event.type == "span.model_request_start":
+            break
+    client.beta.sessions.events.send(session.id, events=[{"type": "user.interrupt"}])
+    events = _until_idle(stream)
+    assert events[-1].stop_reason.type == "end_turn"
+    assert client.beta.sessions.retrieve(session.id).status == "idle"
+    say("PLEASE-AFTER INTERRUPT-THIRD")
+    events = _until_idle(stream)
+    stream.close()
+    assert events[-1].stop_reason.type == "end_turn"
+    answer = [e for e in events if e.type == "agent.message"][-1].content[0].text
+    assert "INTERRUPT-THIRD" in answer, answer
+
+
 def test_a_session_goes_on_after_the_gateway_restarts(rig):
     client = make_client(rig)
     agent, environment = _agent_and_environment(client)

@@ -1184,6 +1184,7 @@ impl Gateway {
             );
             self.settle_approval(now, &id, decision, "expired");
         }
+        self.retry_turns(now);
         for (&request, (_, next_ping)) in &mut self.watchers {
             if *next_ping <= now {
                 *next_ping = now.saturating_add(self.config.ping_every_ms);
@@ -1264,6 +1265,9 @@ impl Gateway {
         }
         if let Some(approval) = self.approvals.values().min_by_key(|a| a.deadline) {
             consider(approval.deadline, GatewayTimeout::Approval);
+        }
+        if let Some(at) = self.sessions.next_retry() {
+            consider(at, GatewayTimeout::ManagedTurn);
         }
         for (&request, (_, at)) in &self.watchers {
             consider(*at, GatewayTimeout::Ping { request });

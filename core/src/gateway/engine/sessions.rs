@@ -48,9 +48,20 @@ struct Session {
     waiting: Vec<(String, String)>,
     results: Vec<Value>,
     running: bool,
+    /// When a turn its CLI was not ready for is tried again.
+    retry_at: Option<crate::Timestamp>,
 }
 
+/// How long a turn waits before it is tried again when the session's CLI is still settling an
+/// interrupted turn (ms).
+const RETRY_MS: u64 = 300;
+
 impl Sessions {
+    /// The earliest time a session's turn is due again.
+    pub(super) fn next_retry(&self) -> Option<crate::Timestamp> {
+        self.by_id.values().filter_map(|s| s.retry_at).min()
+    }
+
     /// Whether `request` is a session's turn (the gateway's own request).
     pub(super) fn is_turn(&self, request: RequestId) -> bool {
         self.turns.contains_key(&request)
@@ -184,6 +195,7 @@ impl Gateway {
             waiting,
             results: list(&data["results"]),
             running: false,
+            retry_at: None,
         };
         let cut = data["running"] == true;
         if cut {
@@ -590,6 +602,7 @@ impl Gateway {
                 waiting: Vec::new(),
                 results: Vec::new(),
                 running: false,
+                retry_at: None,
             },
         );
         self.sessions.order.push(id.clone());
@@ -637,9 +650,9 @@ impl Gateway {
                             )));
                         }
                     }
+                    Some("user.interrupt") => {}
                     Some(
-                        other @ ("user.interrupt"
-                        | "user.tool_confirmation"
+                        other @ ("user.tool_confirmation"
                         | "user.tool_result"
                         | "user.define_outcome"
                         | "system.message"),
@@ -664,6 +677,9 @@ impl Gateway {
                 Some("user.message") => {
                     session.queued.extend(user_content(event)?);
                 }
+                Some("user.interrupt") => {
+                    self.interrupt_session(id);
+                }
                 Some("user.custom_tool_result") => {
                     let call = event["custom_tool_use_id"].as_str().unwrap_or_default();
                     if let Some(at) = session.waiting.iter().position(|(e, _)| e == call) {
@@ -683,15 +699,96 @@ impl Gateway {
         Ok((200, json!({"data": echoed})))
     }
 
+    /// Starts the turns due again at `now`.
+    pub(super) fn retry_turns(&mut self, now: crate::Timestamp) {
+        let due: Vec<String> = self
+            .sessions
+            .by_id
+            .iter()
+            .filter(|(_, s)| s.retry_at.is_some_and(|at| at <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            self.next_turn(&id);
+        }
+    }
+
+    /// `user.interrupt`: the running turn is stopped (its CLI interrupted, as when a client goes
+    /// away) and the session is idle; calls waiting for results are given up. What the turn
+    /// was told stays with the CLI, which takes it with the next message.
+    fn interrupt_session(&mut self, id: &str) {
+        let turn = self
+            .sessions
+            .turns
+            .iter()
+            .find(|(_, s)| s.as_str() == id)
+            .map(|(r, _)| *r);
+        let Some(session) = self.sessions.by_id.get_mut(id) else {
+            return;
+        };
+        let waited = !session.waiting.is_empty();
+        if !session.running && !waited && session.retry_at.is_none() {
+            return;
+        }
+        session.running = false;
+        if session.retry_at.take().is_some() {
+            // A turn waiting to be tried again is given up with what it would have said.
+            session.queued.clear();
+            session.results.clear();
+        }
+        if waited {
+            // The calls' message and the message that asked for them leave the conversation.
+            session.waiting.clear();
+            session.results.clear();
+            session.history.pop();
+        }
+        if turn.is_some() || waited {
+            session.history.pop();
+        }
+        if let Some(turn) = turn {
+            self.sessions.turns.remove(&turn);
+            let now = self.now;
+            self.handle_client_gone(now, turn);
+            let start = self
+                .sessions
+                .by_id
+                .get(id)
+                .and_then(|s| {
+                    s.events
+                        .iter()
+                        .rev()
+                        .find(|e| e["type"] == "span.model_request_start")
+                })
+                .map(|e| e["id"].clone())
+                .unwrap_or(Value::Null);
+            self.session_event(
+                id,
+                json!({"type": "span.model_request_end",
+                "model_request_start_id": start, "is_error": true,
+                "model_usage": {"input_tokens": 0, "output_tokens": 0,
+                                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}),
+            );
+        }
+        self.session_status(
+            id,
+            "idle",
+            Some(json!({"stop_reason": {"type": "end_turn"}, "stop_details": null})),
+        );
+    }
+
     /// Starts a session's next turn when it can: nothing runs, no call waits for a result,
     /// and something is to be said.
     fn next_turn(&mut self, id: &str) {
         let Some(session) = self.sessions.by_id.get_mut(id) else {
             return;
         };
-        if session.running || !session.waiting.is_empty() {
+        if session.running
+            || !session.waiting.is_empty()
+            || session.retry_at.is_some_and(|at| at > self.now)
+        {
             return;
         }
+        session.retry_at = None;
         let mut content = std::mem::take(&mut session.results);
         content.append(&mut session.queued);
         if content.is_empty() {
@@ -742,6 +839,26 @@ impl Gateway {
             .unwrap_or(Value::Null);
         if let Some(session) = self.sessions.by_id.get_mut(&id) {
             session.running = false;
+        }
+        let busy = answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("is busy"));
+        if status == 429 && busy {
+            // Its CLI is still settling an interrupted turn: the same turn again shortly.
+            if let Some(session) = self.sessions.by_id.get_mut(&id) {
+                session.retry_at = Some(self.now.saturating_add(RETRY_MS));
+                if let Some(Value::Array(content)) =
+                    session.history.pop().map(|m| m["content"].clone())
+                {
+                    let (results, mut said): (Vec<Value>, Vec<Value>) = content
+                        .into_iter()
+                        .partition(|b| b["type"] == "tool_result");
+                    said.append(&mut session.queued);
+                    session.queued = said;
+                    session.results = results;
+                }
+            }
+            return;
         }
         if status != 200 {
             let message = answer["error"]["message"]

@@ -531,6 +531,9 @@ pub enum GatewayTimeout {
     Drain,
     /// An approval has waited for its answer as long as it may.
     Approval,
+    /// A Managed Agents session's turn is due again (its CLI was settling an interrupted
+    /// turn).
+    ManagedTurn,
     /// A request has waited in the queue as long as it may.
     Queued {
         /// The request.
@@ -562,6 +565,7 @@ impl std::fmt::Display for GatewayTimeout {
             }
             GatewayTimeout::Drain => write!(f, "the end of the drain's grace period"),
             GatewayTimeout::Approval => write!(f, "an approval's deadline"),
+            GatewayTimeout::ManagedTurn => write!(f, "a session's turn is due again"),
             GatewayTimeout::Queued { request } => {
                 write!(f, "request {request} has waited for a free turn too long")
             }
