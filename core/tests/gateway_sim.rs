@@ -2158,29 +2158,50 @@ fn managed(sim: &mut Sim, key: &str, method: &str, path: &str, body: Value) -> (
     (response.status, value)
 }
 
-#[test]
-fn a_session_runs_its_agent_turn_by_turn_with_a_custom_tool_round_trip() {
+/// A gateway whose keys are `alice` and `bob`, with a session store if `store`.
+fn with_keys(store: bool) -> Sim {
     let mut sim = Sim::new(GatewayConfig {
+        store,
         http: ccwire_core::gateway::HttpConfig {
             api_keys: vec!["alice".into(), "bob".into()],
             ..ccwire_core::gateway::HttpConfig::default()
         },
         ..GatewayConfig::default()
     });
-    let agent = json!({"name": "Helper", "model": "sonnet", "system": "Be brief.",
-        "tools": [{"type": "custom", "name": "lookup", "description": "Looks a key up.",
-                   "input_schema": {"type": "object", "properties": {"key": {"type": "string"}}}}]});
-    let (_, agent) = managed(&mut sim, "alice", "POST", "/v1/agents", agent);
+    if store {
+        sim.store = Some(SimStore::default());
+    }
+    sim
+}
+
+/// A session of `alice`'s with `agent` in a new environment and `extra` fields: its JSON.
+fn new_session(sim: &mut Sim, agent: Value, extra: Value) -> Value {
+    let (_, agent) = managed(sim, "alice", "POST", "/v1/agents", agent);
     let (_, env) = managed(
-        &mut sim,
+        sim,
         "alice",
         "POST",
         "/v1/environments",
-        json!({"name": "local"}),
+        json!({"name": "e"}),
     );
-    let body = json!({"agent": agent["id"], "environment_id": env["id"], "title": "t"});
-    let (status, session) = managed(&mut sim, "alice", "POST", "/v1/sessions", body);
+    let mut body = json!({"agent": agent["id"], "environment_id": env["id"]});
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            body[k] = v;
+        }
+    }
+    let (status, session) = managed(sim, "alice", "POST", "/v1/sessions", body);
     assert_eq!(status, 200, "{session}");
+    session
+}
+
+#[test]
+fn a_session_runs_its_agent_turn_by_turn_with_a_custom_tool_round_trip() {
+    let mut sim = with_keys(false);
+    let agent = json!({"name": "Helper", "model": "sonnet", "system": "Be brief.",
+        "tools": [{"type": "custom", "name": "lookup", "description": "Looks a key up.",
+                   "input_schema": {"type": "object", "properties": {"key": {"type": "string"}}}}]});
+    let session = new_session(&mut sim, agent, json!({"title": "t"}));
     assert_eq!(session["status"], "idle");
     let id = session["id"].as_str().unwrap().to_owned();
 
@@ -2342,34 +2363,10 @@ fn a_session_runs_its_agent_turn_by_turn_with_a_custom_tool_round_trip() {
 
 #[test]
 fn a_session_outlives_its_gateway_through_the_store() {
-    let config = || GatewayConfig {
-        store: true,
-        http: ccwire_core::gateway::HttpConfig {
-            api_keys: vec!["alice".into()],
-            ..ccwire_core::gateway::HttpConfig::default()
-        },
-        ..GatewayConfig::default()
-    };
-    let mut sim = Sim::new(config());
-    sim.store = Some(SimStore::default());
-    let (_, agent) = managed(
-        &mut sim,
-        "alice",
-        "POST",
-        "/v1/agents",
-        json!({"name": "A", "model": "sonnet"}),
-    );
-    let (_, env) = managed(
-        &mut sim,
-        "alice",
-        "POST",
-        "/v1/environments",
-        json!({"name": "e"}),
-    );
-    let body = json!({"agent": agent["id"], "environment_id": env["id"],
-        "initial_events": [{"type": "user.message", "content": [{"type": "text", "text": "first"}]}]});
-    let (status, session) = managed(&mut sim, "alice", "POST", "/v1/sessions", body);
-    assert_eq!(status, 200, "{session}");
+    let mut sim = with_keys(true);
+    let first = json!({"initial_events": [{"type": "user.message",
+        "content": [{"type": "text", "text": "first"}]}]});
+    let session = new_session(&mut sim, json!({"name": "A", "model": "sonnet"}), first);
     let id = session["id"].as_str().unwrap().to_owned();
     let (_, before) = managed(
         &mut sim,
@@ -2385,7 +2382,7 @@ fn a_session_outlives_its_gateway_through_the_store() {
 
     // A new gateway on the same store: the session, its log and its conversation are back.
     let store = sim.store.take();
-    let mut sim = Sim::new(config());
+    let mut sim = with_keys(true);
     sim.store = store;
     let (status, after) = managed(
         &mut sim,
@@ -2421,29 +2418,8 @@ fn a_session_outlives_its_gateway_through_the_store() {
 
 #[test]
 fn an_interrupt_stops_a_session_s_turn_and_the_next_message_goes_on_in_the_same_cli() {
-    let mut sim = Sim::new(GatewayConfig {
-        http: ccwire_core::gateway::HttpConfig {
-            api_keys: vec!["alice".into()],
-            ..ccwire_core::gateway::HttpConfig::default()
-        },
-        ..GatewayConfig::default()
-    });
-    let (_, agent) = managed(
-        &mut sim,
-        "alice",
-        "POST",
-        "/v1/agents",
-        json!({"name": "A", "model": "sonnet"}),
-    );
-    let (_, env) = managed(
-        &mut sim,
-        "alice",
-        "POST",
-        "/v1/environments",
-        json!({"name": "e"}),
-    );
-    let body = json!({"agent": agent["id"], "environment_id": env["id"]});
-    let (_, session) = managed(&mut sim, "alice", "POST", "/v1/sessions", body);
+    let mut sim = with_keys(false);
+    let session = new_session(&mut sim, json!({"name": "A", "model": "sonnet"}), json!({}));
     let id = session["id"].as_str().unwrap().to_owned();
     let events = format!("/v1/sessions/{id}/events");
     let say = |text: &str| json!({"events": [{"type": "user.message", "content": [{"type": "text", "text": text}]}]});

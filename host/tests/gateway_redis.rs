@@ -173,32 +173,11 @@ async fn a_request_on_any_gateway_of_a_cluster_reaches_the_cli_that_runs_its_con
     // The conversation on one gateway alone.
     let states: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
     let at = tempfile::tempdir().unwrap();
-    let alone = serve(&home, &fake, (&states[3], &at), &redis, &[]).await;
-    let mut messages = Vec::new();
-    for text in TURNS {
-        turn_as(
-            &http,
-            &format!("http://{}", alone.addr),
-            Some("key-one"),
-            &mut messages,
-            text,
-        )
-        .await;
-    }
-    let unpaused = model_messages(&fake, 0);
-    drop(alone);
+    let unpaused = calls_alone(&home, &fake, (&states[3], &at), &redis, &TURNS).await;
 
     // Three gateways; each turn starts on the next one, each client tool call made is
     // answered through yet another. All of it reaches gateway one's CLI.
-    let mut gateways = Vec::new();
-    for (state, name) in states.iter().zip(["one", "two", "three"]) {
-        let args = ["--advertise", "127.0.0.1", "--node", name];
-        gateways.push(serve(&home, &fake, (state, &at), &redis, &args).await);
-    }
-    let urls: Vec<String> = gateways
-        .iter()
-        .map(|g| format!("http://{}", g.addr))
-        .collect();
+    let (gateways, urls) = cluster(&home, &fake, (&states[..3], &at), &redis, &[]).await;
     let from = fake.model_calls().len();
     let mut messages = Vec::new();
     let mut reached = Vec::new();
@@ -254,22 +233,8 @@ async fn a_gateway_back_from_a_lapsed_lease_runs_no_conversation_another_took_ov
     let http = reqwest::Client::new();
     let states: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
     let at = tempfile::tempdir().unwrap();
-    let mut gateways = Vec::new();
-    for (state, name) in states.iter().zip(["one", "two"]) {
-        let args = [
-            "--advertise",
-            "127.0.0.1",
-            "--node",
-            name,
-            "--admin-key",
-            "admin",
-        ];
-        gateways.push(serve(&home, &fake, (state, &at), &redis, &args).await);
-    }
-    let urls: Vec<String> = gateways
-        .iter()
-        .map(|g| format!("http://{}", g.addr))
-        .collect();
+    let args = ["--admin-key", "admin"];
+    let (gateways, urls) = cluster(&home, &fake, (&states, &at), &redis, &args).await;
     let send = |url: &str, messages: &[Value], forwarded: &str| {
         let body = json!({"model": MODEL, "max_tokens": 256, "messages": messages});
         http.post(format!("{url}/v1/messages"))
@@ -341,6 +306,27 @@ async fn a_gateway_back_from_a_lapsed_lease_runs_no_conversation_another_took_ov
     let stored = redis_transcripts(&redis).await;
     assert!(stored.contains("One more thing."), "{stored}");
     drop(gateways);
+}
+
+/// The model calls of a conversation of `texts` on one gateway alone (its state in `state`),
+/// stopped after: what a conversation spread over gateways must give the model too.
+async fn calls_alone(
+    home: &OfflineHome,
+    fake: &FakeAnthropic,
+    (state, at): (&tempfile::TempDir, &tempfile::TempDir),
+    redis: &RedisServer,
+    texts: &[&str],
+) -> Vec<String> {
+    let from = fake.model_calls().len();
+    let alone = serve(home, fake, (state, at), redis, &[]).await;
+    let url = format!("http://{}", alone.addr);
+    let http = reqwest::Client::new();
+    let mut messages = Vec::new();
+    for text in texts {
+        turn_as(&http, &url, Some("key-one"), &mut messages, text).await;
+    }
+    drop(alone);
+    model_messages(fake, from)
 }
 
 /// Three nodes of a cluster, named `one`, `two`, `three`, with `extra` arguments, and their
@@ -596,20 +582,7 @@ async fn a_cluster_whose_redis_restarts_gets_clear_503s_then_goes_on_where_it_wa
     let texts = ["Hello, who are you?", "And then?", "One more thing."];
 
     // The conversation on one gateway alone, Redis up all along.
-    let alone = serve(&home, &fake, (&states[2], &at), &redis, &[]).await;
-    let mut messages = Vec::new();
-    for text in texts {
-        turn_as(
-            &http,
-            &format!("http://{}", alone.addr),
-            Some("key-one"),
-            &mut messages,
-            text,
-        )
-        .await;
-    }
-    let unpaused = model_messages(&fake, 0);
-    drop(alone);
+    let unpaused = calls_alone(&home, &fake, (&states[2], &at), &redis, &texts).await;
 
     // Two nodes; Redis goes away after the first turn.
     let (gateways, urls) = cluster(&home, &fake, (&states[..2], &at), &redis, &[]).await;

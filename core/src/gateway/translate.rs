@@ -603,8 +603,8 @@ fn transcript_block(block: &Block, server: &str) -> Value {
     }
 }
 
-/// Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-fn iso_time(ms: u64) -> String {
+/// Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ` (RFC 3339, UTC).
+pub(crate) fn iso_time(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rest) = (secs / 86_400, secs % 86_400);
     // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).

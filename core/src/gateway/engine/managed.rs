@@ -9,7 +9,6 @@
 //! `x-ccwire-warning` header.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
@@ -209,28 +208,19 @@ pub(super) fn page(
 
 /// RFC 3339 (UTC, milliseconds) of a Unix time in milliseconds.
 pub(super) fn rfc3339(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // The civil date of a day count (Howard Hinnant's days_from_civil, inverted).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let mut out = String::with_capacity(24);
-    let _ = write!(
-        out,
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        unix_ms % 1000
-    );
-    out
+    crate::gateway::translate::iso_time(unix_ms)
+}
+
+/// A request body as a JSON object (an empty body: an empty one).
+pub(super) fn json_object(body: &[u8]) -> Result<Map<String, Value>, Refusal> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(o)) => Ok(o),
+        Ok(_) => Err(invalid("the body must be a JSON object")),
+        Err(e) => Err(invalid(format!("the body is not JSON: {e}"))),
+    }
 }
 
 /// A string field: absent, null, or a string.
@@ -885,16 +875,7 @@ impl Gateway {
                 .unwrap_or(Ok((0, Value::Null)));
         }
         let route = parse(head.path).ok_or_else(|| not_found("endpoint", head.path))?;
-        let object = || -> Result<Map<String, Value>, Refusal> {
-            if body.iter().all(u8::is_ascii_whitespace) {
-                return Ok(Map::new());
-            }
-            match serde_json::from_slice(body) {
-                Ok(Value::Object(o)) => Ok(o),
-                Ok(_) => Err(invalid("the body must be a JSON object")),
-                Err(e) => Err(invalid(format!("the body is not JSON: {e}"))),
-            }
-        };
+        let object = || json_object(body);
         let now = self.managed_now();
         let archived = param(&params, "include_archived") == Some("true");
         match (head.method, route) {
@@ -1215,14 +1196,7 @@ fn normalize_time(given: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{query, rfc3339};
-
-    #[test]
-    fn times_are_rfc3339_in_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_795_651_200_123), "2026-11-26T00:00:00.123Z");
-        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
-    }
+    use super::query;
 
     #[test]
     fn a_query_is_decoded_and_brackets_dropped() {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use super::managed::{invalid, not_found, page, param, rfc3339, Refusal};
+use super::managed::{invalid, json_object, not_found, page, param, rfc3339, Refusal};
 use super::{tenant_id, Gateway, GatewayOutput, HttpHead, RequestId, Watch};
 use crate::api::Api;
 
@@ -351,16 +351,7 @@ impl Gateway {
         warnings: &mut Vec<String>,
     ) -> Option<Result<(u16, Value), Refusal>> {
         let (method, route) = (head.method, parse(head.path)?);
-        let object = || -> Result<Map<String, Value>, Refusal> {
-            if body.iter().all(u8::is_ascii_whitespace) {
-                return Ok(Map::new());
-            }
-            match serde_json::from_slice(body) {
-                Ok(Value::Object(o)) => Ok(o),
-                Ok(_) => Err(invalid("the body must be a JSON object")),
-                Err(e) => Err(invalid(format!("the body is not JSON: {e}"))),
-            }
-        };
+        let object = || json_object(body);
         Some(match (method, route) {
             ("POST", SessionRoute::Sessions) => {
                 object().and_then(|b| self.create_session(tenant, &b, warnings))
@@ -699,6 +690,33 @@ impl Gateway {
         Ok((200, json!({"data": echoed})))
     }
 
+    /// Logs the end of a session's model request (the span the last
+    /// `span.model_request_start` began): with the turn's `usage`, or as failed without one.
+    fn end_model_request(&mut self, id: &str, usage: Option<&Value>) {
+        let start = self
+            .sessions
+            .by_id
+            .get(id)
+            .and_then(|s| {
+                s.events
+                    .iter()
+                    .rev()
+                    .find(|e| e["type"] == "span.model_request_start")
+            })
+            .map(|e| e["id"].clone())
+            .unwrap_or(Value::Null);
+        let count = |name: &str| usage.and_then(|u| u[name].as_u64()).unwrap_or(0);
+        self.session_event(
+            id,
+            json!({"type": "span.model_request_end", "model_request_start_id": start,
+                "is_error": usage.is_none(),
+                "model_usage": {"input_tokens": count("input_tokens"),
+                    "output_tokens": count("output_tokens"),
+                    "cache_creation_input_tokens": count("cache_creation_input_tokens"),
+                    "cache_read_input_tokens": count("cache_read_input_tokens")}}),
+        );
+    }
+
     /// Starts the turns due again at `now`.
     pub(super) fn retry_turns(&mut self, now: crate::Timestamp) {
         let due: Vec<String> = self
@@ -749,25 +767,7 @@ impl Gateway {
             self.sessions.turns.remove(&turn);
             let now = self.now;
             self.handle_client_gone(now, turn);
-            let start = self
-                .sessions
-                .by_id
-                .get(id)
-                .and_then(|s| {
-                    s.events
-                        .iter()
-                        .rev()
-                        .find(|e| e["type"] == "span.model_request_start")
-                })
-                .map(|e| e["id"].clone())
-                .unwrap_or(Value::Null);
-            self.session_event(
-                id,
-                json!({"type": "span.model_request_end",
-                "model_request_start_id": start, "is_error": true,
-                "model_usage": {"input_tokens": 0, "output_tokens": 0,
-                                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}),
-            );
+            self.end_model_request(id, None);
         }
         self.session_status(
             id,
@@ -825,18 +825,6 @@ impl Gateway {
     fn turn_events(&mut self, id: &str, status: u16, body: &[u8]) {
         let id = id.to_owned();
         let answer: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-        let start = self
-            .sessions
-            .by_id
-            .get(&id)
-            .and_then(|s| {
-                s.events
-                    .iter()
-                    .rev()
-                    .find(|e| e["type"] == "span.model_request_start")
-            })
-            .map(|e| e["id"].clone())
-            .unwrap_or(Value::Null);
         if let Some(session) = self.sessions.by_id.get_mut(&id) {
             session.running = false;
         }
@@ -865,13 +853,7 @@ impl Gateway {
                 .as_str()
                 .unwrap_or("the turn failed")
                 .to_owned();
-            self.session_event(
-                &id,
-                json!({"type": "span.model_request_end",
-                "model_request_start_id": start, "is_error": true,
-                "model_usage": {"input_tokens": 0, "output_tokens": 0,
-                                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}),
-            );
+            self.end_model_request(&id, None);
             // The user's turn is not in the conversation: its content waits for the next.
             if let Some(session) = self.sessions.by_id.get_mut(&id) {
                 if let Some(Value::Array(content)) =
@@ -904,11 +886,7 @@ impl Gateway {
         }
         let usage = &answer["usage"];
         let count = |name: &str| usage[name].as_u64().unwrap_or(0);
-        self.session_event(&id, json!({"type": "span.model_request_end",
-            "model_request_start_id": start, "is_error": false,
-            "model_usage": {"input_tokens": count("input_tokens"), "output_tokens": count("output_tokens"),
-                            "cache_creation_input_tokens": count("cache_creation_input_tokens"),
-                            "cache_read_input_tokens": count("cache_read_input_tokens")}}));
+        self.end_model_request(&id, Some(usage));
         if let Some(session) = self.sessions.by_id.get_mut(&id) {
             let total = &mut session.json["usage"];
             for name in ["input_tokens", "output_tokens", "cache_read_input_tokens"] {
