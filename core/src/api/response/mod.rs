@@ -844,7 +844,8 @@ impl ResponseEncoder {
 /// The error of a failed turn in API terms: the upstream status (or else the error's type)
 /// when the CLI reported one, and for a limit or an outage, when to try again (the CLI's last wait before retrying — the
 /// model's API's `retry-after` with a little jitter, or the CLI's own backoff — in whole
-/// seconds, at least one).
+/// seconds rounded down, so the jitter does not add a second to what the API asked; at least
+/// one).
 fn turn_error(
     result: Option<&str>,
     subtype: Option<&str>,
@@ -882,7 +883,7 @@ fn turn_error(
         (
             ApiErrorKind::RateLimit | ApiErrorKind::Unavailable | ApiErrorKind::Overloaded,
             Some(ms),
-        ) => error.retry_after(((ms + 500) / 1000).max(1)),
+        ) => error.retry_after((ms / 1000).max(1)),
         _ => error,
     }
 }
