@@ -38,7 +38,7 @@ def serve_examples() -> list[str]:
 def test_the_readme_examples_run_against_the_gateway(rig):
     rig.fake.set_script(README_SCRIPT)
     examples = serve_examples()
-    assert len(examples) == 2, "the client example and the tool loop"
+    assert len(examples) == 3, "the client example, the tool loop and a Managed Agents session"
     code = "\n".join(examples)
     assert "http://127.0.0.1:8787" in code and "your-ccwire-key" in code
     code = code.replace("http://127.0.0.1:8787", rig.url).replace("your-ccwire-key", API_KEY)
@@ -50,11 +50,13 @@ def test_the_readme_examples_run_against_the_gateway(rig):
     # Both clients get their answer, then the tool loop ends with the model's final text.
     assert lines[0] == "Hello from the README.", lines
     assert lines[1] == "Hello from the README.", lines
-    final = "\n".join(lines[2:])
+    final = "\n".join(lines[2:-1])
     assert "Sunny in Paris" in final and "Sunny in Rome" in final, final
+    # The session's agent answered on its event stream.
+    assert lines[-1] == "Hello from the README.", lines
     # The model got both results, for the calls it made, in one request.
-    last = rig.fake.calls()[-1]["body"]["messages"][-1]["content"]
+    last = rig.fake.calls_with("tool_result")[-1]["body"]["messages"][-1]["content"]
     results = [b for b in last if b.get("type") == "tool_result"]
     assert len(results) == 2, last
-    # Three conversations (two plain, one with tools), one process each.
-    assert len(set(rig.gateway.cli_pids()) - before) == 3
+    # Four conversations (two plain, one with tools, the session's), one process each.
+    assert len(set(rig.gateway.cli_pids()) - before) == 4
