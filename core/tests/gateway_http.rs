@@ -729,8 +729,8 @@ fn agents_have_versions_pages_and_tenants() {
         assert_eq!(status, 400);
         let message = error["error"]["message"].as_str().unwrap();
         assert!(
-            message.starts_with(field) && message.contains("not supported")
-                || message.contains("only"),
+            message.starts_with(field)
+                && (message.contains("not supported") || message.contains("only")),
             "{message}"
         );
     }

@@ -1330,18 +1330,19 @@ async fn to_cluster(
 /// How long a node waits for another's part of a cluster-wide answer.
 const PEER_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A request to `path` on `peer` as the client asked it of this node (its own headers, so the
+/// A `method` request to `path` on `peer` as the client asked it of this node (its own headers, so the
 /// peer authenticates it again), marked as forwarded.
 fn to_peer(
     app: &App,
     cluster: &Cluster,
     peer: &Owner,
+    method: axum::http::Method,
     path: &str,
     asked: &axum::http::HeaderMap,
 ) -> reqwest::RequestBuilder {
     let mut request = app
         .forwarder
-        .get(format!("{}{path}", peer.url))
+        .request(method, format!("{}{path}", peer.url))
         .header(FORWARDED_BY, cluster.forwarding_header());
     for (name, value) in asked {
         if !hop_by_hop(name.as_str()) && name.as_str() != FORWARDED_BY {
@@ -1370,11 +1371,18 @@ async fn cluster_approvals(
         }
     };
     let lists = futures::future::join_all(peers.iter().map(|peer| async move {
-        let answer = to_peer(app, cluster, peer, "/v1/approvals", asked)
-            .timeout(PEER_TIMEOUT)
-            .send()
-            .await
-            .and_then(reqwest::Response::error_for_status);
+        let answer = to_peer(
+            app,
+            cluster,
+            peer,
+            axum::http::Method::GET,
+            "/v1/approvals",
+            asked,
+        )
+        .timeout(PEER_TIMEOUT)
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status);
         let answer = match answer {
             Ok(answer) => answer.json::<serde_json::Value>().await,
             Err(error) => Err(error),
@@ -1447,7 +1455,14 @@ fn cluster_events(
                 {
                     continue;
                 }
-                let request = to_peer(&app, &cluster, &peer, "/v1/approvals/events", &asked);
+                let request = to_peer(
+                    &app,
+                    &cluster,
+                    &peer,
+                    axum::http::Method::GET,
+                    "/v1/approvals/events",
+                    &asked,
+                );
                 let (frames, connected, mut end) = (frames.clone(), connected.clone(), end.clone());
                 tokio::spawn(async move {
                     let relay = async {
@@ -1528,17 +1543,15 @@ async fn forward(
         .uri
         .path_and_query()
         .map_or(parts.uri.path(), |p| p.as_str());
-    let mut request = app
-        .forwarder
-        .request(parts.method.clone(), format!("{}{path}", owner.url))
-        .body(body)
-        .header(FORWARDED_BY, cluster.forwarding_header());
-    for (name, value) in &parts.headers {
-        if !hop_by_hop(name.as_str()) && name.as_str() != FORWARDED_BY {
-            request = request.header(name, value);
-        }
-    }
-    let answer = request.send().await?;
+    let request = to_peer(
+        app,
+        cluster,
+        owner,
+        parts.method.clone(),
+        path,
+        &parts.headers,
+    );
+    let answer = request.body(body).send().await?;
     tracing::debug!(node = owner.node, path, "forwarded a request");
     let status = answer.status();
     let headers = answer.headers().clone();

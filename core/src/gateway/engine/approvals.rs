@@ -292,6 +292,7 @@ impl Gateway {
     }
 }
 
-fn sse(event: &str, data: &Value) -> String {
+/// A server-sent event named `event` with `data`.
+pub(super) fn sse(event: &str, data: &Value) -> String {
     format!("event: {event}\ndata: {data}\n\n")
 }

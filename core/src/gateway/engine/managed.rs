@@ -72,6 +72,26 @@ pub(super) struct Refusal {
     pub(super) code: Option<&'static str>,
 }
 
+impl Refusal {
+    /// The error's body in the API's envelope, and the headers that go with it: a conflict is
+    /// the caller's to resolve, not the SDK's to retry; an outage says when to try again.
+    fn answer(&self) -> (Value, Vec<(String, String)>) {
+        let mut error = json!({"type": self.kind, "message": self.message});
+        if let Some(code) = self.code {
+            error["details"] = json!({"error_code": code});
+        }
+        let headers = match self.status {
+            409 => vec![("x-should-retry".to_owned(), "false".to_owned())],
+            503 => vec![("retry-after".to_owned(), "2".to_owned())],
+            _ => Vec::new(),
+        };
+        (
+            json!({"type": "error", "error": error, "request_id": null}),
+            headers,
+        )
+    }
+}
+
 pub(super) fn invalid(message: impl Into<String>) -> Refusal {
     Refusal {
         status: 400,
@@ -133,34 +153,10 @@ fn parse(path: &str) -> Option<Route<'_>> {
 
 /// A query string's parameters, decoded (`name[]` as `name`).
 fn query(query: &str) -> Vec<(String, String)> {
-    let decode = |s: &str| {
-        let s = s.replace('+', " ");
-        let bytes = s.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            let hex = |b: u8| (b as char).to_digit(16);
-            match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-                (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
-                    out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
-                    i += 3;
-                }
-                (b, _, _) => {
-                    out.push(b);
-                    i += 1;
-                }
-            }
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    };
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            let k = decode(k);
-            let k = k.strip_suffix("[]").map(str::to_owned).unwrap_or(k);
-            (k, decode(v))
+    form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| {
+            let k = k.strip_suffix("[]").unwrap_or(&k).to_owned();
+            (k, v.into_owned())
         })
         .collect()
 }
@@ -204,11 +200,6 @@ pub(super) fn page(
         .then(|| data.last().map(|i| i["id"].clone()))
         .flatten();
     Ok(json!({"data": data, "next_page": next}))
-}
-
-/// RFC 3339 (UTC, milliseconds) of a Unix time in milliseconds.
-pub(super) fn rfc3339(unix_ms: u64) -> String {
-    crate::gateway::translate::iso_time(unix_ms)
 }
 
 /// A request body as a JSON object (an empty body: an empty one).
@@ -720,20 +711,8 @@ impl Gateway {
             Ok((0, _)) => return,
             Ok((status, value)) => (status, value, Vec::new()),
             Err(refusal) => {
-                let mut error = json!({"type": refusal.kind, "message": refusal.message});
-                if let Some(code) = refusal.code {
-                    error["details"] = json!({"error_code": code});
-                }
-                let mut headers = Vec::new();
-                if refusal.status == 409 {
-                    // A conflict is the caller's to resolve, not the SDK's to retry.
-                    headers.push(("x-should-retry".to_owned(), "false".to_owned()));
-                }
-                (
-                    refusal.status,
-                    json!({"type": "error", "error": error, "request_id": null}),
-                    headers,
-                )
+                let (body, headers) = refusal.answer();
+                (refusal.status, body, headers)
             }
         };
         headers.push(("content-type".to_owned(), "application/json".to_owned()));
@@ -779,8 +758,9 @@ impl Gateway {
         self.secret_id(prefix, self.managed.next)
     }
 
-    fn managed_now(&self) -> String {
-        rfc3339(self.config.unix_epoch_ms.saturating_add(self.now))
+    /// The time now, as this API writes times (RFC 3339, UTC).
+    pub(super) fn managed_now(&self) -> String {
+        crate::gateway::translate::iso_time(self.config.unix_epoch_ms.saturating_add(self.now))
     }
 
     /// The session store's answer to a [`GatewayOutput::StoreLoadManaged`]: the tenant's
@@ -798,14 +778,16 @@ impl Gateway {
             return;
         };
         let Some(resources) = resources else {
-            let body = json!({"type": "error", "error": {"type": "api_error",
-                "message": "the session store that keeps this API's resources is unavailable; retry shortly"},
-                "request_id": null});
-            let headers = vec![
-                ("content-type".to_owned(), "application/json".to_owned()),
-                ("retry-after".to_owned(), "2".to_owned()),
-            ];
-            return self.respond_whole(request, 503, headers, body.to_string().into_bytes());
+            let refusal = Refusal {
+                status: 503,
+                kind: "api_error",
+                message: "the session store that keeps this API's resources is unavailable; retry shortly".to_owned(),
+                code: None,
+            };
+            let (body, mut headers) = refusal.answer();
+            headers.push(("content-type".to_owned(), "application/json".to_owned()));
+            let body = body.to_string().into_bytes();
+            return self.respond_whole(request, refusal.status, headers, body);
         };
         if !self.managed.tenants.contains_key(&parked.tenant) {
             let mut mine = Resources::default();

@@ -10,7 +10,8 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use super::managed::{invalid, json_object, not_found, page, param, rfc3339, Refusal};
+use super::approvals::sse;
+use super::managed::{invalid, json_object, not_found, page, param, Refusal};
 use super::{tenant_id, Gateway, GatewayOutput, HttpHead, RequestId, Watch};
 use crate::api::Api;
 
@@ -22,8 +23,6 @@ const TURNS_FROM: RequestId = 1 << 62;
 #[derive(Debug, Default)]
 pub(super) struct Sessions {
     by_id: HashMap<String, Session>,
-    /// Ids in the order the sessions were made.
-    order: Vec<String>,
     /// Each turn in flight: its session.
     turns: HashMap<RequestId, String>,
     next_turn: u64,
@@ -104,8 +103,7 @@ pub(super) fn methods(route: SessionRoute<'_>) -> (&'static [&'static str], bool
 
 /// An SSE frame of an event, named by its type (the SDKs read the name).
 fn frame(event: &Value) -> Vec<u8> {
-    let kind = event["type"].as_str().unwrap_or("message");
-    format!("event: {kind}\ndata: {event}\n\n").into_bytes()
+    sse(event["type"].as_str().unwrap_or("message"), event).into_bytes()
 }
 
 /// The custom tools of an agent's `tools`, as Messages API tools.
@@ -207,18 +205,6 @@ impl Gateway {
             }
         }
         self.sessions.by_id.insert(id.clone(), session);
-        let at = self
-            .sessions
-            .order
-            .iter()
-            .position(|other| {
-                self.sessions
-                    .by_id
-                    .get(other)
-                    .is_some_and(|s| s.order > order)
-            })
-            .unwrap_or(self.sessions.order.len());
-        self.sessions.order.insert(at, id.clone());
         if cut {
             self.session_event(
                 &id,
@@ -247,12 +233,7 @@ impl Gateway {
         for id in &gone {
             self.sessions.by_id.remove(id);
         }
-        self.sessions.order.retain(|id| !gone.contains(id));
         self.sessions.turns.retain(|_, id| !gone.contains(id));
-    }
-
-    fn session_now(&self) -> String {
-        rfc3339(self.config.unix_epoch_ms.saturating_add(self.now))
     }
 
     fn session_id(&mut self, prefix: &str) -> String {
@@ -273,7 +254,7 @@ impl Gateway {
     /// session's streams.
     fn session_event(&mut self, id: &str, mut event: Value) -> Value {
         let event_id = self.session_id("sevt_");
-        let now = self.session_now();
+        let now = self.managed_now();
         event["id"] = json!(event_id);
         if event.get("processed_at").is_none() {
             event["processed_at"] = json!(now);
@@ -298,7 +279,7 @@ impl Gateway {
 
     /// Sets a session's status (and its `updated_at`), with the event that says so.
     fn session_status(&mut self, id: &str, status: &str, extra: Option<Value>) {
-        let now = self.session_now();
+        let now = self.managed_now();
         if let Some(session) = self.sessions.by_id.get_mut(id) {
             session.json["status"] = json!(status);
             session.json["updated_at"] = json!(now);
@@ -364,12 +345,15 @@ impl Gateway {
                     .map(|(_, v)| v.as_str())
                     .collect();
                 let agent = param(params, "agent_id");
-                let mut items: Vec<Value> = self
+                let mut mine: Vec<&Session> = self
                     .sessions
-                    .order
-                    .iter()
-                    .filter_map(|id| self.sessions.by_id.get(id))
+                    .by_id
+                    .values()
                     .filter(|s| s.tenant == tenant)
+                    .collect();
+                mine.sort_by_key(|s| s.order);
+                let mut items: Vec<Value> = mine
+                    .into_iter()
                     .map(|s| &s.json)
                     .filter(|s| archived || s["archived_at"].is_null())
                     .filter(|s| statuses.is_empty() || statuses.iter().any(|w| s["status"] == *w))
@@ -384,9 +368,11 @@ impl Gateway {
                     (200, p)
                 })
             }
-            ("GET", SessionRoute::Session(id)) => self.session_of(tenant, id).map(|s| (200, s.json.clone())),
+            ("GET", SessionRoute::Session(id)) => {
+                self.session_of(tenant, id).map(|s| (200, s.json.clone()))
+            }
             ("POST", SessionRoute::Session(id)) => object().and_then(|b| {
-                let now = self.session_now();
+                let now = self.managed_now();
                 let session = self.session_of(tenant, id)?;
                 if let Some(t) = b.get("title") {
                     match t {
@@ -408,26 +394,31 @@ impl Gateway {
                 session.json["updated_at"] = json!(now);
                 Ok((200, session.json.clone()))
             }),
-            ("DELETE", SessionRoute::Session(id)) => self.session_of(tenant, id).map(|_| ()).map(|()| {
-                self.sessions.by_id.remove(id);
-                self.sessions.order.retain(|s| s != id);
-                // Its streams end with the API's last word.
-                let gone = json!({"type": "session.deleted", "id": self.secret_id("sevt_", u64::MAX), "processed_at": self.session_now()});
-                let watching: Vec<RequestId> = self
-                    .watchers
-                    .iter()
-                    .filter(|(_, (w, _))| matches!(w, Watch::Session(s) if s == id))
-                    .map(|(r, _)| *r)
-                    .collect();
-                for request in watching {
-                    self.watchers.remove(&request);
-                    self.outputs.push_back(GatewayOutput::Body { request, bytes: frame(&gone) });
-                    self.outputs.push_back(GatewayOutput::End { request });
-                }
-                (200, json!({"id": id, "type": "session_deleted"}))
-            }),
+            ("DELETE", SessionRoute::Session(id)) => {
+                self.session_of(tenant, id).map(|_| ()).map(|()| {
+                    self.sessions.by_id.remove(id);
+                    // Its streams end with the API's last word.
+                    let gone = json!({"type": "session.deleted", "id": self.session_id("sevt_"),
+                    "processed_at": self.managed_now()});
+                    let watching: Vec<RequestId> = self
+                        .watchers
+                        .iter()
+                        .filter(|(_, (w, _))| matches!(w, Watch::Session(s) if s == id))
+                        .map(|(r, _)| *r)
+                        .collect();
+                    for request in watching {
+                        self.watchers.remove(&request);
+                        self.outputs.push_back(GatewayOutput::Body {
+                            request,
+                            bytes: frame(&gone),
+                        });
+                        self.outputs.push_back(GatewayOutput::End { request });
+                    }
+                    (200, json!({"id": id, "type": "session_deleted"}))
+                })
+            }
             ("POST", SessionRoute::Archive(id)) => {
-                let now = self.session_now();
+                let now = self.managed_now();
                 self.session_of(tenant, id).map(|s| {
                     if s.json["archived_at"].is_null() {
                         s.json["archived_at"] = json!(now);
@@ -452,7 +443,9 @@ impl Gateway {
                 }
                 page(items, params, 1000).map(|p| (200, p))
             }),
-            ("POST", SessionRoute::Events(id)) => object().and_then(|b| self.send_events(tenant, id, &b)),
+            ("POST", SessionRoute::Events(id)) => {
+                object().and_then(|b| self.send_events(tenant, id, &b))
+            }
             ("GET", SessionRoute::Stream(id)) => {
                 if let Err(e) = self.session_of(tenant, id) {
                     return Some(Err(e));
@@ -564,7 +557,7 @@ impl Gateway {
             }
         }
         let id = self.session_id("sesn_");
-        let now = self.session_now();
+        let now = self.managed_now();
         let json = json!({"id": id, "type": "session", "status": "idle", "agent": snapshot,
             "environment_id": environment_id, "title": title, "metadata": metadata,
             "resources": [], "vault_ids": [], "budget": null, "outcome_evaluations": [],
@@ -596,7 +589,6 @@ impl Gateway {
                 retry_at: None,
             },
         );
-        self.sessions.order.push(id.clone());
         if !initial.is_empty() {
             self.send_events(
                 tenant,
