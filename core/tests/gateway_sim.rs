@@ -2249,12 +2249,12 @@ fn a_session_runs_its_agent_turn_by_turn_with_a_custom_tool_round_trip() {
             "user.message",
             "session.status_running",
             "span.model_request_start",
-            "span.model_request_end",
             "agent.message",
+            "span.model_request_end",
             "session.status_idle"
         ]
     );
-    let message = &events["data"][4];
+    let message = &events["data"][3];
     assert_eq!(message["content"][0]["text"], "echo: hello there");
     assert_eq!(events["data"][5]["stop_reason"]["type"], "end_turn");
     let streamed = sim.response(stream).text();
@@ -2308,11 +2308,11 @@ fn a_session_runs_its_agent_turn_by_turn_with_a_custom_tool_round_trip() {
         &mut sim,
         "alice",
         "GET",
-        &format!("/v1/sessions/{id}/events?order=desc&limit=2"),
+        &format!("/v1/sessions/{id}/events?order=desc&limit=3"),
         Value::Null,
     );
     assert_eq!(events["data"][0]["stop_reason"]["type"], "end_turn");
-    assert_eq!(events["data"][1]["type"], "agent.message");
+    assert_eq!(events["data"][2]["type"], "agent.message");
     // One CLI ran the whole session: the held call was answered, not retold.
     assert_eq!(sim.specs.len(), 1);
     let (_, session) = managed(
@@ -2404,10 +2404,10 @@ fn a_session_outlives_its_gateway_through_the_store() {
         &mut sim,
         "alice",
         "GET",
-        &format!("/v1/sessions/{id}/events?order=desc&limit=2"),
+        &format!("/v1/sessions/{id}/events?order=desc&limit=3"),
         Value::Null,
     );
-    assert_eq!(events["data"][1]["content"][0]["text"], "echo: second");
+    assert_eq!(events["data"][2]["content"][0]["text"], "echo: second");
     // Its CLI resumed the stored conversation: it was told only the new message.
     let spec = &sim.specs[&1];
     assert!(
@@ -2487,13 +2487,208 @@ fn an_interrupt_stops_a_session_s_turn_and_the_next_message_goes_on_in_the_same_
         &mut sim,
         "alice",
         "GET",
-        &format!("{events}?order=desc&limit=2"),
+        &format!("{events}?order=desc&limit=3"),
         Value::Null,
     );
     assert_eq!(log["data"][0]["stop_reason"]["type"], "end_turn", "{log}");
     assert_eq!(
-        log["data"][1]["content"][0]["text"],
+        log["data"][2]["content"][0]["text"],
         "echo: after the interrupt"
     );
     assert_eq!(sim.specs.len(), 1, "one CLI all along");
+}
+
+/// The types of session `id`'s events after the first `skip`.
+fn event_types(sim: &mut Sim, id: &str, skip: usize) -> (Vec<String>, Vec<Value>) {
+    let (_, log) = managed(
+        sim,
+        "alice",
+        "GET",
+        &format!("/v1/sessions/{id}/events?limit=1000"),
+        Value::Null,
+    );
+    let events: Vec<Value> = log["data"].as_array().unwrap()[skip..].to_vec();
+    let types = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect();
+    (types, events)
+}
+
+#[test]
+fn a_session_s_built_in_tool_asks_its_user_and_runs_in_the_session_s_own_directory() {
+    let mut sim = Sim::new(GatewayConfig {
+        enabled_tools: vec!["Bash".to_owned(), "Read".to_owned()],
+        tenant_root: Some("/state/tenants".to_owned()),
+        approval_timeout_ms: 60_000,
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys: vec!["alice".into(), "bob".into()],
+            ..ccwire_core::gateway::HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let agent = json!({"name": "Shell", "model": "sonnet", "tools": [
+        {"type": "agent_toolset_20260401",
+         "configs": [{"name": "bash", "permission_policy": {"type": "always_ask"}}]}]});
+    let session = new_session(&mut sim, agent, json!({}));
+    let id = session["id"].as_str().unwrap().to_owned();
+    let events = format!("/v1/sessions/{id}/events");
+    let say = |text: &str| json!({"events": [{"type": "user.message", "content": [{"type": "text", "text": text}]}]});
+    let confirm = |call: &Value, answer: Value| {
+        let mut event = json!({"type": "user.tool_confirmation", "tool_use_id": call["id"]});
+        for (k, v) in answer.as_object().unwrap() {
+            event[k] = v.clone();
+        }
+        json!({"events": [event]})
+    };
+
+    managed(&mut sim, "alice", "POST", &events, say("bash: ls"));
+    // Its CLI runs the agent's tools the gateway enables, in a directory of its own; Bash
+    // asks first.
+    let spec = &sim.specs[&1];
+    let args = spec.args.join(" ");
+    assert!(args.contains("--tools Bash,Read"), "{args}");
+    assert!(args.contains("--allowedTools Read"), "{args}");
+    assert!(!args.contains("--allowedTools Bash"), "{args}");
+    let tenant = ccwire_core::gateway::tenant_id("alice");
+    assert_eq!(
+        spec.cwd.as_deref(),
+        Some(format!("/state/tenants/{tenant}/work/sessions/{id}").as_str())
+    );
+    let (types, log) = event_types(&mut sim, &id, 0);
+    assert_eq!(
+        types,
+        [
+            "user.message",
+            "session.status_running",
+            "span.model_request_start",
+            "agent.tool_use",
+            "session.status_idle"
+        ]
+    );
+    let call = log[3].clone();
+    assert_eq!(call["name"], "bash");
+    assert_eq!(call["input"], json!({"command": "ls"}));
+    assert_eq!(call["evaluated_permission"], "ask");
+    assert_eq!(call["evaluation"], json!({"type": "always_ask"}));
+    assert_eq!(
+        log[4]["stop_reason"],
+        json!({"type": "requires_action", "event_ids": [call["id"]]})
+    );
+    let (_, now) = managed(
+        &mut sim,
+        "alice",
+        "GET",
+        &format!("/v1/sessions/{id}"),
+        Value::Null,
+    );
+    assert_eq!(now["status"], "idle");
+
+    // Confirmations name a call that waits for one, and say allow or deny.
+    let wrong = json!({"events": [{"type": "user.tool_confirmation", "tool_use_id": "sevt_nope", "result": "allow"}]});
+    assert_eq!(managed(&mut sim, "alice", "POST", &events, wrong).0, 400);
+    let maybe = confirm(&call, json!({"result": "maybe"}));
+    assert_eq!(managed(&mut sim, "alice", "POST", &events, maybe).0, 400);
+    let (status, _) = managed(
+        &mut sim,
+        "bob",
+        "POST",
+        &events,
+        confirm(&call, json!({"result": "allow"})),
+    );
+    assert_eq!(status, 404, "another tenant's session");
+
+    let (status, _) = managed(
+        &mut sim,
+        "alice",
+        "POST",
+        &events,
+        confirm(&call, json!({"result": "allow"})),
+    );
+    assert_eq!(status, 200);
+    let (types, log) = event_types(&mut sim, &id, 5);
+    assert_eq!(
+        types,
+        [
+            "user.tool_confirmation",
+            "session.status_running",
+            "agent.tool_result",
+            "agent.message",
+            "span.model_request_end",
+            "session.status_idle"
+        ]
+    );
+    assert_eq!(log[2]["tool_use_id"], call["id"]);
+    assert_eq!(log[2]["is_error"], false);
+    assert_eq!(log[2]["content"][0]["text"], "ran ls (rules 0)");
+    assert_eq!(log[3]["content"][0]["text"], "done: ran ls (rules 0)");
+    assert_eq!(log[5]["stop_reason"]["type"], "end_turn");
+
+    // Denied, with the user's words for the model.
+    managed(&mut sim, "alice", "POST", &events, say("bash: rm -rf /"));
+    let (_, log) = event_types(&mut sim, &id, 11);
+    let call = log
+        .iter()
+        .find(|e| e["type"] == "agent.tool_use")
+        .unwrap()
+        .clone();
+    let deny = confirm(&call, json!({"result": "deny", "deny_message": "not that"}));
+    assert_eq!(managed(&mut sim, "alice", "POST", &events, deny).0, 200);
+    let (_, log) = event_types(&mut sim, &id, 11);
+    let result = log
+        .iter()
+        .find(|e| e["type"] == "agent.tool_result")
+        .unwrap();
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["content"][0]["text"], "denied: not that");
+    let said = log.iter().rfind(|e| e["type"] == "agent.message").unwrap();
+    assert_eq!(said["content"][0]["text"], "done: denied: not that");
+
+    // Unanswered: denied when the confirmation's time is up.
+    managed(&mut sim, "alice", "POST", &events, say("bash: sleep 1"));
+    sim.advance(60_001);
+    let (_, log) = event_types(&mut sim, &id, 0);
+    let result = log
+        .iter()
+        .rfind(|e| e["type"] == "agent.tool_result")
+        .unwrap();
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("No one confirmed this tool call in time"),
+        "{result}"
+    );
+    assert_eq!(log.last().unwrap()["stop_reason"]["type"], "end_turn");
+    assert_eq!(sim.specs.len(), 1, "one CLI all along");
+}
+
+#[test]
+fn a_stream_reopened_with_last_event_id_goes_on_after_that_event() {
+    let mut sim = with_keys(false);
+    let first = json!({"initial_events": [{"type": "user.message",
+        "content": [{"type": "text", "text": "first"}]}]});
+    let session = new_session(&mut sim, json!({"name": "A", "model": "sonnet"}), first);
+    let id = session["id"].as_str().unwrap().to_owned();
+    let (_, log) = event_types(&mut sim, &id, 0);
+    let seen = log[2]["id"].as_str().unwrap();
+    let stream = sim
+        .http(
+            "GET",
+            &format!("/v1/sessions/{id}/events/stream"),
+            &[
+                JSON,
+                ("authorization", "Bearer alice"),
+                ("last-event-id", seen),
+            ],
+            "",
+        )
+        .unwrap();
+    let text = sim.response(stream).text();
+    let ids: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("id: "))
+        .collect();
+    let after: Vec<&str> = log[3..].iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, after, "{text}");
 }

@@ -56,6 +56,10 @@ struct ServeArgs {
     /// (repeatable). None are offered by default.
     #[arg(long = "enable-tool")]
     enable_tools: Vec<String>,
+    /// Let the agents of the Managed Agents API use URL MCP servers (their `mcp_servers`):
+    /// the gateway's machine connects to whatever URL a caller names there.
+    #[arg(long)]
+    allow_mcp_servers: bool,
     /// Seconds a client tool call is held for the client's result.
     #[arg(long, default_value_t = 600.0)]
     held_call_timeout: f64,
@@ -126,7 +130,8 @@ struct ServeArgs {
     /// call wait for a person's answer (GET /v1/approvals, POST /v1/approvals/{id}).
     #[arg(long, value_enum, default_value_t = Approvals::Off)]
     approvals: Approvals,
-    /// Seconds an approval waits for its answer before the tool is denied.
+    /// Seconds an approval (and a Managed Agents session's tool call, its
+    /// user.tool_confirmation) waits for its answer before the tool is denied.
     #[arg(long, default_value_t = 300.0)]
     approval_timeout: f64,
     /// Seconds running turns have to finish when the gateway drains (SIGTERM, or
@@ -348,6 +353,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             queue_timeout_ms: seconds(args.queue_timeout),
             pool: args.pool,
             approvals: args.approvals == Approvals::Http,
+            allow_mcp_servers: args.allow_mcp_servers,
             approval_timeout_ms: seconds(args.approval_timeout),
             setting_sources: args.setting_sources,
             http: ccwire_core::gateway::HttpConfig {

@@ -2,6 +2,8 @@
 //! what many conversations over time take.
 //!
 //! `cargo run --release -p ccwire-bench --bin resume [SAMPLES] [CONVERSATIONS]`
+//! (`SAMPLES` 0: only the third part; `CCWIRE_CLAUDE` names another CLI, such as
+//! `fake-claude`)
 //!
 //! `ccwire serve`'s server runs in this process with a session store and tenant directories,
 //! in front of the real Claude Code CLI and a zero-delay fake model (also in this process):
@@ -325,6 +327,12 @@ async fn main() {
         claude_path().display()
     );
     println!();
+    if samples == 0 {
+        // Only the conversations over time (with `CCWIRE_CLAUDE=…/fake-claude`, which needs
+        // no model, the gateway's own cost of many: its memory and the store's size).
+        many(&fake, &home, conversations).await;
+        return;
+    }
     let (mut new, mut live, mut resumed, mut shares) =
         first_bytes(&fake, &home, samples, Back::Store).await;
     let (_, _, mut written, mut written_shares) =

@@ -926,7 +926,13 @@ impl App {
             reason: "the gateway has no Claude Code CLI".to_owned(),
         })?;
         if let Some(dirs) = &spec.tenant {
-            for dir in [&dirs.home, &dirs.work, &dirs.tmp] {
+            // A Managed Agents session's own working directory is under the tenant's.
+            let own_cwd = (spec.cwd.as_ref())
+                .filter(|cwd| cwd.starts_with(&format!("{}/", dirs.work)) && !cwd.contains(".."));
+            for dir in [&dirs.home, &dirs.work, &dirs.tmp]
+                .into_iter()
+                .chain(own_cwd)
+            {
                 private_dir(Path::new(dir)).map_err(|e| SpawnFailure {
                     detail: format!("cannot make the tenant directory {dir}: {e}"),
                     reason: format!("cannot make the conversation's directories: {e}"),

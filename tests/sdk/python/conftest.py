@@ -71,6 +71,27 @@ SCRIPT = {
             "event_delay_ms": 250,
         },
         {"when": {"kind": "last_user_contains", "text": "PLEASE-TWO"}, "reply": _two_lookups()},
+        # A tool of the URL MCP server `docs` (test_managed_agents.py runs it).
+        {
+            "when": {"kind": "last_user_contains", "text": "PLEASE-MCP"},
+            "reply": {
+                "kind": "tool_use",
+                "calls": [{"name": "mcp__docs__search", "input": {"q": "ccwire"}}],
+            },
+        },
+        # The CLI's own Bash tool (for a gateway that enables it): where it runs, and a mark.
+        {
+            "when": {"kind": "last_user_contains", "text": "PLEASE-BASH"},
+            "reply": {
+                "kind": "tool_use",
+                "calls": [
+                    {
+                        "name": "Bash",
+                        "input": {"command": "echo bash-ran in $(pwd)", "description": "Says where"},
+                    }
+                ],
+            },
+        },
         {
             "when": {"kind": "last_user_contains", "text": "PLEASE-LOOKUP"},
             "reply": {
@@ -220,7 +241,7 @@ class Fake:
 class Gateway:
     """One `ccwire serve` process."""
 
-    def __init__(self, home: Path, fake: Fake, generation: int):
+    def __init__(self, home: Path, fake: Fake, generation: int, extra_args: list[str]):
         env = {
             k: v
             for k, v in os.environ.items()
@@ -257,6 +278,7 @@ class Gateway:
                 CLAUDE,
                 "--cwd",
                 str(home / "work"),
+                *extra_args,
             ],
             env=env,
             stdin=subprocess.DEVNULL,
@@ -345,7 +367,8 @@ class Gateway:
 
 
 class Rig:
-    def __init__(self):
+    def __init__(self, extra_args: list[str] | None = None):
+        self.extra_args = list(extra_args or [])
         self.home = Path(tempfile.mkdtemp(prefix="ccwire-sdk-py-"))
         (self.home / "tmp").mkdir()
         (self.home / "work").mkdir()
@@ -353,7 +376,7 @@ class Rig:
         self.generation = 0
         try:
             self.fake.set_script(SCRIPT)
-            self.gateway = Gateway(self.home, self.fake, self.generation)
+            self.gateway = Gateway(self.home, self.fake, self.generation, self.extra_args)
         except BaseException:
             self.fake.stop()
             raise
@@ -370,7 +393,7 @@ class Rig:
         left = old.stop()
         assert not left, f"processes outlived the gateway: {left}\n{old.log_tail()}"
         self.generation += 1
-        self.gateway = Gateway(self.home, self.fake, self.generation)
+        self.gateway = Gateway(self.home, self.fake, self.generation, self.extra_args)
         return old_pids
 
     def close(self) -> list[tuple[int, int]]:
@@ -384,8 +407,8 @@ class Rig:
         return left
 
 
-@pytest.fixture(scope="module")
-def rig():
+def rig_with(*extra_args: str):
+    """A module's rig whose gateway gets `extra_args` (`yield from` it in a fixture)."""
     for path in (CCWIRE_BIN, FAKE_BIN, CLAUDE):
         if not os.access(path, os.X_OK):
             pytest.exit(
@@ -393,10 +416,15 @@ def rig():
                 "(cargo build -p ccwire-host -p ccwire-tests --bins; scripts/setup.sh)",
                 2,
             )
-    rig = Rig()
+    rig = Rig(list(extra_args))
     yield rig
     left = rig.close()
     assert not left, f"processes outlived the gateway: {left} (logs in {rig.home})"
+
+
+@pytest.fixture(scope="module")
+def rig():
+    yield from rig_with()
 
 
 @pytest.fixture(autouse=True)

@@ -3,12 +3,90 @@
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 
 import anthropic
 import pytest
 
-from conftest import API_KEY, CLIENT_TIMEOUT_S, OTHER_API_KEY
+from conftest import API_KEY, CLIENT_TIMEOUT_S, OTHER_API_KEY, rig_with
+
+
+@pytest.fixture(scope="module")
+def rig():
+    # The gateway runs the CLI's Bash for the agents whose toolset has it, and lets agents use
+    # URL MCP servers.
+    yield from rig_with("--enable-tool", "Bash", "--allow-mcp-servers")
+
+
+class _McpServer:
+    """A streamable HTTP MCP server on loopback with one tool, `search`, that records its calls."""
+
+    def __init__(self):
+        calls = self.calls = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                # No server-initiated stream.
+                self.send_response(405)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def do_DELETE(self):
+                self.do_GET()
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if "id" not in body:
+                    self.send_response(202)
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
+                method, params = body["method"], body.get("params") or {}
+                if method == "initialize":
+                    result = {
+                        "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "docs", "version": "1.0.0"},
+                    }
+                elif method == "tools/list":
+                    result = {
+                        "tools": [
+                            {
+                                "name": "search",
+                                "description": "Searches the docs.",
+                                "inputSchema": {
+                                    "type": "object",
+                                    "properties": {"q": {"type": "string"}},
+                                    "required": ["q"],
+                                },
+                            }
+                        ]
+                    }
+                elif method == "tools/call":
+                    calls.append(params)
+                    query = params["arguments"]["q"]
+                    result = {"content": [{"type": "text", "text": f"found docs for {query}"}]}
+                else:
+                    result = {}
+                data = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": result}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/mcp"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def make_client(rig, api_key: str = API_KEY) -> anthropic.Anthropic:
@@ -283,3 +361,160 @@ def test_a_session_goes_on_after_the_gateway_restarts(rig):
     # The model saw the whole conversation, the turn before the restart included.
     last = rig.fake.calls_with("RESTART-SECOND turn")[-1]
     assert "RESTART-FIRST turn" in json.dumps(last["body"]["messages"])
+
+
+def _shell_session(client):
+    """A session of an agent whose built-in toolset asks before each bash call."""
+    agent = client.beta.agents.create(
+        name="Shell agent",
+        model="claude-sonnet-4-5-20250929",
+        tools=[
+            {
+                "type": "agent_toolset_20260401",
+                "configs": [{"name": "bash", "permission_policy": {"type": "always_ask"}}],
+            }
+        ],
+    )
+    environment = client.beta.environments.create(name="shell")
+    raw = client.beta.sessions.with_raw_response.create(
+        agent=agent.id, environment_id=environment.id
+    )
+    # The toolset's other tools are not enabled on this gateway: the session says so.
+    warning = raw.headers.get("x-ccwire-warning", "")
+    assert "read" in warning and "--enable-tool" in warning, warning
+    return raw.parse()
+
+
+def _say(client, session, text):
+    client.beta.sessions.events.send(
+        session.id,
+        events=[{"type": "user.message", "content": [{"type": "text", "text": text}]}],
+    )
+
+
+def test_a_bash_call_asks_first_and_runs_once_confirmed_or_not_at_all_once_denied(client, other):
+    session = _shell_session(client)
+    stream = client.beta.sessions.events.stream(session.id)
+
+    # Confirmed: it runs, in the session's own directory, and the model is given its output.
+    _say(client, session, "PLEASE-BASH first")
+    events = _until_idle(stream)
+    call = next(e for e in events if e.type == "agent.tool_use")
+    assert (call.name, call.evaluated_permission) == ("bash", "ask")
+    assert "echo bash-ran" in call.input["command"]
+    assert events[-1].stop_reason.type == "requires_action"
+    assert events[-1].stop_reason.event_ids == [call.id]
+    assert client.beta.sessions.retrieve(session.id).status == "idle"
+    # Nobody else can answer it.
+    with pytest.raises(anthropic.NotFoundError):
+        other.beta.sessions.events.send(
+            session.id,
+            events=[{"type": "user.tool_confirmation", "tool_use_id": call.id, "result": "allow"}],
+        )
+    client.beta.sessions.events.send(
+        session.id,
+        events=[{"type": "user.tool_confirmation", "tool_use_id": call.id, "result": "allow"}],
+    )
+    events = _until_idle(stream)
+    result = next(e for e in events if e.type == "agent.tool_result")
+    assert result.tool_use_id == call.id and not result.is_error
+    output = result.content[0].text
+    assert "bash-ran in /" in output and f"/sessions/{session.id}" in output, output
+    assert events[-1].stop_reason.type == "end_turn"
+    answer = [e for e in events if e.type == "agent.message"][-1].content[0].text
+    assert "bash-ran in" in answer, answer
+
+    # Denied: it does not run, and the model is told why.
+    _say(client, session, "PLEASE-BASH second")
+    events = _until_idle(stream)
+    call = next(e for e in events if e.type == "agent.tool_use")
+    client.beta.sessions.events.send(
+        session.id,
+        events=[
+            {
+                "type": "user.tool_confirmation",
+                "tool_use_id": call.id,
+                "result": "deny",
+                "deny_message": "Not on this machine.",
+            }
+        ],
+    )
+    events = _until_idle(stream)
+    stream.close()
+    result = next(e for e in events if e.type == "agent.tool_result")
+    assert result.is_error and "Not on this machine." in result.content[0].text
+    assert "bash-ran" not in result.content[0].text
+    answer = [e for e in events if e.type == "agent.message"][-1].content[0].text
+    assert "Not on this machine." in answer, answer
+    # The log has both calls and their confirmations, in order.
+    kinds = [e.type for e in client.beta.sessions.events.list(session.id, limit=1000)]
+    assert kinds.count("agent.tool_use") == 2 and kinds.count("user.tool_confirmation") == 2
+
+
+def test_a_dropped_stream_is_picked_up_with_no_event_lost_or_repeated(client):
+    agent, environment = _agent_and_environment(client)
+    session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id)
+    stream = client.beta.sessions.events.stream(session.id)
+    _say(client, session, "DROP-FIRST turn")
+    seen = []
+    for event in stream:
+        seen.append(event)
+        if event.type == "session.status_running":
+            break
+    # The connection drops mid-turn; the turn goes on meanwhile.
+    stream.close()
+    _until_idle_in_log(client, session)
+
+    # Reopened after the last event seen (`Last-Event-ID`): the stream gives what came since.
+    stream = client.beta.sessions.events.stream(
+        session.id, extra_headers={"Last-Event-ID": seen[-1].id}
+    )
+    seen += _until_idle(stream)
+    stream.close()
+    # Or, as the SDK's own runner does, the log after the last event seen.
+    missed = list(client.beta.sessions.events.list(session.id, page=seen[2].id))
+    logged = [e.id for e in client.beta.sessions.events.list(session.id)]
+    assert [e.id for e in seen] == logged
+    assert [e.id for e in missed] == logged[3:]
+
+
+def _until_idle_in_log(client, session, timeout_s: float = 20):
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while client.beta.sessions.retrieve(session.id).status != "idle":
+        assert time.monotonic() < deadline, "the session did not go idle"
+        time.sleep(0.05)
+
+
+def test_an_mcp_server_s_tool_runs_by_its_toolset_s_policy(client):
+    server = _McpServer()
+    try:
+        agent = client.beta.agents.create(
+            name="Docs agent",
+            model="claude-sonnet-4-5-20250929",
+            mcp_servers=[{"type": "url", "name": "docs", "url": server.url}],
+            tools=[
+                {
+                    "type": "mcp_toolset",
+                    "mcp_server_name": "docs",
+                    "default_config": {"permission_policy": {"type": "always_allow"}},
+                }
+            ],
+        )
+        environment = client.beta.environments.create(name="docs")
+        session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id)
+        stream = client.beta.sessions.events.stream(session.id)
+        _say(client, session, "PLEASE-MCP find the docs")
+        events = _until_idle(stream)
+        stream.close()
+    finally:
+        server.close()
+    call = next(e for e in events if e.type == "agent.mcp_tool_use")
+    assert (call.mcp_server_name, call.name, call.input) == ("docs", "search", {"q": "ccwire"})
+    assert call.evaluated_permission == "allow"
+    result = next(e for e in events if e.type == "agent.mcp_tool_result")
+    assert result.mcp_tool_use_id == call.id and not result.is_error
+    assert result.content[0].text == "found docs for ccwire"
+    assert server.calls and server.calls[0]["arguments"] == {"q": "ccwire"}
+    assert events[-1].stop_reason.type == "end_turn"

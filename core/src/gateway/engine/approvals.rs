@@ -199,6 +199,10 @@ impl Gateway {
         let Some(live) = self.lives.get_mut(&session) else {
             return;
         };
+        // A Managed Agents session's CLI: the agent's policy answers, or the session's user.
+        if let Some(turn) = live.request.filter(|r| self.sessions.is_turn(*r)) {
+            return self.session_permission(now, session, turn, chunk);
+        }
         if !self.config.approvals {
             let decision = PermissionDecision::deny(
                 "This gateway has no one to approve tools; the tool did not run.",

@@ -718,7 +718,7 @@ impl Gateway {
         headers.push(("content-type".to_owned(), "application/json".to_owned()));
         if !warnings.is_empty() {
             let why = match super::sessions::parse(head.path) {
-                Some(_) => "do not run in this gateway's sessions yet (custom tools do)",
+                Some(_) => "do not run in this session",
                 None => "cannot apply to the local environment: kept, not applied",
             };
             headers.push((

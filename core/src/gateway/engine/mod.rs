@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::{json, Value};
 
+mod agent_tools;
 mod approvals;
 mod http;
 mod managed;
@@ -682,6 +683,7 @@ impl Gateway {
             tools_digest,
             start_prompt,
             structured,
+            session: managed,
         } = prepared;
         let mut headers = Vec::new();
         if !parsed.ignored.is_empty() {
@@ -721,6 +723,7 @@ impl Gateway {
             headers,
             response_id,
             previous_response_id,
+            session: managed,
         };
         match route {
             Route::Find { hash, diverged } => self.find(request, opening, hash, diverged),
@@ -750,7 +753,9 @@ impl Gateway {
             mut headers,
             response_id,
             previous_response_id,
+            session: managed,
         } = opening;
+        let managed_id = managed.as_ref().map(|m| m.id.as_str());
         let tenant = tenant.as_str();
         if let (
             Some(_),
@@ -784,7 +789,7 @@ impl Gateway {
                     diverged,
                 },
                 None,
-            ) => match self.write_history(tenant, &parsed) {
+            ) => match self.write_history(tenant, managed_id, &parsed) {
                 Ok((spec, prompt)) => {
                     let reason = match diverged {
                         Some(at) => ResumeReason::Diverged(at),
@@ -885,11 +890,18 @@ impl Gateway {
                 if let Some(old) = replaces {
                     self.close(now, old);
                 }
-                let cli = self.cli_for(&parsed, tools, structured.as_ref(), tenant);
+                let cli = self.cli_for(
+                    &parsed,
+                    tools,
+                    structured.as_ref(),
+                    tenant,
+                    managed.as_ref(),
+                );
                 // The pool starts more CLIs of these settings; without one they serve this
                 // CLI alone (a request's tools are not copied). A resumed conversation's CLI
-                // is its own.
-                let settings = (self.config.pool > 0 && resume.is_none()).then(|| cli.clone());
+                // is its own, and so is a Managed Agents session's (its own directory).
+                let settings = (self.config.pool > 0 && resume.is_none() && managed.is_none())
+                    .then(|| cli.clone());
                 let signature = format!(
                     "{}\n{:?}\n{}\n{tools_digest}",
                     cli.spec.args.join("\u{0}"),
@@ -915,9 +927,9 @@ impl Gateway {
                     };
                     self.evict(now, idle);
                 }
-                let warm = match resume {
-                    Some(_) => None,
-                    None => self.take_warm(&signature),
+                let warm = match (&resume, &managed) {
+                    (None, None) => self.take_warm(&signature),
+                    _ => None,
                 };
                 let session = match warm {
                     Some(warm) => {
@@ -1453,6 +1465,7 @@ impl Gateway {
         match &chunk {
             Chunk::PermissionRequest { .. } => self.on_permission_request(now, session, &chunk),
             Chunk::PermissionResolved { request_id, .. } => {
+                self.permission_settled(session, request_id);
                 let id = self
                     .approvals
                     .iter()
@@ -1551,6 +1564,9 @@ impl Gateway {
         let Some(request) = live.request else {
             return;
         };
+        if self.sessions.is_turn(request) {
+            self.turn_chunk(request, &chunk);
+        }
         if let Some(arrival) = self.arrivals.get_mut(&request) {
             if arrival.cli_sent.is_some() && arrival.cli_first.is_none() {
                 arrival.cli_first = Some(now);

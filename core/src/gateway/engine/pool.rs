@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::prepared::SessionTurn;
 use super::{
     mix, CliSpec, FirstPrompt, Gateway, GatewayOutput, Live, ResumeSpec, Starting, TenantDirs,
     CLIENT_SERVER, STRIPPED_ENV,
@@ -50,8 +51,11 @@ impl Gateway {
         tools: Vec<McpTool>,
         structured: Option<&Structured>,
         tenant: &str,
+        turn: Option<&SessionTurn>,
     ) -> NewCli {
-        let enabled = &self.config.enabled_tools;
+        // A Managed Agents session runs the tools of its agent the gateway enables.
+        let session_tools = turn.map(|t| t.tools.cli_tools());
+        let enabled = session_tools.as_ref().unwrap_or(&self.config.enabled_tools);
         // A forced call is the object the model gives the CLI's structured-output tool: the
         // client's tools themselves are not offered, nor are any for `tool_choice: none`.
         let forced = structured.is_some_and(|s| s.answer.is_call());
@@ -88,7 +92,15 @@ impl Gateway {
             };
             args.sdk_mcp_servers.push((CLIENT_SERVER.to_owned(), extra));
         }
-        if self.config.approvals {
+        if let Some(turn) = turn {
+            // What its agent's policies let run without asking runs; every other call comes
+            // to the gateway, which answers it by its policy or asks the session's user.
+            args.allowed_tools.retain(|t| !enabled.contains(t));
+            args.allowed_tools.extend(turn.tools.allowed());
+            args.disallowed_tools = turn.tools.disallowed();
+            args.mcp_servers = turn.tools.mcp_servers();
+            args.permission_prompts = true;
+        } else if self.config.approvals {
             // Enabled tools ask; a person answers over HTTP.
             args.allowed_tools.retain(|t| !enabled.contains(t));
             args.permission_prompts = true;
@@ -98,6 +110,9 @@ impl Gateway {
         let dirs = (self.config.tenant_root.as_deref()).map(|root| TenantDirs::new(root, tenant));
         let env = self.cli_env(dirs.as_ref());
         let cwd = match (&self.config.shared_cwd, &dirs) {
+            (_, Some(_)) if turn.is_some() => self
+                .cli_dirs(tenant, turn.map(|t| t.id.as_str()))
+                .map(|(cwd, _)| cwd),
             (Some(shared), _) => Some(shared.clone()),
             (None, Some(dirs)) => Some(dirs.work.clone()),
             (None, None) => None,

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
+use super::agent_tools::SessionTools;
 use super::{RouteKey, CLIENT_SERVER};
 use crate::api::{Api, ApiError, ApiRequest};
 use crate::conversation::ShaWriter;
@@ -43,14 +44,52 @@ pub struct PreparedRequest {
     pub(super) start_prompt: Option<ReadyPrompt>,
     /// The structured-output mode it asks for, if any.
     pub(super) structured: Option<Structured>,
+    /// A Managed Agents session's turn: the session, whose conversation it continues alone,
+    /// and the agent's tools its CLI runs. `None` for a client's request.
+    pub(super) session: Option<SessionTurn>,
+}
+
+/// What a Managed Agents session's turn adds to its Messages request.
+#[derive(Debug, Clone)]
+pub(super) struct SessionTurn {
+    /// The session's id.
+    pub(super) id: String,
+    /// The agent's tools its CLI runs.
+    pub(super) tools: SessionTools,
 }
 
 impl PreparedRequest {
     /// Prepares a read and checked request of `tenant`.
-    pub fn new(tenant: &str, mut request: ApiRequest) -> PreparedRequest {
-        let scope = request_scope(tenant, &request);
+    pub fn new(tenant: &str, request: ApiRequest) -> PreparedRequest {
+        PreparedRequest::prepare(tenant, request, None)
+    }
+
+    /// A Managed Agents session's turn, prepared: its history is hashed in the session's own
+    /// scope, so that its conversation continues no other session's (and no client's) even
+    /// where their messages are the same.
+    pub(super) fn for_session(
+        tenant: &str,
+        request: ApiRequest,
+        session: SessionTurn,
+    ) -> PreparedRequest {
+        PreparedRequest::prepare(tenant, request, Some(session))
+    }
+
+    fn prepare(
+        tenant: &str,
+        mut request: ApiRequest,
+        session: Option<SessionTurn>,
+    ) -> PreparedRequest {
+        let mut scope = request_scope(tenant, &request);
+        let mut namespace = tenant.to_owned();
+        if let Some(turn) = &session {
+            scope.push_str("\nsession ");
+            scope.push_str(&turn.id);
+            namespace.push_str("\nsession ");
+            namespace.push_str(&turn.id);
+        }
         let hashes = (request.previous_response_id.is_none())
-            .then(|| history_hashes(tenant, &scope, &request.conversation));
+            .then(|| history_hashes(&namespace, &scope, &request.conversation));
         let start_prompt = hashes.as_ref().map(|_| {
             let messages = &request.conversation.messages;
             let blocks = match request.conversation.history_len() {
@@ -86,6 +125,7 @@ impl PreparedRequest {
             tools_digest,
             start_prompt,
             structured,
+            session,
         }
     }
 

@@ -10,10 +10,15 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
+use super::agent_tools::{Permission, SessionTools, ToolName};
 use super::approvals::sse;
 use super::managed::{invalid, json_object, not_found, page, param, Refusal};
+use super::prepared::{PreparedRequest, SessionTurn};
 use super::{tenant_id, Gateway, GatewayOutput, HttpHead, RequestId, Watch};
 use crate::api::Api;
+use crate::gateway::SessionId;
+use crate::session::PermissionDecision;
+use crate::{Chunk, Timestamp};
 
 /// The first id of the requests the gateway makes of itself for sessions' turns (far above
 /// any a host numbers its own with).
@@ -49,6 +54,37 @@ struct Session {
     running: bool,
     /// When a turn its CLI was not ready for is tried again.
     retry_at: Option<crate::Timestamp>,
+    /// The agent's tools its CLI runs (from the agent's snapshot and the gateway's settings).
+    tools: SessionTools,
+    /// The running turn as its CLI streams it.
+    progress: Progress,
+}
+
+/// A turn's progress as its CLI streams it (not kept in the store: a turn the gateway's end
+/// cuts short is not continued).
+#[derive(Debug, Default)]
+struct Progress {
+    /// Text of the model message streaming, not logged yet.
+    said: String,
+    /// Whether the message streaming has its `agent.thinking` logged.
+    thought: bool,
+    /// The agent's tool calls: the CLI's tool_use id → the event's id and the tool.
+    calls: HashMap<String, (String, ToolName)>,
+    /// Calls waiting for the user's `user.tool_confirmation`.
+    confirming: Vec<Confirming>,
+}
+
+/// A call of the agent's tools waiting for the user's confirmation: the CLI's permission
+/// request.
+#[derive(Debug)]
+struct Confirming {
+    /// The call's event (`agent.tool_use` or `agent.mcp_tool_use`).
+    event: String,
+    /// The CLI and its control request.
+    cli: SessionId,
+    request_id: String,
+    /// When it is denied for want of an answer.
+    deadline: Timestamp,
 }
 
 /// How long a turn waits before it is tried again when the session's CLI is still settling an
@@ -56,9 +92,14 @@ struct Session {
 const RETRY_MS: u64 = 300;
 
 impl Sessions {
-    /// The earliest time a session's turn is due again.
+    /// The earliest time a session's turn is due again, or a confirmation it waits for is
+    /// given up.
     pub(super) fn next_retry(&self) -> Option<crate::Timestamp> {
-        self.by_id.values().filter_map(|s| s.retry_at).min()
+        let confirms =
+            (self.by_id.values()).flat_map(|s| s.progress.confirming.iter().map(|c| c.deadline));
+        (self.by_id.values().filter_map(|s| s.retry_at))
+            .chain(confirms)
+            .min()
     }
 
     /// Whether `request` is a session's turn (the gateway's own request).
@@ -101,9 +142,14 @@ pub(super) fn methods(route: SessionRoute<'_>) -> (&'static [&'static str], bool
     }
 }
 
-/// An SSE frame of an event, named by its type (the SDKs read the name).
+/// An SSE frame of an event, named by its type (the SDKs read the name), with its id (a
+/// stream reopened with `Last-Event-ID` goes on after it).
 fn frame(event: &Value) -> Vec<u8> {
-    sse(event["type"].as_str().unwrap_or("message"), event).into_bytes()
+    let name = event["type"].as_str().unwrap_or("message");
+    match event["id"].as_str() {
+        Some(id) => format!("id: {id}\n{}", sse(name, event)).into_bytes(),
+        None => sse(name, event).into_bytes(),
+    }
 }
 
 /// The custom tools of an agent's `tools`, as Messages API tools.
@@ -194,6 +240,8 @@ impl Gateway {
             results: list(&data["results"]),
             running: false,
             retry_at: None,
+            tools: self.session_tools(&data["session"]["agent"]).0,
+            progress: Progress::default(),
         };
         let cut = data["running"] == true;
         if cut {
@@ -234,6 +282,17 @@ impl Gateway {
             self.sessions.by_id.remove(id);
         }
         self.sessions.turns.retain(|_, id| !gone.contains(id));
+    }
+
+    /// What a session of `agent` runs of the agent's tools on this gateway, with what it
+    /// leaves out (for the response's warning).
+    fn session_tools(&self, agent: &Value) -> (SessionTools, Vec<String>) {
+        SessionTools::of(
+            agent,
+            &self.config.enabled_tools,
+            self.config.allow_mcp_servers,
+            self.config.approvals,
+        )
     }
 
     fn session_id(&mut self, prefix: &str) -> String {
@@ -459,10 +518,18 @@ impl Gateway {
                         ("cache-control".to_owned(), "no-cache".to_owned()),
                     ],
                 });
-                self.outputs.push_back(GatewayOutput::Body {
-                    request,
-                    bytes: b": the session's events as they come\n\n".to_vec(),
-                });
+                // A stream reopened after the event it saw last goes on from there.
+                let mut bytes = b": the session's events as they come\n\n".to_vec();
+                if let Some(last) = head.header("last-event-id") {
+                    let events = &self.sessions.by_id[id].events;
+                    if let Some(at) = events.iter().position(|e| e["id"] == last) {
+                        for event in &events[at + 1..] {
+                            bytes.extend(frame(event));
+                        }
+                    }
+                }
+                self.outputs
+                    .push_back(GatewayOutput::Body { request, bytes });
                 let next_ping = self.now.saturating_add(self.config.ping_every_ms);
                 self.watchers
                     .insert(request, (Watch::Session(id.to_owned()), next_ping));
@@ -543,13 +610,8 @@ impl Gateway {
             }
             user_content(event)?;
         }
-        let tools = agent["tools"].as_array().cloned().unwrap_or_default();
-        if tools.iter().any(|t| t["type"] == "agent_toolset_20260401") {
-            warnings.push("the agent's built-in toolset (agent_toolset_20260401)".to_owned());
-        }
-        if tools.iter().any(|t| t["type"] == "mcp_toolset") {
-            warnings.push("the agent's MCP toolsets".to_owned());
-        }
+        let (tools, left_out) = self.session_tools(&agent);
+        warnings.extend(left_out);
         let mut snapshot = agent.clone();
         if let Value::Object(o) = &mut snapshot {
             for k in ["created_at", "updated_at", "archived_at", "metadata"] {
@@ -568,9 +630,9 @@ impl Gateway {
         if let Some(system) = agent["system"].as_str() {
             request["system"] = json!(system);
         }
-        let tools = custom_tools(&agent);
-        if !tools.is_empty() {
-            request["tools"] = Value::Array(tools);
+        let custom = custom_tools(&agent);
+        if !custom.is_empty() {
+            request["tools"] = Value::Array(custom);
         }
         let order = self.managed_order();
         self.sessions.by_id.insert(
@@ -587,6 +649,8 @@ impl Gateway {
                 results: Vec::new(),
                 running: false,
                 retry_at: None,
+                tools,
+                progress: Progress::default(),
             },
         );
         if !initial.is_empty() {
@@ -634,11 +698,30 @@ impl Gateway {
                         }
                     }
                     Some("user.interrupt") => {}
+                    Some("user.tool_confirmation") => {
+                        let call = event["tool_use_id"].as_str().unwrap_or_default();
+                        if !session.progress.confirming.iter().any(|c| c.event == call) {
+                            return Err(invalid(format!(
+                                "events: no tool call {call:?} waits for a confirmation"
+                            )));
+                        }
+                        match (event["result"].as_str(), &event["deny_message"]) {
+                            (Some("allow"), Value::Null) => {}
+                            (Some("deny"), Value::Null | Value::String(_)) => {}
+                            (Some("allow"), _) => {
+                                return Err(invalid(
+                                    "events: user.tool_confirmation.deny_message is only for a deny",
+                                ))
+                            }
+                            _ => {
+                                return Err(invalid(
+                                    "events: user.tool_confirmation.result must be \"allow\" or \"deny\"",
+                                ))
+                            }
+                        }
+                    }
                     Some(
-                        other @ ("user.tool_confirmation"
-                        | "user.tool_result"
-                        | "user.define_outcome"
-                        | "system.message"),
+                        other @ ("user.tool_result" | "user.define_outcome" | "system.message"),
                     ) => {
                         return Err(invalid(format!(
                             "events: {other} is not supported by this gateway yet"
@@ -662,6 +745,22 @@ impl Gateway {
                 }
                 Some("user.interrupt") => {
                     self.interrupt_session(id);
+                }
+                Some("user.tool_confirmation") => {
+                    let call = event["tool_use_id"].as_str().unwrap_or_default();
+                    let decision = match event["result"].as_str() {
+                        Some("allow") => PermissionDecision::Allow {
+                            updated_input: None,
+                            updated_permissions: Vec::new(),
+                        },
+                        _ => PermissionDecision::deny(
+                            event["deny_message"]
+                                .as_str()
+                                .unwrap_or("The user denied this tool call.")
+                                .to_owned(),
+                        ),
+                    };
+                    self.confirm(id, call, decision);
                 }
                 Some("user.custom_tool_result") => {
                     let call = event["custom_tool_use_id"].as_str().unwrap_or_default();
@@ -709,8 +808,22 @@ impl Gateway {
         );
     }
 
-    /// Starts the turns due again at `now`.
+    /// Starts the turns due again at `now`, and denies the tool calls no one confirmed in
+    /// time.
     pub(super) fn retry_turns(&mut self, now: crate::Timestamp) {
+        let expired: Vec<(String, String)> = (self.sessions.by_id.iter())
+            .flat_map(|(id, s)| {
+                (s.progress.confirming.iter())
+                    .filter(|c| c.deadline <= now)
+                    .map(|c| (id.clone(), c.event.clone()))
+            })
+            .collect();
+        for (id, event) in expired {
+            let decision = PermissionDecision::deny(
+                "No one confirmed this tool call in time; it did not run.".to_owned(),
+            );
+            self.confirm(&id, &event, decision);
+        }
         let due: Vec<String> = self
             .sessions
             .by_id
@@ -727,6 +840,8 @@ impl Gateway {
     /// away) and the session is idle; calls waiting for results are given up. What the turn
     /// was told stays with the CLI, which takes it with the next message.
     fn interrupt_session(&mut self, id: &str) {
+        // What the model said before it was stopped is logged.
+        self.said(id);
         let turn = self
             .sessions
             .turns
@@ -741,6 +856,8 @@ impl Gateway {
             return;
         }
         session.running = false;
+        // The CLI settles the permission requests of the turn it stops.
+        session.progress = Progress::default();
         if session.retry_at.take().is_some() {
             // A turn waiting to be tried again is given up with what it would have said.
             session.queued.clear();
@@ -795,11 +912,217 @@ impl Gateway {
         let tenant = session.tenant.clone();
         self.sessions.next_turn += 1;
         let request = TURNS_FROM + self.sessions.next_turn;
+        let turn = SessionTurn {
+            id: id.to_owned(),
+            tools: session.tools.clone(),
+        };
+        session.progress = Progress::default();
         self.sessions.turns.insert(request, id.to_owned());
         self.session_status(id, "running", None);
         self.session_event(id, json!({"type": "span.model_request_start"}));
         let bytes = body.to_string().into_bytes();
-        self.handle_request(self.now, request, Api::Anthropic, &tenant, &bytes);
+        let prepared = super::parse_request(Api::Anthropic, &bytes)
+            .map(|r| PreparedRequest::for_session(&tenant, r, turn));
+        self.handle_prepared(self.now, request, Api::Anthropic, &tenant, prepared);
+    }
+
+    /// A chunk of a session's turn, as the session's events: the model's words and thinking,
+    /// and the calls of the agent's tools and their results (the turn's answer, at its end,
+    /// has the custom tools' calls).
+    pub(super) fn turn_chunk(&mut self, request: RequestId, chunk: &Chunk) {
+        let Some(id) = self.sessions.turns.get(&request).cloned() else {
+            return;
+        };
+        let Some(session) = self.sessions.by_id.get_mut(&id) else {
+            return;
+        };
+        let progress = &mut session.progress;
+        match chunk {
+            Chunk::TextDelta {
+                text,
+                parent_tool_use_id: None,
+                ..
+            } => progress.said.push_str(text),
+            Chunk::ThinkingDelta {
+                parent_tool_use_id: None,
+                ..
+            }
+            | Chunk::ThinkingRedacted {
+                parent_tool_use_id: None,
+                ..
+            } if !progress.thought => {
+                progress.thought = true;
+                self.session_event(&id, json!({"type": "agent.thinking"}));
+            }
+            Chunk::MessageStop { .. } => {
+                progress.thought = false;
+                self.said(&id);
+            }
+            Chunk::ToolUse {
+                id: use_id,
+                name,
+                complete: true,
+                input,
+                parent_tool_use_id: None,
+                server: false,
+                ..
+            } if !name.starts_with(&format!("mcp__{}__", super::CLIENT_SERVER)) => {
+                let (permission, tool) = session.tools.permission(name);
+                self.said(&id);
+                self.tool_use(&id, use_id, tool, input.to_value(), permission);
+            }
+            Chunk::ToolResult {
+                id: use_id,
+                content,
+                is_error,
+                parent_tool_use_id: None,
+                server: false,
+            } => {
+                if let Some((event, tool)) = progress.calls.get(use_id) {
+                    let result = tool.result_event(event, &content.to_value(), *is_error);
+                    self.session_event(&id, result);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Logs the text of the model's message so far as an `agent.message`.
+    fn said(&mut self, id: &str) {
+        let Some(session) = self.sessions.by_id.get_mut(id) else {
+            return;
+        };
+        let text = std::mem::take(&mut session.progress.said);
+        if !text.is_empty() {
+            let content = json!([{"type": "text", "text": text}]);
+            self.session_event(id, json!({"type": "agent.message", "content": content}));
+        }
+    }
+
+    /// Logs a call of the agent's tools (`agent.tool_use` / `agent.mcp_tool_use`); returns
+    /// its event's id.
+    fn tool_use(
+        &mut self,
+        id: &str,
+        use_id: &str,
+        tool: ToolName,
+        input: Value,
+        permission: Permission,
+    ) -> String {
+        let event = self.session_event(id, tool.use_event(input, permission));
+        let event_id = event["id"].as_str().unwrap_or_default().to_owned();
+        if let Some(session) = self.sessions.by_id.get_mut(id) {
+            (session.progress.calls).insert(use_id.to_owned(), (event_id.clone(), tool));
+        }
+        event_id
+    }
+
+    /// A permission request of a session's CLI (`cli`, running turn `request`): answered by
+    /// the agent's policy for the tool, or held for the user's `user.tool_confirmation`
+    /// (the session idles with `requires_action` naming the call).
+    pub(super) fn session_permission(
+        &mut self,
+        now: Timestamp,
+        cli: SessionId,
+        request: RequestId,
+        chunk: &Chunk,
+    ) {
+        let Chunk::PermissionRequest {
+            request_id,
+            tool_use_id,
+            tool_name,
+            input,
+            ..
+        } = chunk
+        else {
+            return;
+        };
+        let Some(id) = self.sessions.turns.get(&request).cloned() else {
+            return;
+        };
+        let Some(session) = self.sessions.by_id.get(&id) else {
+            return;
+        };
+        let (permission, tool) = session.tools.permission(tool_name);
+        let decision = match permission {
+            Permission::Allow => Some(PermissionDecision::Allow {
+                updated_input: None,
+                updated_permissions: Vec::new(),
+            }),
+            Permission::Deny => Some(PermissionDecision::deny(
+                "This tool is not enabled in this session.".to_owned(),
+            )),
+            Permission::Ask => None,
+        };
+        if let Some(decision) = decision {
+            if let Some(live) = self.lives.get_mut(&cli) {
+                let _ = live.session.respond_permission(now, request_id, decision);
+            }
+            return;
+        }
+        let known = (tool_use_id.as_ref())
+            .and_then(|u| session.progress.calls.get(u))
+            .map(|(event, _)| event.clone());
+        let event = match known {
+            Some(event) => event,
+            None => {
+                self.said(&id);
+                let use_id = tool_use_id.clone().unwrap_or_else(|| request_id.clone());
+                self.tool_use(&id, &use_id, tool, input.to_value(), permission)
+            }
+        };
+        let deadline = now.saturating_add(self.config.approval_timeout_ms);
+        let Some(session) = self.sessions.by_id.get_mut(&id) else {
+            return;
+        };
+        session.progress.confirming.push(Confirming {
+            event,
+            cli,
+            request_id: request_id.clone(),
+            deadline,
+        });
+        let ids: Vec<Value> = (session.progress.confirming.iter())
+            .map(|c| json!(c.event))
+            .collect();
+        let tenant = session.tenant.clone();
+        let stop = json!({"type": "requires_action", "event_ids": ids});
+        self.session_status(
+            &id,
+            "idle",
+            Some(json!({"stop_reason": stop, "stop_details": null})),
+        );
+        self.persist_session(&tenant, &id, None);
+    }
+
+    /// The CLI settled a permission request itself (its turn was stopped).
+    pub(super) fn permission_settled(&mut self, cli: SessionId, request_id: &str) {
+        for session in self.sessions.by_id.values_mut() {
+            (session.progress.confirming).retain(|c| !(c.cli == cli && c.request_id == request_id));
+        }
+    }
+
+    /// Answers the call of session `id` whose event is `event` with `decision`; once no call
+    /// waits for a confirmation, the session runs again.
+    fn confirm(&mut self, id: &str, event: &str, decision: PermissionDecision) {
+        let Some(session) = self.sessions.by_id.get_mut(id) else {
+            return;
+        };
+        let confirming = &mut session.progress.confirming;
+        let Some(at) = confirming.iter().position(|c| c.event == event) else {
+            return;
+        };
+        let call = confirming.remove(at);
+        let running = confirming.is_empty();
+        let now = self.now;
+        if let Some(live) = self.lives.get_mut(&call.cli) {
+            let _ = live
+                .session
+                .respond_permission(now, &call.request_id, decision);
+            self.drain_session(now, call.cli);
+        }
+        if running {
+            self.session_status(id, "running", None);
+        }
     }
 
     /// A turn's whole answer (a Messages API response, or its error): the events it makes,
@@ -808,6 +1131,10 @@ impl Gateway {
         let Some(id) = self.sessions.turns.remove(&request) else {
             return;
         };
+        self.said(&id);
+        if let Some(session) = self.sessions.by_id.get_mut(&id) {
+            session.progress = Progress::default();
+        }
         self.turn_events(&id, status, body);
         if let Some(tenant) = self.sessions.by_id.get(&id).map(|s| s.tenant.clone()) {
             self.persist_session(&tenant, &id, None);
@@ -888,21 +1215,8 @@ impl Gateway {
                 .history
                 .push(json!({"role": "assistant", "content": answer["content"]}));
         }
+        // The model's words and thinking were logged as they came (`turn_chunk`).
         let blocks = answer["content"].as_array().cloned().unwrap_or_default();
-        let text: Vec<Value> = blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .map(|b| json!({"type": "text", "text": b["text"]}))
-            .collect();
-        if blocks
-            .iter()
-            .any(|b| b["type"] == "thinking" || b["type"] == "redacted_thinking")
-        {
-            self.session_event(&id, json!({"type": "agent.thinking"}));
-        }
-        if !text.is_empty() {
-            self.session_event(&id, json!({"type": "agent.message", "content": text}));
-        }
         let mut waiting = Vec::new();
         for call in blocks.iter().filter(|b| b["type"] == "tool_use") {
             let event = self.session_event(

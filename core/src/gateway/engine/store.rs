@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use super::prepared::SessionTurn;
 use super::types::{ConversationKey, ConversationRecord, RecordState, ResumeSpec, TenantDirs};
 use super::{tenant_id, Gateway, GatewayOutput, PreparedRequest, Queued, RequestId, CLIENT_SERVER};
 use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
@@ -30,6 +31,8 @@ pub(super) struct Opening {
     pub(super) headers: Vec<(String, String)>,
     pub(super) response_id: Option<String>,
     pub(super) previous_response_id: Option<String>,
+    /// A Managed Agents session's turn: its session and the agent's tools.
+    pub(super) session: Option<SessionTurn>,
 }
 
 /// A request waiting for the session store ([`GatewayOutput::StoreFind`]).
@@ -161,7 +164,7 @@ impl Gateway {
                 // Where this gateway's CLI reads it (another gateway sharing the store may
                 // have kept it from elsewhere).
                 let path = self
-                    .transcript_path(&opening.tenant, &record.key.id)
+                    .transcript_path(&opening.tenant, session_of(&opening), &record.key.id)
                     .unwrap_or(record.transcript);
                 let resume = ResumeSpec {
                     key: record.key,
@@ -417,7 +420,7 @@ impl Gateway {
         let Some(transcript) = live
             .transcript
             .clone()
-            .or_else(|| self.transcript_path(&live.tenant, &live.cli_id))
+            .or_else(|| self.transcript_path(&live.tenant, None, &live.cli_id))
         else {
             return;
         };
@@ -459,11 +462,15 @@ impl Gateway {
         });
     }
 
-    /// The working directory and home of `tenant`'s CLIs (with tenant directories).
-    fn cli_dirs(&self, tenant: &str) -> Option<(String, String)> {
+    /// The working directory and home of `tenant`'s CLIs (with tenant directories): a
+    /// Managed Agents session's own directory for its CLI.
+    pub(super) fn cli_dirs(&self, tenant: &str, session: Option<&str>) -> Option<(String, String)> {
         let root = self.config.tenant_root.as_deref()?;
         let dirs = TenantDirs::new(root, tenant);
-        let cwd = self.config.shared_cwd.clone().unwrap_or(dirs.work);
+        let cwd = match session {
+            Some(id) => format!("{}/sessions/{id}", dirs.work),
+            None => self.config.shared_cwd.clone().unwrap_or(dirs.work),
+        };
         Some((cwd, dirs.home))
     }
 
@@ -475,6 +482,7 @@ impl Gateway {
     pub(super) fn write_history(
         &mut self,
         tenant: &str,
+        session: Option<&str>,
         request: &ApiRequest,
     ) -> Result<(ResumeSpec, Vec<Block>), &'static str> {
         let messages = &request.conversation.messages;
@@ -482,10 +490,10 @@ impl Gateway {
         if !tool_results(&messages[n..]).is_empty() {
             return Err("tool_results");
         }
-        let (cwd, _) = self.cli_dirs(tenant).ok_or("no_tenant_dirs")?;
+        let (cwd, _) = self.cli_dirs(tenant, session).ok_or("no_tenant_dirs")?;
         let id = self.conversation_id();
         let path = self
-            .transcript_path(tenant, &id)
+            .transcript_path(tenant, session, &id)
             .ok_or("working_directory")?;
         let context = TranscriptContext {
             session_id: &id,
@@ -522,8 +530,8 @@ impl Gateway {
     /// it: `<config dir>/projects/<working directory, each character not a letter or digit
     /// made a dash>/<id>.jsonl`; `None` where it cannot be told (no tenant directories, or a
     /// working directory whose name the CLI shortens).
-    fn transcript_path(&self, tenant: &str, id: &str) -> Option<String> {
-        let (cwd, home) = self.cli_dirs(tenant)?;
+    fn transcript_path(&self, tenant: &str, session: Option<&str>, id: &str) -> Option<String> {
+        let (cwd, home) = self.cli_dirs(tenant, session)?;
         if !cwd.is_ascii() {
             return None;
         }
@@ -533,4 +541,9 @@ impl Gateway {
             .collect();
         (name.len() <= 200).then(|| format!("{home}/.claude/projects/{name}/{id}.jsonl"))
     }
+}
+
+/// The Managed Agents session whose turn `opening` is, if it is one.
+fn session_of(opening: &Opening) -> Option<&str> {
+    opening.session.as_ref().map(|s| s.id.as_str())
 }

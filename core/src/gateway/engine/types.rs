@@ -63,8 +63,13 @@ pub struct GatewayConfig {
     /// [`handle_approval_events`](super::Gateway::handle_approval_events)) instead of running
     /// outright.
     pub approvals: bool,
-    /// How long an approval waits for its answer before the tool is denied (ms).
+    /// How long an approval waits for its answer before the tool is denied (ms); also how
+    /// long a Managed Agents session's tool call waits for its `user.tool_confirmation`.
     pub approval_timeout_ms: u64,
+    /// Whether a Managed Agents session's CLI connects to the URL MCP servers of its agent
+    /// (`mcp_servers` with an `mcp_toolset`). Off by default: the servers are any URL a
+    /// caller names, reached from the gateway's machine.
+    pub allow_mcp_servers: bool,
     /// Variables every CLI gets (after the gateway's own, so they win; but a tenant's
     /// directories, with [`tenant_root`](Self::tenant_root), win over these).
     pub cli_env: Vec<(String, String)>,
@@ -189,6 +194,7 @@ impl Default for GatewayConfig {
             queue_timeout_ms: 30_000,
             pool: 0,
             approvals: false,
+            allow_mcp_servers: false,
             approval_timeout_ms: 5 * 60 * 1000,
             cli_env: Vec::new(),
             cli_env_remove: Vec::new(),

@@ -6,12 +6,13 @@ import { after as afterAll, before, test } from 'node:test';
 
 import Anthropic from '@anthropic-ai/sdk';
 
-import { KEY, Rig, echo, onAny } from './rig.mjs';
+import { KEY, Rig, echo, onAny, onPrompt, onToolResult, rule } from './rig.mjs';
 
 let rig;
 
 before(async () => {
-  rig = await Rig.start();
+  // The gateway runs the CLI's Bash for the agents whose toolset has it.
+  rig = await Rig.start(['--enable-tool', 'Bash']);
 });
 
 afterAll(async () => {
@@ -80,4 +81,78 @@ test('a session answers a message on its event stream', async () => {
   const logged = [];
   for await (const event of c.beta.sessions.events.list(session.id)) logged.push(event.id);
   assert.deepEqual(logged, seen.map((e) => e.id));
+});
+
+test('a bash call asks first: confirmed it runs, denied it does not', async () => {
+  const bash = {
+    kind: 'tool_use',
+    calls: [{ name: 'Bash', input: { command: 'echo ts-bash-ran in $(pwd)', description: 'Says where' } }],
+  };
+  await rig.fake.script(
+    rule({ kind: 'probe' }, { kind: 'text', text: 'ok' }),
+    onToolResult(echo()),
+    onPrompt('TS-BASH', bash),
+    onAny(echo()),
+  );
+  const c = client();
+  const agent = await c.beta.agents.create({
+    name: 'TS shell',
+    model: 'claude-sonnet-4-5-20250929',
+    tools: [
+      {
+        type: 'agent_toolset_20260401',
+        configs: [{ name: 'bash', permission_policy: { type: 'always_ask' } }],
+      },
+    ],
+  });
+  const env = await c.beta.environments.create({ name: 'shell' });
+  const session = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+  const stream = await c.beta.sessions.events.stream(session.id);
+  const iterator = stream[Symbol.asyncIterator]();
+  const untilIdle = async () => {
+    const seen = [];
+    for (;;) {
+      const { value, done } = await iterator.next();
+      assert.ok(!done, `the stream ended before the session was idle: ${JSON.stringify(seen)}`);
+      seen.push(value);
+      if (value.type === 'session.status_idle') return seen;
+    }
+  };
+  const say = (text) =>
+    c.beta.sessions.events.send(session.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
+    });
+
+  await say('TS-BASH first');
+  let seen = await untilIdle();
+  let call = seen.find((e) => e.type === 'agent.tool_use');
+  assert.equal(call.name, 'bash');
+  assert.equal(call.evaluated_permission, 'ask');
+  assert.deepEqual(seen.at(-1).stop_reason, { type: 'requires_action', event_ids: [call.id] });
+  await c.beta.sessions.events.send(session.id, {
+    events: [{ type: 'user.tool_confirmation', tool_use_id: call.id, result: 'allow' }],
+  });
+  seen = await untilIdle();
+  let result = seen.find((e) => e.type === 'agent.tool_result');
+  assert.equal(result.tool_use_id, call.id);
+  assert.equal(result.is_error, false);
+  assert.match(result.content[0].text, new RegExp(`ts-bash-ran in /.*/sessions/${session.id}`));
+  assert.equal(seen.at(-1).stop_reason.type, 'end_turn');
+
+  await say('TS-BASH second');
+  seen = await untilIdle();
+  call = seen.find((e) => e.type === 'agent.tool_use');
+  await c.beta.sessions.events.send(session.id, {
+    events: [
+      { type: 'user.tool_confirmation', tool_use_id: call.id, result: 'deny', deny_message: 'Not today.' },
+    ],
+  });
+  seen = await untilIdle();
+  await iterator.return?.();
+  result = seen.find((e) => e.type === 'agent.tool_result');
+  assert.equal(result.is_error, true);
+  assert.match(result.content[0].text, /Not today\./);
+  assert.doesNotMatch(result.content[0].text, /ts-bash-ran/);
+  const answer = seen.filter((e) => e.type === 'agent.message').at(-1).content[0].text;
+  assert.match(answer, /Not today\./);
 });

@@ -355,12 +355,14 @@ export async function poll(check, timeoutMs = 30_000, intervalMs = 200) {
 
 /** A rig for one test file: a fake, a HOME, a gateway; `restart()` keeps the fake and HOME. */
 export class Rig {
-  static async start() {
+  /** `extraArgs` go to every `ccwire serve` of the rig. */
+  static async start(extraArgs = []) {
     const rig = new Rig();
+    rig.extraArgs = extraArgs;
     rig.home = makeHome();
     try {
       rig.fake = await Fake.start();
-      rig.gateway = await Gateway.start(rig.home, rig.fake);
+      rig.gateway = await Gateway.start(rig.home, rig.fake, extraArgs);
     } catch (err) {
       await rig.stop().catch(() => {});
       throw err;
@@ -371,7 +373,7 @@ export class Rig {
   /** Stops the gateway (every CLI process it had must be gone) and starts a new one; returns the old pids. */
   async restart() {
     const pids = await this.stopGateway();
-    this.gateway = await Gateway.start(this.home, this.fake);
+    this.gateway = await Gateway.start(this.home, this.fake, this.extraArgs);
     return pids;
   }
 
