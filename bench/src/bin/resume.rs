@@ -262,7 +262,9 @@ async fn many(fake: &FakeAnthropic, home: &OfflineHome, n: usize) {
                 ));
             }
             if let Some(back) = i.checked_sub(64).filter(|b| *b < n) {
-                let mut messages = histories[back].clone();
+                // Continued once: the history is not needed again (freed, so that the
+                // process's RSS stays the gateway's).
+                let mut messages = std::mem::take(&mut histories[back]);
                 messages.push(json!({"role": "user", "content": "Still there?"}));
                 batch.push((back, messages));
             }
