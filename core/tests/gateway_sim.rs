@@ -2692,3 +2692,49 @@ fn a_stream_reopened_with_last_event_id_goes_on_after_that_event() {
     let after: Vec<&str> = log[3..].iter().map(|e| e["id"].as_str().unwrap()).collect();
     assert_eq!(ids, after, "{text}");
 }
+
+#[test]
+fn an_archived_session_stops_its_turn_and_terminates() {
+    let mut sim = with_keys(false);
+    let session = new_session(&mut sim, json!({"name": "A", "model": "sonnet"}), json!({}));
+    let id = session["id"].as_str().unwrap().to_owned();
+    let events = format!("/v1/sessions/{id}/events");
+    let stream = sim
+        .http(
+            "GET",
+            &format!("{events}/stream"),
+            &[JSON, ("authorization", "Bearer alice")],
+            "",
+        )
+        .unwrap();
+    let say = |text: &str| json!({"events": [{"type": "user.message", "content": [{"type": "text", "text": text}]}]});
+    managed(&mut sim, "alice", "POST", &events, say("stall"));
+    let (status, archived) = managed(
+        &mut sim,
+        "alice",
+        "POST",
+        &format!("/v1/sessions/{id}/archive"),
+        Value::Null,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(archived["status"], "terminated");
+    assert!(archived["archived_at"].is_string());
+    let (types, _) = event_types(&mut sim, &id, 0);
+    assert_eq!(
+        types[types.len() - 3..],
+        [
+            "span.model_request_end",
+            "session.status_idle",
+            "session.status_terminated"
+        ]
+    );
+    assert!(sim.response(stream).ended);
+    assert!(sim
+        .response(stream)
+        .text()
+        .contains("event: session.status_terminated\n"));
+    assert_eq!(
+        managed(&mut sim, "alice", "POST", &events, say("more")).0,
+        400
+    );
+}

@@ -478,8 +478,15 @@ impl Gateway {
             }
             ("POST", SessionRoute::Archive(id)) => {
                 let now = self.managed_now();
+                let first = match self.session_of(tenant, id) {
+                    Ok(s) => s.json["archived_at"].is_null(),
+                    Err(e) => return Some(Err(e)),
+                };
+                if first {
+                    self.terminate_session(id);
+                }
                 self.session_of(tenant, id).map(|s| {
-                    if s.json["archived_at"].is_null() {
+                    if first {
                         s.json["archived_at"] = json!(now);
                     }
                     (200, s.json.clone())
@@ -883,6 +890,24 @@ impl Gateway {
             "idle",
             Some(json!({"stop_reason": {"type": "end_turn"}, "stop_details": null})),
         );
+    }
+
+    /// An archived session ends: a running turn is stopped, what waits is given up, the log
+    /// says `session.status_terminated` and its streams end (it takes no more events).
+    fn terminate_session(&mut self, id: &str) {
+        self.interrupt_session(id);
+        if let Some(session) = self.sessions.by_id.get_mut(id) {
+            session.queued.clear();
+        }
+        self.session_status(id, "terminated", None);
+        let watching: Vec<RequestId> = (self.watchers.iter())
+            .filter(|(_, (w, _))| matches!(w, Watch::Session(s) if s == id))
+            .map(|(r, _)| *r)
+            .collect();
+        for request in watching {
+            self.watchers.remove(&request);
+            self.outputs.push_back(GatewayOutput::End { request });
+        }
     }
 
     /// Starts a session's next turn when it can: nothing runs, no call waits for a result,
