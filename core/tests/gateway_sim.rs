@@ -2563,16 +2563,21 @@ fn a_session_s_built_in_tool_asks_its_user_and_runs_in_the_session_s_own_directo
             "session.status_running",
             "span.model_request_start",
             "agent.tool_use",
+            "span.model_request_end",
             "session.status_idle"
         ]
     );
     let call = log[3].clone();
+    // Each model request is a span, with its message's usage.
+    assert_eq!(log[4]["model_request_start_id"], log[2]["id"]);
+    assert_eq!(log[4]["model_usage"]["output_tokens"], 5);
+    assert_eq!(log[4]["is_error"], false);
     assert_eq!(call["name"], "bash");
     assert_eq!(call["input"], json!({"command": "ls"}));
     assert_eq!(call["evaluated_permission"], "ask");
     assert_eq!(call["evaluation"], json!({"type": "always_ask"}));
     assert_eq!(
-        log[4]["stop_reason"],
+        log[5]["stop_reason"],
         json!({"type": "requires_action", "event_ids": [call["id"]]})
     );
     let (_, now) = managed(
@@ -2606,13 +2611,14 @@ fn a_session_s_built_in_tool_asks_its_user_and_runs_in_the_session_s_own_directo
         confirm(&call, json!({"result": "allow"})),
     );
     assert_eq!(status, 200);
-    let (types, log) = event_types(&mut sim, &id, 5);
+    let (types, log) = event_types(&mut sim, &id, 6);
     assert_eq!(
         types,
         [
             "user.tool_confirmation",
             "session.status_running",
             "agent.tool_result",
+            "span.model_request_start",
             "agent.message",
             "span.model_request_end",
             "session.status_idle"
@@ -2621,12 +2627,13 @@ fn a_session_s_built_in_tool_asks_its_user_and_runs_in_the_session_s_own_directo
     assert_eq!(log[2]["tool_use_id"], call["id"]);
     assert_eq!(log[2]["is_error"], false);
     assert_eq!(log[2]["content"][0]["text"], "ran ls (rules 0)");
-    assert_eq!(log[3]["content"][0]["text"], "done: ran ls (rules 0)");
-    assert_eq!(log[5]["stop_reason"]["type"], "end_turn");
+    assert_eq!(log[4]["content"][0]["text"], "done: ran ls (rules 0)");
+    assert_eq!(log[5]["model_request_start_id"], log[3]["id"]);
+    assert_eq!(log[6]["stop_reason"]["type"], "end_turn");
 
     // Denied, with the user's words for the model.
     managed(&mut sim, "alice", "POST", &events, say("bash: rm -rf /"));
-    let (_, log) = event_types(&mut sim, &id, 11);
+    let (_, log) = event_types(&mut sim, &id, 13);
     let call = log
         .iter()
         .find(|e| e["type"] == "agent.tool_use")
@@ -2634,7 +2641,7 @@ fn a_session_s_built_in_tool_asks_its_user_and_runs_in_the_session_s_own_directo
         .clone();
     let deny = confirm(&call, json!({"result": "deny", "deny_message": "not that"}));
     assert_eq!(managed(&mut sim, "alice", "POST", &events, deny).0, 200);
-    let (_, log) = event_types(&mut sim, &id, 11);
+    let (_, log) = event_types(&mut sim, &id, 13);
     let result = log
         .iter()
         .find(|e| e["type"] == "agent.tool_result")

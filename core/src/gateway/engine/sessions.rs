@@ -72,6 +72,15 @@ struct Progress {
     calls: HashMap<String, (String, ToolName)>,
     /// Calls waiting for the user's `user.tool_confirmation`.
     confirming: Vec<Confirming>,
+    /// The model request whose `span.model_request_start` is logged and its end not yet.
+    span: Option<Span>,
+}
+
+/// A model request of a turn: its message (once it streams) and the usage reported so far.
+#[derive(Debug, Default)]
+struct Span {
+    message: Option<String>,
+    usage: Map<String, Value>,
 }
 
 /// A call of the agent's tools waiting for the user's confirmation: the CLI's permission
@@ -864,7 +873,7 @@ impl Gateway {
         }
         session.running = false;
         // The CLI settles the permission requests of the turn it stops.
-        session.progress = Progress::default();
+        let span = std::mem::take(&mut session.progress).span;
         if session.retry_at.take().is_some() {
             // A turn waiting to be tried again is given up with what it would have said.
             session.queued.clear();
@@ -883,7 +892,9 @@ impl Gateway {
             self.sessions.turns.remove(&turn);
             let now = self.now;
             self.handle_client_gone(now, turn);
-            self.end_model_request(id, None);
+            if span.is_some() {
+                self.end_model_request(id, None);
+            }
         }
         self.session_status(
             id,
@@ -944,7 +955,7 @@ impl Gateway {
         session.progress = Progress::default();
         self.sessions.turns.insert(request, id.to_owned());
         self.session_status(id, "running", None);
-        self.session_event(id, json!({"type": "span.model_request_start"}));
+        self.open_span(id);
         let bytes = body.to_string().into_bytes();
         let prepared = super::parse_request(Api::Anthropic, &bytes)
             .map(|r| PreparedRequest::for_session(&tenant, r, turn));
@@ -979,9 +990,41 @@ impl Gateway {
                 progress.thought = true;
                 self.session_event(&id, json!({"type": "agent.thinking"}));
             }
-            Chunk::MessageStop { .. } => {
+            Chunk::MessageStart {
+                message_id,
+                parent_tool_use_id: None,
+                usage,
+                ..
+            } => {
+                let fresh = progress.span.is_none();
+                let span = progress.span.get_or_insert_with(Span::default);
+                span.message = Some(message_id.clone());
+                if let Value::Object(usage) = usage.to_value() {
+                    span.usage = usage;
+                }
+                if fresh {
+                    // The model's next request in the turn (after a tool's result).
+                    self.session_event(&id, json!({"type": "span.model_request_start"}));
+                }
+            }
+            Chunk::MessageDelta {
+                message_id, usage, ..
+            } => {
+                let span = progress.span.as_mut();
+                if let Some(span) = span.filter(|s| s.message.as_ref() == Some(message_id)) {
+                    if let Value::Object(usage) = usage.to_value() {
+                        span.usage.extend(usage);
+                    }
+                }
+            }
+            Chunk::MessageStop { message_id, .. } => {
                 progress.thought = false;
+                let ends = (progress.span.as_ref())
+                    .is_some_and(|s| s.message.as_ref() == Some(message_id));
                 self.said(&id);
+                if ends {
+                    self.close_span(&id, true);
+                }
             }
             Chunk::ToolUse {
                 id: use_id,
@@ -1009,6 +1052,24 @@ impl Gateway {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Logs the start of a model request of session `id`'s turn.
+    fn open_span(&mut self, id: &str) {
+        if let Some(session) = self.sessions.by_id.get_mut(id) {
+            session.progress.span = Some(Span::default());
+        }
+        self.session_event(id, json!({"type": "span.model_request_start"}));
+    }
+
+    /// Logs the end of the model request of session `id` that is open, if one is: with the
+    /// usage its message reported (`ok`), or as failed.
+    fn close_span(&mut self, id: &str, ok: bool) {
+        let span = (self.sessions.by_id.get_mut(id)).and_then(|s| s.progress.span.take());
+        if let Some(span) = span {
+            let usage = Value::Object(span.usage);
+            self.end_model_request(id, ok.then_some(&usage));
         }
     }
 
@@ -1157,10 +1218,10 @@ impl Gateway {
             return;
         };
         self.said(&id);
+        self.turn_events(&id, status, body);
         if let Some(session) = self.sessions.by_id.get_mut(&id) {
             session.progress = Progress::default();
         }
-        self.turn_events(&id, status, body);
         if let Some(tenant) = self.sessions.by_id.get(&id).map(|s| s.tenant.clone()) {
             self.persist_session(&tenant, &id, None);
         }
@@ -1197,7 +1258,7 @@ impl Gateway {
                 .as_str()
                 .unwrap_or("the turn failed")
                 .to_owned();
-            self.end_model_request(&id, None);
+            self.close_span(&id, false);
             // The user's turn is not in the conversation: its content waits for the next.
             if let Some(session) = self.sessions.by_id.get_mut(&id) {
                 if let Some(Value::Array(content)) =
@@ -1230,7 +1291,14 @@ impl Gateway {
         }
         let usage = &answer["usage"];
         let count = |name: &str| usage[name].as_u64().unwrap_or(0);
-        self.end_model_request(&id, Some(usage));
+        // Each model request's span ended with its message; one the CLI did not stream ends
+        // here, with the turn's usage.
+        if (self.sessions.by_id.get(&id)).is_some_and(|s| s.progress.span.is_some()) {
+            if let Some(session) = self.sessions.by_id.get_mut(&id) {
+                session.progress.span = None;
+            }
+            self.end_model_request(&id, Some(usage));
+        }
         if let Some(session) = self.sessions.by_id.get_mut(&id) {
             let total = &mut session.json["usage"];
             for name in ["input_tokens", "output_tokens", "cache_read_input_tokens"] {
