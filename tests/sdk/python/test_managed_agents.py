@@ -518,3 +518,50 @@ def test_an_mcp_server_s_tool_runs_by_its_toolset_s_policy(client):
     assert result.content[0].text == "found docs for ccwire"
     assert server.calls and server.calls[0]["arguments"] == {"q": "ccwire"}
     assert events[-1].stop_reason.type == "end_turn"
+
+
+# A 1×1 PNG.
+PNG_1X1 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def test_a_message_s_image_and_document_reach_the_model(client, rig):
+    agent, environment = _agent_and_environment(client)
+    session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id)
+    stream = client.beta.sessions.events.stream(session.id)
+    client.beta.sessions.events.send(
+        session.id,
+        events=[
+            {
+                "type": "user.message",
+                "content": [
+                    {"type": "text", "text": "DOC-AND-IMAGE what do these say?"},
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": PNG_1X1},
+                    },
+                    {
+                        "type": "document",
+                        "source": {
+                            "type": "text",
+                            "media_type": "text/plain",
+                            "data": "The secret word is kiwi.",
+                        },
+                        "title": "note",
+                    },
+                ],
+            }
+        ],
+    )
+    events = _until_idle(stream)
+    stream.close()
+    assert events[-1].stop_reason.type == "end_turn"
+    request = rig.fake.calls_with("DOC-AND-IMAGE")[-1]["body"]
+    blocks = request["messages"][-1]["content"]
+    kinds = [b["type"] for b in blocks]
+    assert "image" in kinds and "document" in kinds, kinds
+    image = next(b for b in blocks if b["type"] == "image")
+    document = next(b for b in blocks if b["type"] == "document")
+    assert image["source"]["data"] == PNG_1X1
+    assert document["source"]["data"] == "The secret word is kiwi."
