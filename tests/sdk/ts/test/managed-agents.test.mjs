@@ -6,20 +6,161 @@ import { after as afterAll, before, test } from 'node:test';
 
 import Anthropic from '@anthropic-ai/sdk';
 
-import { KEY, Rig, echo, onAny, onPrompt, onToolResult, rule } from './rig.mjs';
+import { KEY, Rig, echo, lookups, onAny, onPrompt, onToolResult, poll, rule, text } from './rig.mjs';
 
 let rig;
+// A second tenant.
+const OTHER_KEY = 'sdk-test-key-2';
 
 before(async () => {
   // The gateway runs the CLI's Bash for the agents whose toolset has it.
-  rig = await Rig.start(['--enable-tool', 'Bash']);
+  rig = await Rig.start(['--enable-tool', 'Bash', '--api-key', OTHER_KEY]);
 });
 
 afterAll(async () => {
   await rig?.stop();
 });
 
-const client = () => new Anthropic({ baseURL: rig.gateway.url, apiKey: KEY, maxRetries: 0 });
+const client = (apiKey = KEY) => new Anthropic({ baseURL: rig.gateway.url, apiKey, maxRetries: 0 });
+
+/** A session's event stream read turn by turn: `untilIdle()` gives the events up to the next idle. */
+async function watch(c, sessionId, options = undefined) {
+  const stream = await c.beta.sessions.events.stream(sessionId, {}, options);
+  const iterator = stream[Symbol.asyncIterator]();
+  return {
+    async untilIdle() {
+      const seen = [];
+      for (;;) {
+        const { value, done } = await iterator.next();
+        assert.ok(!done, `the stream ended before the session was idle: ${JSON.stringify(seen)}`);
+        seen.push(value);
+        if (value.type === 'session.status_idle') return seen;
+      }
+    },
+    async until(type) {
+      for (;;) {
+        const { value, done } = await iterator.next();
+        assert.ok(!done, `the stream ended before ${type}`);
+        if (value.type === type) return value;
+      }
+    },
+    close: () => iterator.return?.(),
+  };
+}
+
+const userMessage = (text) => ({ events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+
+async function lookupSession(c) {
+  const agent = await c.beta.agents.create({
+    name: 'TS lookups',
+    model: 'claude-sonnet-4-5-20250929',
+    tools: [
+      {
+        type: 'custom',
+        name: 'lookup',
+        description: 'Looks a record up.',
+        input_schema: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+      },
+    ],
+  });
+  const env = await c.beta.environments.create({ name: 'local' });
+  return c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+}
+
+test('a custom tool round trip, and another key sees none of it', async () => {
+  await rig.fake.script(
+    rule({ kind: 'probe' }, { kind: 'text', text: 'ok' }),
+    onToolResult(echo()),
+    onPrompt('TS-LOOKUP', lookups('alpha')),
+    onAny(echo()),
+  );
+  const c = client();
+  const session = await lookupSession(c);
+  const events = await watch(c, session.id);
+  await c.beta.sessions.events.send(session.id, userMessage('TS-LOOKUP please'));
+  let seen = await events.untilIdle();
+  const call = seen.find((e) => e.type === 'agent.custom_tool_use');
+  assert.equal(call.name, 'lookup');
+  assert.deepEqual(call.input, { query: 'alpha' });
+  assert.deepEqual(seen.at(-1).stop_reason, { type: 'requires_action', event_ids: [call.id] });
+  await c.beta.sessions.events.send(session.id, {
+    events: [
+      {
+        type: 'user.custom_tool_result',
+        custom_tool_use_id: call.id,
+        content: [{ type: 'text', text: 'record of alpha: 42' }],
+      },
+    ],
+  });
+  seen = await events.untilIdle();
+  await events.close();
+  assert.equal(seen.at(-1).stop_reason.type, 'end_turn');
+  assert.match(seen.filter((e) => e.type === 'agent.message').at(-1).content[0].text, /record of alpha: 42/);
+
+  const other = client(OTHER_KEY);
+  await assert.rejects(other.beta.sessions.retrieve(session.id), Anthropic.NotFoundError);
+  await assert.rejects(other.beta.sessions.events.send(session.id, userMessage('x')), Anthropic.NotFoundError);
+  const theirs = [];
+  for await (const s of other.beta.sessions.list()) theirs.push(s.id);
+  assert.ok(!theirs.includes(session.id));
+});
+
+test('an interrupt stops the turn and the session goes on', async () => {
+  await rig.fake.script(
+    rule({ kind: 'probe' }, { kind: 'text', text: 'ok' }),
+    // The CLI merges an interrupted prompt with the next one: the newest marker first.
+    onPrompt('TS-AFTER', echo()),
+    onPrompt('TS-SLOW', text('slow '.repeat(100)), 250),
+    onAny(echo()),
+  );
+  const c = client();
+  const session = await lookupSession(c);
+  const events = await watch(c, session.id);
+  await c.beta.sessions.events.send(session.id, userMessage('TS-SLOW then stop'));
+  await events.until('span.model_request_start');
+  await c.beta.sessions.events.send(session.id, { events: [{ type: 'user.interrupt' }] });
+  let seen = await events.untilIdle();
+  assert.equal(seen.at(-1).stop_reason.type, 'end_turn');
+  await c.beta.sessions.events.send(session.id, userMessage('TS-AFTER the interrupt'));
+  seen = await events.untilIdle();
+  await events.close();
+  assert.match(seen.filter((e) => e.type === 'agent.message').at(-1).content[0].text, /TS-AFTER the interrupt/);
+});
+
+test('a dropped stream is picked up after its last event, and the session outlives a restart', async () => {
+  await rig.fake.script(rule({ kind: 'probe' }, { kind: 'text', text: 'ok' }), onAny(echo()));
+  let c = client();
+  const session = await lookupSession(c);
+  let events = await watch(c, session.id);
+  await c.beta.sessions.events.send(session.id, userMessage('TS-DROP first turn'));
+  const running = await events.until('session.status_running');
+  await events.close();
+  await poll(async () => (await c.beta.sessions.retrieve(session.id)).status === 'idle');
+  // Reopened with the last event it saw: what came since, nothing twice.
+  events = await watch(c, session.id, { headers: { 'Last-Event-ID': running.id } });
+  const after = await events.untilIdle();
+  await events.close();
+  const logged = [];
+  for await (const e of c.beta.sessions.events.list(session.id)) logged.push(e.id);
+  const at = logged.indexOf(running.id);
+  assert.deepEqual(after.map((e) => e.id), logged.slice(at + 1));
+
+  await rig.restart();
+  c = client();
+  const again = [];
+  for await (const e of c.beta.sessions.events.list(session.id)) again.push(e.id);
+  assert.deepEqual(again, logged);
+  events = await watch(c, session.id);
+  await c.beta.sessions.events.send(session.id, userMessage('TS-DROP second turn'));
+  const seen = await events.untilIdle();
+  await events.close();
+  assert.match(seen.filter((e) => e.type === 'agent.message').at(-1).content[0].text, /TS-DROP second turn/);
+  // The model was given the turn before the restart too.
+  const calls = (await rig.fake.calls()).filter((call) =>
+    JSON.stringify(call.body.messages ?? []).includes('TS-DROP second turn'),
+  );
+  assert.match(JSON.stringify(calls.at(-1).body.messages), /TS-DROP first turn/);
+});
 
 test('an agent is created, versioned, paged through and archived', async () => {
   const c = client();
