@@ -2550,6 +2550,9 @@ fn a_session_s_built_in_tool_asks_its_user_and_runs_in_the_session_s_own_directo
     assert!(args.contains("--tools Bash,Read"), "{args}");
     assert!(args.contains("--allowedTools Read"), "{args}");
     assert!(!args.contains("--allowedTools Bash"), "{args}");
+    // Every Bash call asks, even one the CLI deems safe to run unasked.
+    let init = &sim.cli(1).stdin[0]["request"];
+    assert_eq!(init["hooks"]["PreToolUse"][0]["matcher"], "Bash", "{init}");
     let tenant = ccwire_core::gateway::tenant_id("alice");
     assert_eq!(
         spec.cwd.as_deref(),
@@ -2744,4 +2747,88 @@ fn an_archived_session_stops_its_turn_and_terminates() {
         managed(&mut sim, "alice", "POST", &events, say("more")).0,
         400
     );
+}
+
+/// A `GET` of the console's view with `key` (`Bearer`): its status and body.
+fn console(sim: &mut Sim, key: &str, path: &str) -> (u16, String, RequestId) {
+    let auth = format!("Bearer {key}");
+    let id = sim
+        .http("GET", path, &[("authorization", auth.as_str())], "")
+        .expect("admitted");
+    let response = sim.response(id);
+    (response.status, response.text(), id)
+}
+
+#[test]
+fn the_console_lists_a_key_s_live_conversations_and_streams_their_chunks() {
+    let mut sim = Sim::new(GatewayConfig {
+        console: true,
+        approvals: true,
+        enabled_tools: vec!["Bash".to_owned()],
+        approval_timeout_ms: 60_000,
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys: vec!["alice".into(), "bob".into()],
+            admin_key: Some("root".into()),
+            ..ccwire_core::gateway::HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let turn = bash(&mut sim, "alice", "ls");
+
+    // Alice sees her conversation, waiting for a person; Bob nothing; the admin all.
+    let (status, body, _) = console(&mut sim, "alice", "/v1/conversations");
+    assert_eq!(status, 200, "{body}");
+    let list: Value = serde_json::from_str(&body).unwrap();
+    let listed = &list["data"][0];
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(listed["state"], "waiting_for_approval");
+    assert_eq!(listed["tenant"], ccwire_core::gateway::tenant_id("alice"));
+    let approval = sim.gateway.approvals("alice")["data"][0]["id"].clone();
+    assert_eq!(listed["approvals"], json!([approval]));
+    let id = listed["id"].as_str().unwrap().to_owned();
+    let (_, body, _) = console(&mut sim, "bob", "/v1/conversations");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["data"],
+        json!([])
+    );
+    let (_, body, _) = console(&mut sim, "root", "/v1/conversations");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["data"][0]["id"],
+        id
+    );
+    let (status, _, _) = console(&mut sim, "nobody", "/v1/conversations");
+    assert_eq!(status, 401);
+
+    // Its stream starts with the conversation and its turn so far, then goes on.
+    let path = format!("/v1/conversations/{id}/events");
+    assert_eq!(console(&mut sim, "bob", &path).0, 404);
+    let (status, text, stream) = console(&mut sim, "alice", &path);
+    assert_eq!(status, 200);
+    assert!(text.starts_with("event: conversation\ndata: {"), "{text}");
+    assert!(text.contains("\"type\":\"user_prompt\""), "{text}");
+    assert!(text.contains("\"type\":\"permission_request\""), "{text}");
+    let id_str = approval.as_str().unwrap().to_owned();
+    answer(&mut sim, "alice", &id_str, json!({"behavior": "allow"})).unwrap();
+    assert!(sim.response(turn).ended);
+    let text = sim.response(stream).text();
+    assert!(text.contains("\"type\":\"tool_result\""), "{text}");
+    assert!(text.contains("\"type\":\"turn_complete\""), "{text}");
+    let (_, body, _) = console(&mut sim, "alice", "/v1/conversations");
+    let list: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(list["data"][0]["state"], "idle");
+
+    // Closed: the stream says so and ends.
+    let session = *sim.specs.keys().next().unwrap();
+    sim.gateway.close(sim.now, session);
+    sim.run();
+    assert!(sim.response(stream).ended);
+    assert!(sim.response(stream).text().contains("event: closed\n"));
+}
+
+#[test]
+fn without_the_console_its_routes_are_not_there() {
+    let mut sim = with_keys(false);
+    let (status, body, _) = console(&mut sim, "alice", "/v1/conversations");
+    assert_eq!(status, 404);
+    assert!(body.contains("--console"), "{body}");
 }

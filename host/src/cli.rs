@@ -60,6 +60,11 @@ struct ServeArgs {
     /// the gateway's machine connects to whatever URL a caller names there.
     #[arg(long)]
     allow_mcp_servers: bool,
+    /// Serve the console's view of the gateway: the live conversations a key sees (the admin
+    /// key: every one) at GET /v1/conversations, and each one's chunks as they come at
+    /// GET /v1/conversations/{id}/events.
+    #[arg(long)]
+    console: bool,
     /// Seconds a client tool call is held for the client's result.
     #[arg(long, default_value_t = 600.0)]
     held_call_timeout: f64,
@@ -354,6 +359,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             pool: args.pool,
             approvals: args.approvals == Approvals::Http,
             allow_mcp_servers: args.allow_mcp_servers,
+            console: args.console,
             approval_timeout_ms: seconds(args.approval_timeout),
             setting_sources: args.setting_sources,
             http: ccwire_core::gateway::HttpConfig {

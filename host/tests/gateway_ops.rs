@@ -284,3 +284,101 @@ async fn an_enabled_tool_waits_for_a_person_s_approval_over_http() {
     );
     gw.stop().await;
 }
+
+/// With `--console`, a live conversation is listed for its key with its state, and its stream
+/// shows the real CLI's turn as it goes: the Bash call waiting for a person (a read-only
+/// command too), then its run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_a_live_conversation_and_its_approval_as_they_happen() {
+    let script = Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_tool_result(Reply::Echo)
+        .on_prompt(
+            "PLEASE-WATCH",
+            Reply::tool(
+                "Bash",
+                // A read-only command, which the CLI would run unasked: it waits too.
+                json!({"command": "echo watched-by-the-console", "description": "Say something"}),
+            ),
+        )
+        .when(Match::Any, Reply::Echo);
+    let gw = Gw::start_with(script, |o| {
+        o.engine.http.api_keys = vec!["alice".into(), "bob".into()];
+        o.engine.enabled_tools = vec!["Bash".into()];
+        o.engine.approvals = true;
+        o.engine.console = true;
+    })
+    .await;
+    let get = |path: String, key: &'static str| {
+        gw.http.get(gw.url(&path)).header("x-api-key", key).send()
+    };
+    let body = anthropic(json!([{"role": "user", "content": "PLEASE-WATCH this"}]));
+    let request = gw
+        .http
+        .post(gw.url("/v1/messages"))
+        .header("x-api-key", "alice")
+        .json(&body)
+        .send();
+    let turn = tokio::spawn(async move { request.await.unwrap().json::<Value>().await.unwrap() });
+    let waiting = gw.approvals_once_asked("alice").await;
+    let approval = waiting[0]["id"].as_str().unwrap().to_owned();
+
+    let list: Value = get("/v1/conversations".into(), "alice")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed = &list["data"][0];
+    assert_eq!(listed["state"], "waiting_for_approval", "{list}");
+    assert_eq!(listed["approvals"], json!([approval]));
+    assert!(listed["model"].is_string(), "{listed}");
+    let id = listed["id"].as_str().unwrap().to_owned();
+    let theirs: Value = get("/v1/conversations".into(), "bob")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(theirs["data"], json!([]));
+    let path = format!("/v1/conversations/{id}/events");
+    assert_eq!(
+        get(path.clone(), "bob").await.unwrap().status().as_u16(),
+        404
+    );
+
+    let mut stream = get(path, "alice").await.unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    let mut seen = String::new();
+    let mut read_until = async |marker: &str, seen: &mut String| {
+        while !seen.contains(marker) {
+            let chunk = tokio::time::timeout(std::time::Duration::from_secs(30), stream.chunk())
+                .await
+                .expect("the stream goes on")
+                .unwrap()
+                .expect("the stream is open");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    // What the turn did so far comes first.
+    read_until("\"type\":\"permission_request\"", &mut seen).await;
+    assert!(seen.starts_with("event: conversation\n"), "{seen}");
+    let allowed = gw
+        .http
+        .post(gw.url(&format!("/v1/approvals/{approval}")))
+        .header("x-api-key", "alice")
+        .json(&json!({"behavior": "allow"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(allowed.status().as_u16(), 200);
+    read_until("\"type\":\"turn_complete\"", &mut seen).await;
+    assert!(seen.contains("\"type\":\"tool_result\""), "{seen}");
+    assert!(
+        seen.contains("\"content\":\"watched-by-the-console\""),
+        "the command ran: {seen}"
+    );
+    let body = turn.await.unwrap();
+    assert_eq!(body["stop_reason"], "end_turn", "{body}");
+    gw.stop().await;
+}

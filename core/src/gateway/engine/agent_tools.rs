@@ -162,6 +162,14 @@ impl SessionTools {
             .collect()
     }
 
+    /// The built-in tools whose every call asks first (`always_ask`).
+    pub(super) fn ask_first(&self) -> Vec<String> {
+        (self.built_in.iter())
+            .filter(|(_, ask)| *ask)
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+
     /// The MCP tools turned off (`mcp__<server>__<tool>`), which the model is not offered.
     pub(super) fn disallowed(&self) -> Vec<String> {
         let mut off = Vec::new();

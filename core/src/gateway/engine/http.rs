@@ -195,6 +195,10 @@ fn route(path: &str) -> Option<(&'static [&'static str], bool, bool)> {
     if let Some((methods, json)) = super::managed::route(path) {
         return Some((methods, json, true));
     }
+    // The console's view: a key sees its own, the admin key all (checked by the route).
+    if path == "/v1/conversations" || super::console::events_id(path).is_some() {
+        return Some((&["GET"][..], false, false));
+    }
     approval_id(path).map(|_| (&["POST"][..], true, true))
 }
 
@@ -547,6 +551,38 @@ impl Gateway {
                 respond_json(self, request, code, &health);
             }
             "/admin/drain" => self.admin_drain(now, request, head),
+            path if path == "/v1/conversations" || super::console::events_id(path).is_some() => {
+                if !self.config.console {
+                    let error = ApiError::new(
+                        ApiErrorKind::NotFound,
+                        format!("no endpoint {path}: the console is off (ccwire serve --console)"),
+                    );
+                    return self.respond_error(request, api, &[], &error);
+                }
+                // The operator (the admin key, or any caller of a gateway without keys) sees
+                // every conversation; a key its own.
+                let scope = if self.front.is_admin(head) || self.front.keys.is_empty() {
+                    None
+                } else {
+                    match self.front.authenticate(head) {
+                        Ok(tenant) => Some(tenant),
+                        Err(e) => return self.respond_error(request, api, &[], &e),
+                    }
+                };
+                match super::console::events_id(path) {
+                    None => {
+                        let list = self.conversations(scope.as_deref());
+                        respond_json(self, request, 200, &list);
+                    }
+                    Some(id) => {
+                        if let Err(e) =
+                            self.handle_conversation_events(request, id, scope.as_deref())
+                        {
+                            self.respond_error(request, api, &[], &e);
+                        }
+                    }
+                }
+            }
             path => match approval_id(path) {
                 Some(id) => match self.answer_approval(now, tenant, id, body) {
                     Ok(decided) => respond_json(self, request, 200, &decided),

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 mod agent_tools;
 mod approvals;
+mod console;
 mod http;
 mod managed;
 mod pool;
@@ -79,6 +80,8 @@ struct Live {
     mirrored: Vec<crate::Json>,
     /// The conversation's record as last saved to the session store.
     record: Option<ConversationRecord>,
+    /// What the console shows of it.
+    watched: console::Watched,
 }
 
 #[derive(Debug)]
@@ -128,6 +131,8 @@ enum Watch {
     Approvals(String),
     /// A Managed Agents session (its id).
     Session(String),
+    /// A live conversation's chunks, for the console.
+    Conversation(SessionId),
 }
 
 /// One response in flight.
@@ -1042,6 +1047,7 @@ impl Gateway {
         live.session.handle_process_exit(now, code, signal);
         self.drain_session(now, session);
         if let Some(live) = self.lives.remove(&session) {
+            self.console_closed(session, &live.cli_id);
             self.retire(Retired::Session(Box::new(live)));
         }
         self.pool.remove(&session);
@@ -1055,6 +1061,7 @@ impl Gateway {
         let Some(live) = self.lives.remove(&session) else {
             return;
         };
+        self.console_closed(session, &live.cli_id);
         *self.metrics.exits.entry("spawn_failed").or_default() += 1;
         self.pool.remove(&session);
         // What was queued for the process that never was.
@@ -1386,6 +1393,7 @@ impl Gateway {
         let Some(live) = self.lives.remove(&session) else {
             return;
         };
+        self.console_closed(session, &live.cli_id);
         self.outputs.push_back(GatewayOutput::Close { session });
         if let Some(request) = live.request {
             let error = ApiError::new(
@@ -1461,6 +1469,9 @@ impl Gateway {
     fn on_chunk(&mut self, now: Timestamp, session: SessionId, chunk: Chunk) {
         if let Chunk::TranscriptMirror { file_path, entries } = chunk {
             return self.on_mirror(session, &file_path, entries);
+        }
+        if self.config.console {
+            self.console_chunk(session, &chunk);
         }
         match &chunk {
             Chunk::PermissionRequest { .. } => self.on_permission_request(now, session, &chunk),
@@ -1549,6 +1560,19 @@ impl Gateway {
                 tool_use_id: Some(id),
                 ..
             } => self.registry.tool_cancelled(session, id),
+            Chunk::HookRequest {
+                request_id, event, ..
+            } => {
+                // The only hook the gateway registers: tools whose every call must ask (even
+                // one the CLI deems safe to run unasked) are sent to the permission request.
+                let output = match event.as_deref() {
+                    Some("PreToolUse") => json!({"hookSpecificOutput": {
+                        "hookEventName": "PreToolUse", "permissionDecision": "ask",
+                        "permissionDecisionReason": "every call of this tool needs permission"}}),
+                    _ => json!({}),
+                };
+                let _ = live.session.respond_hook(now, request_id, output);
+            }
             Chunk::RateLimit {
                 status, resets_at, ..
             } if status == "rejected" => {

@@ -14,7 +14,7 @@ use crate::args::{CliArgs, SystemPrompt};
 use crate::gateway::registry::SessionId;
 use crate::gateway::translate::{cli_model, Structured};
 use crate::mcp::{McpServer, McpTool};
-use crate::session::{Session, SessionConfig};
+use crate::session::{HookMatcher, Session, SessionConfig};
 use crate::Timestamp;
 
 /// How to start a conversation's CLI: its command line and environment (for the host), the
@@ -25,6 +25,10 @@ pub(super) struct NewCli {
     pub(super) spec: CliSpec,
     pub(super) servers: Vec<McpServer>,
     pub(super) init: Map<String, Value>,
+    /// Tools every call of which must ask permission, even those the CLI deems safe to run
+    /// unasked (a read-only `ls`): a `PreToolUse` hook answers `ask` for them.
+    #[serde(default)]
+    pub(super) ask_first: Vec<String>,
 }
 
 /// The pool's settings as the session store keeps them.
@@ -92,6 +96,7 @@ impl Gateway {
             };
             args.sdk_mcp_servers.push((CLIENT_SERVER.to_owned(), extra));
         }
+        let mut ask_first = Vec::new();
         if let Some(turn) = turn {
             // What its agent's policies let run without asking runs; every other call comes
             // to the gateway, which answers it by its policy or asks the session's user.
@@ -100,10 +105,12 @@ impl Gateway {
             args.disallowed_tools = turn.tools.disallowed();
             args.mcp_servers = turn.tools.mcp_servers();
             args.permission_prompts = true;
+            ask_first = turn.tools.ask_first();
         } else if self.config.approvals {
             // Enabled tools ask; a person answers over HTTP.
             args.allowed_tools.retain(|t| !enabled.contains(t));
             args.permission_prompts = true;
+            ask_first.clone_from(enabled);
         }
         let init = args.initialize();
         let args = args.to_args();
@@ -129,6 +136,7 @@ impl Gateway {
             spec,
             servers,
             init,
+            ask_first,
         }
     }
 
@@ -205,6 +213,7 @@ impl Gateway {
             mut spec,
             servers,
             init,
+            ask_first,
         } = cli;
         let cli_id = match &resume {
             Some(resume) => resume.key.id.clone(),
@@ -230,7 +239,15 @@ impl Gateway {
         self.metrics.spawns += 1;
         self.outputs
             .push_back(GatewayOutput::Spawn { session: id, spec });
-        let init_id = match session.initialize(now, &[], init) {
+        let hooks: Vec<HookMatcher> = (!ask_first.is_empty())
+            .then(|| HookMatcher {
+                event: "PreToolUse".to_owned(),
+                matcher: Some(ask_first.join("|")),
+                timeout_s: None,
+            })
+            .into_iter()
+            .collect();
+        let init_id = match session.initialize(now, &hooks, init) {
             Ok((init_id, _)) => init_id,
             Err(_) => unreachable!("a new driver session takes commands"),
         };
@@ -251,6 +268,7 @@ impl Gateway {
                 transcript,
                 mirrored: Vec::new(),
                 record: None,
+                watched: super::console::Watched::new(now),
             },
         );
     }

@@ -111,6 +111,11 @@ impl Sessions {
             .min()
     }
 
+    /// Whether a session waits for its user to confirm a call of the CLI `cli`.
+    pub(super) fn confirming(&self, cli: SessionId) -> bool {
+        (self.by_id.values()).any(|s| s.progress.confirming.iter().any(|c| c.cli == cli))
+    }
+
     /// Whether `request` is a session's turn (the gateway's own request).
     pub(super) fn is_turn(&self, request: RequestId) -> bool {
         self.turns.contains_key(&request)

@@ -70,6 +70,11 @@ pub struct GatewayConfig {
     /// (`mcp_servers` with an `mcp_toolset`). Off by default: the servers are any URL a
     /// caller names, reached from the gateway's machine.
     pub allow_mcp_servers: bool,
+    /// Serve the console's view: `GET /v1/conversations` (the live conversations a key sees:
+    /// its own, or with the admin key every one) and `GET /v1/conversations/{id}/events`
+    /// (SSE: each chunk of the conversation's CLI as it comes, after those of its current
+    /// turn). Off, those routes are 404s and nothing is kept for them.
+    pub console: bool,
     /// Variables every CLI gets (after the gateway's own, so they win; but a tenant's
     /// directories, with [`tenant_root`](Self::tenant_root), win over these).
     pub cli_env: Vec<(String, String)>,
@@ -195,6 +200,7 @@ impl Default for GatewayConfig {
             pool: 0,
             approvals: false,
             allow_mcp_servers: false,
+            console: false,
             approval_timeout_ms: 5 * 60 * 1000,
             cli_env: Vec::new(),
             cli_env_remove: Vec::new(),

@@ -1,0 +1,207 @@
+//! The console's view of the gateway ([`GatewayConfig::console`](super::GatewayConfig::console)):
+//! the live conversations (`GET /v1/conversations`) and each one's chunks as they come
+//! (`GET /v1/conversations/{id}/events`, SSE) — for an API key its own conversations, for the
+//! admin key every one.
+
+use std::collections::VecDeque;
+
+use serde_json::{json, Value};
+
+use super::{tenant_id, Gateway, GatewayOutput, Live, RequestId, Watch};
+use crate::api::{ApiError, ApiErrorKind};
+use crate::gateway::SessionId;
+use crate::{Chunk, Timestamp};
+
+/// How much of a conversation's current turn is kept for a stream that opens mid-turn.
+const KEPT_BYTES: usize = 1 << 20;
+
+/// What the console shows of a live CLI beyond what the gateway keeps anyway.
+#[derive(Debug, Default)]
+pub(super) struct Watched {
+    /// The model its CLI said it runs.
+    model: Option<String>,
+    /// When it started.
+    started: Timestamp,
+    /// The frames of its current turn, oldest first (at most [`KEPT_BYTES`]).
+    turn: VecDeque<String>,
+    bytes: usize,
+}
+
+impl Watched {
+    /// A CLI started at `now`.
+    pub(super) fn new(now: Timestamp) -> Watched {
+        Watched {
+            started: now,
+            ..Watched::default()
+        }
+    }
+}
+
+/// The `{id}` of `/v1/conversations/{id}/events`.
+pub(super) fn events_id(path: &str) -> Option<&str> {
+    let id = path
+        .strip_prefix("/v1/conversations/")?
+        .strip_suffix("/events")?;
+    (!id.is_empty() && !id.contains('/') && id.len() <= 64).then_some(id)
+}
+
+/// The SSE frame of a chunk.
+fn frame(chunk: &Chunk) -> String {
+    let data = serde_json::to_string(chunk).expect("chunks serialize");
+    format!("event: chunk\ndata: {data}\n\n")
+}
+
+impl Gateway {
+    /// What a live CLI is doing, in the console's words.
+    fn conversation_state(&self, id: SessionId, live: &Live) -> &'static str {
+        if live.starting.is_some() {
+            "starting"
+        } else if self.approvals.values().any(|a| a.session == id) || self.sessions.confirming(id) {
+            "waiting_for_approval"
+        } else if self.registry.held_in(id) > 0 {
+            "waiting_for_client_tool"
+        } else if live.request.is_some() || !self.registry.is_idle(id) {
+            "running"
+        } else {
+            "idle"
+        }
+    }
+
+    /// A live conversation as the console lists it.
+    fn conversation_json(&self, id: SessionId, live: &Live) -> Value {
+        let unix = |t: Timestamp| self.config.unix_epoch_ms.saturating_add(t);
+        let approvals: Vec<&String> = (self.approvals.iter())
+            .filter(|(_, a)| a.session == id)
+            .map(|(approval, _)| approval)
+            .collect();
+        json!({
+            "id": live.cli_id,
+            "tenant": tenant_id(&live.tenant),
+            "model": live.watched.model,
+            "state": self.conversation_state(id, live),
+            "started_at_ms": unix(live.watched.started),
+            "last_active_ms": self.registry.last_active(id).map(unix),
+            "held_tool_calls": self.registry.held_in(id),
+            "approvals": approvals,
+        })
+    }
+
+    /// The live conversations `tenant` sees (every one for `None`: the admin), those that
+    /// served a request most recently first.
+    pub(super) fn conversations(&self, tenant: Option<&str>) -> Value {
+        let mut mine: Vec<(SessionId, &Live)> = (self.lives.iter())
+            .filter(|(id, _)| !self.pool.contains_key(id))
+            .filter(|(_, live)| tenant.is_none_or(|t| live.tenant == t))
+            .map(|(id, live)| (*id, live))
+            .collect();
+        mine.sort_by_key(|(id, live)| {
+            std::cmp::Reverse(
+                self.registry
+                    .last_active(*id)
+                    .unwrap_or(live.watched.started),
+            )
+        });
+        let data: Vec<Value> = (mine.into_iter())
+            .map(|(id, live)| self.conversation_json(id, live))
+            .collect();
+        json!({"object": "list", "data": data})
+    }
+
+    /// `GET /v1/conversations/{id}/events`: the conversation as listed (`event:
+    /// conversation`), the chunks of its current turn so far, then each chunk as it comes
+    /// (`event: chunk`), with keep-alives, until it ends (`event: closed`).
+    ///
+    /// # Errors
+    /// 404 for a conversation `tenant` does not see (none, or another tenant's).
+    pub(super) fn handle_conversation_events(
+        &mut self,
+        request: RequestId,
+        id: &str,
+        tenant: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let found = (self.lives.iter())
+            .filter(|(s, _)| !self.pool.contains_key(s))
+            .find(|(_, live)| live.cli_id == id && tenant.is_none_or(|t| live.tenant == t))
+            .map(|(s, live)| (*s, self.conversation_json(*s, live)));
+        let Some((session, listed)) = found else {
+            return Err(ApiError::new(
+                ApiErrorKind::NotFound,
+                format!("no live conversation {id:?}"),
+            ));
+        };
+        self.outputs.push_back(GatewayOutput::Respond {
+            request,
+            status: 200,
+            headers: vec![
+                ("content-type".to_owned(), "text/event-stream".to_owned()),
+                ("cache-control".to_owned(), "no-cache".to_owned()),
+            ],
+        });
+        let mut bytes = format!("event: conversation\ndata: {listed}\n\n");
+        if let Some(live) = self.lives.get(&session) {
+            for kept in &live.watched.turn {
+                bytes.push_str(kept);
+            }
+        }
+        self.outputs.push_back(GatewayOutput::Body {
+            request,
+            bytes: bytes.into_bytes(),
+        });
+        let next_ping = self.now.saturating_add(self.config.ping_every_ms);
+        self.watchers
+            .insert(request, (Watch::Conversation(session), next_ping));
+        Ok(())
+    }
+
+    /// A chunk of a live CLI, for the console: kept with its turn and sent to its streams.
+    pub(super) fn console_chunk(&mut self, session: SessionId, chunk: &Chunk) {
+        let Some(live) = self.lives.get_mut(&session) else {
+            return;
+        };
+        let watched = &mut live.watched;
+        if let Chunk::SessionInit { model, .. } = chunk {
+            watched.model.clone_from(model);
+        }
+        if matches!(chunk, Chunk::UserPrompt { .. }) {
+            // A new turn: what a stream opened now starts with.
+            watched.turn.clear();
+            watched.bytes = 0;
+        }
+        let frame = frame(chunk);
+        watched.bytes += frame.len();
+        watched.turn.push_back(frame.clone());
+        while watched.bytes > KEPT_BYTES {
+            match watched.turn.pop_front() {
+                Some(old) => watched.bytes -= old.len(),
+                None => break,
+            }
+        }
+        let at = self.now.saturating_add(self.config.ping_every_ms);
+        for (&request, (watch, next_ping)) in &mut self.watchers {
+            if matches!(watch, Watch::Conversation(s) if *s == session) {
+                *next_ping = at;
+                self.outputs.push_back(GatewayOutput::Body {
+                    request,
+                    bytes: frame.clone().into_bytes(),
+                });
+            }
+        }
+    }
+
+    /// A live CLI is gone: its streams say so and end.
+    pub(super) fn console_closed(&mut self, session: SessionId, cli_id: &str) {
+        let watching: Vec<RequestId> = (self.watchers.iter())
+            .filter(|(_, (w, _))| matches!(w, Watch::Conversation(s) if *s == session))
+            .map(|(r, _)| *r)
+            .collect();
+        for request in watching {
+            self.watchers.remove(&request);
+            let bytes = format!("event: closed\ndata: {}\n\n", json!({"id": cli_id}));
+            self.outputs.push_back(GatewayOutput::Body {
+                request,
+                bytes: bytes.into_bytes(),
+            });
+            self.outputs.push_back(GatewayOutput::End { request });
+        }
+    }
+}
