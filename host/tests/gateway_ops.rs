@@ -286,8 +286,7 @@ async fn an_enabled_tool_waits_for_a_person_s_approval_over_http() {
 }
 
 /// With `--console`, a live conversation is listed for its key with its state, and its stream
-/// shows the real CLI's turn as it goes: the Bash call waiting for a person (a read-only
-/// command too), then its run.
+/// shows the real CLI's turn as it goes: the Bash call waiting for a person, then its run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_shows_a_live_conversation_and_its_approval_as_they_happen() {
     let script = Script::new()
@@ -297,8 +296,8 @@ async fn the_console_shows_a_live_conversation_and_its_approval_as_they_happen()
             "PLEASE-WATCH",
             Reply::tool(
                 "Bash",
-                // A read-only command, which the CLI would run unasked: it waits too.
-                json!({"command": "echo watched-by-the-console", "description": "Say something"}),
+                json!({"command": "touch watched.txt && echo watched-by-the-console",
+                       "description": "Create a file"}),
             ),
         )
         .when(Match::Any, Reply::Echo);

@@ -26,7 +26,9 @@ pub(super) struct NewCli {
     pub(super) servers: Vec<McpServer>,
     pub(super) init: Map<String, Value>,
     /// Tools every call of which must ask permission, even those the CLI deems safe to run
-    /// unasked (a read-only `ls`): a `PreToolUse` hook answers `ask` for them.
+    /// unasked (a read-only `ls`): a `PreToolUse` hook answers `ask` for them. (A rule the
+    /// user saved does not stop such a tool asking: only a Managed Agents session's
+    /// `always_ask` tools are these.)
     #[serde(default)]
     pub(super) ask_first: Vec<String>,
 }
@@ -110,7 +112,6 @@ impl Gateway {
             // Enabled tools ask; a person answers over HTTP.
             args.allowed_tools.retain(|t| !enabled.contains(t));
             args.permission_prompts = true;
-            ask_first.clone_from(enabled);
         }
         let init = args.initialize();
         let args = args.to_args();
