@@ -45,7 +45,7 @@ echo "== drift: every message type of the Agent SDK release ccwire follows is mo
 node tests/sdk/drift/drift.mjs
 tests/sdk/python/run.sh
 tests/sdk/ts/run.sh
-echo "== www: the inspector in Chromium"
+echo "== www: the inspector and the live console in Chromium"
 (cd www && npm test)
 echo "== fuzz targets build"
 scripts/fuzz-build.sh

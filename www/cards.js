@@ -1,0 +1,195 @@
+// The conversation model and its cards, shared by the inspector (a replayed transcript) and
+// the console (a live conversation's chunks): `apply` folds a chunk into the model,
+// `renderItem` draws one of its items.
+
+export const STATUS_LABEL = {
+  pending: "pending",
+  awaiting_approval: "awaiting approval",
+  running: "running",
+  success: "success",
+  error: "error",
+  cancelled: "cancelled",
+};
+
+export function emptyModel() {
+  return { items: [], tools: new Map(), blocks: new Map(), toolWait: null, session: null };
+}
+
+/** Applies one chunk to the conversation model. */
+export function apply(model, chunk) {
+  const parent = chunk.parent_tool_use_id ?? null;
+  switch (chunk.type) {
+    case "session_init":
+      model.session = chunk;
+      model.items.push({ kind: "init", chunk });
+      break;
+    case "user_prompt":
+      model.items.push({ kind: "user", text: contentText(chunk.content) });
+      break;
+    case "user_text":
+      model.items.push({ kind: "user-text", text: chunk.text, parent });
+      break;
+    case "text_delta":
+    case "thinking_delta": {
+      const kind = chunk.type === "text_delta" ? "assistant" : "thinking";
+      const key = `${kind}:${chunk.message_id}:${chunk.index}`;
+      let item = model.blocks.get(key);
+      if (!item) {
+        item = { kind, text: "", parent };
+        model.blocks.set(key, item);
+        model.items.push(item);
+      }
+      item.text += chunk.type === "text_delta" ? chunk.text : chunk.thinking;
+      break;
+    }
+    case "thinking_redacted":
+      model.items.push({ kind: "thinking", text: "(redacted thinking)", parent });
+      break;
+    case "tool_use": {
+      let tool = model.tools.get(chunk.id);
+      if (!tool) {
+        tool = { kind: "tool", id: chunk.id, name: chunk.name, status: "pending", partial: "", input: null, parent, server: !!chunk.server };
+        model.tools.set(chunk.id, tool);
+        model.items.push(tool);
+      }
+      if (chunk.complete) tool.input = chunk.input;
+      break;
+    }
+    case "tool_input_delta": {
+      const tool = model.tools.get(chunk.id);
+      if (tool) tool.partial += chunk.partial_json;
+      break;
+    }
+    case "tool_status": {
+      const tool = model.tools.get(chunk.id);
+      if (tool) {
+        tool.status = chunk.status;
+        tool.reason = chunk.reason ?? null;
+      }
+      break;
+    }
+    case "tool_start":
+    case "tool_progress": {
+      const tool = model.tools.get(chunk.id);
+      if (tool) tool.elapsed = chunk.elapsed_s;
+      break;
+    }
+    case "tool_result": {
+      const tool = model.tools.get(chunk.id);
+      if (tool) tool.result = { content: chunk.content, isError: chunk.is_error };
+      break;
+    }
+    case "permission_request": {
+      const tool = model.tools.get(chunk.tool_use_id);
+      if (tool) tool.permission = { requestId: chunk.request_id, outcome: null };
+      break;
+    }
+    case "permission_resolved": {
+      const tool = model.tools.get(chunk.tool_use_id);
+      if (tool?.permission) tool.permission.outcome = `${chunk.behavior} (${chunk.reason})`;
+      break;
+    }
+    case "mcp_tool_call": {
+      const tool = model.tools.get(chunk.tool_use_id);
+      if (tool) tool.mcp = `${chunk.server} / ${chunk.tool}`;
+      break;
+    }
+    case "tool_wait":
+      model.toolWait = chunk;
+      break;
+    case "turn_complete":
+      model.items.push({ kind: "turn", chunk });
+      break;
+    case "error":
+      model.items.push({ kind: "error", chunk });
+      break;
+    case "status":
+      if (chunk.subtype === "api_retry") model.items.push({ kind: "status", text: `API retry (${chunk.error ?? "error"})` });
+      break;
+    default:
+      break;
+  }
+}
+
+export function contentText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((b) => (b?.type === "text" ? b.text : b?.type === "image" ? "[image]" : JSON.stringify(b)))
+      .join("\n");
+  }
+  return JSON.stringify(content);
+}
+
+export function pretty(value) {
+  return JSON.stringify(value, null, 2);
+}
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("data-")) node.setAttribute(k, v);
+    else node[k] = v;
+  }
+  for (const child of children) if (child != null) node.append(child);
+  return node;
+}
+
+export function renderItem(item, decorate = undefined) {
+  const sub = item.parent ? " sub" : "";
+  switch (item.kind) {
+    case "init":
+      return el("div", { class: "item init" }, `turn start · ${item.chunk.model ?? "model?"} · ${item.chunk.permission_mode ?? ""}`);
+    case "user":
+      return el("div", { class: "item user" }, item.text);
+    case "user-text":
+      return el("div", { class: `item user-text${sub}` }, item.text);
+    case "assistant":
+      return el("div", { class: `item assistant${sub}` }, item.text);
+    case "thinking":
+      return el("details", { class: `item thinking${sub}`, open: true }, el("summary", {}, "thinking"), item.text);
+    case "tool":
+      return renderTool(item, decorate);
+    case "turn": {
+      const c = item.chunk;
+      const cost = typeof c.total_cost_usd === "number" ? ` · $${c.total_cost_usd.toFixed(4)}` : "";
+      return el("div", { class: `item turn${c.is_error ? " error" : ""}` }, `turn complete · ${c.subtype ?? ""}${c.is_error ? " (error)" : ""} · ${c.num_turns ?? "?"} round trips · ${c.duration_ms ?? "?"} ms${cost}`);
+    }
+    case "error":
+      return el("div", { class: "item error-chunk" }, `${item.chunk.kind}: ${item.chunk.detail}`);
+    case "status":
+      return el("div", { class: "item status" }, item.text);
+    default:
+      return null;
+  }
+}
+
+/** A tool's card; `decorate(tool, card)` may add to it (the console's approval buttons). */
+export function renderTool(tool, decorate = undefined) {
+  const card = el("div", {
+    class: `item tool-card status-${tool.status}${tool.parent ? " sub" : ""}`,
+    "data-tool-id": tool.id,
+    "data-status": tool.status,
+  });
+  card.append(
+    el("div", { class: "head" },
+      el("span", { class: "badge" }, STATUS_LABEL[tool.status] ?? tool.status),
+      el("span", { class: "name" }, tool.name + (tool.server ? " (server)" : "")),
+      tool.reason ? el("span", { class: "reason" }, `(${tool.reason})`) : null,
+      tool.elapsed != null ? el("span", { class: "reason" }, `${tool.elapsed}s`) : null,
+      el("span", { class: "id" }, tool.id)));
+  if (tool.permission) {
+    const text = tool.permission.outcome ? `permission: ${tool.permission.outcome}` : "awaiting approval";
+    card.append(el("div", { class: "note permission" }, text));
+  }
+  if (tool.mcp) card.append(el("div", { class: "note" }, `MCP call: ${tool.mcp}`));
+  card.append(el("div", { class: "label" }, tool.input === null ? "input (streaming)" : "input"));
+  card.append(el("pre", { class: "input" }, tool.input === null ? tool.partial : pretty(tool.input)));
+  if (tool.result) {
+    card.append(el("div", { class: "label" }, tool.result.isError ? "result (error)" : "result"));
+    card.append(el("pre", { class: "result" }, contentText(tool.result.content)));
+  }
+  decorate?.(tool, card);
+  return card;
+}

@@ -1,0 +1,149 @@
+// The live console: a gateway's live conversations (`GET /v1/conversations`), one of them
+// watched as it happens (`GET /v1/conversations/{id}/events`, its chunks drawn as the
+// inspector's cards) and its pending approvals answered inline (`POST /v1/approvals/{id}`).
+// The key is kept in this tab only (sessionStorage).
+
+import { apply, el, emptyModel, renderItem } from "./cards.js";
+
+const $ = (id) => document.getElementById(id);
+const STATE_LABEL = {
+  starting: "starting",
+  running: "running",
+  waiting_for_client_tool: "waiting for a client tool",
+  waiting_for_approval: "waiting for approval",
+  idle: "idle",
+};
+const state = { gateway: "", key: "", watching: null, model: null, approvals: [], poll: null, stream: null };
+
+function headers(json = false) {
+  const h = {};
+  if (state.key) h.authorization = `Bearer ${state.key}`;
+  if (json) h["content-type"] = "application/json";
+  return h;
+}
+
+async function get(path) {
+  const res = await fetch(state.gateway + path, { headers: headers() });
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** The list of live conversations and the pending approvals, every second. */
+async function refresh() {
+  try {
+    const [list, approvals] = await Promise.all([get("/v1/conversations"), get("/v1/approvals")]);
+    state.approvals = approvals.data ?? [];
+    $("connection").textContent = "connected";
+    document.body.dataset.connected = "true";
+    const rows = list.data.map((c) =>
+      el("tr", { "data-id": c.id, "data-state": c.state, onclick: () => watch(c.id) },
+        el("td", {}, el("code", {}, c.id.slice(0, 8)), " ", el("span", { class: "tenant" }, c.tenant)),
+        el("td", {}, c.model ?? "—"),
+        el("td", { class: `state ${c.state}` }, STATE_LABEL[c.state] ?? c.state),
+        el("td", {}, String(c.held_tool_calls)),
+        el("td", {}, String(c.approvals.length))));
+    $("conversations").tBodies[0].replaceChildren(...rows);
+    $("none").hidden = rows.length > 0;
+    if (state.model) draw();
+  } catch (err) {
+    $("connection").textContent = String(err.message ?? err);
+    document.body.dataset.connected = "false";
+  }
+}
+
+/** The answer to an approval, then a refresh. */
+async function answer(id, body) {
+  const res = await fetch(`${state.gateway}/v1/approvals/${id}`, {
+    method: "POST",
+    headers: headers(true),
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) $("connection").textContent = `answer: ${res.status} ${await res.text()}`;
+  await refresh();
+}
+
+/** The approval buttons of a tool card waiting for one. */
+function decorate(tool, card) {
+  if (!tool.permission || tool.permission.outcome) return;
+  const approval = state.approvals.find((a) => a.tool_use_id === tool.id);
+  if (!approval) return;
+  const message = el("input", { type: "text", placeholder: "why (for the model)", class: "deny-message" });
+  const buttons = el("div", { class: "approval", "data-approval": approval.id },
+    el("button", { type: "button", class: "allow", onclick: () => answer(approval.id, { behavior: "allow" }) }, "Allow"),
+    el("button", { type: "button", class: "always", title: "Allow, and apply the CLI's suggested rule so it stops asking for the like", onclick: () => answer(approval.id, { behavior: "allow", remember: true }) }, "Always allow"),
+    message,
+    el("button", { type: "button", class: "deny", onclick: () => answer(approval.id, { behavior: "deny", ...(message.value ? { message: message.value } : {}) }) }, "Deny"));
+  card.append(buttons);
+}
+
+function draw() {
+  const items = state.model.items.map((item) => renderItem(item, decorate)).filter(Boolean);
+  $("conversation").replaceChildren(...items);
+}
+
+/** Watches a conversation: its stream's chunks folded into the model as they come. */
+async function watch(id) {
+  state.stream?.abort();
+  const controller = new AbortController();
+  state.stream = controller;
+  state.watching = id;
+  state.model = emptyModel();
+  $("watching").textContent = `Conversation ${id}`;
+  document.body.dataset.watching = id;
+  draw();
+  let res;
+  try {
+    res = await fetch(`${state.gateway}/v1/conversations/${id}/events`, { headers: headers(), signal: controller.signal });
+  } catch {
+    return;
+  }
+  if (!res.ok) {
+    $("watching").textContent = `Conversation ${id}: ${res.status}`;
+    return;
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    let next;
+    try {
+      next = await reader.read();
+    } catch {
+      return;
+    }
+    if (next.done) break;
+    buffer += next.value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event = /^event: (.*)$/m.exec(frame)?.[1];
+      const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+      if (state.watching !== id) return;
+      if (event === "chunk") apply(state.model, JSON.parse(data));
+      if (event === "closed") $("watching").textContent = `Conversation ${id} (ended)`;
+    }
+    if (state.model.items.some((i) => i.kind === "tool" && i.permission && !i.permission.outcome)) {
+      // A permission request: its approval is listed by the next refresh.
+      await refresh();
+    } else {
+      draw();
+    }
+  }
+}
+
+function connect(event) {
+  event?.preventDefault();
+  state.gateway = $("gateway").value.replace(/\/+$/, "");
+  state.key = $("key").value;
+  sessionStorage.setItem("ccwire.gateway", state.gateway);
+  sessionStorage.setItem("ccwire.key", state.key);
+  clearInterval(state.poll);
+  state.poll = setInterval(refresh, 1000);
+  refresh();
+}
+
+$("connect").addEventListener("submit", connect);
+$("gateway").value = sessionStorage.getItem("ccwire.gateway") ?? new URLSearchParams(location.search).get("gateway") ?? "";
+$("key").value = sessionStorage.getItem("ccwire.key") ?? "";
+if ($("gateway").value) connect();
+document.body.dataset.ready = "true";

@@ -1,0 +1,167 @@
+// The live console in a real browser (Chromium driven by playwright-core): `ccwire serve
+// --console --approvals http --enable-tool Bash` in front of the real Claude Code CLI and the
+// scripted fake model (the SDK tests' rig), the console page served by serve.mjs on another
+// origin the gateway allows. Screenshots go to www/test-artifacts/.
+
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { serve } from "../serve.mjs";
+import {
+  CCWIRE_BIN,
+  CLAUDE,
+  FAKE_ANTHROPIC_BIN,
+  Fake,
+  Gateway,
+  KEY,
+  makeHome,
+  onAny,
+  onPrompt,
+  onToolResult,
+  echo,
+} from "../../tests/sdk/ts/test/rig.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const artifacts = join(here, "..", "test-artifacts");
+const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const OTHER_KEY = "console-other-key";
+
+let www, fake, gateway, home, browser, profile;
+const pageErrors = [];
+
+before(async () => {
+  for (const path of [executablePath, CCWIRE_BIN, FAKE_ANTHROPIC_BIN, CLAUDE]) {
+    assert.ok(existsSync(path), `missing ${path} (scripts/setup.sh; cargo build -p ccwire-host -p ccwire-tests --bins)`);
+  }
+  mkdirSync(artifacts, { recursive: true });
+  www = await serve(0);
+  const origin = new URL(www.url).origin;
+  home = makeHome();
+  fake = await Fake.start();
+  await fake.script(
+    onToolResult(echo()),
+    onPrompt("CONSOLE-ALLOW", {
+      kind: "tool_use",
+      calls: [{ name: "Bash", input: { command: "touch allowed-from-the-console.txt", description: "Create a file" } }],
+    }),
+    onPrompt("CONSOLE-DENY", {
+      kind: "tool_use",
+      calls: [{ name: "Bash", input: { command: "touch denied-from-the-console.txt", description: "Create a file" } }],
+    }),
+    onAny(echo()),
+  );
+  gateway = await Gateway.start(home, fake, [
+    "--console",
+    "--approvals", "http",
+    "--enable-tool", "Bash",
+    "--api-key", OTHER_KEY,
+    "--allow-origin", origin,
+  ]);
+  profile = mkdtempSync(join(tmpdir(), "ccwire-chromium-"));
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath,
+    viewport: { width: 1280, height: 900 },
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await gateway?.stop();
+  await fake?.stop();
+  await www?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+  if (home) rmSync(home, { recursive: true, force: true });
+  assert.deepEqual(pageErrors, [], "the page logged errors");
+});
+
+/** A console page connected to the gateway with `key`. */
+async function consolePage(key) {
+  const page = await browser.newPage();
+  page.on("pageerror", (err) => pageErrors.push(String(err)));
+  await page.goto(`${www.url}console.html`);
+  await page.waitForSelector("body[data-ready=true]");
+  await page.fill("#gateway", gateway.url);
+  await page.fill("#key", key);
+  await page.click("#connect button[type=submit]");
+  await page.waitForSelector("body[data-connected=true]", { timeout: 10_000 });
+  return page;
+}
+
+/** A Messages request of the first key, answered in the background. */
+function ask(prompt) {
+  return fetch(`${gateway.url}/v1/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-api-key": KEY },
+    body: JSON.stringify({
+      model: "claude-sonnet-4-5-20250929",
+      max_tokens: 100,
+      messages: [{ role: "user", content: prompt }],
+    }),
+  }).then((r) => r.json());
+}
+
+test("a live conversation's Bash call is approved with a click and runs", async () => {
+  const page = await consolePage(KEY);
+  const answer = ask("CONSOLE-ALLOW please");
+  const row = page.locator("#conversations tbody tr[data-state=waiting_for_approval]");
+  await row.first().waitFor({ timeout: 30_000 });
+  await row.first().click();
+  const card = page.locator(".tool-card", { hasText: "touch allowed-from-the-console.txt" });
+  await card.locator(".approval button.allow").waitFor({ timeout: 15_000 });
+  await page.screenshot({ path: join(artifacts, "console-approval.png"), fullPage: true });
+  await card.locator(".approval button.allow").click();
+  const body = await answer;
+  assert.equal(body.stop_reason, "end_turn", JSON.stringify(body));
+  assert.ok(existsSync(join(home, "work", "allowed-from-the-console.txt")), "the allowed command ran");
+  await page.locator(".tool-card[data-status=success]", { hasText: "touch allowed-from-the-console.txt" }).waitFor({ timeout: 15_000 });
+  await page.screenshot({ path: join(artifacts, "console-allowed.png"), fullPage: true });
+  await page.close();
+});
+
+test("a denial with a message reaches the model and nothing runs", async () => {
+  const page = await consolePage(KEY);
+  const answer = ask("CONSOLE-DENY please");
+  const row = page.locator("#conversations tbody tr[data-state=waiting_for_approval]");
+  await row.first().waitFor({ timeout: 30_000 });
+  await row.first().click();
+  const card = page.locator(".tool-card", { hasText: "touch denied-from-the-console.txt" });
+  await card.locator(".approval .deny-message").waitFor({ timeout: 15_000 });
+  await card.locator(".approval .deny-message").fill("Not from the console.");
+  await card.locator(".approval button.deny").click();
+  const body = await answer;
+  assert.equal(body.stop_reason, "end_turn", JSON.stringify(body));
+  assert.match(JSON.stringify(body.content), /Not from the console\./);
+  assert.ok(!existsSync(join(home, "work", "denied-from-the-console.txt")), "the denied command did not run");
+  await page.close();
+});
+
+test("another key sees none of the first key's conversations", async () => {
+  const page = await consolePage(OTHER_KEY);
+  await page.locator("#none").waitFor({ state: "visible" });
+  assert.equal(await page.locator("#conversations tbody tr").count(), 0);
+  await page.screenshot({ path: join(artifacts, "console-other-key.png"), fullPage: true });
+  await page.close();
+});
+
+test("a page of a foreign origin cannot read the console's data", async () => {
+  const page = await browser.newPage();
+  // The same server under another name: another origin, which the gateway does not allow.
+  const foreign = www.url.replace("127.0.0.1", "localhost");
+  await page.goto(`${foreign}console.html`);
+  const result = await page.evaluate(async ([url, key]) => {
+    try {
+      const res = await fetch(`${url}/v1/conversations`, { headers: { authorization: `Bearer ${key}` } });
+      return `read: ${res.status}`;
+    } catch (err) {
+      return `refused: ${err.name}`;
+    }
+  }, [gateway.url, KEY]);
+  assert.match(result, /^refused/, result);
+  await page.close();
+});
