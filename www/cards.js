@@ -12,7 +12,31 @@ export const STATUS_LABEL = {
 };
 
 export function emptyModel() {
-  return { items: [], tools: new Map(), blocks: new Map(), toolWait: null, session: null };
+  return { items: [], tools: new Map(), blocks: new Map(), toolWait: null, session: null, now: null };
+}
+
+/** What a view shows: secrets redacted (and the user's own patterns). */
+export const view = { redact: true, patterns: [] };
+
+// Secrets as they commonly appear: API keys and tokens of the usual services, bearer tokens,
+// private keys, e-mail addresses.
+const SECRETS = [
+  /sk-(?:ant-)?[A-Za-z0-9_-]{16,}/g,
+  /\b(?:ghp|gho|ghu|ghs|github_pat)_[A-Za-z0-9_]{20,}/g,
+  /\bxox[abprs]-[A-Za-z0-9-]{10,}/g,
+  /\bAKIA[0-9A-Z]{16}\b/g,
+  /\bAIza[0-9A-Za-z_-]{35}\b/g,
+  /\b[Bb]earer\s+[A-Za-z0-9._~+\/=-]{16,}/g,
+  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
+  /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g,
+];
+
+/** `text` with what looks like a secret, and what matches the user's patterns, replaced. */
+export function redact(text) {
+  if (!view.redact || typeof text !== "string") return text;
+  let out = text;
+  for (const re of [...SECRETS, ...view.patterns]) out = out.replace(re, "[redacted]");
+  return out;
 }
 
 /** Applies one chunk to the conversation model. */
@@ -48,7 +72,7 @@ export function apply(model, chunk) {
     case "tool_use": {
       let tool = model.tools.get(chunk.id);
       if (!tool) {
-        tool = { kind: "tool", id: chunk.id, name: chunk.name, status: "pending", partial: "", input: null, parent, server: !!chunk.server };
+        tool = { kind: "tool", id: chunk.id, name: chunk.name, status: "pending", partial: "", input: null, parent, server: !!chunk.server, startedMs: model.now, endedMs: null };
         model.tools.set(chunk.id, tool);
         model.items.push(tool);
       }
@@ -76,7 +100,10 @@ export function apply(model, chunk) {
     }
     case "tool_result": {
       const tool = model.tools.get(chunk.id);
-      if (tool) tool.result = { content: chunk.content, isError: chunk.is_error };
+      if (tool) {
+        tool.result = { content: chunk.content, isError: chunk.is_error };
+        tool.endedMs = model.now;
+      }
       break;
     }
     case "permission_request": {
@@ -104,7 +131,12 @@ export function apply(model, chunk) {
       model.items.push({ kind: "error", chunk });
       break;
     case "status":
-      if (chunk.subtype === "api_retry") model.items.push({ kind: "status", text: `API retry (${chunk.error ?? "error"})` });
+      if (chunk.subtype === "api_retry") {
+        const status = chunk.error_status ? ` ${chunk.error_status}` : "";
+        const attempt = chunk.attempt != null ? ` ${chunk.attempt}${chunk.max_retries != null ? ` of ${chunk.max_retries}` : ""}` : "";
+        const delay = chunk.retry_delay_ms != null ? ` in ${(chunk.retry_delay_ms / 1000).toFixed(1)} s` : "";
+        model.items.push({ kind: "status", text: `The API answered${status} (${chunk.error ?? "error"}): retry${attempt}${delay}` });
+      }
       break;
     default:
       break;
@@ -142,22 +174,28 @@ export function renderItem(item, decorate = undefined) {
     case "init":
       return el("div", { class: "item init" }, `turn start · ${item.chunk.model ?? "model?"} · ${item.chunk.permission_mode ?? ""}`);
     case "user":
-      return el("div", { class: "item user" }, item.text);
+      return el("div", { class: "item user" }, redact(item.text));
     case "user-text":
-      return el("div", { class: `item user-text${sub}` }, item.text);
+      return el("div", { class: `item user-text${sub}` }, redact(item.text));
     case "assistant":
-      return el("div", { class: `item assistant${sub}` }, item.text);
+      return el("div", { class: `item assistant${sub}` }, redact(item.text));
     case "thinking":
-      return el("details", { class: `item thinking${sub}`, open: true }, el("summary", {}, "thinking"), item.text);
+      return el("details", { class: `item thinking${sub}`, open: true }, el("summary", {}, "thinking"), redact(item.text));
     case "tool":
       return renderTool(item, decorate);
     case "turn": {
       const c = item.chunk;
-      const cost = typeof c.total_cost_usd === "number" ? ` · $${c.total_cost_usd.toFixed(4)}` : "";
-      return el("div", { class: `item turn${c.is_error ? " error" : ""}` }, `turn complete · ${c.subtype ?? ""}${c.is_error ? " (error)" : ""} · ${c.num_turns ?? "?"} round trips · ${c.duration_ms ?? "?"} ms${cost}`);
+      const cost = typeof c.total_cost_usd === "number" ? ` · $${c.total_cost_usd.toFixed(4)} so far` : "";
+      const tokens = tokensOf(c.usage);
+      const how = c.is_error
+        ? `turn failed${c.api_error_status ? ` · API error ${c.api_error_status}${c.api_error_type ? ` (${c.api_error_type})` : ""}` : c.subtype && c.subtype !== "success" ? ` · ${c.subtype.replace(/_/g, " ")}` : ""}`
+        : "turn complete";
+      const round = c.num_turns === 1 ? "1 model call" : `${c.num_turns ?? "?"} model calls`;
+      return el("div", { class: `item turn${c.is_error ? " error" : ""}` },
+        `${how} · ${round} · ${((c.duration_ms ?? 0) / 1000).toFixed(1)} s${tokens ? ` · ${tokens}` : ""}${cost}`);
     }
     case "error":
-      return el("div", { class: "item error-chunk" }, `${item.chunk.kind}: ${item.chunk.detail}`);
+      return el("div", { class: "item error-chunk" }, redact(`${item.chunk.kind}: ${item.chunk.detail}`));
     case "status":
       return el("div", { class: "item status" }, item.text);
     default:
@@ -177,7 +215,7 @@ export function renderTool(tool, decorate = undefined) {
       el("span", { class: "badge" }, STATUS_LABEL[tool.status] ?? tool.status),
       el("span", { class: "name" }, tool.name + (tool.server ? " (server)" : "")),
       tool.reason ? el("span", { class: "reason" }, `(${tool.reason})`) : null,
-      tool.elapsed != null ? el("span", { class: "reason" }, `${tool.elapsed}s`) : null,
+      duration(tool) ? el("span", { class: "duration" }, duration(tool)) : null,
       el("span", { class: "id" }, tool.id)));
   if (tool.permission) {
     const text = tool.permission.outcome ? `permission: ${tool.permission.outcome}` : "awaiting approval";
@@ -185,11 +223,30 @@ export function renderTool(tool, decorate = undefined) {
   }
   if (tool.mcp) card.append(el("div", { class: "note" }, `MCP call: ${tool.mcp}`));
   card.append(el("div", { class: "label" }, tool.input === null ? "input (streaming)" : "input"));
-  card.append(el("pre", { class: "input" }, tool.input === null ? tool.partial : pretty(tool.input)));
+  card.append(el("pre", { class: "input" }, redact(tool.input === null ? tool.partial : pretty(tool.input))));
   if (tool.result) {
     card.append(el("div", { class: "label" }, tool.result.isError ? "result (error)" : "result"));
-    card.append(el("pre", { class: "result" }, contentText(tool.result.content)));
+    card.append(el("pre", { class: "result" }, redact(contentText(tool.result.content))));
   }
   decorate?.(tool, card);
   return card;
+}
+
+/** A turn's tokens, in words (`1,234 in · 56 out · 7,890 cached`), or "" without usage. */
+export function tokensOf(usage) {
+  if (!usage || typeof usage !== "object") return "";
+  const n = (v) => Number(v ?? 0);
+  const input = n(usage.input_tokens);
+  const cached = n(usage.cache_read_input_tokens) + n(usage.cache_creation_input_tokens);
+  const output = n(usage.output_tokens);
+  if (!input && !cached && !output) return "";
+  const f = (v) => v.toLocaleString("en-US");
+  return `${f(input)} in · ${f(output)} out${cached ? ` · ${f(cached)} cached` : ""}`;
+}
+
+/** How long a tool ran (`0.4 s`), or how long it has run so far, when the times are known. */
+function duration(tool) {
+  if (tool.startedMs != null && tool.endedMs != null) return `took ${((tool.endedMs - tool.startedMs) / 1000).toFixed(1)} s`;
+  if (tool.elapsed != null) return `${tool.elapsed} s`;
+  return "";
 }

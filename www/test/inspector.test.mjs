@@ -163,6 +163,93 @@ test("a transcript opened from disk is shown", async () => {
   await page.screenshot({ path: join(artifacts, "inspector-mcp.png"), fullPage: true });
 });
 
+test("search marks the items that hold the text and counts them", async () => {
+  await open("b_bash_allow.jsonl");
+  await page.fill("#search", "echo hi");
+  const count = await page.locator("#search-count").innerText();
+  assert.match(count, /^\d+ match(es)?$/, count);
+  assert.ok((await page.locator(".item.match").count()) > 0);
+  assert.ok((await page.locator(".tool-card.match").count()) === 1, "the Bash card holds it");
+  await page.screenshot({ path: join(artifacts, "inspector-search.png"), fullPage: true });
+  await page.fill("#search", "nothing-like-this");
+  assert.equal(await page.locator("#search-count").innerText(), "no match");
+  assert.equal(await page.locator(".item.match").count(), 0);
+  await page.fill("#search", "");
+});
+
+const SECRET = "sk-ant-api03-SECRETSECRETSECRET0123456789";
+const EMAIL = "someone@example.com";
+
+async function openWithSecrets() {
+  const text = readFileSync(join(here, "../../tests/corpus/b_bash_allow.jsonl"), "utf8")
+    .replaceAll("echo hi", `echo ${SECRET} ${EMAIL} project-zebra`);
+  await page.setInputFiles("#file", { name: "secrets.jsonl", mimeType: "application/x-ndjson", buffer: Buffer.from(text) });
+  await page.waitForSelector('body[data-loaded="secrets.jsonl"]');
+}
+
+test("secrets are redacted before they are shown, and so are the user's own patterns", async () => {
+  await openWithSecrets();
+  let shown = await page.locator("#conversation").innerText();
+  assert.ok(!shown.includes(SECRET) && !shown.includes(EMAIL), shown);
+  assert.match(shown, /\[redacted\]/);
+  assert.match(shown, /project-zebra/);
+  await page.fill("#patterns", "project-zebra");
+  await page.locator("#patterns").press("Enter");
+  await page.locator("#patterns").blur();
+  shown = await page.locator("#conversation").innerText();
+  assert.ok(!shown.includes("project-zebra"), shown);
+  await page.screenshot({ path: join(artifacts, "inspector-redacted.png"), fullPage: true });
+  await page.uncheck("#redact");
+  shown = await page.locator("#conversation").innerText();
+  assert.ok(shown.includes(SECRET) && shown.includes("project-zebra"), "shown when asked");
+  await page.check("#redact");
+  await page.fill("#patterns", "");
+  await page.locator("#patterns").blur();
+});
+
+test("the export is one HTML file that opens offline, redacted", async () => {
+  await openWithSecrets();
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("#export")]);
+  assert.equal(download.suggestedFilename(), "secrets.html");
+  const path = join(artifacts, "export.html");
+  await download.saveAs(path);
+  const html = readFileSync(path, "utf8");
+  assert.ok(html.includes("tool-card") && html.includes("<style>"), "cards and their style");
+  assert.ok(!/<script|<link|src=/i.test(html), "nothing to load from elsewhere");
+  assert.ok(!html.includes(SECRET) && !html.includes(EMAIL), "redacted");
+  // Opened on its own, offline, it shows the same cards.
+  const offline = await browser.newPage();
+  await offline.goto(`file://${path}`);
+  assert.equal(await offline.locator(".tool-card").count(), 1);
+  assert.equal(await offline.locator(".tool-card").getAttribute("data-status"), "success");
+  await offline.screenshot({ path: join(artifacts, "inspector-export.png"), fullPage: true });
+  await offline.close();
+});
+
+test("a link opens a transcript (?url= or #file=), and the arrow keys step through it", async () => {
+  const other = await browser.newPage();
+  other.on("pageerror", (err) => consoleErrors.push(String(err)));
+  await other.goto(`${server.url}?url=${encodeURIComponent(`${server.url}corpus/x_thinking.jsonl`)}`);
+  await other.waitForSelector('body[data-loaded="x_thinking.jsonl"]');
+  await other.goto(`${server.url}#file=b_bash_allow.jsonl`);
+  await other.reload();
+  await other.waitForSelector('body[data-loaded="b_bash_allow.jsonl"]');
+  const last = Number(await other.locator("#timeline").getAttribute("max"));
+  assert.equal(Number(await other.locator("#timeline").inputValue()), last);
+  await other.locator("body").press("ArrowLeft");
+  await other.locator("body").press("ArrowLeft");
+  assert.equal(Number(await other.locator("#timeline").inputValue()), last - 2);
+  await other.locator("body").press("ArrowRight");
+  assert.equal(Number(await other.locator("#timeline").inputValue()), last - 1);
+  await other.close();
+});
+
+test("a tool card says how long the tool took, and the totals count the turn's tokens", async () => {
+  await open("b_bash_allow.jsonl");
+  assert.match(await page.locator(".tool-card .duration").first().innerText(), /^took \d+\.\d s$/);
+  assert.match(await page.locator("#totals").innerText(), /^1 turn · [\d,]+ in · [\d,]+ out/);
+});
+
 test("the page logged no errors", () => {
   assert.deepEqual(consoleErrors, []);
 });
