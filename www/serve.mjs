@@ -13,6 +13,9 @@ const mounts = [
   ["/ccwire/js/", join(root, "bindings/js")],
   ["/ccwire/pkg/", join(root, "bindings/pkg")],
   ["/corpus/", join(root, "tests/corpus")],
+  // The console and the files it shares with the inspector, as `ccwire serve --console`
+  // serves them.
+  ["/console/", join(root, "core/src/gateway/console")],
   ["/", here],
 ];
 const types = {

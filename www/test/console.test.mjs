@@ -52,6 +52,10 @@ before(async () => {
       kind: "tool_use",
       calls: [{ name: "Bash", input: { command: "touch denied-from-the-console.txt", description: "Create a file" } }],
     }),
+    onPrompt("CONSOLE-SELF", {
+      kind: "tool_use",
+      calls: [{ name: "Bash", input: { command: "touch approved-on-the-gateway-s-page.txt", description: "Create a file" } }],
+    }),
     onAny(echo()),
   );
   gateway = await Gateway.start(home, fake, [
@@ -84,7 +88,7 @@ after(async () => {
 async function consolePage(key) {
   const page = await browser.newPage();
   page.on("pageerror", (err) => pageErrors.push(String(err)));
-  await page.goto(`${www.url}console.html`);
+  await page.goto(`${www.url}console/console.html`);
   await page.waitForSelector("body[data-ready=true]");
   await page.fill("#gateway", gateway.url);
   await page.fill("#key", key);
@@ -153,7 +157,7 @@ test("a page of a foreign origin cannot read the console's data", async () => {
   const page = await browser.newPage();
   // The same server under another name: another origin, which the gateway does not allow.
   const foreign = www.url.replace("127.0.0.1", "localhost");
-  await page.goto(`${foreign}console.html`);
+  await page.goto(`${foreign}console/console.html`);
   const result = await page.evaluate(async ([url, key]) => {
     try {
       const res = await fetch(`${url}/v1/conversations`, { headers: { authorization: `Bearer ${key}` } });
@@ -163,5 +167,33 @@ test("a page of a foreign origin cannot read the console's data", async () => {
     }
   }, [gateway.url, KEY]);
   assert.match(result, /^refused/, result);
+  await page.close();
+});
+
+test("ccwire serve serves the console itself: open it, approve with a click", async () => {
+  // Framed by no one, its own files only.
+  const head = await fetch(`${gateway.url}/console/`);
+  assert.equal(head.status, 200);
+  assert.match(head.headers.get("content-security-policy"), /frame-ancestors 'none'/);
+  assert.equal((await fetch(`${gateway.url}/console`, { redirect: "manual" })).headers.get("location"), "/console/");
+
+  const page = await browser.newPage();
+  page.on("pageerror", (err) => pageErrors.push(String(err)));
+  await page.goto(`${gateway.url}/console`);
+  await page.waitForSelector("body[data-ready=true]");
+  assert.equal(await page.inputValue("#gateway"), new URL(gateway.url).origin);
+  await page.fill("#key", KEY);
+  await page.click("#connect button[type=submit]");
+  await page.waitForSelector("body[data-connected=true]", { timeout: 10_000 });
+  const answer = ask("CONSOLE-SELF please");
+  const row = page.locator("#conversations tbody tr[data-state=waiting_for_approval]");
+  await row.first().waitFor({ timeout: 30_000 });
+  await row.first().click();
+  const card = page.locator(".tool-card", { hasText: "touch approved-on-the-gateway-s-page.txt" });
+  await card.locator(".approval button.allow").click({ timeout: 15_000 });
+  const body = await answer;
+  assert.equal(body.stop_reason, "end_turn", JSON.stringify(body));
+  assert.ok(existsSync(join(home, "work", "approved-on-the-gateway-s-page.txt")), "the allowed command ran");
+  await page.screenshot({ path: join(artifacts, "console-served-by-the-gateway.png"), fullPage: true });
   await page.close();
 });

@@ -45,6 +45,7 @@ pub struct BrowserPolicy {
     loopback: bool,
     origins: Vec<String>,
     hosts: Vec<String>,
+    same_origin: bool,
 }
 
 /// An origin or host name that cannot be allowed, with the reason.
@@ -77,7 +78,17 @@ impl BrowserPolicy {
             loopback,
             origins: Vec::new(),
             hosts: Vec::new(),
+            same_origin: false,
         }
+    }
+
+    /// Allows requests from the gateway's own pages (the console it serves): a request whose
+    /// `Origin` is the origin of its own `Host` and that the browser marks
+    /// `Sec-Fetch-Site: same-origin` (a header no page can set). With the `Host` check of a
+    /// loopback listener, a page of another site that rebinds a name to the gateway is not
+    /// one of these.
+    pub fn allow_same_origin(&mut self) {
+        self.same_origin = true;
     }
 
     /// Allows requests from a web origin (`scheme://host[:port]`, as browsers send it; a
@@ -166,6 +177,11 @@ impl BrowserPolicy {
             Some(origin) => {
                 if self.allows_origin(origin) {
                     Ok(Some(origin))
+                } else if self.same_origin
+                    && headers.sec_fetch_site == Some("same-origin")
+                    && headers.host.is_some_and(|host| is_own_origin(origin, host))
+                {
+                    Ok(None)
                 } else {
                     Err(forbidden(format!(
                         "requests from web pages are refused, and origin {origin:?} is not \
@@ -391,6 +407,16 @@ fn host_name(host: &str) -> &str {
 
 /// `scheme://host[:port]` in the form browsers send: lowercase, no default port, no trailing
 /// slash. `None` when it is not an origin.
+/// Whether `origin` is the origin of a page of the server that `host` names (either scheme).
+fn is_own_origin(origin: &str, host: &str) -> bool {
+    let Some(origin) = normalize_origin(origin) else {
+        return false;
+    };
+    ["http", "https"]
+        .iter()
+        .any(|scheme| normalize_origin(&format!("{scheme}://{host}")).as_ref() == Some(&origin))
+}
+
 fn normalize_origin(origin: &str) -> Option<String> {
     let origin = origin.trim();
     let origin = origin.strip_suffix('/').unwrap_or(origin);
@@ -509,6 +535,57 @@ mod tests {
                 .unwrap_err();
             assert_eq!(err.status(), 403, "{origin}");
             assert!(err.message.contains("--allow-origin"), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn the_gateway_s_own_pages_pass_only_when_allowed_and_marked_same_origin() {
+        let own = request(
+            Some("127.0.0.1:8787"),
+            Some("http://127.0.0.1:8787"),
+            Some("same-origin"),
+        );
+        assert_eq!(
+            loopback().check(&own).unwrap_err().status(),
+            403,
+            "not by default"
+        );
+        let mut policy = loopback();
+        policy.allow_same_origin();
+        assert_eq!(policy.check(&own), Ok(None));
+        let refused = [
+            // Another origin, whatever it says of itself.
+            request(
+                Some("127.0.0.1:8787"),
+                Some("http://evil.example"),
+                Some("same-origin"),
+            ),
+            // The origin of another port.
+            request(
+                Some("127.0.0.1:8787"),
+                Some("http://127.0.0.1:9999"),
+                Some("same-origin"),
+            ),
+            // Without the browser's mark (a page cannot set it; a client may send anything).
+            request(Some("127.0.0.1:8787"), Some("http://127.0.0.1:8787"), None),
+            request(
+                Some("127.0.0.1:8787"),
+                Some("http://127.0.0.1:8787"),
+                Some("cross-site"),
+            ),
+            // A rebound name: refused by the Host check before anything else.
+            request(
+                Some("evil.example:8787"),
+                Some("http://evil.example:8787"),
+                Some("same-origin"),
+            ),
+        ];
+        for request in refused {
+            assert_eq!(
+                policy.check(&request).unwrap_err().status(),
+                403,
+                "{request:?}"
+            );
         }
     }
 

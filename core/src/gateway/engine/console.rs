@@ -37,6 +37,46 @@ impl Watched {
     }
 }
 
+/// The console's page and its files, served at `/console/` (`/console` sends there).
+const PAGE: [(&str, &str, &str); 4] = [
+    (
+        "/console/",
+        "text/html; charset=utf-8",
+        include_str!("../console/console.html"),
+    ),
+    (
+        "/console/console.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/console.js"),
+    ),
+    (
+        "/console/cards.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/cards.js"),
+    ),
+    (
+        "/console/style.css",
+        "text/css; charset=utf-8",
+        include_str!("../console/style.css"),
+    ),
+];
+
+/// What the console's pages may do: load their own files, call their own gateway, be framed
+/// by no one (its buttons answer approvals).
+const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+    connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; \
+    form-action 'none'";
+
+/// The console's file at `path` (`/console` itself: `None` content, a redirect), if it is one.
+pub(super) fn page(path: &str) -> Option<Option<(&'static str, &'static str)>> {
+    if path == "/console" {
+        return Some(None);
+    }
+    PAGE.iter()
+        .find(|(p, ..)| *p == path)
+        .map(|(_, kind, body)| Some((*kind, *body)))
+}
+
 /// The `{id}` of `/v1/conversations/{id}/events`.
 pub(super) fn events_id(path: &str) -> Option<&str> {
     let id = path
@@ -151,6 +191,31 @@ impl Gateway {
         self.watchers
             .insert(request, (Watch::Conversation(session), next_ping));
         Ok(())
+    }
+
+    /// `GET /console/…`: the console's page and its files.
+    pub(super) fn console_page(&mut self, request: RequestId, path: &str) {
+        let Some(file) = page(path) else { return };
+        let mut headers: Vec<(String, String)> = [
+            ("content-security-policy", PAGE_POLICY),
+            ("x-frame-options", "DENY"),
+            ("x-content-type-options", "nosniff"),
+            ("referrer-policy", "no-referrer"),
+            ("cache-control", "no-cache"),
+        ]
+        .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        .into();
+        let (status, body) = match file {
+            None => {
+                headers.push(("location".to_owned(), "/console/".to_owned()));
+                (308, Vec::new())
+            }
+            Some((kind, body)) => {
+                headers.push(("content-type".to_owned(), kind.to_owned()));
+                (200, body.as_bytes().to_vec())
+            }
+        };
+        self.respond_whole(request, status, headers, body);
     }
 
     /// A chunk of a live CLI, for the console: kept with its turn and sent to its streams.

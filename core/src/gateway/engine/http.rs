@@ -195,8 +195,12 @@ fn route(path: &str) -> Option<(&'static [&'static str], bool, bool)> {
     if let Some((methods, json)) = super::managed::route(path) {
         return Some((methods, json, true));
     }
-    // The console's view: a key sees its own, the admin key all (checked by the route).
-    if path == "/v1/conversations" || super::console::events_id(path).is_some() {
+    // The console's view: a key sees its own, the admin key all (checked by the route); its
+    // page for anyone.
+    if path == "/v1/conversations"
+        || super::console::events_id(path).is_some()
+        || super::console::page(path).is_some()
+    {
         return Some((&["GET"][..], false, false));
     }
     approval_id(path).map(|_| (&["POST"][..], true, true))
@@ -282,7 +286,11 @@ impl Front {
     /// # Errors
     /// A listener other than loopback without API keys (naming the enabled tools that run
     /// code), or an origin or host name that cannot be allowed.
-    pub(super) fn new(config: HttpConfig, enabled_tools: &[String]) -> Result<Front, ConfigError> {
+    pub(super) fn new(
+        config: HttpConfig,
+        enabled_tools: &[String],
+        console: bool,
+    ) -> Result<Front, ConfigError> {
         if !config.loopback && config.api_keys.is_empty() {
             let code_tools = enabled_tools
                 .iter()
@@ -300,6 +308,10 @@ impl Front {
         }
         for host in &config.allow_hosts {
             browser.allow_host(host)?;
+        }
+        if console {
+            // The console's page calls the gateway from the gateway's own origin.
+            browser.allow_same_origin();
         }
         Ok(Front {
             keys: ApiKeys::new(&config.api_keys),
@@ -551,7 +563,13 @@ impl Gateway {
                 respond_json(self, request, code, &health);
             }
             "/admin/drain" => self.admin_drain(now, request, head),
-            path if path == "/v1/conversations" || super::console::events_id(path).is_some() => {
+            path if super::console::page(path).is_some() && self.config.console => {
+                self.console_page(request, path);
+            }
+            path if path == "/v1/conversations"
+                || super::console::events_id(path).is_some()
+                || super::console::page(path).is_some() =>
+            {
                 if !self.config.console {
                     let error = ApiError::new(
                         ApiErrorKind::NotFound,

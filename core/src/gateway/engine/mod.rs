@@ -316,7 +316,7 @@ impl Gateway {
     /// An HTTP face that must not serve: a listener other than loopback without API keys, or
     /// an origin or host name that cannot be allowed.
     pub fn new(config: GatewayConfig) -> Result<Gateway, ConfigError> {
-        let front = http::Front::new(config.http.clone(), &config.enabled_tools)?;
+        let front = http::Front::new(config.http.clone(), &config.enabled_tools, config.console)?;
         let mut registry = Registry::new(config.limits);
         if config.publish_index {
             registry.publish_index();

@@ -143,7 +143,9 @@ function connect(event) {
 }
 
 $("connect").addEventListener("submit", connect);
-$("gateway").value = sessionStorage.getItem("ccwire.gateway") ?? new URLSearchParams(location.search).get("gateway") ?? "";
+// The gateway named by the link, the one this tab used, or the one that serves this page.
+$("gateway").value =
+  new URLSearchParams(location.search).get("gateway") ?? sessionStorage.getItem("ccwire.gateway") ?? location.origin;
 $("key").value = sessionStorage.getItem("ccwire.key") ?? "";
-if ($("gateway").value) connect();
+if ($("key").value || location.pathname.startsWith("/console")) connect();
 document.body.dataset.ready = "true";
