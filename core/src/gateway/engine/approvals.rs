@@ -133,14 +133,6 @@ impl Gateway {
     /// keep-alives, until the client goes away or the gateway drains.
     pub fn handle_approval_events(&mut self, now: Timestamp, request: RequestId, tenant: &str) {
         self.now = now;
-        self.outputs.push_back(GatewayOutput::Respond {
-            request,
-            status: 200,
-            headers: vec![
-                ("content-type".to_owned(), "text/event-stream".to_owned()),
-                ("cache-control".to_owned(), "no-cache".to_owned()),
-            ],
-        });
         let mut frames = String::new();
         for (id, approval) in &self.approvals {
             if approval.tenant == tenant {
@@ -150,13 +142,11 @@ impl Gateway {
         if frames.is_empty() {
             frames.push_str(": no approval is pending\n\n");
         }
-        self.outputs.push_back(GatewayOutput::Body {
+        self.open_watch(
             request,
-            bytes: frames.into_bytes(),
-        });
-        let next_ping = now.saturating_add(self.config.ping_every_ms);
-        self.watchers
-            .insert(request, (Watch::Approvals(tenant.to_owned()), next_ping));
+            Watch::Approvals(tenant.to_owned()),
+            frames.into_bytes(),
+        );
     }
 
     pub(super) fn approval_json(&self, id: &str, a: &Approval) -> Value {

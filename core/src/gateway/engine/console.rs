@@ -169,27 +169,13 @@ impl Gateway {
                 format!("no live conversation {id:?}"),
             ));
         };
-        self.outputs.push_back(GatewayOutput::Respond {
-            request,
-            status: 200,
-            headers: vec![
-                ("content-type".to_owned(), "text/event-stream".to_owned()),
-                ("cache-control".to_owned(), "no-cache".to_owned()),
-            ],
-        });
         let mut bytes = format!("event: conversation\ndata: {listed}\n\n");
         if let Some(live) = self.lives.get(&session) {
             for kept in &live.watched.turn {
                 bytes.push_str(kept);
             }
         }
-        self.outputs.push_back(GatewayOutput::Body {
-            request,
-            bytes: bytes.into_bytes(),
-        });
-        let next_ping = self.now.saturating_add(self.config.ping_every_ms);
-        self.watchers
-            .insert(request, (Watch::Conversation(session), next_ping));
+        self.open_watch(request, Watch::Conversation(session), bytes.into_bytes());
         Ok(())
     }
 

@@ -1603,6 +1603,26 @@ impl Gateway {
         self.emit(now, request, frames);
     }
 
+    /// Starts a server-sent event stream for `request`: its head at once (clients wait for
+    /// it), `first` as its first bytes, then what `watch` follows as it comes, with
+    /// keep-alives while quiet.
+    fn open_watch(&mut self, request: RequestId, watch: Watch, first: Vec<u8>) {
+        self.outputs.push_back(GatewayOutput::Respond {
+            request,
+            status: 200,
+            headers: vec![
+                ("content-type".to_owned(), "text/event-stream".to_owned()),
+                ("cache-control".to_owned(), "no-cache".to_owned()),
+            ],
+        });
+        self.outputs.push_back(GatewayOutput::Body {
+            request,
+            bytes: first,
+        });
+        let next_ping = self.now.saturating_add(self.config.ping_every_ms);
+        self.watchers.insert(request, (watch, next_ping));
+    }
+
     /// Ends a request's response with an error: an HTTP error when nothing was sent yet, else
     /// the API's error event in the stream.
     fn fail(&mut self, now: Timestamp, request: RequestId, error: ApiError) {

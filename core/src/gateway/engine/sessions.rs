@@ -530,16 +530,8 @@ impl Gateway {
                 if let Err(e) = self.session_of(tenant, id) {
                     return Some(Err(e));
                 }
-                // The head at once (the SDKs wait for it), then the events as they come.
-                self.outputs.push_back(GatewayOutput::Respond {
-                    request,
-                    status: 200,
-                    headers: vec![
-                        ("content-type".to_owned(), "text/event-stream".to_owned()),
-                        ("cache-control".to_owned(), "no-cache".to_owned()),
-                    ],
-                });
-                // A stream reopened after the event it saw last goes on from there.
+                // The head at once (the SDKs wait for it), then the events as they come. A
+                // stream reopened after the event it saw last goes on from there.
                 let mut bytes = b": the session's events as they come\n\n".to_vec();
                 if let Some(last) = head.header("last-event-id") {
                     let events = &self.sessions.by_id[id].events;
@@ -549,11 +541,7 @@ impl Gateway {
                         }
                     }
                 }
-                self.outputs
-                    .push_back(GatewayOutput::Body { request, bytes });
-                let next_ping = self.now.saturating_add(self.config.ping_every_ms);
-                self.watchers
-                    .insert(request, (Watch::Session(id.to_owned()), next_ping));
+                self.open_watch(request, Watch::Session(id.to_owned()), bytes);
                 return None;
             }
             (method, _) => Err(Refusal {
