@@ -2832,3 +2832,31 @@ fn without_the_console_its_routes_are_not_there() {
     assert_eq!(status, 404);
     assert!(body.contains("--console"), "{body}");
 }
+
+#[test]
+fn the_console_lists_held_client_calls_with_their_deadlines() {
+    let mut sim = Sim::new(GatewayConfig {
+        console: true,
+        limits: ccwire_core::gateway::Limits {
+            held_call_timeout_ms: 30_000,
+            ..ccwire_core::gateway::Limits::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    sim.send(Api::Anthropic, "", anthropic(ask, false));
+    sim.advance(2_000);
+    let (status, body, _) = console(&mut sim, "", "/v1/conversations");
+    assert_eq!(status, 200, "{body}");
+    let list: Value = serde_json::from_str(&body).unwrap();
+    let listed = &list["data"][0];
+    assert_eq!(listed["state"], "waiting_for_client_tool", "{listed}");
+    assert_eq!(listed["held_tool_calls"], 1);
+    let held = &listed["held"][0];
+    assert_eq!(held["tool_use_id"], "toolu_1");
+    let (since, deadline) = (
+        held["since_ms"].as_u64().unwrap(),
+        held["deadline_ms"].as_u64().unwrap(),
+    );
+    assert_eq!(deadline - since, 30_000, "{held}");
+}

@@ -1173,6 +1173,21 @@ impl Registry {
         self.sessions.get(&session).map_or(0, |e| e.held.len())
     }
 
+    /// The held client tool calls of one session: each call's tool_use id, when it was held
+    /// and when it is given up, oldest first.
+    pub fn held_calls(&self, session: SessionId) -> Vec<(String, Timestamp, Timestamp)> {
+        let mut calls: Vec<(String, Timestamp, Timestamp)> = (self.sessions.get(&session))
+            .into_iter()
+            .flat_map(|e| e.held.iter())
+            .map(|(id, held)| {
+                let deadline = held.since.saturating_add(self.config.held_call_timeout_ms);
+                (id.clone(), held.since, deadline)
+            })
+            .collect();
+        calls.sort_by_key(|(_, since, _)| *since);
+        calls
+    }
+
     #[cfg(test)]
     /// The ids of live sessions.
     pub fn sessions(&self) -> impl Iterator<Item = SessionId> + '_ {

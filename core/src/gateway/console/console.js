@@ -28,6 +28,14 @@ async function get(path) {
   return res.json();
 }
 
+/** Held client calls in words: how long each has waited, and when it is given up. */
+function heldText(held) {
+  if (held.length === 0) return "0";
+  const now = Date.now();
+  const s = (ms) => `${Math.max(0, Math.round(ms / 1000))} s`;
+  return held.map((h) => `${s(now - h.since_ms)} held, given up in ${s(h.deadline_ms - now)}`).join("; ");
+}
+
 /** The list of live conversations and the pending approvals, every second. */
 async function refresh() {
   try {
@@ -40,7 +48,7 @@ async function refresh() {
         el("td", {}, el("code", {}, c.id.slice(0, 8)), " ", el("span", { class: "tenant" }, c.tenant)),
         el("td", {}, c.model ?? "—"),
         el("td", { class: `state ${c.state}` }, STATE_LABEL[c.state] ?? c.state),
-        el("td", {}, String(c.held_tool_calls)),
+        el("td", { class: "held" }, heldText(c.held ?? [])),
         el("td", {}, String(c.approvals.length))));
     $("conversations").tBodies[0].replaceChildren(...rows);
     $("none").hidden = rows.length > 0;

@@ -122,6 +122,9 @@ impl Gateway {
             "started_at_ms": unix(live.watched.started),
             "last_active_ms": self.registry.last_active(id).map(unix),
             "held_tool_calls": self.registry.held_in(id),
+            "held": self.registry.held_calls(id).into_iter().map(|(call, since, deadline)| {
+                json!({"tool_use_id": call, "since_ms": unix(since), "deadline_ms": unix(deadline)})
+            }).collect::<Vec<Value>>(),
             "approvals": approvals,
         })
     }
