@@ -67,22 +67,34 @@ const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'sel
     connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; \
     form-action 'none'";
 
-/// The console's file at `path` (`/console` itself: `None` content, a redirect), if it is one.
-pub(super) fn page(path: &str) -> Option<Option<(&'static str, &'static str)>> {
-    if path == "/console" {
-        return Some(None);
-    }
-    PAGE.iter()
-        .find(|(p, ..)| *p == path)
-        .map(|(_, kind, body)| Some((*kind, *body)))
+/// What a request of the console's routes asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ConsoleRoute<'a> {
+    /// `/console`: sent on to `/console/`.
+    Redirect,
+    /// A file of its page: its content type and content.
+    File(&'static str, &'static str),
+    /// `/v1/conversations`.
+    List,
+    /// `/v1/conversations/{id}/events`.
+    Events(&'a str),
 }
 
-/// The `{id}` of `/v1/conversations/{id}/events`.
-pub(super) fn events_id(path: &str) -> Option<&str> {
+/// The console's route of a path, if it is one.
+pub(super) fn route(path: &str) -> Option<ConsoleRoute<'_>> {
+    if path == "/console" {
+        return Some(ConsoleRoute::Redirect);
+    }
+    if path == "/v1/conversations" {
+        return Some(ConsoleRoute::List);
+    }
+    if let Some((_, kind, body)) = PAGE.iter().find(|(p, ..)| *p == path) {
+        return Some(ConsoleRoute::File(kind, body));
+    }
     let id = path
         .strip_prefix("/v1/conversations/")?
         .strip_suffix("/events")?;
-    (!id.is_empty() && !id.contains('/') && id.len() <= 64).then_some(id)
+    (!id.is_empty() && !id.contains('/') && id.len() <= 64).then_some(ConsoleRoute::Events(id))
 }
 
 /// The SSE frame of a chunk.
@@ -182,9 +194,13 @@ impl Gateway {
         Ok(())
     }
 
-    /// `GET /console/…`: the console's page and its files.
-    pub(super) fn console_page(&mut self, request: RequestId, path: &str) {
-        let Some(file) = page(path) else { return };
+    /// `GET /console/…`: the console's page and its files (`file`: `None` for `/console`,
+    /// sent on to `/console/`).
+    pub(super) fn console_page(
+        &mut self,
+        request: RequestId,
+        file: Option<(&'static str, &'static str)>,
+    ) {
         let mut headers: Vec<(String, String)> = [
             ("content-security-policy", PAGE_POLICY),
             ("x-frame-options", "DENY"),

@@ -10,6 +10,7 @@
 
 use serde_json::{json, Value};
 
+use super::console::ConsoleRoute;
 use super::{Gateway, GatewayOutput, PreparedRequest, RequestId};
 use crate::api::guard::{self, ApiKeys, BrowserHeaders, BrowserPolicy, InvalidAllowance};
 use crate::api::{anthropic, Api, ApiError, ApiErrorKind};
@@ -197,10 +198,7 @@ fn route(path: &str) -> Option<(&'static [&'static str], bool, bool)> {
     }
     // The console's view: a key sees its own, the admin key all (checked by the route); its
     // page for anyone.
-    if path == "/v1/conversations"
-        || super::console::events_id(path).is_some()
-        || super::console::page(path).is_some()
-    {
+    if super::console::route(path).is_some() {
         return Some((&["GET"][..], false, false));
     }
     approval_id(path).map(|_| (&["POST"][..], true, true))
@@ -563,13 +561,7 @@ impl Gateway {
                 respond_json(self, request, code, &health);
             }
             "/admin/drain" => self.admin_drain(now, request, head),
-            path if super::console::page(path).is_some() && self.config.console => {
-                self.console_page(request, path);
-            }
-            path if path == "/v1/conversations"
-                || super::console::events_id(path).is_some()
-                || super::console::page(path).is_some() =>
-            {
+            path if super::console::route(path).is_some() => {
                 if !self.config.console {
                     let error = ApiError::new(
                         ApiErrorKind::NotFound,
@@ -579,26 +571,29 @@ impl Gateway {
                 }
                 // The operator (the admin key, or any caller of a gateway without keys) sees
                 // every conversation; a key its own.
-                let scope = if self.front.is_admin(head) || self.front.keys.is_empty() {
-                    None
-                } else {
-                    match self.front.authenticate(head) {
-                        Ok(tenant) => Some(tenant),
-                        Err(e) => return self.respond_error(request, api, &[], &e),
+                let scope = || {
+                    if self.front.is_admin(head) || self.front.keys.is_empty() {
+                        Ok(None)
+                    } else {
+                        self.front.authenticate(head).map(Some)
                     }
                 };
-                match super::console::events_id(path) {
-                    None => {
+                let answered = match super::console::route(path) {
+                    Some(ConsoleRoute::Redirect) => return self.console_page(request, None),
+                    Some(ConsoleRoute::File(kind, body)) => {
+                        return self.console_page(request, Some((kind, body)))
+                    }
+                    Some(ConsoleRoute::List) => scope().map(|scope| {
                         let list = self.conversations(scope.as_deref());
                         respond_json(self, request, 200, &list);
-                    }
-                    Some(id) => {
-                        if let Err(e) =
-                            self.handle_conversation_events(request, id, scope.as_deref())
-                        {
-                            self.respond_error(request, api, &[], &e);
-                        }
-                    }
+                    }),
+                    Some(ConsoleRoute::Events(id)) => scope().and_then(|scope| {
+                        self.handle_conversation_events(request, id, scope.as_deref())
+                    }),
+                    None => Ok(()),
+                };
+                if let Err(e) = answered {
+                    self.respond_error(request, api, &[], &e);
                 }
             }
             path => match approval_id(path) {

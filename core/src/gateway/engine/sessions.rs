@@ -76,9 +76,11 @@ struct Progress {
     span: Option<Span>,
 }
 
-/// A model request of a turn: its message (once it streams) and the usage reported so far.
-#[derive(Debug, Default)]
+/// A model request of a turn: its `span.model_request_start` event, its message (once it
+/// streams) and the usage reported so far.
+#[derive(Debug)]
 struct Span {
+    start: String,
     message: Option<String>,
     usage: Map<String, Value>,
 }
@@ -790,21 +792,9 @@ impl Gateway {
         Ok((200, json!({"data": echoed})))
     }
 
-    /// Logs the end of a session's model request (the span the last
-    /// `span.model_request_start` began): with the turn's `usage`, or as failed without one.
-    fn end_model_request(&mut self, id: &str, usage: Option<&Value>) {
-        let start = self
-            .sessions
-            .by_id
-            .get(id)
-            .and_then(|s| {
-                s.events
-                    .iter()
-                    .rev()
-                    .find(|e| e["type"] == "span.model_request_start")
-            })
-            .map(|e| e["id"].clone())
-            .unwrap_or(Value::Null);
+    /// Logs the end of a session's model request (the span the event `start` began): with
+    /// its `usage`, or as failed without one.
+    fn end_model_request(&mut self, id: &str, start: &str, usage: Option<&Value>) {
         let count = |name: &str| usage.and_then(|u| u[name].as_u64()).unwrap_or(0);
         self.session_event(
             id,
@@ -885,8 +875,8 @@ impl Gateway {
             self.sessions.turns.remove(&turn);
             let now = self.now;
             self.handle_client_gone(now, turn);
-            if span.is_some() {
-                self.end_model_request(id, None);
+            if let Some(span) = span {
+                self.end_model_request(id, &span.start, None);
             }
         }
         self.session_status(
@@ -989,15 +979,17 @@ impl Gateway {
                 usage,
                 ..
             } => {
-                let fresh = progress.span.is_none();
-                let span = progress.span.get_or_insert_with(Span::default);
-                span.message = Some(message_id.clone());
-                if let Value::Object(usage) = usage.to_value() {
-                    span.usage = usage;
-                }
-                if fresh {
+                if progress.span.is_none() {
                     // The model's next request in the turn (after a tool's result).
-                    self.session_event(&id, json!({"type": "span.model_request_start"}));
+                    self.open_span(&id);
+                }
+                let span =
+                    (self.sessions.by_id.get_mut(&id)).and_then(|s| s.progress.span.as_mut());
+                if let Some(span) = span {
+                    span.message = Some(message_id.clone());
+                    if let Value::Object(usage) = usage.to_value() {
+                        span.usage = usage;
+                    }
                 }
             }
             Chunk::MessageDelta {
@@ -1050,19 +1042,27 @@ impl Gateway {
 
     /// Logs the start of a model request of session `id`'s turn.
     fn open_span(&mut self, id: &str) {
+        let event = self.session_event(id, json!({"type": "span.model_request_start"}));
         if let Some(session) = self.sessions.by_id.get_mut(id) {
-            session.progress.span = Some(Span::default());
+            session.progress.span = Some(Span {
+                start: event["id"].as_str().unwrap_or_default().to_owned(),
+                message: None,
+                usage: Map::new(),
+            });
         }
-        self.session_event(id, json!({"type": "span.model_request_start"}));
+    }
+
+    /// The model request of session `id` that is open, if one is, no longer open.
+    fn take_span(&mut self, id: &str) -> Option<Span> {
+        (self.sessions.by_id.get_mut(id)).and_then(|s| s.progress.span.take())
     }
 
     /// Logs the end of the model request of session `id` that is open, if one is: with the
     /// usage its message reported (`ok`), or as failed.
     fn close_span(&mut self, id: &str, ok: bool) {
-        let span = (self.sessions.by_id.get_mut(id)).and_then(|s| s.progress.span.take());
-        if let Some(span) = span {
+        if let Some(span) = self.take_span(id) {
             let usage = Value::Object(span.usage);
-            self.end_model_request(id, ok.then_some(&usage));
+            self.end_model_request(id, &span.start, ok.then_some(&usage));
         }
     }
 
@@ -1286,11 +1286,8 @@ impl Gateway {
         let count = |name: &str| usage[name].as_u64().unwrap_or(0);
         // Each model request's span ended with its message; one the CLI did not stream ends
         // here, with the turn's usage.
-        if (self.sessions.by_id.get(&id)).is_some_and(|s| s.progress.span.is_some()) {
-            if let Some(session) = self.sessions.by_id.get_mut(&id) {
-                session.progress.span = None;
-            }
-            self.end_model_request(&id, Some(usage));
+        if let Some(span) = self.take_span(&id) {
+            self.end_model_request(&id, &span.start, Some(usage));
         }
         if let Some(session) = self.sessions.by_id.get_mut(&id) {
             let total = &mut session.json["usage"];
