@@ -579,6 +579,29 @@ impl Sim {
                         self.gateway
                             .handle_found_response(self.now, request, found.as_deref());
                     }
+                    GatewayOutput::StoreList {
+                        request,
+                        tenant,
+                        limit,
+                    } => {
+                        let store = self.store.as_ref().expect("a store");
+                        let mut listed: Vec<ConversationRecord> = (store.records.values())
+                            .filter(|r| tenant.as_ref().is_none_or(|t| r.key.tenant == *t))
+                            .cloned()
+                            .collect();
+                        listed.sort_by_key(|r| std::cmp::Reverse(r.saved_ms));
+                        listed.truncate(limit);
+                        self.gateway.handle_listed(self.now, request, Some(listed));
+                    }
+                    GatewayOutput::StoreLoad { request, key } => {
+                        let store = self.store.as_ref().expect("a store");
+                        // (Transcripts are kept by id here: the tenant's is the record's.)
+                        let lines = (store.transcripts.get(&key.id))
+                            .filter(|_| store.records.values().any(|r| r.key == key))
+                            .map(|lines| lines.iter().map(Value::to_string).collect());
+                        self.gateway
+                            .handle_transcript_loaded(self.now, request, Ok(lines));
+                    }
                     other => panic!("an output the harness does not know: {other:?}"),
                 }
             }
@@ -2831,6 +2854,115 @@ fn without_the_console_its_routes_are_not_there() {
     let (status, body, _) = console(&mut sim, "alice", "/v1/conversations");
     assert_eq!(status, 404);
     assert!(body.contains("--console"), "{body}");
+}
+
+#[test]
+fn the_console_lists_conversations_no_cli_runs_and_shows_their_stored_transcripts() {
+    let mut sim = with_store(GatewayConfig {
+        console: true,
+        limits: Limits {
+            hibernate_after_ms: 60_000,
+            ..Limits::default()
+        },
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys: vec!["alice".into(), "bob".into()],
+            admin_key: Some("root".into()),
+            ..ccwire_core::gateway::HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let first = sim.send(
+        Api::Anthropic,
+        "alice",
+        anthropic(
+            json!([{"role": "user", "content": "Remember PINEAPPLE"}]),
+            false,
+        ),
+    );
+    assert_eq!(sim.response(first).status, 200);
+    let (_, body, _) = console(&mut sim, "alice", "/v1/conversations");
+    let list: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        list["data"].as_array().unwrap().len(),
+        1,
+        "live, listed once: {list}"
+    );
+    assert_eq!(list["data"][0]["state"], "idle");
+    let id = list["data"][0]["id"].as_str().unwrap().to_owned();
+
+    // Hibernated: listed from the store, with why and when.
+    sim.advance(60_000);
+    assert_eq!(sim.gateway.session_count(), 0);
+    let (status, body, _) = console(&mut sim, "alice", "/v1/conversations");
+    assert_eq!(status, 200, "{body}");
+    let list: Value = serde_json::from_str(&body).unwrap();
+    let listed = &list["data"][0];
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(
+        (&listed["id"], &listed["state"], &listed["closed"]),
+        (&json!(id), &json!("hibernated"), &json!("hibernated"))
+    );
+    let tenant = ccwire_core::gateway::tenant_id("alice");
+    assert_eq!(listed["tenant"], tenant);
+    assert!(listed["last_active_ms"].as_u64().unwrap() > 0, "{listed}");
+    let (_, body, _) = console(&mut sim, "bob", "/v1/conversations");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["data"],
+        json!([])
+    );
+    let (_, body, _) = console(&mut sim, "root", "/v1/conversations");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["data"][0]["id"],
+        id
+    );
+
+    // Its stream is its stored transcript's chunks, then its end; another key's is a 404
+    // whichever tenant it names.
+    let path = format!("/v1/conversations/{id}/events");
+    let (status, text, stream) = console(&mut sim, "alice", &path);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.starts_with("event: conversation\ndata: {"), "{text}");
+    assert!(
+        text.contains("\"type\":\"user_text\",\"text\":\"Remember PINEAPPLE\""),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(&format!("event: closed\ndata: {{\"id\":\"{id}\"}}\n\n")),
+        "{text}"
+    );
+    assert!(sim.response(stream).ended);
+    assert_eq!(console(&mut sim, "bob", &path).0, 404);
+    let theirs = format!("{path}?tenant={tenant}");
+    assert_eq!(console(&mut sim, "bob", &theirs).0, 404);
+    let (status, text, _) = console(&mut sim, "root", &theirs);
+    assert_eq!(status, 200);
+    assert!(text.contains("Remember PINEAPPLE"), "{text}");
+    assert_eq!(
+        console(&mut sim, "root", &path).0,
+        404,
+        "the admin names the tenant"
+    );
+    assert_eq!(
+        console(&mut sim, "alice", "/v1/conversations/nope/events").0,
+        404
+    );
+
+    // Resumed: live again, listed once.
+    let back = json!([{"role": "user", "content": "Remember PINEAPPLE"},
+                      {"role": "assistant", "content": "echo: Remember PINEAPPLE"},
+                      {"role": "user", "content": "Again"}]);
+    let again = sim.send(Api::Anthropic, "alice", anthropic(back, false));
+    assert_eq!(
+        sim.response(again).header("x-ccwire-session"),
+        Some("resumed")
+    );
+    let (_, body, _) = console(&mut sim, "alice", "/v1/conversations");
+    let list: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(
+        (&list["data"][0]["id"], &list["data"][0]["state"]),
+        (&json!(id), &json!("idle"))
+    );
 }
 
 #[test]

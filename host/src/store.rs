@@ -67,6 +67,21 @@ pub trait SessionStore: Debug + Send + Sync + 'static {
         key: &'a ConversationKey,
     ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>>;
 
+    /// A conversation's transcript, read without taking the conversation over (the console
+    /// shows it; [`load`](Self::load) is for a gateway that resumes it).
+    fn peek<'a>(
+        &'a self,
+        key: &'a ConversationKey,
+    ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>>;
+
+    /// The records of `tenant`'s conversations (`None`: every tenant's), saved most recently
+    /// first, at most `limit`.
+    fn list<'a>(
+        &'a self,
+        tenant: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, io::Result<Vec<ConversationRecord>>>;
+
     /// Keeps a response stored for `previous_response_id` (opaque JSON) under `tenant` and its
     /// id.
     fn save_response<'a>(
@@ -260,6 +275,37 @@ impl DirStore {
         Ok((!lines.is_empty()).then_some(lines))
     }
 
+    fn list_sync(&self, tenant: Option<&str>, limit: usize) -> io::Result<Vec<ConversationRecord>> {
+        let tenants: Vec<PathBuf> = match tenant {
+            Some(tenant) => vec![self.root.join(component(tenant)?)],
+            None => match std::fs::read_dir(&self.root) {
+                Ok(dir) => dir.flatten().map(|e| e.path()).collect(),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) => return Err(e),
+            },
+        };
+        // Every record file with when it was written, newest first; only those listed read.
+        let mut found: Vec<(SystemTime, PathBuf)> = Vec::new();
+        for tenant in tenants {
+            let Ok(entries) = std::fs::read_dir(&tenant) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let record = entry.path().join("record.json");
+                if let Ok(modified) = std::fs::metadata(&record).and_then(|m| m.modified()) {
+                    found.push((modified, record));
+                }
+            }
+        }
+        found.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+        let mut records: Vec<ConversationRecord> = (found.into_iter().take(limit))
+            .filter_map(|(_, path)| std::fs::read(path).ok())
+            .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
+            .collect();
+        records.sort_by_key(|r| std::cmp::Reverse(r.saved_ms));
+        Ok(records)
+    }
+
     fn sweep_sync(&self) -> io::Result<usize> {
         let now = SystemTime::now();
         let old = |path: &Path| {
@@ -354,6 +400,23 @@ impl SessionStore for DirStore {
     ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>> {
         let (store, key) = (self.clone(), key.clone());
         Box::pin(blocking(move || store.load_sync(&key)))
+    }
+
+    fn peek<'a>(
+        &'a self,
+        key: &'a ConversationKey,
+    ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>> {
+        self.load(key)
+    }
+
+    fn list<'a>(
+        &'a self,
+        tenant: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, io::Result<Vec<ConversationRecord>>> {
+        let store = self.clone();
+        let tenant = tenant.map(str::to_owned);
+        Box::pin(blocking(move || store.list_sync(tenant.as_deref(), limit)))
     }
 
     fn save_response<'a>(
@@ -556,6 +619,7 @@ mod tests {
             transcript: format!("/x/{id}.jsonl"),
             state: RecordState::Live,
             saved_ms: 1,
+            model: None,
         }
     }
 

@@ -505,3 +505,96 @@ async fn signed_thinking_a_client_sends_back_reaches_the_model_again() {
     );
     gw.stop().await;
 }
+
+/// `GET /v1/conversations` with `key`.
+async fn listed(gw: &Gw, key: &str) -> Value {
+    let response = gw
+        .http
+        .get(gw.url("/v1/conversations"))
+        .header("x-api-key", key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    response.json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_lists_a_hibernated_conversation_and_shows_its_stored_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored = with_store(dir.path(), 300);
+    let gw = Gw::start(|options| {
+        stored(options);
+        options.engine.console = true;
+        options.engine.http.api_keys = vec!["alice".into(), "bob".into()];
+    })
+    .await;
+    let ask = json!([{"role": "user", "content": "Remember PINEAPPLE"}]);
+    let first = gw
+        .post("/v1/messages", &anthropic(ask), Some("alice"))
+        .await;
+    assert_eq!(first.status().as_u16(), 200);
+    let answer = text_of(&first.json().await.unwrap());
+    assert!(answer.contains("PINEAPPLE"), "{answer}");
+
+    // Hibernated after 0.3 s idle: still listed, from the store, with its model.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let row = loop {
+        let list = listed(&gw, "alice").await;
+        let rows = list["data"].as_array().unwrap().clone();
+        assert_eq!(rows.len(), 1, "listed once: {list}");
+        if rows[0]["state"] == "hibernated" {
+            break rows[0].clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never hibernated: {list}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(row["closed"], "hibernated", "{row}");
+    assert!(row["model"].is_string(), "the model its CLI ran: {row}");
+    assert_eq!(listed(&gw, "bob").await["data"], json!([]));
+
+    // Its stream: the stored transcript's cards (the prompt and the model's answer), then
+    // its end; another key cannot read it.
+    let id = row["id"].as_str().unwrap();
+    let events = gw.url(&format!("/v1/conversations/{id}/events"));
+    let response = gw
+        .http
+        .get(&events)
+        .header("x-api-key", "alice")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let text = response.text().await.unwrap();
+    assert!(text.starts_with("event: conversation\n"), "{text}");
+    assert!(
+        text.contains("\"type\":\"user_text\",\"text\":\"Remember PINEAPPLE\""),
+        "{text}"
+    );
+    let escaped = json!(answer).to_string();
+    assert!(
+        text.contains(&escaped[1..escaped.len() - 1]),
+        "the model's answer: {text}"
+    );
+    assert!(
+        !text.contains("\"type\":\"unknown\""),
+        "only its messages: {text}"
+    );
+    assert!(
+        text.ends_with("\n\n") && text.contains("event: closed\n"),
+        "{text}"
+    );
+    let tenant = row["tenant"].as_str().unwrap();
+    let theirs = gw
+        .http
+        .get(format!("{events}?tenant={tenant}"))
+        .header("x-api-key", "bob")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(theirs.status().as_u16(), 404);
+    gw.stop().await;
+}

@@ -18,6 +18,7 @@ fn record(tenant: &str, id: &str, hash: &str) -> ConversationRecord {
         transcript: format!("/home/{id}.jsonl"),
         state: RecordState::Live,
         saved_ms: 1,
+        model: None,
     }
 }
 
@@ -200,4 +201,60 @@ async fn a_server_that_does_not_answer_is_a_clear_error_at_start() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("Redis"), "{error}");
+}
+
+/// What the console asks of a store: the conversations saved last first, a tenant's or every
+/// tenant's, and a transcript read without taking the conversation over.
+pub async fn lists_and_peeks(store: &dyn SessionStore) {
+    let saved = |tenant: &str, id: &str, at: u64| {
+        let mut record = record(tenant, id, &format!("h-{id}"));
+        record.saved_ms = at;
+        record.model = Some("claude-sonnet-4-5".to_owned());
+        record
+    };
+    for (tenant, id, at) in [("t1", "a", 1_000), ("t1", "b", 3_000), ("t2", "c", 2_000)] {
+        store
+            .append(&saved(tenant, id, at).key, lines(&[id]))
+            .await
+            .unwrap();
+        store.save(&saved(tenant, id, at)).await.unwrap();
+    }
+    let ids = |records: Vec<ConversationRecord>| -> Vec<String> {
+        records.into_iter().map(|r| r.key.id).collect()
+    };
+    assert_eq!(ids(store.list(Some("t1"), 10).await.unwrap()), ["b", "a"]);
+    assert_eq!(ids(store.list(None, 10).await.unwrap()), ["b", "c", "a"]);
+    assert_eq!(ids(store.list(None, 2).await.unwrap()), ["b", "c"]);
+    assert_eq!(
+        ids(store.list(Some("t3"), 10).await.unwrap()),
+        Vec::<String>::new()
+    );
+    let listed = store.list(Some("t2"), 10).await.unwrap();
+    assert_eq!(listed, [saved("t2", "c", 2_000)], "the whole record");
+    // Saved again: first.
+    store.save(&saved("t1", "a", 4_000)).await.unwrap();
+    assert_eq!(ids(store.list(Some("t1"), 10).await.unwrap()), ["a", "b"]);
+
+    let key = saved("t1", "a", 4_000).key;
+    assert_eq!(store.peek(&key).await.unwrap(), Some(lines(&["a"])));
+    // A peek takes nothing over: the writer goes on.
+    store.append(&key, lines(&["a2"])).await.unwrap();
+    assert_eq!(store.peek(&key).await.unwrap(), Some(lines(&["a", "a2"])));
+    let theirs = ConversationKey {
+        tenant: "t2".to_owned(),
+        id: "a".to_owned(),
+    };
+    assert_eq!(store.peek(&theirs).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn the_console_lists_conversations_saved_last_first_and_peeks_at_transcripts() {
+    let redis = RedisServer::start();
+    let store = RedisStore::connect(&redis.url(), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    lists_and_peeks(&store).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = ccwire_host::store::DirStore::new(dir.path(), Duration::from_secs(3600));
+    lists_and_peeks(&store).await;
 }

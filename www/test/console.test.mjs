@@ -64,6 +64,8 @@ before(async () => {
     "--enable-tool", "Bash",
     "--api-key", OTHER_KEY,
     "--allow-origin", origin,
+    // Idle conversations are hibernated (their CLIs closed, kept in the session store).
+    "--hibernate-after", "1",
   ]);
   profile = mkdtempSync(join(tmpdir(), "ccwire-chromium-"));
   browser = await chromium.launchPersistentContext(profile, {
@@ -195,5 +197,31 @@ test("ccwire serve serves the console itself: open it, approve with a click", as
   assert.equal(body.stop_reason, "end_turn", JSON.stringify(body));
   assert.ok(existsSync(join(home, "work", "approved-on-the-gateway-s-page.txt")), "the allowed command ran");
   await page.screenshot({ path: join(artifacts, "console-served-by-the-gateway.png"), fullPage: true });
+  await page.close();
+});
+
+test("a hibernated conversation is listed and its stored transcript shown", async () => {
+  const body = await ask("CONSOLE-SLEEPY remember the word KIWI");
+  assert.equal(body.stop_reason, "end_turn", JSON.stringify(body));
+  // Which listed conversation it is: the one whose stored transcript has the prompt.
+  const auth = { authorization: `Bearer ${KEY}` };
+  let id = null;
+  for (let i = 0; i < 150 && !id; i++) {
+    const list = await (await fetch(`${gateway.url}/v1/conversations`, { headers: auth })).json();
+    for (const c of list.data.filter((c) => c.state === "hibernated")) {
+      const events = await fetch(`${gateway.url}/v1/conversations/${c.id}/events?tenant=${c.tenant}`, { headers: auth });
+      if ((await events.text()).includes("CONSOLE-SLEEPY")) id = c.id;
+    }
+    if (!id) await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.ok(id, "the conversation is listed as hibernated");
+  const page = await consolePage(KEY);
+  const row = page.locator(`#conversations tbody tr[data-id="${id}"][data-state=hibernated]`);
+  await row.waitFor({ timeout: 10_000 });
+  assert.equal(await row.locator(".state").textContent(), "hibernated");
+  await row.click();
+  await page.locator("#conversation", { hasText: "CONSOLE-SLEEPY remember the word KIWI" }).waitFor({ timeout: 10_000 });
+  await page.locator("#watching", { hasText: "its next request resumes it" }).waitFor({ timeout: 10_000 });
+  await page.screenshot({ path: join(artifacts, "console-hibernated.png"), fullPage: true });
   await page.close();
 });

@@ -218,6 +218,17 @@ enum StoreOp {
         json: Option<String>,
         done: tokio::sync::oneshot::Sender<()>,
     },
+    /// List stored conversations for the console.
+    List {
+        request: RequestId,
+        tenant: Option<String>,
+        limit: usize,
+    },
+    /// Read a stored transcript for the console.
+    Peek {
+        request: RequestId,
+        key: ConversationKey,
+    },
     /// Read a tenant's Managed Agents resources for a request.
     LoadManaged {
         request: RequestId,
@@ -568,6 +579,40 @@ async fn store_worker(
                 }
                 let _ = done.send(());
             }
+            StoreOp::List {
+                request,
+                tenant,
+                limit,
+            } => {
+                // Reads for the console, after the writes before them, but not holding up
+                // the writes after them.
+                let (store, app) = (store.clone(), app.clone());
+                tokio::spawn(async move {
+                    let listed = bounded(store.list(tenant.as_deref(), limit)).await;
+                    let Some(app) = app.upgrade() else {
+                        return;
+                    };
+                    let listed = listed
+                        .map_err(|error| {
+                            tracing::warn!(%error, "cannot list the conversations of the session store");
+                        })
+                        .ok();
+                    app.input(|gateway, now| gateway.handle_listed(now, request, listed));
+                });
+            }
+            StoreOp::Peek { request, key } => {
+                let (store, app) = (store.clone(), app.clone());
+                tokio::spawn(async move {
+                    let read = bounded(store.peek(&key)).await;
+                    let Some(app) = app.upgrade() else {
+                        return;
+                    };
+                    let read = read.map_err(|error| {
+                        tracing::warn!(%error, "cannot read a transcript of the session store");
+                    });
+                    app.input(|gateway, now| gateway.handle_transcript_loaded(now, request, read));
+                });
+            }
             StoreOp::LoadManaged { request, tenant } => {
                 let loaded = bounded(store.load_managed(&tenant)).await;
                 let Some(app) = app.upgrade() else {
@@ -822,6 +867,18 @@ impl App {
                     json,
                     done,
                 });
+            }
+            GatewayOutput::StoreList {
+                request,
+                tenant,
+                limit,
+            } => self.to_store(StoreOp::List {
+                request,
+                tenant,
+                limit,
+            }),
+            GatewayOutput::StoreLoad { request, key } => {
+                self.to_store(StoreOp::Peek { request, key });
             }
             GatewayOutput::StoreLoadManaged { request, tenant } => {
                 self.to_store(StoreOp::LoadManaged { request, tenant });

@@ -106,9 +106,11 @@ return 1
 ";
 
 /// Replaces a record, points its hash at it and forgets the hash it had; renews the
-/// transcript's time-to-live; 0 (and nothing written) when the conversation's fencing token
-/// is newer than the writer's. KEYS: record, index, transcript, token. ARGV: record, id,
-/// ttl, the index keys' prefix, the writer's token.
+/// transcript's time-to-live; ranks the conversation in its tenant's recent ones (dropping
+/// those older than the time-to-live); 0 (and nothing written) when the conversation's
+/// fencing token is newer than the writer's. KEYS: record, index, transcript, token, recent.
+/// ARGV: record, id, ttl, the index keys' prefix, the writer's token, the record's time
+/// (Unix ms).
 static SAVE: LazyLock<Script> = LazyLock::new(|| Script::new(SAVE_LUA));
 const SAVE_LUA: &str = r"
 if tonumber(redis.call('GET', KEYS[4]) or '0') > tonumber(ARGV[5]) then return 0 end
@@ -126,6 +128,9 @@ if old then
   end
 end
 redis.call('EXPIRE', KEYS[4], ARGV[3])
+redis.call('ZADD', KEYS[5], ARGV[6], ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', '(' .. (tonumber(ARGV[6]) - tonumber(ARGV[3]) * 1000))
+redis.call('EXPIRE', KEYS[5], ARGV[3])
 return 1
 ";
 
@@ -244,6 +249,99 @@ impl RedisStore {
         Ok(format!("ccwire:{{{}}}:h:", component(tenant)?))
     }
 
+    /// A tenant's conversations by when each was last saved (a sorted set).
+    fn recent(tenant: &str) -> io::Result<String> {
+        Ok(format!("ccwire:{{{}}}:recent", component(tenant)?))
+    }
+
+    async fn peek_async(&self, key: &ConversationKey) -> io::Result<Option<Vec<String>>> {
+        let mut redis = self.redis.clone();
+        let lines: Vec<String> = redis
+            .lrange(format!("{}:t", Self::conversation(key)?), 0, -1)
+            .await
+            .map_err(|e| self.failed(e))?;
+        Ok((!lines.is_empty()).then_some(lines))
+    }
+
+    async fn list_async(
+        &self,
+        tenant: Option<&str>,
+        limit: usize,
+    ) -> io::Result<Vec<ConversationRecord>> {
+        let mut redis = self.redis.clone();
+        let sets: Vec<String> = match tenant {
+            Some(tenant) => vec![Self::recent(tenant)?],
+            None => {
+                let mut sets = Vec::new();
+                let mut cursor = 0u64;
+                loop {
+                    let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg("ccwire:{*}:recent")
+                        .arg("COUNT")
+                        .arg(1000)
+                        .query_async(&mut redis)
+                        .await
+                        .map_err(|e| self.failed(e))?;
+                    sets.extend(batch);
+                    if next == 0 {
+                        break;
+                    }
+                    cursor = next;
+                }
+                sets
+            }
+        };
+        let Some(last) = limit.checked_sub(1) else {
+            return Ok(Vec::new());
+        };
+        // The newest of each tenant's, then the newest of those.
+        let mut ranked: Vec<(f64, String, String)> = Vec::new();
+        for set in &sets {
+            let Some(tenant) = set
+                .strip_prefix("ccwire:{")
+                .and_then(|rest| rest.strip_suffix("}:recent"))
+            else {
+                continue;
+            };
+            let newest: Vec<(String, f64)> = redis
+                .zrevrange_withscores(set, 0, last as isize)
+                .await
+                .map_err(|e| self.failed(e))?;
+            for (id, at) in newest {
+                ranked.push((at, tenant.to_owned(), id));
+            }
+        }
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+        ranked.truncate(limit);
+        let mut keys = Vec::with_capacity(ranked.len());
+        for (_, tenant, id) in &ranked {
+            let key = ConversationKey {
+                tenant: tenant.clone(),
+                id: id.clone(),
+            };
+            keys.push(format!("{}:r", Self::conversation(&key)?));
+        }
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut reads = redis::pipe();
+        for key in &keys {
+            reads.get(key);
+        }
+        let jsons: Vec<Option<String>> = reads
+            .query_async(&mut redis)
+            .await
+            .map_err(|e| self.failed(e))?;
+        // (A record gone since it was ranked has expired: left out.)
+        Ok(jsons
+            .into_iter()
+            .flatten()
+            .filter_map(|json| serde_json::from_str(&json).ok())
+            .collect())
+    }
+
     fn response(tenant: &str, id: &str) -> io::Result<String> {
         Ok(format!(
             "ccwire:{{{}}}:s:{}",
@@ -286,11 +384,13 @@ impl RedisStore {
             .key(index)
             .key(format!("{base}:t"))
             .key(format!("{base}:o"))
+            .key(Self::recent(&record.key.tenant)?)
             .arg(json)
             .arg(&record.key.id)
             .arg(self.ttl_secs())
             .arg(prefix)
             .arg(self.token(&base))
+            .arg(record.saved_ms)
             .invoke_async(&mut redis)
             .await
             .map_err(|e| self.failed(e))?;
@@ -352,6 +452,21 @@ impl SessionStore for RedisStore {
 
     fn save<'a>(&'a self, record: &'a ConversationRecord) -> BoxFuture<'a, io::Result<()>> {
         Box::pin(self.save_async(record))
+    }
+
+    fn peek<'a>(
+        &'a self,
+        key: &'a ConversationKey,
+    ) -> BoxFuture<'a, io::Result<Option<Vec<String>>>> {
+        Box::pin(self.peek_async(key))
+    }
+
+    fn list<'a>(
+        &'a self,
+        tenant: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, io::Result<Vec<ConversationRecord>>> {
+        Box::pin(self.list_async(tenant, limit))
     }
 
     fn find<'a>(

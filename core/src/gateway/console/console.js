@@ -12,6 +12,15 @@ const STATE_LABEL = {
   waiting_for_client_tool: "waiting for a client tool",
   waiting_for_approval: "waiting for approval",
   idle: "idle",
+  hibernated: "hibernated",
+  elsewhere: "live on another gateway",
+};
+// Why a conversation no CLI runs was closed (its next request resumes it).
+const CLOSED_LABEL = {
+  hibernated: "hibernated",
+  expired: "hibernated (idle too long)",
+  ended: "hibernated (its CLI ended)",
+  restarted: "hibernated (the gateway restarted)",
 };
 const state = { gateway: "", key: "", watching: null, model: null, approvals: [], poll: null, stream: null };
 
@@ -43,15 +52,19 @@ async function refresh() {
     state.approvals = approvals.data ?? [];
     $("connection").textContent = "connected";
     document.body.dataset.connected = "true";
+    const stored = (c) => c.state === "hibernated" || c.state === "elsewhere";
     const rows = list.data.map((c) =>
-      el("tr", { "data-id": c.id, "data-state": c.state, onclick: () => watch(c.id) },
+      el("tr", { "data-id": c.id, "data-state": c.state, onclick: () => watch(c.id, stored(c) ? c.tenant : null) },
         el("td", {}, el("code", {}, c.id.slice(0, 8)), " ", el("span", { class: "tenant" }, c.tenant)),
         el("td", {}, c.model ?? "—"),
-        el("td", { class: `state ${c.state}` }, STATE_LABEL[c.state] ?? c.state),
-        el("td", { class: "held" }, heldText(c.held ?? [])),
-        el("td", {}, String(c.approvals.length))));
+        el("td", { class: `state ${c.state}`, title: c.last_active_ms ? `last active ${new Date(c.last_active_ms).toLocaleString()}` : "" },
+          (c.closed && CLOSED_LABEL[c.closed]) || STATE_LABEL[c.state] || c.state),
+        el("td", { class: "held" }, stored(c) ? "—" : heldText(c.held ?? [])),
+        el("td", {}, stored(c) ? "—" : String(c.approvals.length))));
     $("conversations").tBodies[0].replaceChildren(...rows);
     $("none").hidden = rows.length > 0;
+    $("stored-error").hidden = !list.stored_error;
+    $("stored-error").textContent = list.stored_error ?? "";
     if (state.model) draw();
   } catch (err) {
     $("connection").textContent = String(err.message ?? err);
@@ -89,8 +102,11 @@ function draw() {
   $("conversation").replaceChildren(...items);
 }
 
-/** Watches a conversation: its stream's chunks folded into the model as they come. */
-async function watch(id) {
+/**
+ * Watches a conversation: its stream's chunks folded into the model as they come. One no CLI
+ * runs (`tenant` given) is read from the session store: its transcript, then the stream ends.
+ */
+async function watch(id, tenant = null) {
   state.stream?.abort();
   const controller = new AbortController();
   state.stream = controller;
@@ -101,7 +117,8 @@ async function watch(id) {
   draw();
   let res;
   try {
-    res = await fetch(`${state.gateway}/v1/conversations/${id}/events`, { headers: headers(), signal: controller.signal });
+    const query = tenant ? `?tenant=${encodeURIComponent(tenant)}` : "";
+    res = await fetch(`${state.gateway}/v1/conversations/${encodeURIComponent(id)}/events${query}`, { headers: headers(), signal: controller.signal });
   } catch {
     return;
   }
@@ -128,7 +145,11 @@ async function watch(id) {
       const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
       if (state.watching !== id) return;
       if (event === "chunk") apply(state.model, JSON.parse(data));
-      if (event === "closed") $("watching").textContent = `Conversation ${id} (ended)`;
+      if (event === "closed") {
+        $("watching").textContent = tenant
+          ? `Conversation ${id} (no CLI runs it: its next request resumes it)`
+          : `Conversation ${id} (ended)`;
+      }
     }
     if (state.model.items.some((i) => i.kind === "tool" && i.permission && !i.permission.outcome)) {
       // A permission request: its approval is listed by the next refresh.

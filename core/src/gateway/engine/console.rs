@@ -1,12 +1,15 @@
 //! The console's view of the gateway ([`GatewayConfig::console`](super::GatewayConfig::console)):
-//! the live conversations (`GET /v1/conversations`) and each one's chunks as they come
-//! (`GET /v1/conversations/{id}/events`, SSE) — for an API key its own conversations, for the
-//! admin key every one.
+//! the conversations (`GET /v1/conversations`: the live ones, and with a session store those
+//! no CLI runs) and each one's chunks (`GET /v1/conversations/{id}/events`, SSE: a live one's
+//! as they come, a stored one's from its transcript) — for an API key its own conversations,
+//! for the admin key every one.
 
 use std::collections::VecDeque;
 
 use serde_json::{json, Value};
 
+use super::managed::{param, query};
+use super::types::{ConversationKey, ConversationRecord, RecordState};
 use super::{tenant_id, Gateway, GatewayOutput, Live, RequestId, Watch};
 use crate::api::{ApiError, ApiErrorKind};
 use crate::gateway::SessionId;
@@ -15,11 +18,23 @@ use crate::{Chunk, Timestamp};
 /// How much of a conversation's current turn is kept for a stream that opens mid-turn.
 const KEPT_BYTES: usize = 1 << 20;
 
+/// How many stored conversations the console lists at most (those saved last).
+const STORED_LISTED: usize = 100;
+
+/// A console request waiting for the session store.
+#[derive(Debug)]
+pub(super) enum Waiting {
+    /// `GET /v1/conversations` of a tenant (`None`: the admin).
+    List(Option<String>),
+    /// `GET /v1/conversations/{id}/events` of a stored conversation.
+    Transcript(ConversationKey),
+}
+
 /// What the console shows of a live CLI beyond what the gateway keeps anyway.
 #[derive(Debug, Default)]
 pub(super) struct Watched {
     /// The model its CLI said it runs.
-    model: Option<String>,
+    pub(super) model: Option<String>,
     /// When it started.
     started: Timestamp,
     /// The frames of its current turn, oldest first (at most [`KEPT_BYTES`]).
@@ -141,9 +156,86 @@ impl Gateway {
         })
     }
 
-    /// The live conversations `tenant` sees (every one for `None`: the admin), those that
-    /// served a request most recently first.
-    pub(super) fn conversations(&self, tenant: Option<&str>) -> Value {
+    /// `GET /v1/conversations`: the conversations `tenant` sees (every one for `None`: the
+    /// admin). With a session store, the live ones and those the store keeps, once it has
+    /// listed them ([`handle_listed`](Self::handle_listed)); without, the live ones at once.
+    pub(super) fn handle_conversations(&mut self, request: RequestId, tenant: Option<String>) {
+        if !self.config.store {
+            let list = self.conversations(tenant.as_deref(), None);
+            return self.respond_console_json(request, &list);
+        }
+        self.outputs.push_back(GatewayOutput::StoreList {
+            request,
+            tenant: tenant.as_deref().map(tenant_id),
+            limit: STORED_LISTED,
+        });
+        self.console_waiting.insert(request, Waiting::List(tenant));
+    }
+
+    /// The session store's answer to a [`GatewayOutput::StoreList`]: its records, saved last
+    /// first, or `None` when it failed (the live conversations are listed alone, with
+    /// `stored_error` saying why).
+    pub fn handle_listed(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        records: Option<Vec<ConversationRecord>>,
+    ) {
+        self.now = now;
+        let Some(Waiting::List(tenant)) = self.console_waiting.remove(&request) else {
+            return;
+        };
+        let mut list = self.conversations(tenant.as_deref(), records.as_deref());
+        if records.is_none() {
+            list["stored_error"] =
+                json!("the session store is unavailable: only live conversations are listed");
+        }
+        self.respond_console_json(request, &list);
+    }
+
+    fn respond_console_json(&mut self, request: RequestId, body: &Value) {
+        let headers = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("cache-control".to_owned(), "no-store".to_owned()),
+        ];
+        self.respond_whole(request, 200, headers, body.to_string().into_bytes());
+    }
+
+    /// A stored conversation no CLI runs here, as the console lists it.
+    fn stored_json(&self, record: &ConversationRecord) -> Value {
+        // A record saved as live that no CLI of this gateway runs: another gateway's (with a
+        // shared index), or one a restart left.
+        let state = match record.state {
+            RecordState::Live if self.config.publish_index => "elsewhere",
+            _ => "hibernated",
+        };
+        let closed = match record.state {
+            RecordState::Live => "restarted",
+            RecordState::Hibernated => "hibernated",
+            RecordState::Expired => "expired",
+            RecordState::Ended => "ended",
+        };
+        json!({
+            "id": record.key.id,
+            "tenant": record.key.tenant,
+            "model": record.model,
+            "state": state,
+            "closed": (state == "hibernated").then_some(closed),
+            "started_at_ms": null,
+            "last_active_ms": record.saved_ms,
+            "held_tool_calls": 0,
+            "held": [],
+            "approvals": [],
+        })
+    }
+
+    /// The conversations `tenant` sees (every one for `None`: the admin): the live ones, those
+    /// that served a request most recently first, then the `stored` ones no CLI here runs.
+    pub(super) fn conversations(
+        &self,
+        tenant: Option<&str>,
+        stored: Option<&[ConversationRecord]>,
+    ) -> Value {
         let mut mine: Vec<(SessionId, &Live)> = (self.lives.iter())
             .filter(|(id, _)| !self.pool.contains_key(id))
             .filter(|(_, live)| tenant.is_none_or(|t| live.tenant == t))
@@ -156,9 +248,21 @@ impl Gateway {
                     .unwrap_or(live.watched.started),
             )
         });
-        let data: Vec<Value> = (mine.into_iter())
+        let mut data: Vec<Value> = (mine.into_iter())
             .map(|(id, live)| self.conversation_json(id, live))
             .collect();
+        let scope = tenant.map(tenant_id);
+        let running = |record: &ConversationRecord| {
+            (self.lives.values()).any(|live| {
+                live.cli_id == record.key.id && tenant_id(&live.tenant) == record.key.tenant
+            })
+        };
+        data.extend(
+            (stored.unwrap_or_default().iter())
+                .filter(|r| scope.as_ref().is_none_or(|t| r.key.tenant == *t))
+                .filter(|r| !running(r))
+                .map(|r| self.stored_json(r)),
+        );
         json!({"object": "list", "data": data})
     }
 
@@ -168,21 +272,47 @@ impl Gateway {
     ///
     /// # Errors
     /// 404 for a conversation `tenant` does not see (none, or another tenant's).
+    ///
+    /// A conversation no CLI runs here (with a session store; the admin names its tenant,
+    /// `?tenant=`): the conversation as listed, its stored transcript's chunks, then `event:
+    /// closed` ([`handle_transcript_loaded`](Self::handle_transcript_loaded)).
     pub(super) fn handle_conversation_events(
         &mut self,
         request: RequestId,
         id: &str,
         tenant: Option<&str>,
+        query_string: &str,
     ) -> Result<(), ApiError> {
         let found = (self.lives.iter())
             .filter(|(s, _)| !self.pool.contains_key(s))
             .find(|(_, live)| live.cli_id == id && tenant.is_none_or(|t| live.tenant == t))
             .map(|(s, live)| (*s, self.conversation_json(*s, live)));
         let Some((session, listed)) = found else {
-            return Err(ApiError::new(
-                ApiErrorKind::NotFound,
-                format!("no live conversation {id:?}"),
-            ));
+            let params = query(query_string);
+            let named = param(&params, "tenant");
+            let key = match tenant {
+                Some(tenant) => Some(tenant_id(tenant)).filter(|t| named.is_none_or(|n| n == t)),
+                None => named.map(str::to_owned),
+            }
+            .map(|tenant| ConversationKey {
+                tenant,
+                id: id.to_owned(),
+            });
+            return match key {
+                Some(key) if self.config.store => {
+                    self.outputs.push_back(GatewayOutput::StoreLoad {
+                        request,
+                        key: key.clone(),
+                    });
+                    self.console_waiting
+                        .insert(request, Waiting::Transcript(key));
+                    Ok(())
+                }
+                _ => Err(ApiError::new(
+                    ApiErrorKind::NotFound,
+                    format!("no conversation {id:?}"),
+                )),
+            };
         };
         let mut bytes = format!("event: conversation\ndata: {listed}\n\n");
         if let Some(live) = self.lives.get(&session) {
@@ -192,6 +322,69 @@ impl Gateway {
         }
         self.open_watch(request, Watch::Conversation(session), bytes.into_bytes());
         Ok(())
+    }
+
+    /// The session store's answer to a [`GatewayOutput::StoreLoad`]: the conversation's
+    /// transcript, `None` when it keeps none, or `Err` when it failed (`503`). Its chunks are
+    /// sent as one stream that then ends.
+    pub fn handle_transcript_loaded(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        lines: Result<Option<Vec<String>>, ()>,
+    ) {
+        self.now = now;
+        let Some(Waiting::Transcript(key)) = self.console_waiting.remove(&request) else {
+            return;
+        };
+        let lines = match lines {
+            Ok(Some(lines)) => lines,
+            Ok(None) => {
+                let error = ApiError::new(
+                    ApiErrorKind::NotFound,
+                    format!("no conversation {:?}", key.id),
+                );
+                return self.respond_error(request, crate::api::Api::Anthropic, &[], &error);
+            }
+            Err(()) => {
+                let error = ApiError::new(
+                    ApiErrorKind::Unavailable,
+                    "the session store that keeps this conversation is unavailable; retry shortly",
+                )
+                .retry_after(2);
+                return self.respond_error(request, crate::api::Api::Anthropic, &[], &error);
+            }
+        };
+        let listed = json!({
+            "id": key.id,
+            "tenant": key.tenant,
+            "state": "hibernated",
+        });
+        let mut bytes = format!("event: conversation\ndata: {listed}\n\n");
+        // The conversation's messages; the CLI's own bookkeeping lines (queue operations,
+        // attachments, prompt snapshots …) are not shown.
+        let mut text = String::new();
+        for line in &lines {
+            let kind = serde_json::from_str::<Value>(line)
+                .ok()
+                .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned));
+            if matches!(kind.as_deref(), Some("user" | "assistant")) {
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        for chunk in crate::transcript::replay(text.as_bytes()) {
+            bytes.push_str(&frame(&chunk));
+        }
+        bytes.push_str(&format!(
+            "event: closed\ndata: {}\n\n",
+            json!({"id": key.id})
+        ));
+        let headers = vec![
+            ("content-type".to_owned(), "text/event-stream".to_owned()),
+            ("cache-control".to_owned(), "no-store".to_owned()),
+        ];
+        self.respond_whole(request, 200, headers, bytes.into_bytes());
     }
 
     /// `GET /console/…`: the console's page and its files (`file`: `None` for `/console`,
@@ -229,9 +422,6 @@ impl Gateway {
             return;
         };
         let watched = &mut live.watched;
-        if let Chunk::SessionInit { model, .. } = chunk {
-            watched.model.clone_from(model);
-        }
         if matches!(chunk, Chunk::UserPrompt { .. }) {
             // A new turn: what a stream opened now starts with.
             watched.turn.clear();

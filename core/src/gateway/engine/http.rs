@@ -583,12 +583,11 @@ impl Gateway {
                     Some(ConsoleRoute::File(kind, body)) => {
                         return self.console_page(request, Some((kind, body)))
                     }
-                    Some(ConsoleRoute::List) => scope().map(|scope| {
-                        let list = self.conversations(scope.as_deref());
-                        respond_json(self, request, 200, &list);
-                    }),
+                    Some(ConsoleRoute::List) => {
+                        scope().map(|scope| self.handle_conversations(request, scope))
+                    }
                     Some(ConsoleRoute::Events(id)) => scope().and_then(|scope| {
-                        self.handle_conversation_events(request, id, scope.as_deref())
+                        self.handle_conversation_events(request, id, scope.as_deref(), head.query)
                     }),
                     None => Ok(()),
                 };

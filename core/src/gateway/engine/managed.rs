@@ -152,7 +152,7 @@ fn parse(path: &str) -> Option<Route<'_>> {
 }
 
 /// A query string's parameters, decoded (`name[]` as `name`).
-fn query(query: &str) -> Vec<(String, String)> {
+pub(super) fn query(query: &str) -> Vec<(String, String)> {
     form_urlencoded::parse(query.as_bytes())
         .map(|(k, v)| {
             let k = k.strip_suffix("[]").unwrap_or(&k).to_owned();

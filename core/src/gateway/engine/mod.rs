@@ -278,6 +278,8 @@ pub struct Gateway {
     /// Streams of approval events (`GET /v1/approvals/events`): their tenant and next
     /// keep-alive.
     watchers: BTreeMap<RequestId, (Watch, Timestamp)>,
+    /// Console requests waiting for the session store.
+    console_waiting: BTreeMap<RequestId, console::Waiting>,
     /// The HTTP face.
     front: http::Front,
     /// Requests waiting for the session store to find their conversation.
@@ -347,6 +349,7 @@ impl Gateway {
             sessions: sessions::Sessions::default(),
             next_approval: 0,
             watchers: BTreeMap::new(),
+            console_waiting: BTreeMap::new(),
             front,
             finding: BTreeMap::new(),
             fetching: BTreeMap::new(),
@@ -403,6 +406,7 @@ impl Gateway {
         self.requests.contains_key(&request)
             || self.is_finding(request)
             || self.watchers.contains_key(&request)
+            || self.console_waiting.contains_key(&request)
             || self.managed.is_loading(request)
     }
 
@@ -1083,6 +1087,7 @@ impl Gateway {
     pub fn handle_client_gone(&mut self, now: Timestamp, request: RequestId) {
         self.now = now;
         if self.watchers.remove(&request).is_some()
+            || self.console_waiting.remove(&request).is_some()
             || self.front.counting.remove(&request).is_some()
         {
             return;
@@ -1469,6 +1474,12 @@ impl Gateway {
     fn on_chunk(&mut self, now: Timestamp, session: SessionId, chunk: Chunk) {
         if let Chunk::TranscriptMirror { file_path, entries } = chunk {
             return self.on_mirror(session, &file_path, entries);
+        }
+        if let (Chunk::SessionInit { model, .. }, Some(live)) =
+            (&chunk, self.lives.get_mut(&session))
+        {
+            // Kept in its record (the console lists it).
+            live.watched.model.clone_from(model);
         }
         if self.config.console {
             self.console_chunk(session, &chunk);

@@ -434,6 +434,7 @@ impl Gateway {
             transcript,
             state: RecordState::Live,
             saved_ms: wall,
+            model: live.watched.model.clone(),
         };
         if let Some(live) = self.lives.get_mut(&session) {
             live.record = Some(record.clone());

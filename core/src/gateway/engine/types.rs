@@ -312,6 +312,9 @@ pub struct ConversationRecord {
     pub state: RecordState,
     /// When it was saved (Unix ms).
     pub saved_ms: u64,
+    /// The model its CLI ran, if it said (shown by the console).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Whether a stored conversation has a live CLI ([`ConversationRecord::state`]).
@@ -483,6 +486,28 @@ pub enum GatewayOutput {
         request: RequestId,
         /// The tenant's id.
         tenant: String,
+    },
+    /// List the stored conversations of `tenant` (its id; `None`: every tenant's), those saved
+    /// most recently first, at most `limit`, and give them to
+    /// [`handle_listed`](super::Gateway::handle_listed) (with [`GatewayConfig::store`] and
+    /// [`GatewayConfig::console`]): the console lists the conversations no CLI runs.
+    StoreList {
+        /// The request waiting for them.
+        request: RequestId,
+        /// The tenant's id, or `None` for the admin.
+        tenant: Option<String>,
+        /// The most records wanted.
+        limit: usize,
+    },
+    /// Read the stored transcript of conversation `key` and give it to
+    /// [`handle_transcript_loaded`](super::Gateway::handle_transcript_loaded) (with
+    /// [`GatewayConfig::store`] and [`GatewayConfig::console`]): the console shows a
+    /// conversation no CLI runs.
+    StoreLoad {
+        /// The request waiting for it.
+        request: RequestId,
+        /// The conversation.
+        key: ConversationKey,
     },
     /// Keep the warm pool's settings (with [`GatewayConfig::store`] and a pool): a restarted
     /// gateway gives them to [`restore_pool`](super::Gateway::restore_pool). Opaque JSON, no
