@@ -2966,6 +2966,83 @@ fn the_console_lists_conversations_no_cli_runs_and_shows_their_stored_transcript
 }
 
 #[test]
+fn the_console_s_charts_count_each_key_s_turns_tokens_and_added_latency_per_ten_seconds() {
+    let mut sim = Sim::new(GatewayConfig {
+        console: true,
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys: vec!["alice".into(), "bob".into()],
+            admin_key: Some("root".into()),
+            ..ccwire_core::gateway::HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let say = |text: &str| anthropic(json!([{"role": "user", "content": text}]), false);
+    sim.advance(5_000);
+    sim.send(Api::Anthropic, "alice", say("One"));
+    sim.advance(20_000);
+    sim.send(Api::Anthropic, "alice", say("Two"));
+    sim.send(Api::Anthropic, "bob", say("Three"));
+    let stats = |sim: &mut Sim, key: &str| -> Value {
+        let (status, body, _) = console(sim, key, "/v1/stats");
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).unwrap()
+    };
+
+    let mine = stats(&mut sim, "alice");
+    assert_eq!(mine["bucket_ms"], 10_000);
+    let buckets = mine["buckets"].as_array().unwrap();
+    assert_eq!(buckets.len(), 60, "ten minutes");
+    let turns: Vec<u64> = buckets
+        .iter()
+        .map(|b| b["turns"].as_u64().unwrap())
+        .collect();
+    // One turn in the bucket of 0:05, one in that of 0:25 (the last, now).
+    assert_eq!(turns.iter().sum::<u64>(), 2);
+    assert_eq!((turns[57], turns[58], turns[59]), (1, 0, 1), "{turns:?}");
+    let last = &buckets[59];
+    assert!(last["tokens"]["output"].as_u64().unwrap() > 0, "{last}");
+    assert!(
+        last["added_ms_avg"].is_u64() && last["added_ms_max"].is_u64(),
+        "{last}"
+    );
+    assert!(buckets[58]["added_ms_avg"].is_null());
+    assert!(
+        last.get("pool_hits").is_none(),
+        "the pool is the operator's"
+    );
+    assert!(mine["now"].get("pool").is_none());
+    assert_eq!(mine["now"]["conversations"], 2, "{mine}");
+    // A bucket starts on its ten seconds (Unix ms).
+    let (a, b) = (
+        buckets[58]["at_ms"].as_u64().unwrap(),
+        last["at_ms"].as_u64().unwrap(),
+    );
+    assert_eq!(b - a, 10_000);
+
+    let theirs = stats(&mut sim, "bob");
+    let turns: u64 = (theirs["buckets"].as_array().unwrap().iter())
+        .map(|b| b["turns"].as_u64().unwrap())
+        .sum();
+    assert_eq!((turns, &theirs["now"]["conversations"]), (1, &json!(1)));
+    let all = stats(&mut sim, "root");
+    let turns: u64 = (all["buckets"].as_array().unwrap().iter())
+        .map(|b| b["turns"].as_u64().unwrap())
+        .sum();
+    assert_eq!(turns, 3);
+    assert!(all["now"]["pool"].is_object(), "{all}");
+    assert!(all["buckets"][59]["pool_misses"].is_u64());
+    assert_eq!(console(&mut sim, "nobody", "/v1/stats").0, 401);
+
+    // Ten minutes on, the old buckets are gone.
+    sim.advance(600_000);
+    let later = stats(&mut sim, "alice");
+    let turns: u64 = (later["buckets"].as_array().unwrap().iter())
+        .map(|b| b["turns"].as_u64().unwrap())
+        .sum();
+    assert_eq!(turns, 0);
+}
+
+#[test]
 fn the_console_lists_held_client_calls_with_their_deadlines() {
     let mut sim = Sim::new(GatewayConfig {
         console: true,

@@ -126,6 +126,13 @@ test("a live conversation's Bash call is approved with a click and runs", async 
   assert.equal(body.stop_reason, "end_turn", JSON.stringify(body));
   assert.ok(existsSync(join(home, "work", "allowed-from-the-console.txt")), "the allowed command ran");
   await page.locator(".tool-card[data-status=success]", { hasText: "touch allowed-from-the-console.txt" }).waitFor({ timeout: 15_000 });
+  // The charts of the last ten minutes count the turn and its tokens; the warm pool is the
+  // operator's, not shown to a tenant's key.
+  await page.locator("#chart-turns figcaption", { hasText: /^Turns: [1-9]\d* in 10 min/ }).waitFor({ timeout: 5_000 });
+  assert.ok((await page.locator("#chart-turns svg rect.turns").count()) >= 1, "a bar for the turn");
+  await page.locator("#chart-tokens figcaption", { hasText: /^Tokens: [1-9][\d.]*k? in · [1-9][\d.]*k? out$/ }).waitFor({ timeout: 5_000 });
+  assert.match(await page.locator("#chart-added figcaption").textContent(), /^Added latency: \d+ ms avg · \d+ ms max$/);
+  assert.ok(await page.locator("#chart-pool").isHidden(), "no pool chart for a tenant");
   await page.screenshot({ path: join(artifacts, "console-allowed.png"), fullPage: true });
   await page.close();
 });

@@ -52,6 +52,81 @@ fn header(out: &mut String, name: &str, help: &str, kind: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
+/// How long each of [`Recent`]'s buckets is (ms).
+pub(crate) const RECENT_BUCKET_MS: u64 = 10_000;
+/// How many buckets [`Recent`] keeps: ten minutes.
+pub(crate) const RECENT_BUCKETS: u64 = 60;
+
+/// What happened in one bucket of [`Recent`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Bucket {
+    /// Its index: its start over [`RECENT_BUCKET_MS`] (gateway time).
+    index: u64,
+    pub turns: u64,
+    /// Tokens of the responses that ended in it, by kind.
+    pub tokens: BTreeMap<&'static str, u64>,
+    /// What the gateway added to first bytes: the sum, count and largest (ms).
+    pub added_ms: (u64, u64, u64),
+    pub pool_hits: u64,
+    pub pool_misses: u64,
+}
+
+/// The last ten minutes in ten-second buckets, for the console's charts (`GET /v1/stats`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Recent {
+    buckets: std::collections::VecDeque<Bucket>,
+}
+
+impl Recent {
+    /// The bucket of `now` (gateway time), those too old forgotten.
+    pub(crate) fn at(&mut self, now: u64) -> &mut Bucket {
+        let index = now / RECENT_BUCKET_MS;
+        while (self.buckets.front()).is_some_and(|b| b.index + RECENT_BUCKETS <= index) {
+            self.buckets.pop_front();
+        }
+        if self.buckets.back().is_none_or(|b| b.index != index) {
+            self.buckets.push_back(Bucket {
+                index,
+                ..Bucket::default()
+            });
+        }
+        self.buckets.back_mut().expect("pushed above")
+    }
+
+    /// The buckets of the last ten minutes up to `now`, oldest first, each with its start
+    /// (`at_ms`, Unix ms: the gateway's time plus `epoch_ms`); empty ones too. With `pool`,
+    /// its hits and misses.
+    pub(crate) fn series(&self, now: u64, epoch_ms: u64, pool: bool) -> Vec<serde_json::Value> {
+        let last = now / RECENT_BUCKET_MS;
+        let empty = Bucket::default();
+        // Always ten minutes: those before the gateway started are empty.
+        (0..RECENT_BUCKETS)
+            .rev()
+            .map(|ago| {
+                let index = last.checked_sub(ago);
+                let b = (self.buckets.iter())
+                    .find(|b| Some(b.index) == index)
+                    .unwrap_or(&empty);
+                let (sum, count, max) = b.added_ms;
+                let start =
+                    (last * RECENT_BUCKET_MS + epoch_ms).saturating_sub(ago * RECENT_BUCKET_MS);
+                let mut bucket = serde_json::json!({
+                    "at_ms": start,
+                    "turns": b.turns,
+                    "tokens": b.tokens,
+                    "added_ms_avg": (count > 0).then(|| sum / count),
+                    "added_ms_max": (count > 0).then_some(max),
+                });
+                if pool {
+                    bucket["pool_hits"] = b.pool_hits.into();
+                    bucket["pool_misses"] = b.pool_misses.into();
+                }
+                bucket
+            })
+            .collect()
+    }
+}
+
 /// What the gateway counts.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Metrics {
@@ -84,6 +159,8 @@ pub(crate) struct Metrics {
     /// What the gateway added to a response's first byte: its time to first byte less the
     /// CLI's own (from the turn reaching it to its first answer), a new CLI's start included.
     pub added: Histogram,
+    /// The last ten minutes, for the console.
+    pub recent: Recent,
 }
 
 /// The gauges the gateway reads from its state when asked.

@@ -45,10 +45,89 @@ function heldText(held) {
   return held.map((h) => `${s(now - h.since_ms)} held, given up in ${s(h.deadline_ms - now)}`).join("; ");
 }
 
-/** The list of live conversations and the pending approvals, every second. */
+const SVG = "http://www.w3.org/2000/svg";
+
+/** An SVG element. */
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  for (const child of children) if (child != null) node.append(child);
+  return node;
+}
+
+/** A number in few characters: 950, 1.2k, 3.4M. */
+function short(n) {
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)}k`;
+  return String(Math.round(n));
+}
+
+/**
+ * A small bar chart of the buckets: each bucket one column of stacked `parts` (`{key, cls,
+ * label}`, each part's value read by `value(bucket, key)`), its numbers in its tooltip.
+ */
+function bars(buckets, parts, value) {
+  const width = 240, height = 40, gap = 1;
+  const w = width / buckets.length;
+  const totals = buckets.map((b) => parts.reduce((sum, p) => sum + (value(b, p.key) ?? 0), 0));
+  const top = Math.max(1, ...totals);
+  const columns = buckets.map((b, i) => {
+    let y = height;
+    const time = new Date(b.at_ms).toLocaleTimeString();
+    const rects = parts.map((p) => {
+      const v = value(b, p.key) ?? 0;
+      const h = (v / top) * (height - 2);
+      y -= h;
+      return v > 0 ? svg("rect", { x: i * w, y, width: Math.max(0.5, w - gap), height: h, class: p.cls }) : null;
+    });
+    const words = parts.map((p) => `${p.label} ${short(value(b, p.key) ?? 0)}`).join(", ");
+    return svg("g", {}, svg("title", {}, `${time}: ${words}`),
+      svg("rect", { x: i * w, y: 0, width: w, height, class: "hover" }), ...rects);
+  });
+  return svg("svg", { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", role: "img" },
+    svg("line", { x1: 0, y1: height - 0.5, x2: width, y2: height - 0.5, class: "axis" }), ...columns);
+}
+
+/** One chart: its caption and its bars. */
+function chart(id, caption, drawing) {
+  const figure = $(id);
+  figure.hidden = drawing == null;
+  if (drawing == null) return;
+  figure.querySelector("figcaption").textContent = caption;
+  figure.querySelector("svg")?.remove();
+  figure.append(drawing);
+}
+
+const sum = (buckets, f) => buckets.reduce((n, b) => n + (f(b) ?? 0), 0);
+const INPUT = ["input", "cache_read", "cache_creation"];
+
+/** The charts of the last ten minutes (`GET /v1/stats`): turns, tokens, added latency, pool. */
+function drawStats(stats) {
+  const b = stats.buckets;
+  const now = stats.now;
+  chart("chart-turns", `Turns: ${sum(b, (x) => x.turns)} in 10 min · ${now.conversations} live, ${now.in_flight} answering`,
+    bars(b, [{ key: "turns", cls: "turns", label: "turns" }], (x, k) => x[k]));
+  const tokens = (x, k) => (k === "in" ? INPUT.reduce((n, kind) => n + (x.tokens[kind] ?? 0), 0) : x.tokens.output ?? 0);
+  chart("chart-tokens", `Tokens: ${short(sum(b, (x) => tokens(x, "in")))} in · ${short(sum(b, (x) => tokens(x, "out")))} out`,
+    bars(b, [{ key: "in", cls: "tokens-in", label: "in" }, { key: "out", cls: "tokens-out", label: "out" }], tokens));
+  const timed = b.filter((x) => x.added_ms_avg != null);
+  const max = Math.max(0, ...timed.map((x) => x.added_ms_max));
+  chart("chart-added", timed.length
+    ? `Added latency: ${Math.round(sum(timed, (x) => x.added_ms_avg) / timed.length)} ms avg · ${max} ms max`
+    : "Added latency: no response yet",
+  bars(b, [{ key: "added_ms_avg", cls: "added", label: "ms avg" }], (x, k) => x[k]));
+  chart("chart-pool", now.pool
+    ? `Warm pool: ${now.pool.ready}/${now.pool.size} ready · ${sum(b, (x) => x.pool_hits)} hits, ${sum(b, (x) => x.pool_misses)} misses`
+    : "", now.pool
+    ? bars(b, [{ key: "pool_hits", cls: "hits", label: "hits" }, { key: "pool_misses", cls: "misses", label: "misses" }], (x, k) => x[k])
+    : null);
+}
+
+/** The conversations, the pending approvals and the charts, every second. */
 async function refresh() {
   try {
-    const [list, approvals] = await Promise.all([get("/v1/conversations"), get("/v1/approvals")]);
+    const [list, approvals, stats] = await Promise.all([get("/v1/conversations"), get("/v1/approvals"), get("/v1/stats")]);
+    drawStats(stats);
     state.approvals = approvals.data ?? [];
     $("connection").textContent = "connected";
     document.body.dataset.connected = "true";

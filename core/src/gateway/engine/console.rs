@@ -12,6 +12,7 @@ use super::managed::{param, query};
 use super::types::{ConversationKey, ConversationRecord, RecordState};
 use super::{tenant_id, Gateway, GatewayOutput, Live, RequestId, Watch};
 use crate::api::{ApiError, ApiErrorKind};
+use crate::gateway::metrics::{Metrics, RECENT_BUCKET_MS};
 use crate::gateway::SessionId;
 use crate::{Chunk, Timestamp};
 
@@ -93,6 +94,8 @@ pub(super) enum ConsoleRoute<'a> {
     List,
     /// `/v1/conversations/{id}/events`.
     Events(&'a str),
+    /// `/v1/stats`.
+    Stats,
 }
 
 /// The console's route of a path, if it is one.
@@ -102,6 +105,9 @@ pub(super) fn route(path: &str) -> Option<ConsoleRoute<'_>> {
     }
     if path == "/v1/conversations" {
         return Some(ConsoleRoute::List);
+    }
+    if path == "/v1/stats" {
+        return Some(ConsoleRoute::Stats);
     }
     if let Some((_, kind, body)) = PAGE.iter().find(|(p, ..)| *p == path) {
         return Some(ConsoleRoute::File(kind, body));
@@ -199,6 +205,47 @@ impl Gateway {
             ("cache-control".to_owned(), "no-store".to_owned()),
         ];
         self.respond_whole(request, 200, headers, body.to_string().into_bytes());
+    }
+
+    /// `GET /v1/stats`: the console's charts — the last ten minutes in ten-second buckets
+    /// (`buckets`: turns, tokens by kind, the latency the gateway added to first bytes, and
+    /// for the operator the warm pool's hits and misses) and what is happening now — of
+    /// `tenant`'s own requests, or for `None` (the operator) the whole gateway's.
+    pub(super) fn stats(&self, tenant: Option<&str>) -> Value {
+        let epoch = self.config.unix_epoch_ms;
+        let empty = Metrics::default();
+        let metrics = match tenant {
+            None => &self.metrics,
+            Some(t) => self.tenant_metrics.get(t).unwrap_or(&empty),
+        };
+        let mine: Vec<SessionId> = (self.lives.iter())
+            .filter(|(id, live)| {
+                !self.pool.contains_key(id) && tenant.is_none_or(|t| live.tenant == t)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        let mut now = json!({
+            "conversations": mine.len(),
+            "held_tool_calls": mine.iter().map(|id| self.registry.held_in(*id)).sum::<usize>(),
+            "approvals": (self.approvals.values())
+                .filter(|a| tenant.is_none_or(|t| a.tenant == t))
+                .count(),
+            "in_flight": (self.requests.values())
+                .filter(|r| mine.contains(&r.session))
+                .count(),
+        });
+        if tenant.is_none() {
+            let ready = (self.pool.keys())
+                .filter(|id| self.lives.get(id).is_some_and(|l| l.starting.is_none()))
+                .count();
+            now["pool"] = json!({"size": self.pool.len(), "ready": ready});
+            now["queued"] = self.queue.len().into();
+        }
+        json!({
+            "bucket_ms": RECENT_BUCKET_MS,
+            "buckets": metrics.recent.series(self.now, epoch, tenant.is_none()),
+            "now": now,
+        })
     }
 
     /// A stored conversation no CLI runs here, as the console lists it.

@@ -586,6 +586,10 @@ impl Gateway {
                     Some(ConsoleRoute::List) => {
                         scope().map(|scope| self.handle_conversations(request, scope))
                     }
+                    Some(ConsoleRoute::Stats) => scope().map(|scope| {
+                        let stats = self.stats(scope.as_deref());
+                        respond_json(self, request, 200, &stats);
+                    }),
                     Some(ConsoleRoute::Events(id)) => scope().and_then(|scope| {
                         self.handle_conversation_events(request, id, scope.as_deref(), head.query)
                     }),

@@ -842,7 +842,11 @@ impl Gateway {
                 *m.resumes.entry(reason.as_str()).or_default() += 1
             });
         }
-        self.count(tenant, |m| *m.turns.entry(kind.as_str()).or_default() += 1);
+        let now = self.now;
+        self.count(tenant, |m| {
+            *m.turns.entry(kind.as_str()).or_default() += 1;
+            m.recent.at(now).turns += 1;
+        });
         let encoder = ResponseEncoder::new(EncoderOptions {
             api,
             stream: parsed.stream,
@@ -945,6 +949,7 @@ impl Gateway {
                         // A CLI started ahead takes the conversation.
                         self.registry.rekey(session, warm);
                         self.metrics.pool_hits += 1;
+                        self.metrics.recent.at(now).pool_hits += 1;
                         let live = self.lives.get_mut(&warm).expect("warm CLIs are live");
                         match &mut live.starting {
                             Some(starting) => starting.prompt = Some(prompt),
@@ -958,6 +963,7 @@ impl Gateway {
                     None => {
                         if settings.is_some() {
                             self.metrics.pool_misses += 1;
+                            self.metrics.recent.at(now).pool_misses += 1;
                         }
                         // A conversation goes before a warm CLI of other settings, and before
                         // the CLI of a conversation that waits for nothing (it is resumed or
@@ -1704,7 +1710,11 @@ impl Gateway {
                 ("cache_read", usage.cache_read_input_tokens),
                 ("cache_creation", usage.cache_creation_input_tokens),
             ] {
-                self.count(&flight.tenant, |m| *m.tokens.entry(kind).or_default() += n);
+                let now = self.now;
+                self.count(&flight.tenant, |m| {
+                    *m.tokens.entry(kind).or_default() += n;
+                    *m.recent.at(now).tokens.entry(kind).or_default() += n;
+                });
             }
             let pending: Vec<String> = flight
                 .encoder
@@ -1835,11 +1845,16 @@ impl Gateway {
         let first_byte = self.now.saturating_sub(arrival.at);
         let added = (arrival.cli_sent.zip(arrival.cli_first))
             .map(|(sent, first)| first_byte.saturating_sub(first.saturating_sub(sent)));
+        let now = self.now;
         self.count(&arrival.tenant, |m| {
             *m.requests.entry((arrival.api.name(), status)).or_default() += 1;
             m.first_byte.observe(first_byte as f64 / 1000.0);
             if let Some(added) = added {
                 m.added.observe(added as f64 / 1000.0);
+                let bucket = m.recent.at(now);
+                bucket.added_ms.0 += added;
+                bucket.added_ms.1 += 1;
+                bucket.added_ms.2 = bucket.added_ms.2.max(added);
             }
         });
     }
