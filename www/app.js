@@ -18,7 +18,7 @@ const SAMPLES = [
 
 
 const $ = (id) => document.getElementById(id);
-const state = { steps: [], at: 0, timer: null, name: "" };
+const state = { steps: [], at: 0, timer: null, name: "", toolTimeline: null };
 
 /** Splits a transcript into timeline steps: `{t, chunks}` per line, plus the end of input. */
 export function stepsOf(text) {
@@ -74,8 +74,115 @@ function render() {
 
   const step = state.steps[state.at];
   const end = state.steps[state.steps.length - 1]?.t ?? 0;
+  // The transcript's tools are those of its last line's model, the one load() renders first.
+  if (!state.toolTimeline && state.at === state.steps.length - 1) state.toolTimeline = buildToolTimeline(model);
+  drawToolTimeline(model, step?.t ?? 0);
   $("timeline").value = String(state.at);
   $("clock").textContent = `${((step?.t ?? 0) / 1000).toFixed(1)} s / ${(end / 1000).toFixed(1)} s · line ${state.at + 1}/${state.steps.length}`;
+}
+
+const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
+/** A tool's duration in words: `40 ms` under a second, else `1.2 s`. */
+const took = (ms) => (ms < 1000 ? `${Math.round(ms)} ms` : seconds(ms));
+const DONE = new Set(["success", "error", "cancelled"]);
+
+/**
+ * The tool timeline's rows, one per tool call of the transcript (`final`: the model at its last
+ * line), ordered by start, on an axis from the first line's time to the last's. Built once per
+ * transcript; `drawToolTimeline` places the bars as they were at the current line.
+ */
+function buildToolTimeline(final) {
+  const steps = state.steps;
+  const t0 = steps[0]?.t ?? 0;
+  const t1 = Math.max(t0, steps[steps.length - 1]?.t ?? 0);
+  // The line where each tool call first appears: where a click on its bar goes.
+  const startStep = new Map();
+  steps.forEach((s, i) => {
+    for (const c of s.chunks) if (c.type === "tool_use" && !startStep.has(c.id)) startStep.set(c.id, i);
+  });
+  const depthOf = (tool) => {
+    let depth = 0;
+    for (let p = tool.parent, seen = 0; p != null && seen < 16; seen++) {
+      depth += 1;
+      p = final.tools.get(p)?.parent ?? null;
+    }
+    return depth;
+  };
+  const tools = [...final.tools.values()]
+    .map((tool) => ({ tool, step: startStep.get(tool.id) ?? 0 }))
+    .sort((a, b) => (a.tool.startedMs ?? t0) - (b.tool.startedMs ?? t0) || a.step - b.step);
+  const rows = tools.map(({ tool, step }) => {
+    const depth = depthOf(tool);
+    const name = tool.name + (tool.server ? " (server)" : "");
+    const bar = el("button", { type: "button", class: "tl-bar", "data-step": String(step), "data-tool-id": tool.id, "data-name": tool.name });
+    const dur = el("span", { class: "tl-dur" });
+    const row = el("div", { class: `tl-row${depth ? " tl-sub" : ""}`, "data-step": String(step), "data-tool-id": tool.id },
+      el("span", { class: "tl-name", title: `${name}${depth ? " (in a sub-agent)" : ""} · line ${step + 1}` }, depth ? "↳ " : null, name),
+      el("div", { class: "tl-track" }, bar),
+      dur);
+    row.style.setProperty("--depth", String(depth));
+    return { id: tool.id, name, depth, step, final: tool, row, bar, dur };
+  });
+  const span = Math.max(1, t1 - t0);
+  const ticks = el("div", { class: "tl-track tl-ticks" },
+    ...[0, 0.25, 0.5, 0.75, 1].map((f) => {
+      const tick = el("span", { class: "tl-tick" }, `${((t0 + f * (t1 - t0)) / 1000).toFixed(t1 - t0 < 5000 ? 2 : 1)} s`);
+      tick.style.left = `${f * 100}%`;
+      tick.style.transform = `translateX(-${f * 100}%)`;
+      return tick;
+    }));
+  const marker = el("div", { class: "tl-now" });
+  const sub = rows.filter((r) => r.depth > 0).length;
+  $("tl-summary").textContent = rows.length === 0
+    ? "no tool calls in this transcript"
+    : `${rows.length} tool call${rows.length === 1 ? "" : "s"}${sub ? `, ${sub} in a sub-agent` : ""} · click one to go to the line where it started`;
+  $("tl-rows").replaceChildren(
+    ...(rows.length ? [el("div", { class: "tl-row tl-axis" }, el("span", { class: "tl-name" }), ticks, el("span", { class: "tl-dur" }))] : []),
+    ...rows.map((r) => r.row),
+    ...(rows.length ? [el("div", { class: "tl-marks" }, marker)] : []));
+  $("tool-timeline").hidden = false;
+  return { t0, span, rows, marker };
+}
+
+/** Places the timeline's bars as they were at the current line (`model`, at `now` ms). */
+function drawToolTimeline(model, now) {
+  const tl = state.toolTimeline;
+  if (!tl) return;
+  const at = (ms) => Math.min(1, Math.max(0, (ms - tl.t0) / tl.span)) * 100;
+  for (const r of tl.rows) {
+    const tool = model.tools.get(r.id);
+    const start = (tool ?? r.final).startedMs ?? tl.t0;
+    const where = r.depth ? " · in a sub-agent" : "";
+    let end, cls, title, dur;
+    if (!tool) {
+      // Not started yet at this line: drawn faintly where it will run.
+      end = r.final.endedMs ?? tl.t0 + tl.span;
+      cls = "later";
+      title = `${r.name}${where} · starts at ${seconds(start)}, after this line`;
+      dur = "";
+    } else if (tool.endedMs != null) {
+      end = tool.endedMs;
+      cls = `status-${tool.status}`;
+      title = `${r.name}${where} · ${STATUS_LABEL[tool.status] ?? tool.status} · took ${took(end - start)} (from ${seconds(start)} to ${seconds(end)})`;
+      dur = took(end - start);
+    } else {
+      // No result yet: it runs up to this line.
+      end = Math.max(start, now);
+      const still = !DONE.has(tool.status);
+      cls = `status-${tool.status}${still ? " open" : " no-result"}`;
+      title = `${r.name}${where} · ${STATUS_LABEL[tool.status] ?? tool.status} · ${still ? `${took(end - start)} so far` : "no result"} (since ${seconds(start)})`;
+      dur = still ? `${took(end - start)}…` : "no result";
+    }
+    const left = at(start);
+    r.bar.className = `tl-bar ${cls}`;
+    r.bar.dataset.status = tool ? tool.status : "later";
+    r.bar.style.left = `${left}%`;
+    r.bar.style.width = `${Math.max(0, at(end) - left)}%`;
+    r.bar.title = title;
+    r.dur.textContent = dur;
+  }
+  tl.marker.style.left = `${at(now)}%`;
+  tl.marker.title = `this line: ${seconds(now)}`;
 }
 
 /** Marks the items that hold the search text; says how many. */
@@ -138,6 +245,7 @@ export function load(name, text) {
   state.name = name;
   state.steps = stepsOf(text);
   state.at = state.steps.length - 1;
+  state.toolTimeline = null;
   $("timeline").max = String(state.steps.length - 1);
   $("player").hidden = false;
   $("title").textContent = name;
@@ -178,6 +286,14 @@ async function main() {
     render();
   });
   $("play").addEventListener("click", play);
+  // A click on a tool's bar (or its name) goes to the line where the tool started.
+  $("tool-timeline").addEventListener("click", (e) => {
+    const row = e.target.closest?.("[data-step]");
+    if (!row || !state.steps.length) return;
+    stop();
+    state.at = Math.max(0, Math.min(state.steps.length - 1, Number(row.dataset.step)));
+    render();
+  });
   $("search").addEventListener("input", search);
   $("redact").addEventListener("change", (e) => {
     view.redact = e.target.checked;

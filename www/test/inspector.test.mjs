@@ -250,6 +250,118 @@ test("a tool card says how long the tool took, and the totals count the turn's t
   assert.match(await page.locator("#totals").innerText(), /^1 turn · [\d,]+ in · [\d,]+ out/);
 });
 
+/** The tool calls of a corpus transcript, read from the file itself: for each, in order of
+ * first appearance, its name, the line (0-based) where it starts, and its start and result times. */
+function toolCallsOf(name) {
+  const lines = readFileSync(join(here, "../../tests/corpus", name), "utf8").split("\n").filter((l) => l.trim() !== "");
+  const calls = new Map();
+  lines.forEach((line, step) => {
+    const t = JSON.parse(line).t_ms;
+    for (const m of line.matchAll(/"type": "tool_use", "id": "([^"]+)", "name": "([^"]+)"/g)) {
+      if (!calls.has(m[1])) calls.set(m[1], { id: m[1], name: m[2], step, start: t, end: null, endStep: null });
+    }
+    if (!line.includes('"tool_result"')) return;
+    for (const m of line.matchAll(/"tool_use_id": "([^"]+)"/g)) {
+      const call = calls.get(m[1]);
+      if (call && call.end === null) Object.assign(call, { end: t, endStep: step });
+    }
+  });
+  return { calls: [...calls.values()], lines: lines.length, t0: JSON.parse(lines[0]).t_ms, t1: JSON.parse(lines.at(-1)).t_ms };
+}
+
+/** Each bar of the tool timeline: its tool, status, place and size in pixels (relative to its track). */
+const timelineBars = () =>
+  page.locator("#tool-timeline .tl-bar").evaluateAll((bars) =>
+    bars.map((b) => {
+      const box = b.getBoundingClientRect();
+      const track = b.parentElement.getBoundingClientRect();
+      return {
+        id: b.dataset.toolId, name: b.dataset.name, status: b.dataset.status, className: b.className, title: b.title,
+        step: Number(b.dataset.step), sub: b.closest(".tl-row").classList.contains("tl-sub"),
+        label: b.closest(".tl-row").querySelector(".tl-name").textContent,
+        x: box.left - track.left, width: box.width, trackWidth: track.width, color: getComputedStyle(b).backgroundColor,
+      };
+    }));
+
+test("the tool timeline draws each tool call on the transcript's time axis, and a click on one goes to its start", async () => {
+  const name = "x_long_session.jsonl";
+  const { calls, lines, t0, t1 } = toolCallsOf(name);
+  assert.ok(calls.length >= 5 && calls.every((c) => c.end !== null), `the transcript's tools: ${JSON.stringify(calls)}`);
+  await open(name);
+  assert.match(await page.locator("#tl-summary").innerText(), new RegExp(`^${calls.length} tool calls`));
+
+  // At the end: one bar per call, in order of start, each where and as long as the tool ran.
+  let bars = await timelineBars();
+  assert.deepEqual(bars.map((b) => [b.id, b.name, b.step]), calls.map((c) => [c.id, c.name, c.step]));
+  for (let i = 0; i < bars.length; i++) {
+    const [bar, call] = [bars[i], calls[i]];
+    assert.ok(bar.width > 0, `bar ${i} has a width: ${bar.width}`);
+    if (i > 0) assert.ok(bar.x >= bars[i - 1].x, `bar ${i} starts no earlier than bar ${i - 1}: ${bar.x} < ${bars[i - 1].x}`);
+    const x = ((call.start - t0) / (t1 - t0)) * bar.trackWidth;
+    const width = Math.max(3, ((call.end - call.start) / (t1 - t0)) * bar.trackWidth);
+    assert.ok(Math.abs(bar.x - x) < 1.5, `bar ${i} starts at ${bar.x}px, the tool at ${x}px`);
+    assert.ok(Math.abs(bar.width - width) < 1.5, `bar ${i} is ${bar.width}px long, the tool ${width}px`);
+    assert.equal(bar.status, "success");
+    assert.equal(bar.color, "rgb(43, 138, 62)");
+    assert.ok(bar.title.startsWith(`${call.name} · success · took ${call.end - call.start} ms`), bar.title);
+    assert.ok(!bar.sub && bar.label === call.name, bar.label);
+  }
+  const markerX = async () => page.locator("#tool-timeline .tl-now").evaluate((m) => m.getBoundingClientRect().left);
+  const trackOf = async (i) => page.locator("#tool-timeline .tl-bar").nth(i).evaluate((b) => b.parentElement.getBoundingClientRect().right);
+  assert.ok(Math.abs((await markerX()) - (await trackOf(0))) < 2, "the marker is at the end");
+
+  // A click on the fourth call's bar: the scrubber goes to the line where it started.
+  const k = 3;
+  await page.locator("#tool-timeline .tl-bar").nth(k).click();
+  assert.equal(Number(await page.locator("#timeline").inputValue()), calls[k].step);
+  assert.equal(
+    await page.locator("#clock").innerText(),
+    `${(calls[k].start / 1000).toFixed(1)} s / ${(t1 / 1000).toFixed(1)} s · line ${calls[k].step + 1}/${lines}`,
+  );
+  assert.equal(await page.locator(`.tool-card[data-tool-id="${calls[k].id}"]`).count(), 1, "its card is drawn");
+  assert.equal(await page.locator(`.tool-card[data-tool-id="${calls[k + 1].id}"]`).count(), 0, "the next one's is not yet");
+  bars = await timelineBars();
+  assert.equal(bars.length, calls.length, "the later calls stay on the timeline");
+  // The calls started before: done, or (one run in parallel) still open up to this line.
+  const done = calls.slice(0, k).map((c) => c.endStep <= calls[k].step);
+  assert.ok(done.includes(true) && done.includes(false), `both kinds before the call: ${done}`);
+  for (let i = 0; i <= k; i++) {
+    if (i < k && done[i]) {
+      assert.equal(bars[i].status, "success", `bar ${i}`);
+      assert.ok(!bars[i].className.includes("open"), bars[i].className);
+    } else {
+      assert.ok(bars[i].className.includes("open") && !["success", "later"].includes(bars[i].status), `bar ${i}: ${bars[i].className}`);
+      assert.match(bars[i].title, /so far/);
+      const width = Math.max(3, ((calls[k].start - calls[i].start) / (t1 - t0)) * bars[i].trackWidth);
+      assert.ok(Math.abs(bars[i].width - width) < 1.5, `open bar ${i} reaches this line: ${bars[i].width}px, not ${width}px`);
+    }
+  }
+  assert.deepEqual(bars.slice(k + 1).map((b) => b.status), Array(calls.length - k - 1).fill("later"));
+  const barX = await page.locator("#tool-timeline .tl-bar").nth(k).evaluate((b) => b.getBoundingClientRect().left);
+  assert.ok(Math.abs((await markerX()) - barX) < 2, `the marker (${await markerX()}px) is at the call's start (${barX}px)`);
+  await page.locator("#tool-timeline").scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(artifacts, "inspector-timeline.png") });
+
+  // And back to the first one.
+  await page.locator("#tool-timeline .tl-bar").first().click();
+  assert.equal(Number(await page.locator("#timeline").inputValue()), calls[0].step);
+  assert.match(await page.locator("#clock").innerText(), new RegExp(` · line ${calls[0].step + 1}/${lines}$`));
+});
+
+test("the tool timeline marks a sub-agent's calls, within its Agent call", async () => {
+  const { calls } = toolCallsOf("x_subagent.jsonl");
+  await open("x_subagent.jsonl");
+  const bars = await timelineBars();
+  assert.deepEqual(bars.map((b) => b.name), ["Agent", "Bash"]);
+  assert.deepEqual(bars.map((b) => b.id), calls.map((c) => c.id));
+  const [agent, bash] = bars;
+  assert.ok(!agent.sub && bash.sub, "the Bash row is a sub-agent's");
+  assert.equal(bash.label, "↳ Bash");
+  assert.match(bash.title, /in a sub-agent/);
+  assert.ok(bash.x >= agent.x && bash.x + bash.width <= agent.x + agent.width + 0.5, "the Bash call runs within the Agent call");
+  assert.match(await page.locator("#tl-summary").innerText(), /^2 tool calls, 1 in a sub-agent/);
+});
+
 test("the page logged no errors", () => {
   assert.deepEqual(consoleErrors, []);
 });
