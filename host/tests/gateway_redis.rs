@@ -377,6 +377,7 @@ async fn approvals_are_listed_streamed_and_answered_on_any_gateway_of_a_cluster(
         "http",
         "--admin-key",
         "admin",
+        "--console",
     ];
     let (gateways, urls) = cluster(&home, &fake, (&states, &at), &redis, &args).await;
     let list = |url: &str, key: &str| {
@@ -442,6 +443,56 @@ async fn approvals_are_listed_streamed_and_answered_on_any_gateway_of_a_cluster(
     let event = next_event(&mut frames, "approval").await;
     assert_eq!(event["id"], id.as_str(), "{event}");
 
+    // The console of gateway two lists the conversation gateway one runs, once, with its
+    // node; gateway three streams it from there.
+    let console = |url: &str, path: &str, key: &str| {
+        http.get(format!("{url}{path}"))
+            .header("x-api-key", key)
+            .send()
+    };
+    let list: Value = console(&urls[1], "/v1/conversations", "key-one")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let rows = list["data"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{list}");
+    assert_eq!(
+        (rows[0]["state"].as_str(), rows[0]["node"].as_str()),
+        (Some("waiting_for_approval"), Some("one")),
+        "{list}"
+    );
+    let other: Value = console(&urls[1], "/v1/conversations", "key-two")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(other["data"], json!([]));
+    let conversation = rows[0]["id"].as_str().unwrap().to_owned();
+    let events = format!("/v1/conversations/{conversation}/events");
+    assert_eq!(
+        console(&urls[2], &events, "key-two")
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    let mut watched = console(&urls[2], &events, "key-one").await.unwrap();
+    assert_eq!(watched.status(), 200);
+    assert_eq!(header(&watched, "x-ccwire-node"), "one");
+    let mut seen = String::new();
+    while !seen.contains("\"type\":\"permission_request\"") {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), watched.chunk())
+            .await
+            .expect("the stream goes on")
+            .unwrap()
+            .expect("the stream is open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(seen.starts_with("event: conversation\n"), "{seen}");
+
     // Answered through gateway three; the turn on gateway one goes on.
     let answer = |url: &str| {
         http.post(format!("{url}/v1/approvals/{id}"))
@@ -465,6 +516,19 @@ async fn approvals_are_listed_streamed_and_answered_on_any_gateway_of_a_cluster(
         404,
         "answered once"
     );
+
+    // The charts of gateway three count the turn gateway one ran.
+    let stats: Value = console(&urls[2], "/v1/stats", "key-one")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let turns: u64 = (stats["buckets"].as_array().unwrap().iter())
+        .map(|b| b["turns"].as_u64().unwrap())
+        .sum();
+    assert_eq!(turns, 1, "{stats}");
+    assert_eq!(stats["now"]["conversations"], 1, "{stats}");
 
     // Each node's metrics name it.
     let metrics = http

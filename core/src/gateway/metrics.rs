@@ -60,7 +60,8 @@ pub(crate) const RECENT_BUCKETS: u64 = 60;
 /// What happened in one bucket of [`Recent`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Bucket {
-    /// Its index: its start over [`RECENT_BUCKET_MS`] (gateway time).
+    /// Its index: its start over [`RECENT_BUCKET_MS`] (Unix ms, so that the buckets of the
+    /// nodes of a cluster line up).
     index: u64,
     pub turns: u64,
     /// Tokens of the responses that ended in it, by kind.
@@ -78,7 +79,7 @@ pub(crate) struct Recent {
 }
 
 impl Recent {
-    /// The bucket of `now` (gateway time), those too old forgotten.
+    /// The bucket of `now` (Unix ms), those too old forgotten.
     pub(crate) fn at(&mut self, now: u64) -> &mut Bucket {
         let index = now / RECENT_BUCKET_MS;
         while (self.buckets.front()).is_some_and(|b| b.index + RECENT_BUCKETS <= index) {
@@ -93,10 +94,9 @@ impl Recent {
         self.buckets.back_mut().expect("pushed above")
     }
 
-    /// The buckets of the last ten minutes up to `now`, oldest first, each with its start
-    /// (`at_ms`, Unix ms: the gateway's time plus `epoch_ms`); empty ones too. With `pool`,
-    /// its hits and misses.
-    pub(crate) fn series(&self, now: u64, epoch_ms: u64, pool: bool) -> Vec<serde_json::Value> {
+    /// The buckets of the last ten minutes up to `now` (Unix ms), oldest first, each with its
+    /// start (`at_ms`); empty ones too. With `pool`, its hits and misses.
+    pub(crate) fn series(&self, now: u64, pool: bool) -> Vec<serde_json::Value> {
         let last = now / RECENT_BUCKET_MS;
         let empty = Bucket::default();
         // Always ten minutes: those before the gateway started are empty.
@@ -108,8 +108,7 @@ impl Recent {
                     .find(|b| Some(b.index) == index)
                     .unwrap_or(&empty);
                 let (sum, count, max) = b.added_ms;
-                let start =
-                    (last * RECENT_BUCKET_MS + epoch_ms).saturating_sub(ago * RECENT_BUCKET_MS);
+                let start = (last - ago.min(last)) * RECENT_BUCKET_MS;
                 let mut bucket = serde_json::json!({
                     "at_ms": start,
                     "turns": b.turns,

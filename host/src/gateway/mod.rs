@@ -1248,8 +1248,22 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
                     Routed::Stale | Routed::Here => {}
                 }
             }
-            if matches!(head.path, "/v1/approvals" | "/v1/approvals/events") {
+            if matches!(
+                head.path,
+                "/v1/approvals" | "/v1/approvals/events" | "/v1/conversations" | "/v1/stats"
+            ) {
                 merge = Some((cluster.clone(), parts.headers.clone()));
+            }
+            // A conversation the console watches whose CLI runs on another node: streamed
+            // from there.
+            let elsewhere = app.options.engine.console
+                && (head.path.strip_prefix("/v1/conversations/"))
+                    .and_then(|rest| rest.strip_suffix("/events"))
+                    .is_some_and(|id| !app.core().gateway.runs_conversation(id));
+            if elsewhere {
+                if let Some(there) = live_elsewhere(&app, cluster, &parts).await {
+                    return there;
+                }
             }
         }
     }
@@ -1296,9 +1310,9 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         }
         drop(in_flight);
         match merge {
-            // The approvals of every node.
+            // The approvals, conversations or charts of every node.
             Some((cluster, asked)) if status == 200 => {
-                Body::from(cluster_approvals(&app, &cluster, &asked, bytes).await)
+                Body::from(cluster_list(&app, &cluster, &asked, head.path, bytes).await)
             }
             _ => Body::from(bytes),
         }
@@ -1415,55 +1429,163 @@ fn to_peer(
     request
 }
 
-/// `GET /v1/approvals` of the whole cluster: this node's list (`local`) with every other
-/// live node's, oldest first; a node that does not answer in time is left out (and logged).
-async fn cluster_approvals(
+/// `GET path` of the whole cluster (`/v1/approvals`, `/v1/conversations`, `/v1/stats`):
+/// this node's answer (`local`) with every other live node's, merged ([`merge_lists`]); a
+/// node that does not answer in time is left out (and logged).
+async fn cluster_list(
     app: &App,
     cluster: &Cluster,
     asked: &axum::http::HeaderMap,
+    path: &str,
     local: Vec<u8>,
 ) -> Vec<u8> {
-    let Ok(mut list) = serde_json::from_slice::<serde_json::Value>(&local) else {
+    let Ok(mine) = serde_json::from_slice::<serde_json::Value>(&local) else {
         return local;
     };
     let peers = match cluster.peers().await {
         Ok(peers) => peers,
         Err(error) => {
-            tracing::warn!(%error, "cannot list the cluster's nodes; approvals of this one only");
+            tracing::warn!(%error, path, "cannot list the cluster's nodes; this one's answer only");
             return local;
         }
     };
-    let lists = futures::future::join_all(peers.iter().map(|peer| async move {
-        let answer = to_peer(
-            app,
-            cluster,
-            peer,
-            axum::http::Method::GET,
-            "/v1/approvals",
-            asked,
-        )
-        .timeout(PEER_TIMEOUT)
-        .send()
-        .await
-        .and_then(reqwest::Response::error_for_status);
+    let answers = futures::future::join_all(peers.iter().map(|peer| async move {
+        let answer = to_peer(app, cluster, peer, axum::http::Method::GET, path, asked)
+            .timeout(PEER_TIMEOUT)
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status);
         let answer = match answer {
             Ok(answer) => answer.json::<serde_json::Value>().await,
             Err(error) => Err(error),
         };
         answer
-            .map_err(
-                |error| tracing::warn!(node = peer.node, %error, "a node's approvals are left out"),
-            )
+            .map_err(|error| tracing::warn!(node = peer.node, %error, path, "a node's answer is left out"))
             .ok()
     }))
     .await;
-    let mut data: Vec<serde_json::Value> = list["data"].as_array().cloned().unwrap_or_default();
-    for theirs in lists.into_iter().flatten() {
-        data.extend(theirs["data"].as_array().cloned().unwrap_or_default());
+    let theirs: Vec<serde_json::Value> = answers.into_iter().flatten().collect();
+    merge_lists(path, mine, theirs).to_string().into_bytes()
+}
+
+/// The cluster's answer to `GET path` from this node's (`mine`) and the others' (`theirs`):
+/// approvals oldest first; conversations each once (one a node runs before its stored
+/// record), those running first, most recently active first; the charts' buckets and counts
+/// summed.
+fn merge_lists(
+    path: &str,
+    mut mine: serde_json::Value,
+    theirs: Vec<serde_json::Value>,
+) -> serde_json::Value {
+    use serde_json::Value;
+    if path == "/v1/stats" {
+        for other in &theirs {
+            add_numbers(&mut mine["now"], &other["now"]);
+            let (Some(buckets), Some(others)) =
+                (mine["buckets"].as_array_mut(), other["buckets"].as_array())
+            else {
+                continue;
+            };
+            for bucket in buckets {
+                if let Some(same) = others.iter().find(|b| b["at_ms"] == bucket["at_ms"]) {
+                    add_numbers(bucket, same);
+                }
+            }
+        }
+        return mine;
     }
-    data.sort_by_key(|a| a["created_at_ms"].as_u64().unwrap_or(0));
-    list["data"] = serde_json::Value::Array(data);
-    list.to_string().into_bytes()
+    let mut data: Vec<Value> = mine["data"].as_array().cloned().unwrap_or_default();
+    for other in theirs {
+        data.extend(other["data"].as_array().cloned().unwrap_or_default());
+    }
+    if path == "/v1/approvals" {
+        data.sort_by_key(|a| a["created_at_ms"].as_u64().unwrap_or(0));
+    } else {
+        let stored = |c: &Value| matches!(c["state"].as_str(), Some("hibernated" | "elsewhere"));
+        let running: std::collections::HashSet<String> = (data.iter())
+            .filter(|c| !stored(c))
+            .filter_map(|c| c["id"].as_str().map(str::to_owned))
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        data.retain(|c| {
+            let id = c["id"].as_str().unwrap_or_default().to_owned();
+            !(stored(c) && running.contains(&id)) && seen.insert(id)
+        });
+        data.sort_by_key(|c| {
+            (
+                stored(c),
+                std::cmp::Reverse(c["last_active_ms"].as_u64().unwrap_or(0)),
+            )
+        });
+    }
+    mine["data"] = Value::Array(data);
+    mine
+}
+
+/// Adds `other`'s numbers into `into`'s, field by field (objects recursively; a null or
+/// missing one counts as none; averages are not sums: the largest is kept).
+fn add_numbers(into: &mut serde_json::Value, other: &serde_json::Value) {
+    use serde_json::Value;
+    let (Value::Object(into), Value::Object(other)) = (into, other) else {
+        return;
+    };
+    for (name, theirs) in other {
+        if name == "at_ms" {
+            continue;
+        }
+        let mine = into.entry(name.clone()).or_insert(Value::Null);
+        match (&mut *mine, theirs) {
+            (Value::Object(_), Value::Object(_)) => add_numbers(mine, theirs),
+            (Value::Null, Value::Object(_)) => *mine = theirs.clone(),
+            (_, Value::Number(n)) => {
+                let (a, b) = (mine.as_u64(), n.as_u64());
+                *mine = match (name.as_str(), a, b) {
+                    ("added_ms_avg" | "added_ms_max", Some(a), Some(b)) => a.max(b).into(),
+                    (_, Some(a), Some(b)) => (a + b).into(),
+                    (_, None, Some(b)) => b.into(),
+                    _ => mine.clone(),
+                };
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `GET /v1/conversations/{id}/events` of a conversation no CLI of this node runs: the stream
+/// of the node whose CLI runs it (asked with `live=only`), if one does.
+async fn live_elsewhere(
+    app: &App,
+    cluster: &Cluster,
+    parts: &axum::http::request::Parts,
+) -> Option<Response> {
+    let peers = cluster.peers().await.ok()?;
+    let query = parts.uri.query().map_or(String::new(), |q| format!("{q}&"));
+    let path = format!("{}?{query}live=only", parts.uri.path());
+    for peer in &peers {
+        let request = to_peer(
+            app,
+            cluster,
+            peer,
+            axum::http::Method::GET,
+            &path,
+            &parts.headers,
+        );
+        let Ok(Ok(answer)) = tokio::time::timeout(PEER_TIMEOUT, request.send()).await else {
+            continue;
+        };
+        if answer.status() != 200 {
+            continue;
+        }
+        let headers = answer.headers().clone();
+        let mut response = Response::new(Body::from_stream(answer.bytes_stream()));
+        for (name, value) in &headers {
+            if !hop_by_hop(name.as_str()) {
+                response.headers_mut().append(name, value.clone());
+            }
+        }
+        return Some(response);
+    }
+    None
 }
 
 /// `GET /v1/approvals/events` of the whole cluster: this node's stream (`local`), and every
@@ -1965,4 +2087,57 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
     server.drain().await;
     eprintln!("ccwire serve: stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_lists;
+    use serde_json::json;
+
+    #[test]
+    fn the_cluster_lists_each_conversation_once_running_first_and_sums_the_charts() {
+        let mine = json!({"object": "list", "data": [
+            {"id": "a", "state": "idle", "node": "one", "last_active_ms": 5},
+            {"id": "b", "state": "elsewhere", "last_active_ms": 9},
+            {"id": "c", "state": "hibernated", "last_active_ms": 7},
+        ]});
+        let theirs = vec![
+            json!({"object": "list", "data": [
+                {"id": "b", "state": "running", "node": "two", "last_active_ms": 9},
+                {"id": "c", "state": "hibernated", "last_active_ms": 7},
+            ]}),
+            json!({"object": "list", "data": [{"id": "d", "state": "hibernated", "last_active_ms": 8}]}),
+        ];
+        let merged = merge_lists("/v1/conversations", mine, theirs);
+        let rows: Vec<(&str, &str)> = (merged["data"].as_array().unwrap().iter())
+            .map(|c| (c["id"].as_str().unwrap(), c["state"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("b", "running"),
+                ("a", "idle"),
+                ("d", "hibernated"),
+                ("c", "hibernated")
+            ]
+        );
+
+        let bucket = |at: u64, turns: u64, avg: Option<u64>| {
+            json!({"at_ms": at, "turns": turns, "tokens": {"output": turns * 10},
+                   "added_ms_avg": avg, "added_ms_max": avg})
+        };
+        let mine = json!({"bucket_ms": 10_000, "buckets": [bucket(0, 1, Some(30)), bucket(10_000, 0, None)],
+                          "now": {"conversations": 1, "pool": {"size": 2, "ready": 1}}});
+        let theirs = vec![json!({"bucket_ms": 10_000,
+            "buckets": [bucket(0, 2, Some(50)), bucket(10_000, 3, Some(20))],
+            "now": {"conversations": 4, "pool": {"size": 1, "ready": 1}}})];
+        let merged = merge_lists("/v1/stats", mine, theirs);
+        assert_eq!(merged["bucket_ms"], 10_000);
+        assert_eq!(merged["buckets"][0], bucket(0, 3, Some(50)));
+        assert_eq!(merged["buckets"][1], bucket(10_000, 3, Some(20)));
+        assert_eq!(
+            merged["now"],
+            json!({"conversations": 5, "pool": {"size": 3, "ready": 2}})
+        );
+    }
 }

@@ -134,7 +134,7 @@ async function refresh() {
     const stored = (c) => c.state === "hibernated" || c.state === "elsewhere";
     const rows = list.data.map((c) =>
       el("tr", { "data-id": c.id, "data-state": c.state, onclick: () => watch(c.id, stored(c) ? c.tenant : null) },
-        el("td", {}, el("code", {}, c.id.slice(0, 8)), " ", el("span", { class: "tenant" }, c.tenant)),
+        el("td", {}, el("code", {}, c.id.slice(0, 8)), " ", el("span", { class: "tenant" }, c.node ? `${c.tenant} · on ${c.node}` : c.tenant)),
         el("td", {}, c.model ?? "—"),
         el("td", { class: `state ${c.state}`, title: c.last_active_ms ? `last active ${new Date(c.last_active_ms).toLocaleString()}` : "" },
           (c.closed && CLOSED_LABEL[c.closed]) || STATE_LABEL[c.state] || c.state),

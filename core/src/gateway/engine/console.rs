@@ -149,6 +149,7 @@ impl Gateway {
             .collect();
         json!({
             "id": live.cli_id,
+            "node": self.config.node,
             "tenant": tenant_id(&live.tenant),
             "model": live.watched.model,
             "state": self.conversation_state(id, live),
@@ -207,6 +208,12 @@ impl Gateway {
         self.respond_whole(request, 200, headers, body.to_string().into_bytes());
     }
 
+    /// Whether a CLI of this gateway runs conversation `id` (the console's id: its CLI's
+    /// session id), for a host that looks for it on the other nodes of a cluster otherwise.
+    pub fn runs_conversation(&self, id: &str) -> bool {
+        (self.lives.iter()).any(|(s, live)| live.cli_id == id && !self.pool.contains_key(s))
+    }
+
     /// `GET /v1/stats`: the console's charts — the last ten minutes in ten-second buckets
     /// (`buckets`: turns, tokens by kind, the latency the gateway added to first bytes, and
     /// for the operator the warm pool's hits and misses) and what is happening now — of
@@ -243,7 +250,7 @@ impl Gateway {
         }
         json!({
             "bucket_ms": RECENT_BUCKET_MS,
-            "buckets": metrics.recent.series(self.now, epoch, tenant.is_none()),
+            "buckets": metrics.recent.series(epoch.saturating_add(self.now), tenant.is_none()),
             "now": now,
         })
     }
@@ -322,7 +329,8 @@ impl Gateway {
     ///
     /// A conversation no CLI runs here (with a session store; the admin names its tenant,
     /// `?tenant=`): the conversation as listed, its stored transcript's chunks, then `event:
-    /// closed` ([`handle_transcript_loaded`](Self::handle_transcript_loaded)).
+    /// closed` ([`handle_transcript_loaded`](Self::handle_transcript_loaded)); `?live=only`
+    /// asks for a live one alone (another node of a cluster looking for it).
     pub(super) fn handle_conversation_events(
         &mut self,
         request: RequestId,
@@ -337,6 +345,7 @@ impl Gateway {
         let Some((session, listed)) = found else {
             let params = query(query_string);
             let named = param(&params, "tenant");
+            let live_only = param(&params, "live") == Some("only");
             let key = match tenant {
                 Some(tenant) => Some(tenant_id(tenant)).filter(|t| named.is_none_or(|n| n == t)),
                 None => named.map(str::to_owned),
@@ -346,7 +355,7 @@ impl Gateway {
                 id: id.to_owned(),
             });
             return match key {
-                Some(key) if self.config.store => {
+                Some(key) if self.config.store && !live_only => {
                     self.outputs.push_back(GatewayOutput::StoreLoad {
                         request,
                         key: key.clone(),

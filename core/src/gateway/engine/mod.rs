@@ -415,6 +415,11 @@ impl Gateway {
         self.requests.get(&request).map(|r| r.session)
     }
 
+    /// The time now as Unix ms.
+    fn wall_ms(&self) -> u64 {
+        self.config.unix_epoch_ms.saturating_add(self.now)
+    }
+
     /// Counts for the gateway and for `tenant`.
     fn count(&mut self, tenant: &str, f: impl Fn(&mut Metrics)) {
         f(&mut self.metrics);
@@ -842,10 +847,10 @@ impl Gateway {
                 *m.resumes.entry(reason.as_str()).or_default() += 1
             });
         }
-        let now = self.now;
+        let wall = self.wall_ms();
         self.count(tenant, |m| {
             *m.turns.entry(kind.as_str()).or_default() += 1;
-            m.recent.at(now).turns += 1;
+            m.recent.at(wall).turns += 1;
         });
         let encoder = ResponseEncoder::new(EncoderOptions {
             api,
@@ -949,7 +954,8 @@ impl Gateway {
                         // A CLI started ahead takes the conversation.
                         self.registry.rekey(session, warm);
                         self.metrics.pool_hits += 1;
-                        self.metrics.recent.at(now).pool_hits += 1;
+                        let wall = self.wall_ms();
+                        self.metrics.recent.at(wall).pool_hits += 1;
                         let live = self.lives.get_mut(&warm).expect("warm CLIs are live");
                         match &mut live.starting {
                             Some(starting) => starting.prompt = Some(prompt),
@@ -963,7 +969,8 @@ impl Gateway {
                     None => {
                         if settings.is_some() {
                             self.metrics.pool_misses += 1;
-                            self.metrics.recent.at(now).pool_misses += 1;
+                            let wall = self.wall_ms();
+                            self.metrics.recent.at(wall).pool_misses += 1;
                         }
                         // A conversation goes before a warm CLI of other settings, and before
                         // the CLI of a conversation that waits for nothing (it is resumed or
@@ -1710,10 +1717,10 @@ impl Gateway {
                 ("cache_read", usage.cache_read_input_tokens),
                 ("cache_creation", usage.cache_creation_input_tokens),
             ] {
-                let now = self.now;
+                let wall = self.wall_ms();
                 self.count(&flight.tenant, |m| {
                     *m.tokens.entry(kind).or_default() += n;
-                    *m.recent.at(now).tokens.entry(kind).or_default() += n;
+                    *m.recent.at(wall).tokens.entry(kind).or_default() += n;
                 });
             }
             let pending: Vec<String> = flight
@@ -1845,13 +1852,13 @@ impl Gateway {
         let first_byte = self.now.saturating_sub(arrival.at);
         let added = (arrival.cli_sent.zip(arrival.cli_first))
             .map(|(sent, first)| first_byte.saturating_sub(first.saturating_sub(sent)));
-        let now = self.now;
+        let wall = self.wall_ms();
         self.count(&arrival.tenant, |m| {
             *m.requests.entry((arrival.api.name(), status)).or_default() += 1;
             m.first_byte.observe(first_byte as f64 / 1000.0);
             if let Some(added) = added {
                 m.added.observe(added as f64 / 1000.0);
-                let bucket = m.recent.at(now);
+                let bucket = m.recent.at(wall);
                 bucket.added_ms.0 += added;
                 bucket.added_ms.1 += 1;
                 bucket.added_ms.2 = bucket.added_ms.2.max(added);
