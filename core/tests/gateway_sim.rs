@@ -2910,6 +2910,13 @@ fn the_console_lists_conversations_no_cli_runs_and_shows_their_stored_transcript
         serde_json::from_str::<Value>(&body).unwrap()["data"],
         json!([])
     );
+    // The live ones alone: the store is not asked.
+    let (status, body, _) = console(&mut sim, "alice", "/v1/conversations?live=only");
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["data"],
+        json!([])
+    );
     let (_, body, _) = console(&mut sim, "root", "/v1/conversations");
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap()["data"][0]["id"],

@@ -208,23 +208,20 @@ test("ccwire serve serves the console itself: open it, approve with a click", as
 });
 
 test("a hibernated conversation is listed and its stored transcript shown", async () => {
-  const body = await ask("CONSOLE-SLEEPY remember the word KIWI");
-  assert.equal(body.stop_reason, "end_turn", JSON.stringify(body));
-  // Which listed conversation it is: the one whose stored transcript has the prompt.
-  const auth = { authorization: `Bearer ${KEY}` };
-  let id = null;
-  for (let i = 0; i < 150 && !id; i++) {
-    const list = await (await fetch(`${gateway.url}/v1/conversations`, { headers: auth })).json();
-    for (const c of list.data.filter((c) => c.state === "hibernated")) {
-      const events = await fetch(`${gateway.url}/v1/conversations/${c.id}/events?tenant=${c.tenant}`, { headers: auth });
-      if ((await events.text()).includes("CONSOLE-SLEEPY")) id = c.id;
-    }
-    if (!id) await new Promise((r) => setTimeout(r, 200));
-  }
-  assert.ok(id, "the conversation is listed as hibernated");
+  // The page is open while the conversation runs, then its CLI is hibernated (after 1 s idle).
   const page = await consolePage(KEY);
+  // The earlier tests' conversations hibernated first, so the one live row is this one.
+  const live = page.locator("#conversations tbody tr:not([data-state=hibernated])");
+  for (let i = 0; i < 100 && (await live.count()) > 0; i++) await page.waitForTimeout(100);
+  assert.equal(await live.count(), 0, "the earlier conversations are hibernated");
+  const answer = ask("CONSOLE-SLEEPY remember the word KIWI");
+  await live.first().waitFor({ timeout: 10_000 });
+  const id = await live.first().getAttribute("data-id");
+  const body = await answer;
+  assert.equal(body.stop_reason, "end_turn", JSON.stringify(body));
   const row = page.locator(`#conversations tbody tr[data-id="${id}"][data-state=hibernated]`);
   await row.waitFor({ timeout: 10_000 });
+  assert.equal(await page.locator(`#conversations tbody tr[data-id="${id}"]`).count(), 1, "listed once");
   assert.equal(await row.locator(".state").textContent(), "hibernated");
   await row.click();
   await page.locator("#conversation", { hasText: "CONSOLE-SLEEPY remember the word KIWI" }).waitFor({ timeout: 10_000 });

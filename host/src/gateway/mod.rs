@@ -1252,7 +1252,8 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
                 head.path,
                 "/v1/approvals" | "/v1/approvals/events" | "/v1/conversations" | "/v1/stats"
             ) {
-                merge = Some((cluster.clone(), parts.headers.clone()));
+                let asked = parts.uri.path_and_query().map_or(head.path, |p| p.as_str());
+                merge = Some((cluster.clone(), parts.headers.clone(), asked.to_owned()));
             }
             // A conversation the console watches whose CLI runs on another node: streamed
             // from there.
@@ -1297,7 +1298,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         });
         match merge {
             // Every node's approvals as they come, for as long as this node's stream lasts.
-            Some((cluster, asked)) if status == 200 => {
+            Some((cluster, asked, _)) if status == 200 => {
                 Body::from_stream(cluster_events(app.clone(), cluster, asked, stream))
             }
             _ => Body::from_stream(stream),
@@ -1311,8 +1312,8 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         drop(in_flight);
         match merge {
             // The approvals, conversations or charts of every node.
-            Some((cluster, asked)) if status == 200 => {
-                Body::from(cluster_list(&app, &cluster, &asked, head.path, bytes).await)
+            Some((cluster, asked, path)) if status == 200 => {
+                Body::from(cluster_list(&app, &cluster, &asked, &path, bytes).await)
             }
             _ => Body::from(bytes),
         }
@@ -1429,9 +1430,9 @@ fn to_peer(
     request
 }
 
-/// `GET path` of the whole cluster (`/v1/approvals`, `/v1/conversations`, `/v1/stats`):
-/// this node's answer (`local`) with every other live node's, merged ([`merge_lists`]); a
-/// node that does not answer in time is left out (and logged).
+/// `GET path` (with its query) of the whole cluster (`/v1/approvals`, `/v1/conversations`,
+/// `/v1/stats`): this node's answer (`local`) with every other live node's, merged
+/// ([`merge_lists`]); a node that does not answer in time is left out (and logged).
 async fn cluster_list(
     app: &App,
     cluster: &Cluster,
@@ -1465,7 +1466,8 @@ async fn cluster_list(
     }))
     .await;
     let theirs: Vec<serde_json::Value> = answers.into_iter().flatten().collect();
-    merge_lists(path, mine, theirs).to_string().into_bytes()
+    let route = path.split_once('?').map_or(path, |(route, _)| route);
+    merge_lists(route, mine, theirs).to_string().into_bytes()
 }
 
 /// The cluster's answer to `GET path` from this node's (`mine`) and the others' (`theirs`):

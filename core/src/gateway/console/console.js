@@ -22,7 +22,11 @@ const CLOSED_LABEL = {
   ended: "hibernated (its CLI ended)",
   restarted: "hibernated (the gateway restarted)",
 };
-const state = { gateway: "", key: "", watching: null, model: null, approvals: [], poll: null, stream: null };
+const state = { gateway: "", key: "", watching: null, model: null, approvals: [], poll: null, stream: null, tick: 0, stored: [], live: new Set() };
+// The stored conversations (the session store's list) are asked for every fifth refresh, and
+// at once after a live one is gone; the live ones every second (`?live=only`).
+const STORED_EVERY = 5;
+const isStored = (c) => c.state === "hibernated" || c.state === "elsewhere";
 
 function headers(json = false) {
   const h = {};
@@ -126,12 +130,29 @@ function drawStats(stats) {
 /** The conversations, the pending approvals and the charts, every second. */
 async function refresh() {
   try {
-    const [list, approvals, stats] = await Promise.all([get("/v1/conversations"), get("/v1/approvals"), get("/v1/stats")]);
+    const full = state.tick++ % STORED_EVERY === 0;
+    const [list, approvals, stats] = await Promise.all([
+      get(full ? "/v1/conversations" : "/v1/conversations?live=only"),
+      get("/v1/approvals"),
+      get("/v1/stats"),
+    ]);
     drawStats(stats);
+    const live = list.data.filter((c) => !isStored(c));
+    const ids = new Set(live.map((c) => c.id));
+    if (full) {
+      state.stored = list.data.filter(isStored);
+      state.storedError = list.stored_error;
+    } else if ([...state.live].some((id) => !ids.has(id))) {
+      // A conversation's CLI is gone: the store's list is asked for at the next refresh.
+      state.tick = 0;
+    }
+    state.live = ids;
+    list.data = [...live, ...state.stored.filter((c) => !ids.has(c.id))];
+    list.stored_error = state.storedError;
     state.approvals = approvals.data ?? [];
     $("connection").textContent = "connected";
     document.body.dataset.connected = "true";
-    const stored = (c) => c.state === "hibernated" || c.state === "elsewhere";
+    const stored = isStored;
     const rows = list.data.map((c) =>
       el("tr", { "data-id": c.id, "data-state": c.state, onclick: () => watch(c.id, stored(c) ? c.tenant : null) },
         el("td", {}, el("code", {}, c.id.slice(0, 8)), " ", el("span", { class: "tenant" }, c.node ? `${c.tenant} · on ${c.node}` : c.tenant)),
@@ -246,6 +267,7 @@ function connect(event) {
   sessionStorage.setItem("ccwire.gateway", state.gateway);
   sessionStorage.setItem("ccwire.key", state.key);
   clearInterval(state.poll);
+  Object.assign(state, { tick: 0, stored: [], live: new Set() });
   state.poll = setInterval(refresh, 1000);
   refresh();
 }

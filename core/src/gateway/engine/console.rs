@@ -165,9 +165,16 @@ impl Gateway {
 
     /// `GET /v1/conversations`: the conversations `tenant` sees (every one for `None`: the
     /// admin). With a session store, the live ones and those the store keeps, once it has
-    /// listed them ([`handle_listed`](Self::handle_listed)); without, the live ones at once.
-    pub(super) fn handle_conversations(&mut self, request: RequestId, tenant: Option<String>) {
-        if !self.config.store {
+    /// listed them ([`handle_listed`](Self::handle_listed)); without, or with `?live=only`,
+    /// the live ones at once.
+    pub(super) fn handle_conversations(
+        &mut self,
+        request: RequestId,
+        tenant: Option<String>,
+        query_string: &str,
+    ) {
+        let live_only = param(&query(query_string), "live") == Some("only");
+        if !self.config.store || live_only {
             let list = self.conversations(tenant.as_deref(), None);
             return self.respond_console_json(request, &list);
         }

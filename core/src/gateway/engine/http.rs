@@ -584,7 +584,7 @@ impl Gateway {
                         return self.console_page(request, Some((kind, body)))
                     }
                     Some(ConsoleRoute::List) => {
-                        scope().map(|scope| self.handle_conversations(request, scope))
+                        scope().map(|scope| self.handle_conversations(request, scope, head.query))
                     }
                     Some(ConsoleRoute::Stats) => scope().map(|scope| {
                         let stats = self.stats(scope.as_deref());
