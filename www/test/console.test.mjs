@@ -227,5 +227,10 @@ test("a hibernated conversation is listed and its stored transcript shown", asyn
   await page.locator("#conversation", { hasText: "CONSOLE-SLEEPY remember the word KIWI" }).waitFor({ timeout: 10_000 });
   await page.locator("#watching", { hasText: "its next request resumes it" }).waitFor({ timeout: 10_000 });
   await page.screenshot({ path: join(artifacts, "console-hibernated.png"), fullPage: true });
+  // The page's address links to the conversation: reloaded (the key kept in the tab), it
+  // opens it again.
+  assert.match(page.url(), new RegExp(`#conversation=${id}&tenant=k[0-9a-f]+$`));
+  await page.reload();
+  await page.locator("#conversation", { hasText: "CONSOLE-SLEEPY remember the word KIWI" }).waitFor({ timeout: 10_000 });
   await page.close();
 });

@@ -212,6 +212,9 @@ async function watch(id, tenant = null) {
   state.stream = controller;
   state.watching = id;
   state.model = emptyModel();
+  // The link to this view: `#conversation=<id>` (and its tenant for a stored one).
+  const link = new URLSearchParams({ conversation: id, ...(tenant ? { tenant } : {}) });
+  history.replaceState(null, "", `#${link}`);
   $("watching").textContent = `Conversation ${id}`;
   document.body.dataset.watching = id;
   draw();
@@ -277,5 +280,10 @@ $("connect").addEventListener("submit", connect);
 $("gateway").value =
   new URLSearchParams(location.search).get("gateway") ?? sessionStorage.getItem("ccwire.gateway") ?? location.origin;
 $("key").value = sessionStorage.getItem("ccwire.key") ?? "";
-if ($("key").value || location.pathname.startsWith("/console")) connect();
+if ($("key").value || location.pathname.startsWith("/console")) {
+  connect();
+  // A link to a conversation opens it.
+  const linked = new URLSearchParams(location.hash.slice(1));
+  if (linked.get("conversation")) watch(linked.get("conversation"), linked.get("tenant"));
+}
 document.body.dataset.ready = "true";
