@@ -8,6 +8,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccwire_core::gateway::{ConversationKey, ConversationRecord};
 use ccwire_host::gateway::GatewayOptions;
 use ccwire_host::store::{DirStore, SessionStore};
 use ccwire_tests::cli::OfflineHome;
@@ -596,5 +597,119 @@ async fn the_console_lists_a_hibernated_conversation_and_shows_its_stored_transc
         .await
         .unwrap();
     assert_eq!(theirs.status().as_u16(), 404);
+    gw.stop().await;
+}
+
+/// A directory store whose transcript reads fail while `down` is set.
+#[derive(Debug)]
+struct LoadsFail {
+    inner: DirStore,
+    down: std::sync::atomic::AtomicBool,
+}
+
+type Fut<'a, T> = futures::future::BoxFuture<'a, std::io::Result<T>>;
+
+impl SessionStore for LoadsFail {
+    fn append<'a>(&'a self, key: &'a ConversationKey, lines: Vec<String>) -> Fut<'a, ()> {
+        self.inner.append(key, lines)
+    }
+    fn save<'a>(&'a self, record: &'a ConversationRecord) -> Fut<'a, ()> {
+        self.inner.save(record)
+    }
+    fn find<'a>(&'a self, tenant: &'a str, hash: &'a str) -> Fut<'a, Option<ConversationRecord>> {
+        self.inner.find(tenant, hash)
+    }
+    fn load<'a>(&'a self, key: &'a ConversationKey) -> Fut<'a, Option<Vec<String>>> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Box::pin(async { Err(std::io::Error::other("the disk is gone")) });
+        }
+        self.inner.load(key)
+    }
+    fn peek<'a>(&'a self, key: &'a ConversationKey) -> Fut<'a, Option<Vec<String>>> {
+        self.inner.peek(key)
+    }
+    fn list<'a>(
+        &'a self,
+        tenant: Option<&'a str>,
+        limit: usize,
+    ) -> Fut<'a, Vec<ConversationRecord>> {
+        self.inner.list(tenant, limit)
+    }
+    fn save_response<'a>(&'a self, tenant: &'a str, id: &'a str, response: String) -> Fut<'a, ()> {
+        self.inner.save_response(tenant, id, response)
+    }
+    fn load_response<'a>(&'a self, tenant: &'a str, id: &'a str) -> Fut<'a, Option<String>> {
+        self.inner.load_response(tenant, id)
+    }
+    fn save_managed<'a>(
+        &'a self,
+        tenant: &'a str,
+        kind: &'a str,
+        id: &'a str,
+        json: Option<String>,
+    ) -> Fut<'a, ()> {
+        self.inner.save_managed(tenant, kind, id, json)
+    }
+    fn load_managed<'a>(&'a self, tenant: &'a str) -> Fut<'a, Vec<(String, String)>> {
+        self.inner.load_managed(tenant)
+    }
+    fn save_pool(&self, settings: String) -> Fut<'_, ()> {
+        self.inner.save_pool(settings)
+    }
+    fn load_pool(&self) -> Fut<'_, Option<String>> {
+        self.inner.load_pool()
+    }
+    fn sweep(&self) -> Fut<'_, usize> {
+        self.inner.sweep()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transcript_the_store_cannot_give_back_is_a_503_to_retry_not_a_500() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(LoadsFail {
+        inner: DirStore::new(dir.path(), Duration::from_secs(3600)),
+        down: std::sync::atomic::AtomicBool::new(false),
+    });
+    let kept = store.clone();
+    let gw = Gw::start(move |options| {
+        options.store = Some(kept);
+        options.engine.limits.hibernate_after_ms = 300;
+    })
+    .await;
+    let url = gw.url("");
+    let mut messages = Vec::new();
+    turn(&gw.http, &url, &mut messages, "Remember MANGO").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    // Hibernated; its transcript cannot be read back now.
+    store.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    messages.push(json!({"role": "user", "content": "And now?"}));
+    let refused = gw
+        .post("/v1/messages", &anthropic(json!(messages)), None)
+        .await;
+    assert_eq!(refused.status().as_u16(), 503);
+    assert_eq!(header(&refused, "retry-after"), "2");
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("retry shortly"),
+        "{body}"
+    );
+
+    // Back: the same request resumes it.
+    store.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    let again = gw
+        .post("/v1/messages", &anthropic(json!(messages)), None)
+        .await;
+    assert_eq!(again.status().as_u16(), 200);
+    assert_eq!(header(&again, "x-ccwire-session"), "resumed");
+    let metrics = metrics(&gw).await;
+    assert!(
+        metrics.contains("ccwire_store_failures_total{op=\"load\"} 1"),
+        "{metrics}"
+    );
     gw.stop().await;
 }

@@ -138,7 +138,8 @@ pub(crate) struct Metrics {
     /// Histories retold in one prompt, by why no transcript could carry them.
     pub rebuilds: BTreeMap<&'static str, u64>,
     /// Session store calls that failed, by what was asked: `find` (the request got a 503),
-    /// `write` (retried with the conversation's next write).
+    /// `load` (a transcript to resume: the request got a 503), `write` (retried with the
+    /// conversation's next write).
     pub store_failures: BTreeMap<&'static str, u64>,
     pub spawns: u64,
     /// CLI ends by how: `exit`, `signal`, `spawn_failed`.

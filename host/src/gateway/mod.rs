@@ -208,7 +208,7 @@ enum StoreOp {
     Resume {
         spec: ResumeSpec,
         home: Option<PathBuf>,
-        done: tokio::sync::oneshot::Sender<Result<(), String>>,
+        done: tokio::sync::oneshot::Sender<Result<(), NotResumed>>,
     },
     /// Keep (or forget) a Managed Agents resource; `done` hears when it is kept.
     SaveManaged {
@@ -240,6 +240,31 @@ enum StoreOp {
     Release(String),
     /// Hear when everything asked before is done.
     Barrier(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Why a stored conversation's transcript could not be written for a CLI to resume it.
+#[derive(Debug)]
+struct NotResumed {
+    detail: String,
+    /// The session store failed or did not answer in time (the client is asked to retry),
+    /// rather than the transcript being missing or not writable.
+    unavailable: bool,
+}
+
+impl NotResumed {
+    fn unavailable(detail: impl Into<String>) -> NotResumed {
+        NotResumed {
+            detail: detail.into(),
+            unavailable: true,
+        }
+    }
+
+    fn failed(detail: impl Into<String>) -> NotResumed {
+        NotResumed {
+            detail: detail.into(),
+            unavailable: false,
+        }
+    }
 }
 
 /// Every two seconds, the memory the CLIs take (their process trees' proportional set size);
@@ -549,7 +574,9 @@ async fn store_worker(
                 let loaded = if backlog.flush(store.as_ref(), &spec.key).await != Flushed::Failed {
                     bounded(store.load(&spec.key)).await
                 } else {
-                    Err(std::io::Error::other("its transcript cannot be written"))
+                    Err(std::io::Error::other(
+                        "what the gateway keeps of it cannot be written to the session store",
+                    ))
                 };
                 let written = match loaded {
                     Ok(Some(lines)) => tokio::task::spawn_blocking(move || {
@@ -558,10 +585,12 @@ async fn store_worker(
                         materialize(&lines, &path, &spec.key.id, home.as_deref())
                     })
                     .await
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| r.map_err(|e| e.to_string())),
-                    Ok(None) => Err("its transcript is not in the session store".to_owned()),
-                    Err(error) => Err(error.to_string()),
+                    .map_err(|e| NotResumed::failed(e.to_string()))
+                    .and_then(|r| r.map_err(|e| NotResumed::failed(e.to_string()))),
+                    Ok(None) => Err(NotResumed::failed(
+                        "its transcript is not in the session store",
+                    )),
+                    Err(error) => Err(NotResumed::unavailable(error.to_string())),
                 };
                 let _ = done.send(written);
             }
@@ -940,22 +969,36 @@ impl App {
             tokio::task::spawn_blocking(move || {
                 let path = PathBuf::from(&resume.path);
                 let written = materialize(&resume.lines, &path, &resume.key.id, home.as_deref());
-                let _ = done.send(written.map_err(|e| e.to_string()));
+                let _ = done.send(written.map_err(|e| NotResumed::failed(e.to_string())));
             });
         }
         let app = self.clone();
         tokio::spawn(async move {
             let written = written
                 .await
-                .unwrap_or_else(|_| Err("the session store stopped".to_owned()));
+                .unwrap_or_else(|_| Err(NotResumed::unavailable("the session store stopped")));
             app.input_core(|core, now| {
                 // Closed meanwhile (its client went away).
                 if !core.clis.contains_key(&session) {
                     return;
                 }
+                if let Err(NotResumed {
+                    detail,
+                    unavailable: true,
+                }) = &written
+                {
+                    let id = &resume.key.id;
+                    tracing::warn!(session, error = %detail, "cannot read conversation {id} from the session store");
+                    core.clis.remove(&session);
+                    core.gateway.handle_resume_unavailable(now, session);
+                    return;
+                }
                 let started = written
                     .map_err(|error| SpawnFailure {
-                        detail: format!("cannot resume conversation {}: {error}", resume.key.id),
+                        detail: format!(
+                            "cannot resume conversation {}: {}",
+                            resume.key.id, error.detail
+                        ),
                         reason: "the stored conversation cannot be read".to_owned(),
                     })
                     .and_then(|()| app.spawn(core, session, &spec, Some(to_write)));

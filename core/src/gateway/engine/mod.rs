@@ -1074,6 +1074,28 @@ impl Gateway {
 
     /// The host could not start a session's CLI (`error` says why).
     pub fn handle_spawn_failed(&mut self, now: Timestamp, session: SessionId, error: &str) {
+        let error = ApiError::new(
+            ApiErrorKind::Api,
+            format!("cannot start a Claude Code session: {error}"),
+        );
+        self.not_started(now, session, error);
+    }
+
+    /// The session store could not give the transcript a new CLI was to resume (it failed or
+    /// did not answer in time; the host logs why): the CLI is not started, and the request
+    /// gets a 503 that asks to retry shortly, like a lookup the store could not answer.
+    pub fn handle_resume_unavailable(&mut self, now: Timestamp, session: SessionId) {
+        *self.metrics.store_failures.entry("load").or_default() += 1;
+        let error = ApiError::new(
+            ApiErrorKind::Unavailable,
+            "the session store that keeps this conversation is unavailable; retry shortly",
+        )
+        .retry_after(2);
+        self.not_started(now, session, error);
+    }
+
+    /// A session whose CLI never started: gone, its request failed with `error`.
+    fn not_started(&mut self, now: Timestamp, session: SessionId, error: ApiError) {
         self.now = now;
         let Some(live) = self.lives.remove(&session) else {
             return;
@@ -1086,10 +1108,6 @@ impl Gateway {
             .retain(|o| !matches!(o, GatewayOutput::Write { session: s, .. } if *s == session));
         self.registry.close(session);
         if let Some(request) = live.request {
-            let error = ApiError::new(
-                ApiErrorKind::Api,
-                format!("cannot start a Claude Code session: {error}"),
-            );
             self.fail(now, request, error);
         }
     }
