@@ -2219,6 +2219,88 @@ fn new_session(sim: &mut Sim, agent: Value, extra: Value) -> Value {
 }
 
 #[test]
+fn a_stream_that_asks_for_previews_gets_the_agent_s_words_as_they_come_and_no_other_does() {
+    let mut sim = with_keys(false);
+    let agent = json!({"name": "Helper", "model": "sonnet"});
+    let session = new_session(&mut sim, agent, json!({}));
+    let id = session["id"].as_str().unwrap().to_owned();
+    let stream = |sim: &mut Sim, query: &str| {
+        let path = format!("/v1/sessions/{id}/events/stream{query}");
+        sim.http("GET", &path, &[JSON, ("authorization", "Bearer alice")], "")
+            .unwrap()
+    };
+    let previewed = stream(
+        &mut sim,
+        "?event_deltas[]=agent.message&event_deltas[]=agent.thinking",
+    );
+    let plain = stream(&mut sim, "");
+    let unknown = stream(&mut sim, "?event_deltas=agent.future_kind");
+    let send = json!({"events": [{"type": "user.message", "content": [{"type": "text", "text": "hello there"}]}]});
+    let path = format!("/v1/sessions/{id}/events");
+    assert_eq!(managed(&mut sim, "alice", "POST", &path, send).0, 200);
+
+    // Frames of the stream: (event name, data).
+    let frames = |text: &str| -> Vec<(String, Value)> {
+        (text.split("\n\n"))
+            .filter_map(|f| {
+                let name = f.lines().find_map(|l| l.strip_prefix("event: "))?;
+                let data = f.lines().find_map(|l| l.strip_prefix("data: "))?;
+                Some((name.to_owned(), serde_json::from_str(data).unwrap()))
+            })
+            .collect()
+    };
+    let seen = frames(&sim.response(previewed).text());
+    let start = seen
+        .iter()
+        .position(|(n, _)| n == "event_start")
+        .expect("a preview");
+    let message_at = seen.iter().position(|(n, _)| n == "agent.message").unwrap();
+    assert!(start < message_at);
+    let event_id = seen[start].1["event"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(seen[start].1["event"]["type"], "agent.message");
+    let deltas: Vec<&Value> = (seen[start..message_at].iter())
+        .filter(|(n, _)| n == "event_delta")
+        .map(|(_, d)| d)
+        .collect();
+    assert!(!deltas.is_empty());
+    let mut text = String::new();
+    for delta in &deltas {
+        assert_eq!(delta["event_id"], event_id.as_str());
+        assert_eq!(delta["delta"]["type"], "content_delta");
+        assert_eq!(delta["delta"]["index"], 0);
+        assert_eq!(delta["delta"]["content"]["type"], "text");
+        text.push_str(delta["delta"]["content"]["text"].as_str().unwrap());
+    }
+    // The buffered message carries the preview's id and the whole text.
+    let message = &seen[message_at].1;
+    assert_eq!(message["id"], event_id.as_str());
+    assert_eq!(message["content"][0]["text"], text.as_str());
+    assert_eq!(text, "echo: hello there");
+
+    // Streams that did not ask (or asked for a kind this gateway does not preview) get none,
+    // and the log has none.
+    for other in [plain, unknown] {
+        let theirs = sim.response(other).text();
+        assert!(
+            !theirs.contains("event_start") && !theirs.contains("event_delta"),
+            "{theirs}"
+        );
+        assert!(
+            theirs.contains(&format!("\"id\":\"{event_id}\"")),
+            "the same message"
+        );
+    }
+    let (_, log) = managed(&mut sim, "alice", "GET", &path, Value::Null);
+    let types: Vec<&str> = (log["data"].as_array().unwrap().iter())
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert!(
+        !types.contains(&"event_start") && !types.contains(&"event_delta"),
+        "{types:?}"
+    );
+}
+
+#[test]
 fn a_session_runs_its_agent_turn_by_turn_with_a_custom_tool_round_trip() {
     let mut sim = with_keys(false);
     let agent = json!({"name": "Helper", "model": "sonnet", "system": "Be brief.",

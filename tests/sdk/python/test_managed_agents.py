@@ -263,6 +263,32 @@ def test_a_session_answers_a_message_on_its_event_stream(client, other):
     assert session.id in [s.id for s in client.beta.sessions.list()]
 
 
+def test_a_stream_that_asks_previews_the_agent_s_words_as_they_come(client):
+    agent, environment = _agent_and_environment(client)
+    session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id)
+    stream = client.beta.sessions.events.stream(session.id, event_deltas=["agent.message"])
+    client.beta.sessions.events.send(
+        session.id,
+        events=[{"type": "user.message", "content": [{"type": "text", "text": "PREVIEW-ME please"}]}],
+    )
+    events = _until_idle(stream)
+    stream.close()
+    starts = [e for e in events if e.type == "event_start"]
+    assert [s.event.type for s in starts] == ["agent.message"], events
+    preview = starts[0].event.id
+    deltas = [e for e in events if e.type == "event_delta"]
+    assert deltas and all(d.event_id == preview for d in deltas)
+    text = "".join(d.delta.content.text for d in deltas)
+    message = next(e for e in events if e.type == "agent.message")
+    assert message.id == preview and message.content[0].text == text
+    assert "PREVIEW-ME please" in text
+    assert events.index(starts[0]) < events.index(deltas[0]) < events.index(message)
+    # Previews are never in the log.
+    logged = [e.type for e in client.beta.sessions.events.list(session.id)]
+    assert "event_start" not in logged and "event_delta" not in logged
+    assert message.id in [e.id for e in client.beta.sessions.events.list(session.id)]
+
+
 def test_a_custom_tool_is_called_and_its_result_continues_the_turn(client):
     agent, environment = _agent_and_environment(client)
     session = client.beta.sessions.create(agent=agent.id, environment_id=environment.id)

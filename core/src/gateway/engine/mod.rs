@@ -129,8 +129,8 @@ impl FirstPrompt {
 enum Watch {
     /// A tenant's approvals.
     Approvals(String),
-    /// A Managed Agents session (its id).
-    Session(String),
+    /// A Managed Agents session (its id), with the previews it opted into (`event_deltas`).
+    Session(String, sessions::Previews),
     /// A live conversation's chunks, for the console.
     Conversation(SessionId),
 }

@@ -60,12 +60,43 @@ struct Session {
     progress: Progress,
 }
 
+/// The previews of events being produced that a stream opted into (`event_deltas`): they go
+/// to that stream only, never into the session's log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Previews {
+    /// `agent.message`: an `event_start`, then the text as `event_delta`s.
+    message: bool,
+    /// `agent.thinking`: an `event_start` when thinking begins.
+    thinking: bool,
+}
+
+impl Previews {
+    /// The previews a stream's query asks for: `event_deltas` (repeated, `[]`-suffixed or
+    /// comma-separated); types it does not know are left out (previews are best-effort).
+    fn of(params: &[(String, String)]) -> Previews {
+        let mut previews = Previews::default();
+        let asked = (params.iter())
+            .filter(|(k, _)| k == "event_deltas")
+            .flat_map(|(_, v)| v.split(','));
+        for kind in asked {
+            match kind.trim() {
+                "agent.message" => previews.message = true,
+                "agent.thinking" => previews.thinking = true,
+                _ => {}
+            }
+        }
+        previews
+    }
+}
+
 /// A turn's progress as its CLI streams it (not kept in the store: a turn the gateway's end
 /// cuts short is not continued).
 #[derive(Debug, Default)]
 struct Progress {
     /// Text of the model message streaming, not logged yet.
     said: String,
+    /// The id the `agent.message` of that text will carry, once it has a preview.
+    said_id: Option<String>,
     /// Whether the message streaming has its `agent.thinking` logged.
     thought: bool,
     /// The agent's tool calls: the CLI's tool_use id → the event's id and the tool.
@@ -328,7 +359,11 @@ impl Gateway {
     /// Adds an event (its id and time given here) to a session's log and sends it to the
     /// session's streams.
     fn session_event(&mut self, id: &str, mut event: Value) -> Value {
-        let event_id = self.session_id("sevt_");
+        // (An event a preview announced carries the id it gave.)
+        let event_id = match event["id"].as_str() {
+            Some(given) => given.to_owned(),
+            None => self.session_id("sevt_"),
+        };
         let now = self.managed_now();
         event["id"] = json!(event_id);
         if event.get("processed_at").is_none() {
@@ -338,7 +373,7 @@ impl Gateway {
         let ping_every = self.config.ping_every_ms;
         let at = self.now.saturating_add(ping_every);
         for (&request, (watch, next_ping)) in &mut self.watchers {
-            if matches!(watch, Watch::Session(s) if s == id) {
+            if matches!(watch, Watch::Session(s, _) if s == id) {
                 *next_ping = at;
                 self.outputs.push_back(GatewayOutput::Body {
                     request,
@@ -350,6 +385,60 @@ impl Gateway {
             session.events.push(event.clone());
         }
         event
+    }
+
+    /// Sends a preview frame (`event_start`, `event_delta`) to the streams of session `id`
+    /// that opted into previews of this kind (`wants`); nothing is logged.
+    fn preview(&mut self, id: &str, wants: fn(&Previews) -> bool, frame_of: &Value) {
+        let bytes = frame(frame_of);
+        let at = self.now.saturating_add(self.config.ping_every_ms);
+        for (&request, (watch, next_ping)) in &mut self.watchers {
+            if matches!(watch, Watch::Session(s, previews) if s == id && wants(previews)) {
+                *next_ping = at;
+                self.outputs.push_back(GatewayOutput::Body {
+                    request,
+                    bytes: bytes.clone(),
+                });
+            }
+        }
+    }
+
+    /// Whether a stream of session `id` wants previews of this kind.
+    fn previewed(&self, id: &str, wants: fn(&Previews) -> bool) -> bool {
+        (self.watchers.values())
+            .any(|(w, _)| matches!(w, Watch::Session(s, previews) if s == id && wants(previews)))
+    }
+
+    /// The model's text of session `id`'s turn, as it streams: kept until the message is
+    /// logged, and previewed (`event_start` once, then `event_delta`s) to the streams that
+    /// asked.
+    fn text_delta(&mut self, id: &str, text: &str) {
+        let Some(session) = self.sessions.by_id.get_mut(id) else {
+            return;
+        };
+        session.progress.said.push_str(text);
+        if text.is_empty() || !self.previewed(id, |p| p.message) {
+            return;
+        }
+        let opened = (self.sessions.by_id.get(id)).and_then(|s| s.progress.said_id.clone());
+        let event_id = match opened {
+            Some(event_id) => event_id,
+            None => {
+                let event_id = self.session_id("sevt_");
+                if let Some(session) = self.sessions.by_id.get_mut(id) {
+                    session.progress.said_id = Some(event_id.clone());
+                }
+                let start = json!({"type": "event_start",
+                    "event": {"type": "agent.message", "id": event_id}});
+                self.preview(id, |p| p.message, &start);
+                event_id
+            }
+        };
+        // The message's text is its one content block.
+        let delta = json!({"type": "event_delta", "event_id": event_id,
+            "delta": {"type": "content_delta", "index": 0,
+                      "content": {"type": "text", "text": text}}});
+        self.preview(id, |p| p.message, &delta);
     }
 
     /// Sets a session's status (and its `updated_at`), with the event that says so.
@@ -478,7 +567,7 @@ impl Gateway {
                     let watching: Vec<RequestId> = self
                         .watchers
                         .iter()
-                        .filter(|(_, (w, _))| matches!(w, Watch::Session(s) if s == id))
+                        .filter(|(_, (w, _))| matches!(w, Watch::Session(s, _) if s == id))
                         .map(|(r, _)| *r)
                         .collect();
                     for request in watching {
@@ -543,7 +632,8 @@ impl Gateway {
                         }
                     }
                 }
-                self.open_watch(request, Watch::Session(id.to_owned()), bytes);
+                let previews = Previews::of(params);
+                self.open_watch(request, Watch::Session(id.to_owned(), previews), bytes);
                 return None;
             }
             (method, _) => Err(Refusal {
@@ -895,7 +985,7 @@ impl Gateway {
         }
         self.session_status(id, "terminated", None);
         let watching: Vec<RequestId> = (self.watchers.iter())
-            .filter(|(_, (w, _))| matches!(w, Watch::Session(s) if s == id))
+            .filter(|(_, (w, _))| matches!(w, Watch::Session(s, _) if s == id))
             .map(|(r, _)| *r)
             .collect();
         for request in watching {
@@ -961,7 +1051,7 @@ impl Gateway {
                 text,
                 parent_tool_use_id: None,
                 ..
-            } => progress.said.push_str(text),
+            } => self.text_delta(&id, text),
             Chunk::ThinkingDelta {
                 parent_tool_use_id: None,
                 ..
@@ -971,7 +1061,12 @@ impl Gateway {
                 ..
             } if !progress.thought => {
                 progress.thought = true;
-                self.session_event(&id, json!({"type": "agent.thinking"}));
+                // Thinking is logged as it begins: its preview (start-only) comes just before.
+                let event_id = self.session_id("sevt_");
+                let start = json!({"type": "event_start",
+                    "event": {"type": "agent.thinking", "id": event_id}});
+                self.preview(&id, |p| p.thinking, &start);
+                self.session_event(&id, json!({"type": "agent.thinking", "id": event_id}));
             }
             Chunk::MessageStart {
                 message_id,
@@ -1072,9 +1167,15 @@ impl Gateway {
             return;
         };
         let text = std::mem::take(&mut session.progress.said);
+        let previewed = session.progress.said_id.take();
         if !text.is_empty() {
             let content = json!([{"type": "text", "text": text}]);
-            self.session_event(id, json!({"type": "agent.message", "content": content}));
+            let mut event = json!({"type": "agent.message", "content": content});
+            if let Some(event_id) = previewed {
+                // The message its preview announced.
+                event["id"] = json!(event_id);
+            }
+            self.session_event(id, event);
         }
     }
 

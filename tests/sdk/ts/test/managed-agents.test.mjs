@@ -298,3 +298,46 @@ test('a bash call asks first, a read-only one too: confirmed it runs, denied it 
   const answer = seen.filter((e) => e.type === 'agent.message').at(-1).content[0].text;
   assert.match(answer, /Not today\./);
 });
+
+test('a stream that asks for previews gets the thinking and the words as they come', async () => {
+  await rig.fake.script(
+    onPrompt('TS-PREVIEW', { kind: 'thinking', thinking: 'Weighing the answer.', text: 'A previewed answer, in pieces.' }),
+    onAny(echo()),
+  );
+  const c = client();
+  const agent = await c.beta.agents.create({ name: 'TS previews', model: 'claude-sonnet-4-5-20250929' });
+  const env = await c.beta.environments.create({ name: 'local' });
+  const session = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+  // One stream without previews, one with.
+  const plainStream = await watch(c, session.id);
+  const stream = await c.beta.sessions.events.stream(session.id, { event_deltas: ['agent.message', 'agent.thinking'] });
+  await c.beta.sessions.events.send(session.id, userMessage('TS-PREVIEW please'));
+  const seen = [];
+  for await (const event of stream) {
+    seen.push(event);
+    if (event.type === 'session.status_idle') break;
+  }
+  const starts = seen.filter((e) => e.type === 'event_start');
+  assert.deepEqual(starts.map((s) => s.event.type), ['agent.thinking', 'agent.message'], JSON.stringify(seen));
+  // Thinking: start-only, concluded by the agent.thinking event with its id.
+  const thinking = seen.find((e) => e.type === 'agent.thinking');
+  assert.equal(thinking.id, starts[0].event.id);
+  assert.ok(seen.indexOf(starts[0]) < seen.indexOf(thinking));
+  // The words: deltas whose text adds up to the message that carries the preview's id.
+  const id = starts[1].event.id;
+  const deltas = seen.filter((e) => e.type === 'event_delta');
+  assert.ok(deltas.length >= 2, 'the text comes in pieces');
+  assert.ok(deltas.every((d) => d.event_id === id && d.delta.type === 'content_delta'));
+  const message = seen.find((e) => e.type === 'agent.message');
+  assert.equal(message.id, id);
+  assert.equal(deltas.map((d) => d.delta.content.text).join(''), message.content[0].text);
+  assert.equal(message.content[0].text, 'A previewed answer, in pieces.');
+  // A stream that did not ask, and the log, have the events without their previews.
+  const plain = await plainStream.untilIdle();
+  plainStream.close();
+  assert.ok(!plain.some((e) => e.type === 'event_start' || e.type === 'event_delta'));
+  assert.deepEqual(plain.map((e) => e.id), seen.filter((e) => e.id).map((e) => e.id));
+  const logged = [];
+  for await (const event of c.beta.sessions.events.list(session.id)) logged.push(event.type);
+  assert.ok(!logged.includes('event_start') && !logged.includes('event_delta'));
+});
