@@ -293,7 +293,10 @@ export type GatewayOutput =
    * answer's body to `handleFetched`. */
   | { type: "fetch"; request: number; url: string; headers: [string, string][]; body: string }
   /** An admin asked for a drain over HTTP: it has begun; exit once `isDrained`. */
-  | { type: "drain_requested" };
+  | { type: "drain_requested" }
+  /** Delete this directory and all it holds once the CLIs closed before it have exited: a
+   * deleted Managed Agents session's own working directory (with `tenantRoot`). */
+  | { type: "remove_dir"; path: string };
 /** When the gateway wants `handleTimeout`, and why (in words). */
 export interface GatewayDeadline {
   atMs: number;

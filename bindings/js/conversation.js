@@ -192,7 +192,9 @@ function headerList(headers = []) {
  * - `{type: "fetch", request, url, headers, body}`: `POST` `body` to `url` (a token count
  *   the model API makes) and give the answer's body to `handleFetched`;
  * - `{type: "drain_requested"}`: an admin asked for a drain over HTTP; it has begun, exit
- *   once `isDrained`.
+ *   once `isDrained`;
+ * - `{type: "remove_dir", path}`: delete that directory once the CLIs closed before it have
+ *   exited (a deleted Managed Agents session's own, with `tenantRoot`).
  *
  * Then call `handleTimeout` when `nextDeadline().atMs` passes.
  */

@@ -353,6 +353,8 @@ struct Sim {
     clis: BTreeMap<SessionId, FakeCli>,
     specs: BTreeMap<SessionId, CliSpec>,
     closed: Vec<SessionId>,
+    /// Directories the gateway asked to delete, with how many sessions were closed before.
+    removed: Vec<(String, usize)>,
     responses: BTreeMap<RequestId, Response>,
     next_request: RequestId,
     /// Every input and output in order, one JSON object each (`{"in": …}` / `{"out": …}`): the
@@ -386,6 +388,7 @@ impl Sim {
             clis: BTreeMap::new(),
             specs: BTreeMap::new(),
             closed: Vec::new(),
+            removed: Vec::new(),
             responses: BTreeMap::new(),
             next_request: 0,
             trace: Vec::new(),
@@ -495,6 +498,9 @@ impl Sim {
                         }
                     }
                     GatewayOutput::Close { session } => self.closed.push(session),
+                    GatewayOutput::RemoveDir { path } => {
+                        self.removed.push((path, self.closed.len()));
+                    }
                     GatewayOutput::Respond {
                         request,
                         status,
@@ -2216,6 +2222,52 @@ fn new_session(sim: &mut Sim, agent: Value, extra: Value) -> Value {
     let (status, session) = managed(sim, "alice", "POST", "/v1/sessions", body);
     assert_eq!(status, 200, "{session}");
     session
+}
+
+#[test]
+fn a_deleted_session_s_cli_is_closed_and_its_own_directory_deleted_after() {
+    let mut sim = Sim::new(GatewayConfig {
+        tenant_root: Some("/state/tenants".to_owned()),
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys: vec!["alice".into(), "bob".into()],
+            ..ccwire_core::gateway::HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let agent = json!({"name": "Helper", "model": "sonnet"});
+    let session = new_session(&mut sim, agent, json!({}));
+    let id = session["id"].as_str().unwrap().to_owned();
+    let send =
+        json!({"events": [{"type": "user.message", "content": [{"type": "text", "text": "hi"}]}]});
+    let events = format!("/v1/sessions/{id}/events");
+    assert_eq!(managed(&mut sim, "alice", "POST", &events, send).0, 200);
+    let (cli, spec) = sim
+        .specs
+        .iter()
+        .next()
+        .map(|(s, spec)| (*s, spec.clone()))
+        .unwrap();
+    let dir = spec.cwd.clone().expect("its own directory");
+    assert!(
+        dir.starts_with("/state/tenants/") && dir.ends_with(&format!("/sessions/{id}")),
+        "{dir}"
+    );
+    assert!(sim.removed.is_empty());
+
+    // Another tenant cannot delete it; its owner can.
+    let path = format!("/v1/sessions/{id}");
+    assert_eq!(
+        managed(&mut sim, "bob", "DELETE", &path, Value::Null).0,
+        404
+    );
+    assert!(sim.closed.is_empty() && sim.removed.is_empty());
+    assert_eq!(
+        managed(&mut sim, "alice", "DELETE", &path, Value::Null).0,
+        200
+    );
+    assert_eq!(sim.closed, [cli], "its CLI is closed");
+    assert_eq!(sim.removed, [(dir, 1)], "then its directory deleted");
+    assert_eq!(managed(&mut sim, "alice", "GET", &path, Value::Null).0, 404);
 }
 
 #[test]

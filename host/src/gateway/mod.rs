@@ -147,6 +147,8 @@ struct Core {
     /// Route keys were claimed since the last response ended: the next one ends once the
     /// cluster registry has them, so the client's next request finds its conversation.
     claimed: bool,
+    /// The working directory of each CLI process, until it has exited.
+    working: HashMap<SessionId, String>,
 }
 
 struct App {
@@ -780,6 +782,9 @@ impl App {
                     let _ = cli.stdin.send(bytes);
                 }
             }
+            GatewayOutput::RemoveDir { path } => {
+                tokio::spawn(remove_when_unused(self.clone(), path));
+            }
             GatewayOutput::Close { session } => {
                 if let Some(cli) = core.clis.remove(&session) {
                     tracing::info!(session, pid = cli.pid, "closing a Claude Code session");
@@ -1093,6 +1098,9 @@ impl App {
             }
         }
         tracing::info!(session, pid, "started a Claude Code session");
+        if let Some(cwd) = &spec.cwd {
+            core.working.insert(session, cwd.clone());
+        }
         let task = tokio::spawn(run_cli(self.clone(), session, process, stdout, closed));
         let mut tasks = self.tasks.lock().expect("tasks lock");
         tasks.retain(|t| !t.is_finished());
@@ -1156,7 +1164,43 @@ async fn run_cli(
     app.input(|gateway, now| {
         gateway.handle_exit(now, session, exit.code, exit.signal, &stderr);
     });
-    app.core().clis.remove(&session);
+    let mut core = app.core();
+    core.clis.remove(&session);
+    core.working.remove(&session);
+}
+
+/// Deletes a deleted Managed Agents session's directory ([`GatewayOutput::RemoveDir`]) once
+/// no CLI process works in it any more (one closed just before has [`CLOSE_GRACE`] to exit).
+/// Only a directory of a session under the tenants' root is deleted.
+async fn remove_when_unused(app: Arc<App>, path: String) {
+    let root = (app.options.state_dir.as_ref()).map(|dir| {
+        std::path::absolute(dir)
+            .unwrap_or_else(|_| dir.clone())
+            .join("tenants")
+    });
+    let inside = root.is_some_and(|root| {
+        Path::new(&path).starts_with(&root) && path.contains("/sessions/") && !path.contains("..")
+    });
+    if !inside {
+        tracing::warn!(path, "not a session's directory: left alone");
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + CLOSE_GRACE + Duration::from_secs(10);
+    while app.core().working.values().any(|cwd| *cwd == path) {
+        if tokio::time::Instant::now() > deadline {
+            tracing::warn!(
+                path,
+                "a CLI still works in a deleted session's directory: left alone"
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    match tokio::fs::remove_dir_all(&path).await {
+        Ok(()) => tracing::info!(path, "deleted a deleted session's directory"),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => tracing::warn!(path, %error, "cannot delete a deleted session's directory"),
+    }
 }
 
 /// Logs whole lines read (`<`) or written (`>`) at TRACE (`ccwire::wire`), keeping a partial
@@ -1962,6 +2006,7 @@ impl Server {
                 responders: HashMap::new(),
                 saving: HashMap::new(),
                 claimed: false,
+                working: HashMap::new(),
             }),
             tasks: Mutex::new(Vec::new()),
             next_request: AtomicU64::new(0),

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import threading
+import time
 
 import anthropic
 import pytest
@@ -475,6 +477,33 @@ def test_a_bash_call_asks_first_and_runs_once_confirmed_or_not_at_all_once_denie
     # The log has both calls and their confirmations, in order.
     kinds = [e.type for e in client.beta.sessions.events.list(session.id, limit=1000)]
     assert kinds.count("agent.tool_use") == 2 and kinds.count("user.tool_confirmation") == 2
+
+
+def test_a_deleted_session_s_directory_is_deleted_with_what_its_tools_wrote(client, other):
+    session = _shell_session(client)
+    stream = client.beta.sessions.events.stream(session.id)
+    _say(client, session, "PLEASE-BASH here")
+    call = next(e for e in _until_idle(stream) if e.type == "agent.tool_use")
+    client.beta.sessions.events.send(
+        session.id,
+        events=[{"type": "user.tool_confirmation", "tool_use_id": call.id, "result": "allow"}],
+    )
+    result = next(e for e in _until_idle(stream) if e.type == "agent.tool_result")
+    stream.close()
+    # "bash-ran in <its directory>"
+    directory = result.content[0].text.split("bash-ran in ", 1)[1].split()[0]
+    assert directory.endswith(f"/sessions/{session.id}") and os.path.isdir(directory), directory
+
+    with pytest.raises(anthropic.NotFoundError):
+        other.beta.sessions.delete(session.id)
+    assert os.path.isdir(directory)
+    assert client.beta.sessions.delete(session.id).id == session.id
+    deadline = time.monotonic() + 20
+    while os.path.exists(directory) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(directory), "the deleted session's directory is gone"
+    with pytest.raises(anthropic.NotFoundError):
+        client.beta.sessions.retrieve(session.id)
 
 
 def test_a_dropped_stream_is_picked_up_with_no_event_lost_or_repeated(client):

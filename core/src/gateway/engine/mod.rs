@@ -82,6 +82,8 @@ struct Live {
     record: Option<ConversationRecord>,
     /// What the console shows of it.
     watched: console::Watched,
+    /// The directory it works in, when the gateway chose one.
+    cwd: Option<String>,
 }
 
 #[derive(Debug)]

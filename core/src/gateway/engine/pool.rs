@@ -231,6 +231,7 @@ impl Gateway {
             spec.args.push("--session-mirror".to_owned());
         }
         let transcript = resume.as_ref().map(|r| r.path.clone());
+        let cwd = spec.cwd.clone();
         spec.resume = resume;
         let mut session = Session::driver(SessionConfig {
             seed: mix(self.config.seed ^ id.rotate_left(17)),
@@ -270,6 +271,7 @@ impl Gateway {
                 mirrored: Vec::new(),
                 record: None,
                 watched: super::console::Watched::new(now),
+                cwd,
             },
         );
     }

@@ -387,6 +387,24 @@ impl Gateway {
         event
     }
 
+    /// The CLIs that work in deleted session `id`'s own directory are closed, and the
+    /// directory is deleted once they have exited (with tenant directories).
+    fn discard_session_dir(&mut self, tenant: &str, id: &str) {
+        let Some((dir, _)) = self.cli_dirs(tenant, Some(id)) else {
+            return;
+        };
+        let working: Vec<crate::gateway::SessionId> = (self.lives.iter())
+            .filter(|(_, live)| live.cwd.as_deref() == Some(dir.as_str()))
+            .map(|(s, _)| *s)
+            .collect();
+        for session in working {
+            self.record_closed(session, super::types::RecordState::Ended);
+            self.close(self.now, session);
+        }
+        self.outputs
+            .push_back(GatewayOutput::RemoveDir { path: dir });
+    }
+
     /// Sends a preview frame (`event_start`, `event_delta`) to the streams of session `id`
     /// that opted into previews of this kind (`wants`); nothing is logged.
     fn preview(&mut self, id: &str, wants: fn(&Previews) -> bool, frame_of: &Value) {
@@ -560,6 +578,9 @@ impl Gateway {
             }),
             ("DELETE", SessionRoute::Session(id)) => {
                 self.session_of(tenant, id).map(|_| ()).map(|()| {
+                    // Its turn stops, its CLI is closed and its directory deleted.
+                    self.interrupt_session(id);
+                    self.discard_session_dir(tenant, id);
                     self.sessions.by_id.remove(id);
                     // Its streams end with the API's last word.
                     let gone = json!({"type": "session.deleted", "id": self.session_id("sevt_"),

@@ -509,6 +509,13 @@ pub enum GatewayOutput {
         /// The conversation.
         key: ConversationKey,
     },
+    /// Delete this directory and everything in it once the CLIs closed before this output
+    /// (which worked in it) have exited: the working directory of a deleted Managed Agents
+    /// session, under [`GatewayConfig::tenant_root`].
+    RemoveDir {
+        /// The directory.
+        path: String,
+    },
     /// Keep the warm pool's settings (with [`GatewayConfig::store`] and a pool): a restarted
     /// gateway gives them to [`restore_pool`](super::Gateway::restore_pool). Opaque JSON, no
     /// secrets (the CLI's variables are left out).
