@@ -134,6 +134,18 @@ redis.call('EXPIRE', KEYS[5], ARGV[3])
 return 1
 ";
 
+/// The record a history's hash names, in one round trip: the conversation's id and its
+/// record, or nothing. KEYS: the hash's index key. ARGV: the tenant's conversation keys'
+/// prefix (the record's key is the prefix, the id and `:r`, in the same slot).
+static FIND: LazyLock<Script> = LazyLock::new(|| Script::new(FIND_LUA));
+const FIND_LUA: &str = r"
+local id = redis.call('GET', KEYS[1])
+if not id then return false end
+local record = redis.call('GET', ARGV[1] .. id .. ':r')
+if not record then return false end
+return {id, record}
+";
+
 /// A transcript, with the conversation's next fencing token taken when there is one.
 /// KEYS: transcript, token. ARGV: ttl. Returns `{token, lines}` (`{0, {}}`: no transcript).
 static LOAD: LazyLock<Script> = LazyLock::new(|| Script::new(LOAD_LUA));
@@ -402,21 +414,20 @@ impl RedisStore {
 
     async fn find_async(&self, tenant: &str, hash: &str) -> io::Result<Option<ConversationRecord>> {
         let index = format!("{}{}", Self::index_prefix(tenant)?, component(hash)?);
+        let prefix = format!("ccwire:{{{}}}:c:", component(tenant)?);
         let mut redis = self.redis.clone();
-        let id: Option<String> = redis.get(&index).await.map_err(|e| self.failed(e))?;
-        let Some(id) = id else {
+        let found: Option<(String, String)> = FIND
+            .key(index)
+            .arg(prefix)
+            .invoke_async(&mut redis)
+            .await
+            .map_err(|e| self.failed(e))?;
+        let Some((id, json)) = found else {
             return Ok(None);
         };
         let key = ConversationKey {
             tenant: tenant.to_owned(),
             id,
-        };
-        let json: Option<String> = redis
-            .get(format!("{}:r", Self::conversation(&key)?))
-            .await
-            .map_err(|e| self.failed(e))?;
-        let Some(json) = json else {
-            return Ok(None);
         };
         let record: ConversationRecord = serde_json::from_str(&json)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
