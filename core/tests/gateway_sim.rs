@@ -2906,6 +2906,13 @@ fn an_archived_session_stops_its_turn_and_terminates() {
     );
 }
 
+/// A `GET` of the console's view with `key` that answers 200: its JSON.
+fn console_json(sim: &mut Sim, key: &str, path: &str) -> Value {
+    let (status, body, _) = console(sim, key, path);
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
 /// A `GET` of the console's view with `key` (`Bearer`): its status and body.
 fn console(sim: &mut Sim, key: &str, path: &str) -> (u16, String, RequestId) {
     let auth = format!("Bearer {key}");
@@ -2933,9 +2940,7 @@ fn the_console_lists_a_key_s_live_conversations_and_streams_their_chunks() {
     let turn = bash(&mut sim, "alice", "ls");
 
     // Alice sees her conversation, waiting for a person; Bob nothing; the admin all.
-    let (status, body, _) = console(&mut sim, "alice", "/v1/conversations");
-    assert_eq!(status, 200, "{body}");
-    let list: Value = serde_json::from_str(&body).unwrap();
+    let list = console_json(&mut sim, "alice", "/v1/conversations");
     let listed = &list["data"][0];
     assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
     assert_eq!(listed["state"], "waiting_for_approval");
@@ -2943,14 +2948,12 @@ fn the_console_lists_a_key_s_live_conversations_and_streams_their_chunks() {
     let approval = sim.gateway.approvals("alice")["data"][0]["id"].clone();
     assert_eq!(listed["approvals"], json!([approval]));
     let id = listed["id"].as_str().unwrap().to_owned();
-    let (_, body, _) = console(&mut sim, "bob", "/v1/conversations");
     assert_eq!(
-        serde_json::from_str::<Value>(&body).unwrap()["data"],
+        console_json(&mut sim, "bob", "/v1/conversations")["data"],
         json!([])
     );
-    let (_, body, _) = console(&mut sim, "root", "/v1/conversations");
     assert_eq!(
-        serde_json::from_str::<Value>(&body).unwrap()["data"][0]["id"],
+        console_json(&mut sim, "root", "/v1/conversations")["data"][0]["id"],
         id
     );
     let (status, _, _) = console(&mut sim, "nobody", "/v1/conversations");
@@ -2970,8 +2973,7 @@ fn the_console_lists_a_key_s_live_conversations_and_streams_their_chunks() {
     let text = sim.response(stream).text();
     assert!(text.contains("\"type\":\"tool_result\""), "{text}");
     assert!(text.contains("\"type\":\"turn_complete\""), "{text}");
-    let (_, body, _) = console(&mut sim, "alice", "/v1/conversations");
-    let list: Value = serde_json::from_str(&body).unwrap();
+    let list = console_json(&mut sim, "alice", "/v1/conversations");
     assert_eq!(list["data"][0]["state"], "idle");
 
     // Closed: the stream says so and ends.
@@ -3014,8 +3016,7 @@ fn the_console_lists_conversations_no_cli_runs_and_shows_their_stored_transcript
         ),
     );
     assert_eq!(sim.response(first).status, 200);
-    let (_, body, _) = console(&mut sim, "alice", "/v1/conversations");
-    let list: Value = serde_json::from_str(&body).unwrap();
+    let list = console_json(&mut sim, "alice", "/v1/conversations");
     assert_eq!(
         list["data"].as_array().unwrap().len(),
         1,
@@ -3027,9 +3028,7 @@ fn the_console_lists_conversations_no_cli_runs_and_shows_their_stored_transcript
     // Hibernated: listed from the store, with why and when.
     sim.advance(60_000);
     assert_eq!(sim.gateway.session_count(), 0);
-    let (status, body, _) = console(&mut sim, "alice", "/v1/conversations");
-    assert_eq!(status, 200, "{body}");
-    let list: Value = serde_json::from_str(&body).unwrap();
+    let list = console_json(&mut sim, "alice", "/v1/conversations");
     let listed = &list["data"][0];
     assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
     assert_eq!(
@@ -3039,21 +3038,17 @@ fn the_console_lists_conversations_no_cli_runs_and_shows_their_stored_transcript
     let tenant = ccwire_core::gateway::tenant_id("alice");
     assert_eq!(listed["tenant"], tenant);
     assert!(listed["last_active_ms"].as_u64().unwrap() > 0, "{listed}");
-    let (_, body, _) = console(&mut sim, "bob", "/v1/conversations");
     assert_eq!(
-        serde_json::from_str::<Value>(&body).unwrap()["data"],
+        console_json(&mut sim, "bob", "/v1/conversations")["data"],
         json!([])
     );
     // The live ones alone: the store is not asked.
-    let (status, body, _) = console(&mut sim, "alice", "/v1/conversations?live=only");
-    assert_eq!(status, 200);
     assert_eq!(
-        serde_json::from_str::<Value>(&body).unwrap()["data"],
+        console_json(&mut sim, "alice", "/v1/conversations?live=only")["data"],
         json!([])
     );
-    let (_, body, _) = console(&mut sim, "root", "/v1/conversations");
     assert_eq!(
-        serde_json::from_str::<Value>(&body).unwrap()["data"][0]["id"],
+        console_json(&mut sim, "root", "/v1/conversations")["data"][0]["id"],
         id
     );
 
@@ -3097,8 +3092,7 @@ fn the_console_lists_conversations_no_cli_runs_and_shows_their_stored_transcript
         sim.response(again).header("x-ccwire-session"),
         Some("resumed")
     );
-    let (_, body, _) = console(&mut sim, "alice", "/v1/conversations");
-    let list: Value = serde_json::from_str(&body).unwrap();
+    let list = console_json(&mut sim, "alice", "/v1/conversations");
     assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
     assert_eq!(
         (&list["data"][0]["id"], &list["data"][0]["state"]),
@@ -3123,11 +3117,7 @@ fn the_console_s_charts_count_each_key_s_turns_tokens_and_added_latency_per_ten_
     sim.advance(20_000);
     sim.send(Api::Anthropic, "alice", say("Two"));
     sim.send(Api::Anthropic, "bob", say("Three"));
-    let stats = |sim: &mut Sim, key: &str| -> Value {
-        let (status, body, _) = console(sim, key, "/v1/stats");
-        assert_eq!(status, 200, "{body}");
-        serde_json::from_str(&body).unwrap()
-    };
+    let stats = |sim: &mut Sim, key: &str| console_json(sim, key, "/v1/stats");
 
     let mine = stats(&mut sim, "alice");
     assert_eq!(mine["bucket_ms"], 10_000);
@@ -3196,9 +3186,7 @@ fn the_console_lists_held_client_calls_with_their_deadlines() {
     let ask = json!([{"role": "user", "content": "lookup: paris"}]);
     sim.send(Api::Anthropic, "", anthropic(ask, false));
     sim.advance(2_000);
-    let (status, body, _) = console(&mut sim, "", "/v1/conversations");
-    assert_eq!(status, 200, "{body}");
-    let list: Value = serde_json::from_str(&body).unwrap();
+    let list = console_json(&mut sim, "", "/v1/conversations");
     let listed = &list["data"][0];
     assert_eq!(listed["state"], "waiting_for_client_tool", "{listed}");
     assert_eq!(listed["held_tool_calls"], 1);
