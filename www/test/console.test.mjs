@@ -120,6 +120,9 @@ test("a live conversation's Bash call is approved with a click and runs", async 
   await row.first().click();
   const card = page.locator(".tool-card", { hasText: "touch allowed-from-the-console.txt" });
   await card.locator(".approval button.allow").waitFor({ timeout: 15_000 });
+  // What "Always allow" would remember: the CLI's suggested rule, in words.
+  assert.match(await card.locator(".suggestions").textContent(), /^Always allow would allow Bash\(.+\) in .+\.$/);
+  assert.ok(await card.locator(".approval button.always").isEnabled());
   await page.screenshot({ path: join(artifacts, "console-approval.png"), fullPage: true });
   await card.locator(".approval button.allow").click();
   const body = await answer;

@@ -183,18 +183,58 @@ async function answer(id, body) {
   await refresh();
 }
 
-/** The approval buttons of a tool card waiting for one. */
+const WHERE = {
+  localSettings: "this project's local settings",
+  projectSettings: "this project's settings",
+  userSettings: "the user's settings",
+  session: "this session",
+  cliArg: "this run",
+};
+
+/** A permission update the CLI suggests, in words: what "Always allow" would apply. */
+export function suggestionText(update) {
+  const where = WHERE[update.destination] ?? update.destination ?? "";
+  const rule = (r) => (r.ruleContent ? `${r.toolName}(${r.ruleContent})` : r.toolName);
+  switch (update.type) {
+    case "addRules":
+    case "replaceRules":
+      return `${update.behavior ?? "allow"} ${(update.rules ?? []).map(rule).join(", ")} in ${where}`;
+    case "removeRules":
+      return `stop ${update.behavior ?? "allowing"} ${(update.rules ?? []).map(rule).join(", ")} in ${where}`;
+    case "setMode":
+      return `switch to the ${update.mode} permission mode for ${where}`;
+    case "addDirectories":
+      return `allow work in ${(update.directories ?? []).join(", ")} for ${where}`;
+    case "removeDirectories":
+      return `stop work in ${(update.directories ?? []).join(", ")} for ${where}`;
+    default:
+      return JSON.stringify(update);
+  }
+}
+
+/** The approval buttons of a tool card waiting for one, with what "Always allow" applies. */
 function decorate(tool, card) {
   if (!tool.permission || tool.permission.outcome) return;
   const approval = state.approvals.find((a) => a.tool_use_id === tool.id);
   if (!approval) return;
+  const suggested = Array.isArray(approval.suggestions) ? approval.suggestions.map(suggestionText) : [];
   const message = el("input", { type: "text", placeholder: "why (for the model)", class: "deny-message" });
+  const always = el("button", {
+    type: "button",
+    class: "always",
+    disabled: suggested.length === 0,
+    title: suggested.length ? `Allow, and ${suggested.join("; ")}` : "The CLI suggested no rule to remember",
+    onclick: () => answer(approval.id, { behavior: "allow", remember: true }),
+  }, "Always allow");
   const buttons = el("div", { class: "approval", "data-approval": approval.id },
     el("button", { type: "button", class: "allow", onclick: () => answer(approval.id, { behavior: "allow" }) }, "Allow"),
-    el("button", { type: "button", class: "always", title: "Allow, and apply the CLI's suggested rule so it stops asking for the like", onclick: () => answer(approval.id, { behavior: "allow", remember: true }) }, "Always allow"),
+    always,
     message,
     el("button", { type: "button", class: "deny", onclick: () => answer(approval.id, { behavior: "deny", ...(message.value ? { message: message.value } : {}) }) }, "Deny"));
   card.append(buttons);
+  if (suggested.length) {
+    card.append(el("div", { class: "suggestions" }, `Always allow would ${suggested.join("; ")}.`));
+  }
 }
 
 function draw() {
