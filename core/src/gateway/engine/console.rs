@@ -425,13 +425,19 @@ impl Gateway {
         });
         let mut bytes = format!("event: conversation\ndata: {listed}\n\n");
         // The conversation's messages; the CLI's own bookkeeping lines (queue operations,
-        // attachments, prompt snapshots …) are not shown.
+        // attachments, prompt snapshots, meta messages …) are not shown.
+        #[derive(serde::Deserialize)]
+        struct Entry<'a> {
+            #[serde(borrow, rename = "type")]
+            kind: Option<&'a str>,
+            #[serde(default, rename = "isMeta")]
+            meta: bool,
+        }
         let mut text = String::new();
         for line in &lines {
-            let kind = serde_json::from_str::<Value>(line)
-                .ok()
-                .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned));
-            if matches!(kind.as_deref(), Some("user" | "assistant")) {
+            let shown = serde_json::from_str::<Entry<'_>>(line)
+                .is_ok_and(|e| matches!(e.kind, Some("user" | "assistant")) && !e.meta);
+            if shown {
                 text.push_str(line);
                 text.push('\n');
             }
