@@ -27,9 +27,11 @@ use super::{component, SessionStore, Superseded};
 /// | `ccwire:{T}:h:<hash>` | string | the conversation a history continues |
 /// | `ccwire:{T}:s:<id>` | string | a response stored for `previous_response_id` |
 /// | `ccwire:{T}:m` | hash | the Managed Agents API's resources, `<kind>:<id>` → JSON (no expiry) |
+/// | `ccwire:{T}:recent` | sorted set | its conversations by when each was last saved (the console's list) |
+/// | `ccwire:tenants` | set | every tenant with a conversation kept (the admin's list) |
 /// | `ccwire:pool` | string | the warm pool's settings |
 ///
-/// Every key but the pool's expires after the store's time-to-live, renewed on each write
+/// Every key but the pool's and the tenants' expires after the store's time-to-live, renewed on each write
 /// of its conversation, so Redis forgets old conversations itself. A record and its index
 /// change in one script; appending is idempotent (a batch whose last line the transcript
 /// already ends with is not appended again, so a write retried after a lost answer is not
@@ -47,7 +49,13 @@ pub struct RedisStore {
     shown: String,
     ttl: Duration,
     tokens: Arc<Mutex<Tokens>>,
+    /// The tenants this store has named in [`TENANTS`] (once each per process).
+    named: Arc<Mutex<std::collections::HashSet<String>>>,
 }
+
+/// The set of every tenant whose conversations the store keeps: the admin's list of
+/// conversations reads each one's recent ones.
+const TENANTS: &str = "ccwire:tenants";
 
 /// The fencing tokens this store took (conversations it resumed), the oldest forgotten past
 /// [`Tokens::CAP`]: only a live CLI's conversation needs one, and a gateway runs far fewer
@@ -205,6 +213,7 @@ impl RedisStore {
             shown,
             ttl: ttl.max(Duration::from_secs(1)),
             tokens: Arc::default(),
+            named: Arc::default(),
         };
         let mut redis = store.redis.clone();
         let _: String = redis::cmd("PING")
@@ -284,25 +293,11 @@ impl RedisStore {
         let sets: Vec<String> = match tenant {
             Some(tenant) => vec![Self::recent(tenant)?],
             None => {
-                let mut sets = Vec::new();
-                let mut cursor = 0u64;
-                loop {
-                    let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg("ccwire:{*}:recent")
-                        .arg("COUNT")
-                        .arg(1000)
-                        .query_async(&mut redis)
-                        .await
-                        .map_err(|e| self.failed(e))?;
-                    sets.extend(batch);
-                    if next == 0 {
-                        break;
-                    }
-                    cursor = next;
-                }
-                sets
+                let tenants: Vec<String> =
+                    redis.smembers(TENANTS).await.map_err(|e| self.failed(e))?;
+                (tenants.iter())
+                    .filter_map(|tenant| Self::recent(tenant).ok())
+                    .collect()
             }
         };
         let Some(last) = limit.checked_sub(1) else {
@@ -406,10 +401,21 @@ impl RedisStore {
             .invoke_async(&mut redis)
             .await
             .map_err(|e| self.failed(e))?;
-        match written {
-            0 => Err(Self::superseded(&record.key)),
-            _ => Ok(()),
+        if written == 0 {
+            return Err(Self::superseded(&record.key));
         }
+        let tenant = &record.key.tenant;
+        if !self.named.lock().expect("named lock").contains(tenant) {
+            let _: i64 = redis
+                .sadd(TENANTS, tenant)
+                .await
+                .map_err(|e| self.failed(e))?;
+            self.named
+                .lock()
+                .expect("named lock")
+                .insert(tenant.clone());
+        }
+        Ok(())
     }
 
     async fn find_async(&self, tenant: &str, hash: &str) -> io::Result<Option<ConversationRecord>> {
