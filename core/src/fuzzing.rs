@@ -461,6 +461,8 @@ pub fn gateway(data: &[u8]) {
         approvals: shape & 4 != 0,
         enabled_tools: vec!["Bash".to_owned()],
         publish_index: shape & 8 != 0,
+        console: shape & 64 != 0,
+        store: shape & 128 != 0,
         http: HttpConfig {
             api_keys: keys,
             admin_key: Some("a".to_owned()),
@@ -475,6 +477,7 @@ pub fn gateway(data: &[u8]) {
         gateway.count_tokens_upstream(|name| (name == "ANTHROPIC_API_KEY").then(|| "x".into()));
     }
     let mut fetches = Vec::new();
+    let mut store = FuzzStore::default();
     let mut now = 0;
     let mut next_request: RequestId = 0;
     let mut responses: BTreeMap<RequestId, (bool, bool)> = BTreeMap::new();
@@ -550,7 +553,10 @@ pub fn gateway(data: &[u8]) {
                 fetches.push(request);
             }
             check(&output, &mut responses, &mut clis);
+            store.keep(output);
         }
+        // The session store answers what was asked of it (or fails, when the payload says so).
+        store.answer(&mut gateway, now, pick % 7 == 3);
         // The model API answers each count, when the payload says so, or fails.
         for request in fetches.drain(..) {
             let answer = (pick % 2 == 0).then_some(payload);
@@ -558,6 +564,7 @@ pub fn gateway(data: &[u8]) {
         }
         while let Some(output) = gateway.poll_output() {
             check(&output, &mut responses, &mut clis);
+            store.keep(output);
         }
         assert!(gateway.poll_timeout().is_none_or(|(at, _)| at < u64::MAX));
     }
@@ -567,8 +574,85 @@ pub fn gateway(data: &[u8]) {
     );
 }
 
-/// An HTTP request through the front: the path, then `name: value` header lines, then the
-/// body, from the payload; the method from `pick`.
+/// A session store in memory for [`gateway`]: what the gateway kept, and what it asked and
+/// has not been answered yet.
+#[derive(Default)]
+struct FuzzStore {
+    records: Vec<crate::gateway::ConversationRecord>,
+    transcripts: BTreeMap<String, Vec<String>>,
+    asked: Vec<GatewayOutput>,
+}
+
+impl FuzzStore {
+    /// Keeps what an output writes; remembers what it asks.
+    fn keep(&mut self, output: GatewayOutput) {
+        match output {
+            GatewayOutput::StoreAppend { key, entries } => {
+                let lines = self.transcripts.entry(key.id).or_default();
+                lines.extend(entries.iter().map(|e| e.get().to_owned()));
+            }
+            GatewayOutput::StoreSave { record, .. } => {
+                self.records.retain(|r| r.key != record.key);
+                self.records.push(record);
+            }
+            asked @ (GatewayOutput::StoreFind { .. }
+            | GatewayOutput::StoreFindResponse { .. }
+            | GatewayOutput::StoreLoadManaged { .. }
+            | GatewayOutput::StoreList { .. }
+            | GatewayOutput::StoreLoad { .. }) => self.asked.push(asked),
+            _ => {}
+        }
+    }
+
+    /// Answers everything asked so far, or fails it all (`fail`).
+    fn answer(&mut self, gateway: &mut Gateway, now: u64, fail: bool) {
+        for asked in std::mem::take(&mut self.asked) {
+            match asked {
+                GatewayOutput::StoreFind {
+                    request,
+                    tenant,
+                    hash,
+                } if !fail => {
+                    let found = (self.records.iter())
+                        .find(|r| r.key.tenant == tenant && r.hash == hash)
+                        .cloned();
+                    gateway.handle_found(now, request, found);
+                }
+                GatewayOutput::StoreFind { request, .. }
+                | GatewayOutput::StoreFindResponse { request, .. } => {
+                    gateway.handle_store_failed(now, request);
+                }
+                GatewayOutput::StoreLoadManaged { request, .. } => {
+                    gateway.handle_managed_loaded(now, request, (!fail).then(Vec::new));
+                }
+                GatewayOutput::StoreList {
+                    request,
+                    tenant,
+                    limit,
+                } => {
+                    let listed = (self.records.iter())
+                        .filter(|r| tenant.as_ref().is_none_or(|t| r.key.tenant == *t))
+                        .take(limit)
+                        .cloned()
+                        .collect();
+                    gateway.handle_listed(now, request, (!fail).then_some(listed));
+                }
+                GatewayOutput::StoreLoad { request, key } => {
+                    let lines = if fail {
+                        Err(())
+                    } else {
+                        Ok(self.transcripts.get(&key.id).cloned())
+                    };
+                    gateway.handle_transcript_loaded(now, request, lines);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// An HTTP request through the front: the path (and its query), then `name: value` header
+/// lines, then the body, from the payload; the method from `pick`.
 fn http_request(
     gateway: &mut Gateway,
     now: u64,
@@ -579,7 +663,8 @@ fn http_request(
 ) {
     let text = String::from_utf8_lossy(payload);
     let mut lines = text.split('\n');
-    let path = lines.next().unwrap_or_default();
+    let first = lines.next().unwrap_or_default();
+    let (path, query) = first.split_once('?').unwrap_or((first, ""));
     let headers: Vec<(String, String)> = lines
         .by_ref()
         .take_while(|l| !l.is_empty())
@@ -595,7 +680,7 @@ fn http_request(
     let head = HttpHead {
         method,
         path,
-        query: "",
+        query,
         headers: &pairs,
     };
     match gateway.admit(&head) {
