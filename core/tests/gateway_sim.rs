@@ -3137,6 +3137,8 @@ fn the_console_s_charts_count_each_key_s_turns_tokens_and_added_latency_per_ten_
         "{last}"
     );
     assert!(buckets[58]["added_ms_avg"].is_null());
+    assert_eq!(last["added_count"], 1, "one response: {last}");
+    assert_eq!(last["added_ms_sum"], last["added_ms_avg"]);
     assert!(
         last.get("pool_hits").is_none(),
         "the pool is the operator's"

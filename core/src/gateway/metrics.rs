@@ -114,6 +114,8 @@ impl Recent {
                     "turns": b.turns,
                     "tokens": b.tokens,
                     "added_ms_avg": (count > 0).then(|| sum / count),
+                    "added_ms_sum": sum,
+                    "added_count": count,
                     "added_ms_max": (count > 0).then_some(max),
                 });
                 if pool {

@@ -1578,6 +1578,14 @@ fn merge_lists(
             for bucket in buckets {
                 if let Some(same) = others.iter().find(|b| b["at_ms"] == bucket["at_ms"]) {
                     add_numbers(bucket, same);
+                    // The average of the nodes' latencies, weighted by their responses.
+                    let (sum, count) = (
+                        bucket["added_ms_sum"].as_u64(),
+                        bucket["added_count"].as_u64(),
+                    );
+                    if let (Some(sum), Some(count @ 1..)) = (sum, count) {
+                        bucket["added_ms_avg"] = (sum / count).into();
+                    }
                 }
             }
         }
@@ -1612,7 +1620,8 @@ fn merge_lists(
 }
 
 /// Adds `other`'s numbers into `into`'s, field by field (objects recursively; a null or
-/// missing one counts as none; averages are not sums: the largest is kept).
+/// missing one counts as none; of maxima and averages the largest is kept — an average the
+/// caller can weigh again is recomputed by it).
 fn add_numbers(into: &mut serde_json::Value, other: &serde_json::Value) {
     use serde_json::Value;
     let (Value::Object(into), Value::Object(other)) = (into, other) else {
@@ -2212,19 +2221,23 @@ mod tests {
             ]
         );
 
-        let bucket = |at: u64, turns: u64, avg: Option<u64>| {
+        // `turns` responses, each `avg` ms added (the largest `max`).
+        let bucket = |at: u64, turns: u64, avg: Option<u64>, max: Option<u64>| {
             json!({"at_ms": at, "turns": turns, "tokens": {"output": turns * 10},
-                   "added_ms_avg": avg, "added_ms_max": avg})
+                   "added_ms_avg": avg, "added_ms_max": max,
+                   "added_ms_sum": avg.map_or(0, |a| a * turns), "added_count": if avg.is_some() { turns } else { 0 }})
         };
-        let mine = json!({"bucket_ms": 10_000, "buckets": [bucket(0, 1, Some(30)), bucket(10_000, 0, None)],
-                          "now": {"conversations": 1, "pool": {"size": 2, "ready": 1}}});
+        let mine = json!({"bucket_ms": 10_000,
+            "buckets": [bucket(0, 1, Some(30), Some(30)), bucket(10_000, 0, None, None)],
+            "now": {"conversations": 1, "pool": {"size": 2, "ready": 1}}});
         let theirs = vec![json!({"bucket_ms": 10_000,
-            "buckets": [bucket(0, 2, Some(50)), bucket(10_000, 3, Some(20))],
+            "buckets": [bucket(0, 3, Some(50), Some(70)), bucket(10_000, 3, Some(20), Some(25))],
             "now": {"conversations": 4, "pool": {"size": 1, "ready": 1}}})];
         let merged = merge_lists("/v1/stats", mine, theirs);
         assert_eq!(merged["bucket_ms"], 10_000);
-        assert_eq!(merged["buckets"][0], bucket(0, 3, Some(50)));
-        assert_eq!(merged["buckets"][1], bucket(10_000, 3, Some(20)));
+        // (30 + 3 × 50) / 4 = 45, weighted; the largest of the maxima.
+        assert_eq!(merged["buckets"][0], bucket(0, 4, Some(45), Some(70)));
+        assert_eq!(merged["buckets"][1], bucket(10_000, 3, Some(20), Some(25)));
         assert_eq!(
             merged["now"],
             json!({"conversations": 5, "pool": {"size": 3, "ready": 2}})

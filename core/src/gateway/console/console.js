@@ -116,8 +116,9 @@ function drawStats(stats) {
     bars(b, [{ key: "in", cls: "tokens-in", label: "in" }, { key: "out", cls: "tokens-out", label: "out" }], tokens));
   const timed = b.filter((x) => x.added_ms_avg != null);
   const max = Math.max(0, ...timed.map((x) => x.added_ms_max));
+  const responses = sum(timed, (x) => x.added_count);
   chart("chart-added", timed.length
-    ? `Added latency: ${Math.round(sum(timed, (x) => x.added_ms_avg) / timed.length)} ms avg · ${max} ms max`
+    ? `Added latency: ${Math.round(sum(timed, (x) => x.added_ms_sum) / Math.max(1, responses))} ms avg · ${max} ms max`
     : "Added latency: no response yet",
   bars(b, [{ key: "added_ms_avg", cls: "added", label: "ms avg" }], (x, k) => x[k]));
   chart("chart-pool", now.pool
