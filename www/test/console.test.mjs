@@ -148,7 +148,8 @@ test("a denial with a message reaches the model and nothing runs", async () => {
   await row.first().click();
   const card = page.locator(".tool-card", { hasText: "touch denied-from-the-console.txt" });
   await card.locator(".approval .deny-message").waitFor({ timeout: 15_000 });
-  await card.locator(".approval .deny-message").fill("Not from the console.");
+  // Typed as a person types (over several of the page's refreshes): nothing is lost.
+  await card.locator(".approval .deny-message").pressSequentially("Not from the console.", { delay: 120 });
   await card.locator(".approval button.deny").click();
   const body = await answer;
   assert.equal(body.stop_reason, "end_turn", JSON.stringify(body));
@@ -226,7 +227,11 @@ test("a hibernated conversation is listed and its stored transcript shown", asyn
   await row.waitFor({ timeout: 10_000 });
   assert.equal(await page.locator(`#conversations tbody tr[data-id="${id}"]`).count(), 1, "listed once");
   assert.equal(await row.locator(".state").textContent(), "hibernated");
-  await row.click();
+  // Opened from the keyboard: the row keeps the focus across the list's refreshes.
+  await row.focus();
+  await page.waitForTimeout(2_500);
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.id), id);
+  await page.keyboard.press("Enter");
   await page.locator("#conversation", { hasText: "CONSOLE-SLEEPY remember the word KIWI" }).waitFor({ timeout: 10_000 });
   await page.locator("#watching", { hasText: "its next request resumes it" }).waitFor({ timeout: 10_000 });
   await page.screenshot({ path: join(artifacts, "console-hibernated.png"), fullPage: true });

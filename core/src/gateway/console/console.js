@@ -22,7 +22,7 @@ const CLOSED_LABEL = {
   ended: "hibernated (its CLI ended)",
   restarted: "hibernated (the gateway restarted)",
 };
-const state = { gateway: "", key: "", watching: null, model: null, approvals: [], poll: null, stream: null, tick: 0, stored: [], live: new Set() };
+const state = { gateway: "", key: "", watching: null, model: null, approvals: [], poll: null, stream: null, tick: 0, stored: [], live: new Set(), denyText: new Map() };
 // The stored conversations (the session store's list) are asked for every fifth refresh, and
 // at once after a live one is gone; the live ones every second (`?live=only`).
 const STORED_EVERY = 5;
@@ -150,12 +150,28 @@ async function refresh() {
     state.live = ids;
     list.data = [...live, ...state.stored.filter((c) => !ids.has(c.id))];
     list.stored_error = state.storedError;
+    const asked = (list) => list.map((a) => a.id).join(" ");
+    const changed = asked(approvals.data ?? []) !== asked(state.approvals);
     state.approvals = approvals.data ?? [];
     $("connection").textContent = "connected";
     document.body.dataset.connected = "true";
     const stored = isStored;
+    // The row that has the keyboard's focus keeps it.
+    const focused = document.activeElement?.closest?.("#conversations tbody tr")?.dataset.id;
+    const open = (c) => watch(c.id, stored(c) ? c.tenant : null);
     const rows = list.data.map((c) =>
-      el("tr", { "data-id": c.id, "data-state": c.state, onclick: () => watch(c.id, stored(c) ? c.tenant : null) },
+      el("tr", {
+        "data-id": c.id,
+        "data-state": c.state,
+        tabIndex: 0,
+        onclick: () => open(c),
+        onkeydown: (e) => {
+          if (e.key === "Enter" || e.key === " ") {
+            e.preventDefault();
+            open(c);
+          }
+        },
+      },
         el("td", {}, el("code", {}, c.id.slice(0, 8)), " ", el("span", { class: "tenant" }, c.node ? `${c.tenant} · on ${c.node}` : c.tenant)),
         el("td", {}, c.model ?? "—"),
         el("td", { class: `state ${c.state}`, title: c.last_active_ms ? `last active ${new Date(c.last_active_ms).toLocaleString()}` : "" },
@@ -163,10 +179,12 @@ async function refresh() {
         el("td", { class: "held" }, stored(c) ? "—" : heldText(c.held ?? [])),
         el("td", {}, stored(c) ? "—" : String(c.approvals.length))));
     $("conversations").tBodies[0].replaceChildren(...rows);
+    if (focused) rows.find((r) => r.dataset.id === focused)?.focus();
     $("none").hidden = rows.length > 0;
     $("stored-error").hidden = !list.stored_error;
     $("stored-error").textContent = list.stored_error ?? "";
-    if (state.model) draw();
+    // The cards are drawn again only when the approvals waiting change (their buttons).
+    if (state.model && changed) draw();
   } catch (err) {
     $("connection").textContent = String(err.message ?? err);
     document.body.dataset.connected = "false";
@@ -219,7 +237,14 @@ function decorate(tool, card) {
   const approval = state.approvals.find((a) => a.tool_use_id === tool.id);
   if (!approval) return;
   const suggested = Array.isArray(approval.suggestions) ? approval.suggestions.map(suggestionText) : [];
-  const message = el("input", { type: "text", placeholder: "why (for the model)", class: "deny-message" });
+  // What the person typed survives the cards being drawn again.
+  const message = el("input", {
+    type: "text",
+    placeholder: "why (for the model)",
+    class: "deny-message",
+    value: state.denyText.get(approval.id) ?? "",
+    oninput: (e) => state.denyText.set(approval.id, e.target.value),
+  });
   const always = el("button", {
     type: "button",
     class: "always",
@@ -239,8 +264,17 @@ function decorate(tool, card) {
 }
 
 function draw() {
+  // The message being typed keeps the focus and its caret.
+  const typing = document.activeElement?.classList?.contains("deny-message")
+    ? { approval: document.activeElement.closest("[data-approval]")?.dataset.approval, at: document.activeElement.selectionStart }
+    : null;
   const items = state.model.items.map((item) => renderItem(item, decorate)).filter(Boolean);
   $("conversation").replaceChildren(...items);
+  if (typing?.approval) {
+    const input = $("conversation").querySelector(`[data-approval="${CSS.escape(typing.approval)}"] .deny-message`);
+    input?.focus();
+    input?.setSelectionRange(typing.at, typing.at);
+  }
 }
 
 /**
@@ -296,11 +330,10 @@ async function watch(id, tenant = null) {
       }
     }
     if (state.model.items.some((i) => i.kind === "tool" && i.permission && !i.permission.outcome)) {
-      // A permission request: its approval is listed by the next refresh.
+      // A permission request: its approval is listed by a refresh.
       await refresh();
-    } else {
-      draw();
     }
+    draw();
   }
 }
 
