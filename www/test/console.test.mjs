@@ -4,7 +4,7 @@
 // origin the gateway allows. Screenshots go to www/test-artifacts/.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
@@ -207,7 +207,20 @@ test("ccwire serve serves the console itself: open it, approve with a click", as
   const body = await answer;
   assert.equal(body.stop_reason, "end_turn", JSON.stringify(body));
   assert.ok(existsSync(join(home, "work", "approved-on-the-gateway-s-page.txt")), "the allowed command ran");
+  await page.locator(".tool-card[data-status=success]", { hasText: "touch approved-on-the-gateway-s-page.txt" }).waitFor({ timeout: 15_000 });
   await page.screenshot({ path: join(artifacts, "console-served-by-the-gateway.png"), fullPage: true });
+  // The conversation as one HTML file that opens offline (the page's policy lets it save).
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("#export")]);
+  assert.match(download.suggestedFilename(), /^conversation-[0-9a-f]{8}\.html$/);
+  const saved = join(artifacts, "console-export.html");
+  await download.saveAs(saved);
+  const html = readFileSync(saved, "utf8");
+  assert.ok(html.includes("touch approved-on-the-gateway-s-page.txt") && html.includes("<style>"), "its cards and their style");
+  assert.ok(!/<script|<link|src=|<button|<input/i.test(html), "nothing to load, nothing to press");
+  const offline = await browser.newPage();
+  await offline.goto(`file://${saved}`);
+  assert.equal(await offline.locator(".tool-card[data-status=success]").count(), 1);
+  await offline.close();
   await page.close();
 });
 

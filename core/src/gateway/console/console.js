@@ -291,6 +291,7 @@ async function watch(id, tenant = null) {
   const link = new URLSearchParams({ conversation: id, ...(tenant ? { tenant } : {}) });
   history.replaceState(null, "", `#${link}`);
   $("watching").textContent = `Conversation ${id}`;
+  $("export").hidden = false;
   document.body.dataset.watching = id;
   draw();
   let res;
@@ -337,6 +338,23 @@ async function watch(id, tenant = null) {
   }
 }
 
+/** The watched conversation's cards as one HTML file that opens offline (no buttons, no script). */
+async function exportHtml() {
+  const css = await (await fetch("style.css")).text();
+  const cards = $("conversation").cloneNode(true);
+  for (const live of cards.querySelectorAll(".approval, .suggestions")) live.remove();
+  const title = $("watching").textContent;
+  const escape = (t) => t.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  const html = `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title><style>${css}</style></head>\n<body><header><h1>${escape(title)}</h1></header><main><div id="conversation">${cards.innerHTML}</div></main></body></html>\n`;
+  const link = el("a", {
+    href: URL.createObjectURL(new Blob([html], { type: "text/html" })),
+    download: `conversation-${(state.watching ?? "").slice(0, 8)}.html`,
+  });
+  document.body.append(link);
+  link.click();
+  link.remove();
+}
+
 function connect(event) {
   event?.preventDefault();
   state.gateway = $("gateway").value.replace(/\/+$/, "");
@@ -350,6 +368,7 @@ function connect(event) {
 }
 
 $("connect").addEventListener("submit", connect);
+$("export").addEventListener("click", exportHtml);
 // The gateway named by the link, the one this tab used, or the one that serves this page.
 $("gateway").value =
   new URLSearchParams(location.search).get("gateway") ?? sessionStorage.getItem("ccwire.gateway") ?? location.origin;
