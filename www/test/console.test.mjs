@@ -247,6 +247,17 @@ test("a hibernated conversation is listed and its stored transcript shown", asyn
   await page.keyboard.press("Enter");
   await page.locator("#conversation", { hasText: "CONSOLE-SLEEPY remember the word KIWI" }).waitFor({ timeout: 10_000 });
   await page.locator("#watching", { hasText: "its next request resumes it" }).waitFor({ timeout: 10_000 });
+  // Search marks the cards that hold the text.
+  await page.fill("#search", "kiwi");
+  const matches = page.locator("#conversation > .match");
+  const found = await matches.count();
+  assert.ok(found >= 1, "the prompt's card at least");
+  assert.equal(await page.locator("#search-count").textContent(), found === 1 ? "1 match" : `${found} matches`);
+  assert.match(await matches.first().textContent(), /kiwi/i);
+  await page.fill("#search", "no-such-text-anywhere");
+  assert.equal(await page.locator("#search-count").textContent(), "no match");
+  assert.equal(await page.locator("#conversation > .match").count(), 0);
+  await page.fill("#search", "");
   await page.screenshot({ path: join(artifacts, "console-hibernated.png"), fullPage: true });
   // The page's address links to the conversation: reloaded (the key kept in the tab), it
   // opens it again.

@@ -263,6 +263,18 @@ function decorate(tool, card) {
   }
 }
 
+/** Marks the cards that hold the search text, and says how many. */
+function search() {
+  const query = $("search").value.trim().toLowerCase();
+  let found = 0;
+  for (const item of $("conversation").children) {
+    const hit = query !== "" && item.textContent.toLowerCase().includes(query);
+    item.classList.toggle("match", hit);
+    if (hit) found += 1;
+  }
+  $("search-count").textContent = query === "" ? "" : found === 0 ? "no match" : `${found} match${found === 1 ? "" : "es"}`;
+}
+
 function draw() {
   // The message being typed keeps the focus and its caret.
   const typing = document.activeElement?.classList?.contains("deny-message")
@@ -270,6 +282,7 @@ function draw() {
     : null;
   const items = state.model.items.map((item) => renderItem(item, decorate)).filter(Boolean);
   $("conversation").replaceChildren(...items);
+  search();
   if (typing?.approval) {
     const input = $("conversation").querySelector(`[data-approval="${CSS.escape(typing.approval)}"] .deny-message`);
     input?.focus();
@@ -292,6 +305,7 @@ async function watch(id, tenant = null) {
   history.replaceState(null, "", `#${link}`);
   $("watching").textContent = `Conversation ${id}`;
   $("export").hidden = false;
+  $("search").hidden = false;
   document.body.dataset.watching = id;
   draw();
   let res;
@@ -369,6 +383,7 @@ function connect(event) {
 
 $("connect").addEventListener("submit", connect);
 $("export").addEventListener("click", exportHtml);
+$("search").addEventListener("input", search);
 // The gateway named by the link, the one this tab used, or the one that serves this page.
 $("gateway").value =
   new URLSearchParams(location.search).get("gateway") ?? sessionStorage.getItem("ccwire.gateway") ?? location.origin;
