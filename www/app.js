@@ -3,7 +3,7 @@
 // The view at step k is the chunks of steps 0..k applied to an empty conversation.
 
 import { init, Replayer } from "./ccwire/js/web.js";
-import { STATUS_LABEL, apply, el, emptyModel, renderItem, tokensOf, view } from "./console/cards.js";
+import { STATUS_LABEL, apply, el, emptyModel, markMatches, renderItem, tokensOf, view } from "./console/cards.js";
 
 const SAMPLES = [
   "b_bash_allow.jsonl",
@@ -185,17 +185,9 @@ function drawToolTimeline(model, now) {
   tl.marker.title = `this line: ${seconds(now)}`;
 }
 
-/** Marks the items that hold the search text; says how many. */
+/** Marks the cards that hold the search text; says how many. */
 function search() {
-  const query = $("search").value.trim().toLowerCase();
-  let found = 0;
-  for (const item of $("conversation").children) {
-    const hit = query !== "" && item.textContent.toLowerCase().includes(query);
-    item.classList.toggle("match", hit);
-    if (hit) found += 1;
-  }
-  $("search-count").textContent = query === "" ? "" : found === 0 ? "no match" : `${found} match${found === 1 ? "" : "es"}`;
-  return found;
+  return markMatches($("conversation"), $("search").value, $("search-count"));
 }
 
 /** The view as one HTML file that opens offline: the cards as shown (redacted if they are). */

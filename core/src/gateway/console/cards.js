@@ -168,6 +168,22 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+/**
+ * Marks the cards of `container` that hold `text` (any case) with the class `match`; returns
+ * how many, and says so in `count` ("3 matches", "no match", nothing for no text).
+ */
+export function markMatches(container, text, count) {
+  const query = text.trim().toLowerCase();
+  let found = 0;
+  for (const item of container.children) {
+    const hit = query !== "" && item.textContent.toLowerCase().includes(query);
+    item.classList.toggle("match", hit);
+    if (hit) found += 1;
+  }
+  count.textContent = query === "" ? "" : found === 0 ? "no match" : `${found} match${found === 1 ? "" : "es"}`;
+  return found;
+}
+
 export function renderItem(item, decorate = undefined) {
   const sub = item.parent ? " sub" : "";
   switch (item.kind) {

@@ -3,7 +3,7 @@
 // inspector's cards) and its pending approvals answered inline (`POST /v1/approvals/{id}`).
 // The key is kept in this tab only (sessionStorage).
 
-import { apply, el, emptyModel, renderItem } from "./cards.js";
+import { apply, el, emptyModel, markMatches, renderItem } from "./cards.js";
 
 const $ = (id) => document.getElementById(id);
 const STATE_LABEL = {
@@ -263,16 +263,9 @@ function decorate(tool, card) {
   }
 }
 
-/** Marks the cards that hold the search text, and says how many. */
+/** Marks the cards that hold the search text; says how many. */
 function search() {
-  const query = $("search").value.trim().toLowerCase();
-  let found = 0;
-  for (const item of $("conversation").children) {
-    const hit = query !== "" && item.textContent.toLowerCase().includes(query);
-    item.classList.toggle("match", hit);
-    if (hit) found += 1;
-  }
-  $("search-count").textContent = query === "" ? "" : found === 0 ? "no match" : `${found} match${found === 1 ? "" : "es"}`;
+  return markMatches($("conversation"), $("search").value, $("search-count"));
 }
 
 function draw() {
