@@ -3,7 +3,7 @@
 // The view at step k is the chunks of steps 0..k applied to an empty conversation.
 
 import { init, Replayer } from "./ccwire/js/web.js";
-import { STATUS_LABEL, apply, el, emptyModel, markMatches, renderItem, tokensOf, view } from "./console/cards.js";
+import { STATUS_LABEL, apply, el, emptyModel, escapeHtml, markMatches, renderItem, saveAsHtml, tokensOf, view } from "./console/cards.js";
 
 const SAMPLES = [
   "b_bash_allow.jsonl",
@@ -191,15 +191,9 @@ function search() {
 }
 
 /** The view as one HTML file that opens offline: the cards as shown (redacted if they are). */
-async function exportHtml() {
-  const css = await (await fetch("console/style.css")).text();
-  const title = `ccwire · ${state.name}`;
-  const escape = (t) => t.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
-  const html = `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title><style>${css}</style></head>\n<body><header><h1>${escape(title)}</h1></header><main><div id="conversation">${$("conversation").innerHTML}</div><aside><h2>Totals</h2><div>${escape($("totals").textContent)}</div></aside></main></body></html>\n`;
-  const link = el("a", { href: URL.createObjectURL(new Blob([html], { type: "text/html" })), download: `${state.name.replace(/\.[^.]*$/, "")}.html` });
-  document.body.append(link);
-  link.click();
-  link.remove();
+function exportHtml() {
+  const main = `<div id="conversation">${$("conversation").innerHTML}</div><aside><h2>Totals</h2><div>${escapeHtml($("totals").textContent)}</div></aside>`;
+  return saveAsHtml(`${state.name.replace(/\.[^.]*$/, "")}.html`, `ccwire · ${state.name}`, "console/style.css", main);
 }
 
 function stop() {

@@ -60,9 +60,9 @@ struct ServeArgs {
     /// the gateway's machine connects to whatever URL a caller names there.
     #[arg(long)]
     allow_mcp_servers: bool,
-    /// Serve the console's view of the gateway: the live conversations a key sees (the admin
-    /// key: every one) at GET /v1/conversations, and each one's chunks as they come at
-    /// GET /v1/conversations/{id}/events.
+    /// Serve the live console at /console and its data: the conversations a key sees (the
+    /// admin key: every one) at GET /v1/conversations, each one's chunks at
+    /// GET /v1/conversations/{id}/events, the last ten minutes' charts at GET /v1/stats.
     #[arg(long)]
     console: bool,
     /// Seconds a client tool call is held for the client's result.

@@ -180,24 +180,10 @@ async fn a_slow_stream_carries_keep_alives() {
 /// model is told why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enabled_tool_waits_for_a_person_s_approval_over_http() {
-    let script = Script::new()
-        .when(Match::Probe, Reply::text("ok"))
-        .on_tool_result(Reply::Echo)
-        .on_prompt(
-            "PLEASE-TOUCH",
-            Reply::tool(
-                "Bash",
-                json!({"command": "touch approved.txt", "description": "Create a file"}),
-            ),
-        )
-        .on_prompt(
-            "PLEASE-REMOVE",
-            Reply::tool(
-                "Bash",
-                json!({"command": "touch denied.txt", "description": "Create another file"}),
-            ),
-        )
-        .when(Match::Any, Reply::Echo);
+    let script = bash_calls(&[
+        ("PLEASE-TOUCH", "touch approved.txt", "Create a file"),
+        ("PLEASE-REMOVE", "touch denied.txt", "Create another file"),
+    ]);
     let gw = Gw::start_with(script, |o| {
         o.engine.http.api_keys = vec!["alice".into(), "bob".into()];
         o.engine.enabled_tools = vec!["Bash".into()];
@@ -289,18 +275,11 @@ async fn an_enabled_tool_waits_for_a_person_s_approval_over_http() {
 /// shows the real CLI's turn as it goes: the Bash call waiting for a person, then its run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_shows_a_live_conversation_and_its_approval_as_they_happen() {
-    let script = Script::new()
-        .when(Match::Probe, Reply::text("ok"))
-        .on_tool_result(Reply::Echo)
-        .on_prompt(
-            "PLEASE-WATCH",
-            Reply::tool(
-                "Bash",
-                json!({"command": "touch watched.txt && echo watched-by-the-console",
-                       "description": "Create a file"}),
-            ),
-        )
-        .when(Match::Any, Reply::Echo);
+    let script = bash_calls(&[(
+        "PLEASE-WATCH",
+        "touch watched.txt && echo watched-by-the-console",
+        "Create a file",
+    )]);
     let gw = Gw::start_with(script, |o| {
         o.engine.http.api_keys = vec!["alice".into(), "bob".into()];
         o.engine.enabled_tools = vec!["Bash".into()];

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ccwire_host::store::{RedisStore, SessionStore};
 use ccwire_tests::cli::OfflineHome;
-use ccwire_tests::{FakeAnthropic, Match, RedisServer, Reply, Script};
+use ccwire_tests::{FakeAnthropic, RedisServer};
 use serde_json::{json, Value};
 use support::*;
 
@@ -354,17 +354,7 @@ async fn cluster(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_are_listed_streamed_and_answered_on_any_gateway_of_a_cluster() {
     let redis = RedisServer::start();
-    let script = Script::new()
-        .when(Match::Probe, Reply::text("ok"))
-        .on_tool_result(Reply::Echo)
-        .on_prompt(
-            "PLEASE-TOUCH",
-            Reply::tool(
-                "Bash",
-                json!({"command": "touch approved.txt", "description": "Create a file"}),
-            ),
-        )
-        .when(Match::Any, Reply::Echo);
+    let script = bash_calls(&[("PLEASE-TOUCH", "touch approved.txt", "Create a file")]);
     let fake = FakeAnthropic::start(script).await;
     let home = OfflineHome::new();
     let http = reqwest::Client::new();

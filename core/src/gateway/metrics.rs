@@ -72,6 +72,16 @@ pub(crate) struct Bucket {
     pub pool_misses: u64,
 }
 
+impl Bucket {
+    /// A response to whose first byte the gateway added `ms`.
+    pub(crate) fn observe_added(&mut self, ms: u64) {
+        let (sum, count, max) = &mut self.added_ms;
+        *sum += ms;
+        *count += 1;
+        *max = (*max).max(ms);
+    }
+}
+
 /// The last ten minutes in ten-second buckets, for the console's charts (`GET /v1/stats`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Recent {

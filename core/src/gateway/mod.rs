@@ -33,10 +33,11 @@ mod registry;
 mod translate;
 
 pub use engine::{
-    approval_route, managed_route, parse_request, prepare, tenant_id, Admission, BodyError,
-    CliSpec, ConfigError, ConversationKey, ConversationRecord, Ended, Gateway, GatewayConfig,
-    GatewayOutput, GatewayTimeout, HttpConfig, HttpHead, HttpResponse, Prepared, PreparedRequest,
-    RecordState, RequestId, ResumeSpec, RouteKey, TenantDirs, CLIENT_SERVER, STRIPPED_ENV,
+    approval_route, managed_route, merge_node_answers, parse_request, prepare, tenant_id,
+    Admission, BodyError, CliSpec, ConfigError, ConversationKey, ConversationRecord, Ended,
+    Gateway, GatewayConfig, GatewayOutput, GatewayTimeout, HttpConfig, HttpHead, HttpResponse,
+    Prepared, PreparedRequest, RecordState, RequestId, ResumeSpec, RouteKey, TenantDirs,
+    CLIENT_SERVER, STRIPPED_ENV,
 };
 pub use metrics::Histogram;
 pub use registry::{approval_route_key, Limits, ResumeReason, SessionId, HELD_CALL_TIMEOUT_TEXT};

@@ -1344,10 +1344,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             }
             // A conversation the console watches whose CLI runs on another node: streamed
             // from there.
-            let elsewhere = app.options.engine.console
-                && (head.path.strip_prefix("/v1/conversations/"))
-                    .and_then(|rest| rest.strip_suffix("/events"))
-                    .is_some_and(|id| !app.core().gateway.runs_conversation(id));
+            let elsewhere = app.core().gateway.streams_elsewhere(head.path);
             if elsewhere {
                 if let Some(there) = live_elsewhere(&app, cluster, &parts).await {
                     return there;
@@ -1519,7 +1516,8 @@ fn to_peer(
 
 /// `GET path` (with its query) of the whole cluster (`/v1/approvals`, `/v1/conversations`,
 /// `/v1/stats`): this node's answer (`local`) with every other live node's, merged
-/// ([`merge_lists`]); a node that does not answer in time is left out (and logged).
+/// ([`merge_node_answers`](ccwire_core::gateway::merge_node_answers)); a node that does not
+/// answer in time is left out (and logged).
 async fn cluster_list(
     app: &App,
     cluster: &Cluster,
@@ -1554,99 +1552,9 @@ async fn cluster_list(
     .await;
     let theirs: Vec<serde_json::Value> = answers.into_iter().flatten().collect();
     let route = path.split_once('?').map_or(path, |(route, _)| route);
-    merge_lists(route, mine, theirs).to_string().into_bytes()
-}
-
-/// The cluster's answer to `GET path` from this node's (`mine`) and the others' (`theirs`):
-/// approvals oldest first; conversations each once (one a node runs before its stored
-/// record), those running first, most recently active first; the charts' buckets and counts
-/// summed.
-fn merge_lists(
-    path: &str,
-    mut mine: serde_json::Value,
-    theirs: Vec<serde_json::Value>,
-) -> serde_json::Value {
-    use serde_json::Value;
-    if path == "/v1/stats" {
-        for other in &theirs {
-            add_numbers(&mut mine["now"], &other["now"]);
-            let (Some(buckets), Some(others)) =
-                (mine["buckets"].as_array_mut(), other["buckets"].as_array())
-            else {
-                continue;
-            };
-            for bucket in buckets {
-                if let Some(same) = others.iter().find(|b| b["at_ms"] == bucket["at_ms"]) {
-                    add_numbers(bucket, same);
-                    // The average of the nodes' latencies, weighted by their responses.
-                    let (sum, count) = (
-                        bucket["added_ms_sum"].as_u64(),
-                        bucket["added_count"].as_u64(),
-                    );
-                    if let (Some(sum), Some(count @ 1..)) = (sum, count) {
-                        bucket["added_ms_avg"] = (sum / count).into();
-                    }
-                }
-            }
-        }
-        return mine;
-    }
-    let mut data: Vec<Value> = mine["data"].as_array().cloned().unwrap_or_default();
-    for other in theirs {
-        data.extend(other["data"].as_array().cloned().unwrap_or_default());
-    }
-    if path == "/v1/approvals" {
-        data.sort_by_key(|a| a["created_at_ms"].as_u64().unwrap_or(0));
-    } else {
-        let stored = |c: &Value| matches!(c["state"].as_str(), Some("hibernated" | "elsewhere"));
-        let running: std::collections::HashSet<String> = (data.iter())
-            .filter(|c| !stored(c))
-            .filter_map(|c| c["id"].as_str().map(str::to_owned))
-            .collect();
-        let mut seen = std::collections::HashSet::new();
-        data.retain(|c| {
-            let id = c["id"].as_str().unwrap_or_default().to_owned();
-            !(stored(c) && running.contains(&id)) && seen.insert(id)
-        });
-        data.sort_by_key(|c| {
-            (
-                stored(c),
-                std::cmp::Reverse(c["last_active_ms"].as_u64().unwrap_or(0)),
-            )
-        });
-    }
-    mine["data"] = Value::Array(data);
-    mine
-}
-
-/// Adds `other`'s numbers into `into`'s, field by field (objects recursively; a null or
-/// missing one counts as none; of maxima and averages the largest is kept — an average the
-/// caller can weigh again is recomputed by it).
-fn add_numbers(into: &mut serde_json::Value, other: &serde_json::Value) {
-    use serde_json::Value;
-    let (Value::Object(into), Value::Object(other)) = (into, other) else {
-        return;
-    };
-    for (name, theirs) in other {
-        if name == "at_ms" {
-            continue;
-        }
-        let mine = into.entry(name.clone()).or_insert(Value::Null);
-        match (&mut *mine, theirs) {
-            (Value::Object(_), Value::Object(_)) => add_numbers(mine, theirs),
-            (Value::Null, Value::Object(_)) => *mine = theirs.clone(),
-            (_, Value::Number(n)) => {
-                let (a, b) = (mine.as_u64(), n.as_u64());
-                *mine = match (name.as_str(), a, b) {
-                    ("added_ms_avg" | "added_ms_max", Some(a), Some(b)) => a.max(b).into(),
-                    (_, Some(a), Some(b)) => (a + b).into(),
-                    (_, None, Some(b)) => b.into(),
-                    _ => mine.clone(),
-                };
-            }
-            _ => {}
-        }
-    }
+    ccwire_core::gateway::merge_node_answers(route, mine, theirs)
+        .to_string()
+        .into_bytes()
 }
 
 /// `GET /v1/conversations/{id}/events` of a conversation no CLI of this node runs: the stream
@@ -2186,61 +2094,4 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
     server.drain().await;
     eprintln!("ccwire serve: stopped");
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::merge_lists;
-    use serde_json::json;
-
-    #[test]
-    fn the_cluster_lists_each_conversation_once_running_first_and_sums_the_charts() {
-        let mine = json!({"object": "list", "data": [
-            {"id": "a", "state": "idle", "node": "one", "last_active_ms": 5},
-            {"id": "b", "state": "elsewhere", "last_active_ms": 9},
-            {"id": "c", "state": "hibernated", "last_active_ms": 7},
-        ]});
-        let theirs = vec![
-            json!({"object": "list", "data": [
-                {"id": "b", "state": "running", "node": "two", "last_active_ms": 9},
-                {"id": "c", "state": "hibernated", "last_active_ms": 7},
-            ]}),
-            json!({"object": "list", "data": [{"id": "d", "state": "hibernated", "last_active_ms": 8}]}),
-        ];
-        let merged = merge_lists("/v1/conversations", mine, theirs);
-        let rows: Vec<(&str, &str)> = (merged["data"].as_array().unwrap().iter())
-            .map(|c| (c["id"].as_str().unwrap(), c["state"].as_str().unwrap()))
-            .collect();
-        assert_eq!(
-            rows,
-            [
-                ("b", "running"),
-                ("a", "idle"),
-                ("d", "hibernated"),
-                ("c", "hibernated")
-            ]
-        );
-
-        // `turns` responses, each `avg` ms added (the largest `max`).
-        let bucket = |at: u64, turns: u64, avg: Option<u64>, max: Option<u64>| {
-            json!({"at_ms": at, "turns": turns, "tokens": {"output": turns * 10},
-                   "added_ms_avg": avg, "added_ms_max": max,
-                   "added_ms_sum": avg.map_or(0, |a| a * turns), "added_count": if avg.is_some() { turns } else { 0 }})
-        };
-        let mine = json!({"bucket_ms": 10_000,
-            "buckets": [bucket(0, 1, Some(30), Some(30)), bucket(10_000, 0, None, None)],
-            "now": {"conversations": 1, "pool": {"size": 2, "ready": 1}}});
-        let theirs = vec![json!({"bucket_ms": 10_000,
-            "buckets": [bucket(0, 3, Some(50), Some(70)), bucket(10_000, 3, Some(20), Some(25))],
-            "now": {"conversations": 4, "pool": {"size": 1, "ready": 1}}})];
-        let merged = merge_lists("/v1/stats", mine, theirs);
-        assert_eq!(merged["bucket_ms"], 10_000);
-        // (30 + 3 × 50) / 4 = 45, weighted; the largest of the maxima.
-        assert_eq!(merged["buckets"][0], bucket(0, 4, Some(45), Some(70)));
-        assert_eq!(merged["buckets"][1], bucket(10_000, 3, Some(20), Some(25)));
-        assert_eq!(
-            merged["now"],
-            json!({"conversations": 5, "pool": {"size": 3, "ready": 2}})
-        );
-    }
 }

@@ -290,42 +290,36 @@ impl RedisStore {
         limit: usize,
     ) -> io::Result<Vec<ConversationRecord>> {
         let mut redis = self.redis.clone();
-        let sets: Vec<String> = match tenant {
-            Some(tenant) => vec![Self::recent(tenant)?],
-            None => {
-                let tenants: Vec<String> =
-                    redis.smembers(TENANTS).await.map_err(|e| self.failed(e))?;
-                (tenants.iter())
-                    .filter_map(|tenant| Self::recent(tenant).ok())
-                    .collect()
-            }
+        let tenants: Vec<String> = match tenant {
+            Some(tenant) => vec![tenant.to_owned()],
+            None => redis.smembers(TENANTS).await.map_err(|e| self.failed(e))?,
         };
         let Some(last) = limit.checked_sub(1) else {
             return Ok(Vec::new());
         };
-        // The newest of each tenant's, then the newest of those.
-        let mut ranked: Vec<(f64, String, String)> = Vec::new();
-        for set in &sets {
-            let Some(tenant) = set
-                .strip_prefix("ccwire:{")
-                .and_then(|rest| rest.strip_suffix("}:recent"))
-            else {
-                continue;
-            };
-            let newest: Vec<(String, f64)> = redis
-                .zrevrange_withscores(set, 0, last as isize)
-                .await
-                .map_err(|e| self.failed(e))?;
-            for (id, at) in newest {
-                ranked.push((at, tenant.to_owned(), id));
-            }
+        // The newest of each tenant's (in one round trip), then the newest of those.
+        let tenants: Vec<&String> = tenants.iter().filter(|t| component(t).is_ok()).collect();
+        if tenants.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut newest = redis::pipe();
+        for tenant in &tenants {
+            newest.zrevrange_withscores(Self::recent(tenant)?, 0, last as isize);
+        }
+        let newest: Vec<Vec<(String, f64)>> = newest
+            .query_async(&mut redis)
+            .await
+            .map_err(|e| self.failed(e))?;
+        let mut ranked: Vec<(f64, &String, String)> = Vec::new();
+        for (tenant, theirs) in tenants.iter().zip(newest) {
+            ranked.extend(theirs.into_iter().map(|(id, at)| (at, *tenant, id)));
         }
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
         ranked.truncate(limit);
         let mut keys = Vec::with_capacity(ranked.len());
         for (_, tenant, id) in &ranked {
             let key = ConversationKey {
-                tenant: tenant.clone(),
+                tenant: (*tenant).to_owned(),
                 id: id.clone(),
             };
             keys.push(format!("{}:r", Self::conversation(&key)?));

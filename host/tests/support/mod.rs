@@ -51,6 +51,19 @@ pub fn script() -> Script {
         .when(Match::Any, Reply::Echo)
 }
 
+/// A script whose model, for each `(prompt, command, description)`, calls Bash with that
+/// command when the user's message holds the prompt, and otherwise echoes (tool results too).
+pub fn bash_calls(calls: &[(&str, &str, &str)]) -> Script {
+    let mut script = Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_tool_result(Reply::Echo);
+    for (prompt, command, description) in calls {
+        let input = json!({"command": command, "description": description});
+        script = script.on_prompt(prompt, Reply::tool("Bash", input));
+    }
+    script.when(Match::Any, Reply::Echo)
+}
+
 impl Gw {
     pub async fn start(configure: impl FnOnce(&mut GatewayOptions)) -> Gw {
         Gw::start_with(script(), configure).await

@@ -168,6 +168,24 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+/** Text as HTML. */
+export function escapeHtml(text) {
+  return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+}
+
+/**
+ * Saves a page as one HTML file that opens offline: `title`, the stylesheet at `cssUrl`
+ * inlined, and `main` (HTML) as its content; no script, nothing fetched.
+ */
+export async function saveAsHtml(filename, title, cssUrl, main) {
+  const css = await (await fetch(cssUrl)).text();
+  const html = `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title><style>${css}</style></head>\n<body><header><h1>${escapeHtml(title)}</h1></header><main>${main}</main></body></html>\n`;
+  const link = el("a", { href: URL.createObjectURL(new Blob([html], { type: "text/html" })), download: filename });
+  document.body.append(link);
+  link.click();
+  link.remove();
+}
+
 /**
  * Marks the cards of `container` that hold `text` (any case) with the class `match`; returns
  * how many, and says so in `count` ("3 matches", "no match", nothing for no text).

@@ -3,7 +3,7 @@
 // inspector's cards) and its pending approvals answered inline (`POST /v1/approvals/{id}`).
 // The key is kept in this tab only (sessionStorage).
 
-import { apply, el, emptyModel, markMatches, renderItem } from "./cards.js";
+import { apply, el, emptyModel, markMatches, renderItem, saveAsHtml } from "./cards.js";
 
 const $ = (id) => document.getElementById(id);
 const STATE_LABEL = {
@@ -346,20 +346,11 @@ async function watch(id, tenant = null) {
 }
 
 /** The watched conversation's cards as one HTML file that opens offline (no buttons, no script). */
-async function exportHtml() {
-  const css = await (await fetch("style.css")).text();
+function exportHtml() {
   const cards = $("conversation").cloneNode(true);
   for (const live of cards.querySelectorAll(".approval, .suggestions")) live.remove();
-  const title = $("watching").textContent;
-  const escape = (t) => t.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
-  const html = `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title><style>${css}</style></head>\n<body><header><h1>${escape(title)}</h1></header><main><div id="conversation">${cards.innerHTML}</div></main></body></html>\n`;
-  const link = el("a", {
-    href: URL.createObjectURL(new Blob([html], { type: "text/html" })),
-    download: `conversation-${(state.watching ?? "").slice(0, 8)}.html`,
-  });
-  document.body.append(link);
-  link.click();
-  link.remove();
+  const filename = `conversation-${(state.watching ?? "").slice(0, 8)}.html`;
+  return saveAsHtml(filename, $("watching").textContent, "style.css", `<div id="conversation">${cards.innerHTML}</div>`);
 }
 
 function connect(event) {

@@ -273,16 +273,10 @@ impl Gateway {
 
     pub(super) fn approval_event(&mut self, tenant: &str, event: &str, data: &Value) {
         let frame = sse(event, data);
-        let ping_every = self.config.ping_every_ms;
-        for (&request, (watching, next_ping)) in &mut self.watchers {
-            if matches!(watching, Watch::Approvals(t) if t == tenant) {
-                *next_ping = self.now.saturating_add(ping_every);
-                self.outputs.push_back(GatewayOutput::Body {
-                    request,
-                    bytes: frame.clone().into_bytes(),
-                });
-            }
-        }
+        self.send_to_watches(
+            |w| matches!(w, Watch::Approvals(t) if t == tenant),
+            frame.as_bytes(),
+        );
     }
 }
 

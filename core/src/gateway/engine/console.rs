@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use serde_json::{json, Value};
 
+use super::http::respond_json;
 use super::managed::{param, query};
 use super::types::{ConversationKey, ConversationRecord, RecordState};
 use super::{tenant_id, Gateway, GatewayOutput, Live, RequestId, Watch};
@@ -120,8 +121,12 @@ pub(super) fn route(path: &str) -> Option<ConsoleRoute<'_>> {
 
 /// The SSE frame of a chunk.
 fn frame(chunk: &Chunk) -> String {
-    let data = serde_json::to_string(chunk).expect("chunks serialize");
-    format!("event: chunk\ndata: {data}\n\n")
+    format!("event: chunk\ndata: {}\n\n", chunk.to_json())
+}
+
+/// The SSE frame that ends a conversation's stream: its CLI is gone.
+fn closed(id: &str) -> String {
+    format!("event: closed\ndata: {}\n\n", json!({"id": id}))
 }
 
 impl Gateway {
@@ -176,7 +181,7 @@ impl Gateway {
         let live_only = param(&query(query_string), "live") == Some("only");
         if !self.config.store || live_only {
             let list = self.conversations(tenant.as_deref(), None);
-            return self.respond_console_json(request, &list);
+            return respond_json(self, request, 200, &list);
         }
         self.outputs.push_back(GatewayOutput::StoreList {
             request,
@@ -204,21 +209,16 @@ impl Gateway {
             list["stored_error"] =
                 json!("the session store is unavailable: only live conversations are listed");
         }
-        self.respond_console_json(request, &list);
+        respond_json(self, request, 200, &list);
     }
 
-    fn respond_console_json(&mut self, request: RequestId, body: &Value) {
-        let headers = vec![
-            ("content-type".to_owned(), "application/json".to_owned()),
-            ("cache-control".to_owned(), "no-store".to_owned()),
-        ];
-        self.respond_whole(request, 200, headers, body.to_string().into_bytes());
-    }
-
-    /// Whether a CLI of this gateway runs conversation `id` (the console's id: its CLI's
-    /// session id), for a host that looks for it on the other nodes of a cluster otherwise.
-    pub fn runs_conversation(&self, id: &str) -> bool {
-        (self.lives.iter()).any(|(s, live)| live.cli_id == id && !self.pool.contains_key(s))
+    /// Whether `path` asks (with the console) for the stream of a conversation no CLI of this
+    /// gateway runs: a host whose gateway scales out asks the other nodes for it first.
+    pub fn streams_elsewhere(&self, path: &str) -> bool {
+        let Some(ConsoleRoute::Events(id)) = route(path).filter(|_| self.config.console) else {
+            return false;
+        };
+        !(self.lives.iter()).any(|(s, live)| live.cli_id == id && !self.pool.contains_key(s))
     }
 
     /// `GET /v1/stats`: the console's charts — the last ten minutes in ten-second buckets
@@ -445,10 +445,7 @@ impl Gateway {
         for chunk in crate::transcript::replay(text.as_bytes()) {
             bytes.push_str(&frame(&chunk));
         }
-        bytes.push_str(&format!(
-            "event: closed\ndata: {}\n\n",
-            json!({"id": key.id})
-        ));
+        bytes.push_str(&closed(&key.id));
         let headers = vec![
             ("content-type".to_owned(), "text/event-stream".to_owned()),
             ("cache-control".to_owned(), "no-store".to_owned()),
@@ -505,32 +502,168 @@ impl Gateway {
                 None => break,
             }
         }
-        let at = self.now.saturating_add(self.config.ping_every_ms);
-        for (&request, (watch, next_ping)) in &mut self.watchers {
-            if matches!(watch, Watch::Conversation(s) if *s == session) {
-                *next_ping = at;
-                self.outputs.push_back(GatewayOutput::Body {
-                    request,
-                    bytes: frame.clone().into_bytes(),
-                });
-            }
-        }
+        self.send_to_watches(
+            |w| matches!(w, Watch::Conversation(s) if *s == session),
+            frame.as_bytes(),
+        );
     }
 
     /// A live CLI is gone: its streams say so and end.
     pub(super) fn console_closed(&mut self, session: SessionId, cli_id: &str) {
-        let watching: Vec<RequestId> = (self.watchers.iter())
-            .filter(|(_, (w, _))| matches!(w, Watch::Conversation(s) if *s == session))
-            .map(|(r, _)| *r)
-            .collect();
-        for request in watching {
-            self.watchers.remove(&request);
-            let bytes = format!("event: closed\ndata: {}\n\n", json!({"id": cli_id}));
-            self.outputs.push_back(GatewayOutput::Body {
-                request,
-                bytes: bytes.into_bytes(),
-            });
-            self.outputs.push_back(GatewayOutput::End { request });
+        self.end_watches(
+            |w| matches!(w, Watch::Conversation(s) if *s == session),
+            Some(closed(cli_id).as_bytes()),
+        );
+    }
+}
+
+/// The cluster's answer to `GET path` (`/v1/approvals`, `/v1/conversations`, `/v1/stats`)
+/// from this node's answer (`mine`) and the other nodes' (`theirs`), for a host that asks
+/// every node of its cluster:
+/// approvals oldest first; conversations each once (one a node runs before its stored
+/// record), those running first, most recently active first; the charts' buckets and counts
+/// summed.
+pub fn merge_node_answers(
+    path: &str,
+    mut mine: serde_json::Value,
+    theirs: Vec<serde_json::Value>,
+) -> serde_json::Value {
+    use serde_json::Value;
+    if path == "/v1/stats" {
+        for other in &theirs {
+            add_numbers(&mut mine["now"], &other["now"]);
+            let (Some(buckets), Some(others)) =
+                (mine["buckets"].as_array_mut(), other["buckets"].as_array())
+            else {
+                continue;
+            };
+            for bucket in buckets {
+                if let Some(same) = others.iter().find(|b| b["at_ms"] == bucket["at_ms"]) {
+                    add_numbers(bucket, same);
+                    // The average of the nodes' latencies, weighted by their responses.
+                    let (sum, count) = (
+                        bucket["added_ms_sum"].as_u64(),
+                        bucket["added_count"].as_u64(),
+                    );
+                    if let (Some(sum), Some(count @ 1..)) = (sum, count) {
+                        bucket["added_ms_avg"] = (sum / count).into();
+                    }
+                }
+            }
         }
+        return mine;
+    }
+    let mut data: Vec<Value> = mine["data"].as_array().cloned().unwrap_or_default();
+    for other in theirs {
+        data.extend(other["data"].as_array().cloned().unwrap_or_default());
+    }
+    if path == "/v1/approvals" {
+        data.sort_by_key(|a| a["created_at_ms"].as_u64().unwrap_or(0));
+    } else {
+        let stored = |c: &Value| matches!(c["state"].as_str(), Some("hibernated" | "elsewhere"));
+        let running: std::collections::HashSet<String> = (data.iter())
+            .filter(|c| !stored(c))
+            .filter_map(|c| c["id"].as_str().map(str::to_owned))
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        data.retain(|c| {
+            let id = c["id"].as_str().unwrap_or_default().to_owned();
+            !(stored(c) && running.contains(&id)) && seen.insert(id)
+        });
+        data.sort_by_key(|c| {
+            (
+                stored(c),
+                std::cmp::Reverse(c["last_active_ms"].as_u64().unwrap_or(0)),
+            )
+        });
+    }
+    mine["data"] = Value::Array(data);
+    mine
+}
+
+/// Adds `other`'s numbers into `into`'s, field by field (objects recursively; a null or
+/// missing one counts as none; of maxima and averages the largest is kept — an average the
+/// caller can weigh again is recomputed by it).
+fn add_numbers(into: &mut serde_json::Value, other: &serde_json::Value) {
+    use serde_json::Value;
+    let (Value::Object(into), Value::Object(other)) = (into, other) else {
+        return;
+    };
+    for (name, theirs) in other {
+        if name == "at_ms" {
+            continue;
+        }
+        let mine = into.entry(name.clone()).or_insert(Value::Null);
+        match (&mut *mine, theirs) {
+            (Value::Object(_), Value::Object(_)) => add_numbers(mine, theirs),
+            (Value::Null, Value::Object(_)) => *mine = theirs.clone(),
+            (_, Value::Number(n)) => {
+                let (a, b) = (mine.as_u64(), n.as_u64());
+                *mine = match (name.as_str(), a, b) {
+                    ("added_ms_avg" | "added_ms_max", Some(a), Some(b)) => a.max(b).into(),
+                    (_, Some(a), Some(b)) => (a + b).into(),
+                    (_, None, Some(b)) => b.into(),
+                    _ => mine.clone(),
+                };
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_node_answers;
+    use serde_json::json;
+
+    #[test]
+    fn the_cluster_lists_each_conversation_once_running_first_and_sums_the_charts() {
+        let mine = json!({"object": "list", "data": [
+            {"id": "a", "state": "idle", "node": "one", "last_active_ms": 5},
+            {"id": "b", "state": "elsewhere", "last_active_ms": 9},
+            {"id": "c", "state": "hibernated", "last_active_ms": 7},
+        ]});
+        let theirs = vec![
+            json!({"object": "list", "data": [
+                {"id": "b", "state": "running", "node": "two", "last_active_ms": 9},
+                {"id": "c", "state": "hibernated", "last_active_ms": 7},
+            ]}),
+            json!({"object": "list", "data": [{"id": "d", "state": "hibernated", "last_active_ms": 8}]}),
+        ];
+        let merged = merge_node_answers("/v1/conversations", mine, theirs);
+        let rows: Vec<(&str, &str)> = (merged["data"].as_array().unwrap().iter())
+            .map(|c| (c["id"].as_str().unwrap(), c["state"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("b", "running"),
+                ("a", "idle"),
+                ("d", "hibernated"),
+                ("c", "hibernated")
+            ]
+        );
+
+        // `turns` responses, each `avg` ms added (the largest `max`).
+        let bucket = |at: u64, turns: u64, avg: Option<u64>, max: Option<u64>| {
+            json!({"at_ms": at, "turns": turns, "tokens": {"output": turns * 10},
+                   "added_ms_avg": avg, "added_ms_max": max,
+                   "added_ms_sum": avg.map_or(0, |a| a * turns), "added_count": if avg.is_some() { turns } else { 0 }})
+        };
+        let mine = json!({"bucket_ms": 10_000,
+            "buckets": [bucket(0, 1, Some(30), Some(30)), bucket(10_000, 0, None, None)],
+            "now": {"conversations": 1, "pool": {"size": 2, "ready": 1}}});
+        let theirs = vec![json!({"bucket_ms": 10_000,
+            "buckets": [bucket(0, 3, Some(50), Some(70)), bucket(10_000, 3, Some(20), Some(25))],
+            "now": {"conversations": 4, "pool": {"size": 1, "ready": 1}}})];
+        let merged = merge_node_answers("/v1/stats", mine, theirs);
+        assert_eq!(merged["bucket_ms"], 10_000);
+        // (30 + 3 × 50) / 4 = 45, weighted; the largest of the maxima.
+        assert_eq!(merged["buckets"][0], bucket(0, 4, Some(45), Some(70)));
+        assert_eq!(merged["buckets"][1], bucket(10_000, 3, Some(20), Some(25)));
+        assert_eq!(
+            merged["now"],
+            json!({"conversations": 5, "pool": {"size": 3, "ready": 2}})
+        );
     }
 }

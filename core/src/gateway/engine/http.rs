@@ -691,7 +691,7 @@ impl Gateway {
     }
 }
 
-fn respond_json(gateway: &mut Gateway, request: RequestId, status: u16, value: &Value) {
+pub(super) fn respond_json(gateway: &mut Gateway, request: RequestId, status: u16, value: &Value) {
     let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
     gateway.respond_whole(request, status, headers, value.to_string().into_bytes());
 }

@@ -15,6 +15,8 @@ mod sessions;
 mod store;
 mod types;
 
+pub use console::merge_node_answers;
+
 pub use http::{
     approval_route, managed_route, prepare, Admission, BodyError, ConfigError, HttpConfig,
     HttpHead, HttpResponse, Prepared,
@@ -1667,6 +1669,38 @@ impl Gateway {
         self.watchers.insert(request, (watch, next_ping));
     }
 
+    /// Sends `bytes` to every event stream `which` picks (their keep-alives start over).
+    fn send_to_watches(&mut self, which: impl Fn(&Watch) -> bool, bytes: &[u8]) {
+        let next_ping = self.now.saturating_add(self.config.ping_every_ms);
+        for (&request, (watch, ping)) in &mut self.watchers {
+            if which(watch) {
+                *ping = next_ping;
+                self.outputs.push_back(GatewayOutput::Body {
+                    request,
+                    bytes: bytes.to_vec(),
+                });
+            }
+        }
+    }
+
+    /// Ends every event stream `which` picks, `last` their last bytes.
+    fn end_watches(&mut self, which: impl Fn(&Watch) -> bool, last: Option<&[u8]>) {
+        let ending: Vec<RequestId> = (self.watchers.iter())
+            .filter(|(_, (watch, _))| which(watch))
+            .map(|(request, _)| *request)
+            .collect();
+        for request in ending {
+            self.watchers.remove(&request);
+            if let Some(bytes) = last {
+                self.outputs.push_back(GatewayOutput::Body {
+                    request,
+                    bytes: bytes.to_vec(),
+                });
+            }
+            self.outputs.push_back(GatewayOutput::End { request });
+        }
+    }
+
     /// Ends a request's response with an error: an HTTP error when nothing was sent yet, else
     /// the API's error event in the stream.
     fn fail(&mut self, now: Timestamp, request: RequestId, error: ApiError) {
@@ -1878,10 +1912,7 @@ impl Gateway {
             m.first_byte.observe(first_byte as f64 / 1000.0);
             if let Some(added) = added {
                 m.added.observe(added as f64 / 1000.0);
-                let bucket = m.recent.at(wall);
-                bucket.added_ms.0 += added;
-                bucket.added_ms.1 += 1;
-                bucket.added_ms.2 = bucket.added_ms.2.max(added);
+                m.recent.at(wall).observe_added(added);
             }
         });
     }

@@ -370,17 +370,7 @@ impl Gateway {
             event["processed_at"] = json!(now);
         }
         let bytes = frame(&event);
-        let ping_every = self.config.ping_every_ms;
-        let at = self.now.saturating_add(ping_every);
-        for (&request, (watch, next_ping)) in &mut self.watchers {
-            if matches!(watch, Watch::Session(s, _) if s == id) {
-                *next_ping = at;
-                self.outputs.push_back(GatewayOutput::Body {
-                    request,
-                    bytes: bytes.clone(),
-                });
-            }
-        }
+        self.send_to_watches(|w| matches!(w, Watch::Session(s, _) if s == id), &bytes);
         if let Some(session) = self.sessions.by_id.get_mut(id) {
             session.events.push(event.clone());
         }
@@ -408,17 +398,10 @@ impl Gateway {
     /// Sends a preview frame (`event_start`, `event_delta`) to the streams of session `id`
     /// that opted into previews of this kind (`wants`); nothing is logged.
     fn preview(&mut self, id: &str, wants: fn(&Previews) -> bool, frame_of: &Value) {
-        let bytes = frame(frame_of);
-        let at = self.now.saturating_add(self.config.ping_every_ms);
-        for (&request, (watch, next_ping)) in &mut self.watchers {
-            if matches!(watch, Watch::Session(s, previews) if s == id && wants(previews)) {
-                *next_ping = at;
-                self.outputs.push_back(GatewayOutput::Body {
-                    request,
-                    bytes: bytes.clone(),
-                });
-            }
-        }
+        self.send_to_watches(
+            |w| matches!(w, Watch::Session(s, previews) if s == id && wants(previews)),
+            &frame(frame_of),
+        );
     }
 
     /// Whether a stream of session `id` wants previews of this kind.
@@ -585,20 +568,10 @@ impl Gateway {
                     // Its streams end with the API's last word.
                     let gone = json!({"type": "session.deleted", "id": self.session_id("sevt_"),
                     "processed_at": self.managed_now()});
-                    let watching: Vec<RequestId> = self
-                        .watchers
-                        .iter()
-                        .filter(|(_, (w, _))| matches!(w, Watch::Session(s, _) if s == id))
-                        .map(|(r, _)| *r)
-                        .collect();
-                    for request in watching {
-                        self.watchers.remove(&request);
-                        self.outputs.push_back(GatewayOutput::Body {
-                            request,
-                            bytes: frame(&gone),
-                        });
-                        self.outputs.push_back(GatewayOutput::End { request });
-                    }
+                    self.end_watches(
+                        |w| matches!(w, Watch::Session(s, _) if s == id),
+                        Some(&frame(&gone)),
+                    );
                     (200, json!({"id": id, "type": "session_deleted"}))
                 })
             }
@@ -1005,14 +978,7 @@ impl Gateway {
             session.queued.clear();
         }
         self.session_status(id, "terminated", None);
-        let watching: Vec<RequestId> = (self.watchers.iter())
-            .filter(|(_, (w, _))| matches!(w, Watch::Session(s, _) if s == id))
-            .map(|(r, _)| *r)
-            .collect();
-        for request in watching {
-            self.watchers.remove(&request);
-            self.outputs.push_back(GatewayOutput::End { request });
-        }
+        self.end_watches(|w| matches!(w, Watch::Session(s, _) if s == id), None);
     }
 
     /// Starts a session's next turn when it can: nothing runs, no call waits for a result,
