@@ -308,11 +308,13 @@ export interface Approval {
   tool_name: string;
   input: Json;
   tool_use_id: string | null;
+  /** The path the tool was refused, relative to the tenant's own directory (`work/…`,
+   * `home/…`, `tmp/…`) when it lies there (with `tenantRoot`); else as the CLI gave it. */
   blocked_path: string | null;
   /** Permission updates the CLI suggests (`remember: true` applies them). */
   suggestions: Json;
-  /** The session (conversation) it belongs to. */
-  conversation: number;
+  /** The conversation it belongs to: its CLI session's id, the console's conversation id. */
+  conversation: string;
   created_at_ms: number;
   expires_at_ms: number;
 }

@@ -15,8 +15,9 @@ use serde_json::{json, Value};
 // ---- a fake CLI -------------------------------------------------------------------------
 
 /// A CLI that answers prompts: `lookup: a, b` makes the model call the client's `lookup`
-/// tool once per key (in one message, so the calls are parallel), `stall` starts a message and
-/// stops there, anything else is echoed.
+/// tool once per key (in one message, so the calls are parallel), `bash: COMMAND` asks
+/// permission for a Bash call (`bash: COMMAND | blocked: PATH` names PATH as the blocked
+/// path), `stall` starts a message and stops there, anything else is echoed.
 #[derive(Debug, Default)]
 struct FakeCli {
     /// Every line written to its stdin.
@@ -149,6 +150,10 @@ impl FakeCli {
                 })));
             }
         } else if let Some(command) = text.strip_prefix("bash: ") {
+            let (command, blocked) = match command.split_once(" | blocked: ") {
+                Some((command, path)) => (command, Some(path)),
+                None => (command, None),
+            };
             self.calls += 1;
             let id = format!("toolu_{}", self.calls);
             let input = json!({"command": command});
@@ -164,7 +169,8 @@ impl FakeCli {
                 "request": {"subtype": "can_use_tool", "tool_name": "Bash", "input": input,
                     "tool_use_id": id, "permission_suggestions": [{"type": "addRules",
                     "rules": [{"toolName": "Bash", "ruleContent": command}],
-                    "behavior": "allow", "destination": "session"}]}
+                    "behavior": "allow", "destination": "session"}],
+                    "blocked_path": blocked}
             })));
         } else if text == "stall" {
             self.messages += 1;
@@ -2713,7 +2719,7 @@ fn a_session_s_built_in_tool_asks_its_user_and_runs_in_the_session_s_own_directo
     let tenant = ccwire_core::gateway::tenant_id("alice");
     assert_eq!(
         spec.cwd.as_deref(),
-        Some(format!("/state/tenants/{tenant}/work/sessions/{id}").as_str())
+        Some(format!("/state/tenants/{tenant}/sessions/{id}").as_str())
     );
     let (types, log) = event_types(&mut sim, &id, 0);
     assert_eq!(
@@ -2982,6 +2988,52 @@ fn the_console_lists_a_key_s_live_conversations_and_streams_their_chunks() {
     sim.run();
     assert!(sim.response(stream).ended);
     assert!(sim.response(stream).text().contains("event: closed\n"));
+}
+
+#[test]
+fn an_approval_names_its_conversation_as_the_console_does_and_no_server_path() {
+    let mut sim = Sim::new(GatewayConfig {
+        console: true,
+        approvals: true,
+        enabled_tools: vec!["Bash".to_owned()],
+        approval_timeout_ms: 60_000,
+        tenant_root: Some("/state/tenants/".into()),
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys: vec!["alice".into(), "bob".into()],
+            ..ccwire_core::gateway::HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let alice = ccwire_core::gateway::tenant_id("alice");
+    let blocked = format!("/state/tenants/{alice}/work/notes.txt");
+    bash(
+        &mut sim,
+        "alice",
+        &format!("touch notes.txt | blocked: {blocked}"),
+    );
+    bash(&mut sim, "bob", "touch motd | blocked: /etc/motd");
+
+    let approval = &sim.gateway.approvals("alice")["data"][0];
+    let listed = console_json(&mut sim, "alice", "/v1/conversations");
+    assert_eq!(
+        approval["conversation"], listed["data"][0]["id"],
+        "{approval}"
+    );
+    assert!(
+        approval["conversation"]
+            .as_str()
+            .is_some_and(|c| c.len() == 36),
+        "the conversation's UUID, no counter: {approval}"
+    );
+    assert_eq!(approval["blocked_path"], "work/notes.txt");
+    assert!(
+        !approval.to_string().contains("/state/tenants"),
+        "{approval}"
+    );
+    // A path outside the tenant's directory is as the CLI gave it.
+    let theirs = &sim.gateway.approvals("bob")["data"][0];
+    assert_eq!(theirs["blocked_path"], "/etc/motd");
+    assert_ne!(theirs["conversation"], approval["conversation"]);
 }
 
 #[test]

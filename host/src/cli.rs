@@ -38,6 +38,16 @@ enum Command {
         /// The gateway, as `<pid>.<start time>`.
         gateway: String,
     },
+    /// The first process of each sandbox `ccwire serve` starts: relays the sandbox's
+    /// connections to the gateway's proxy at SOCKET and runs COMMAND (the CLI).
+    #[command(hide = true)]
+    SandboxRelay {
+        /// The proxy's socket.
+        socket: PathBuf,
+        /// The command to run, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -79,12 +89,17 @@ struct ServeArgs {
     /// The session store: where conversations are kept so that one whose CLI was closed
     /// (hibernated, expired, a restart) is resumed exactly. A directory (default: `store` in
     /// the state directory), or a Redis server's URL (`redis://[user:password@]host[:port][/db]`,
-    /// `rediss://` with TLS, `redis+unix:///path`) that several gateways may share.
+    /// `rediss://` with TLS, `redis+unix:///path`) that several gateways may share. Here a URL's
+    /// password is in the process list, which every local user can read: give the URL in
+    /// CCWIRE_STORE or --store-file instead.
     #[arg(long, value_name = "DIR|URL")]
     store: Option<String>,
+    /// A file holding the session store's directory or URL (surrounding whitespace ignored).
+    #[arg(long, value_name = "PATH")]
+    store_file: Option<PathBuf>,
     /// Keep no session store: a conversation whose CLI was closed is rebuilt from the history
     /// its next request carries.
-    #[arg(long, conflicts_with = "store")]
+    #[arg(long, conflicts_with_all = ["store", "store_file"])]
     no_store: bool,
     /// Join the cluster of the gateways that share the Redis session store, reachable by the
     /// others at ADDR (`host:port`; `host` alone: with the port it listens on; or an
@@ -162,9 +177,14 @@ struct ServeArgs {
     /// one more gets a 503.
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_connections_per_ip: usize,
-    /// The key POST /admin/drain needs, as `Authorization: Bearer` (also CCWIRE_ADMIN_KEY).
+    /// The key POST /admin/drain needs, as `Authorization: Bearer`. Here it is in the process
+    /// list, which every local user can read: give it in CCWIRE_ADMIN_KEY or --admin-key-file
+    /// instead.
     #[arg(long)]
     admin_key: Option<String>,
+    /// A file holding the admin key (surrounding whitespace ignored).
+    #[arg(long, value_name = "PATH")]
+    admin_key_file: Option<PathBuf>,
     /// One working directory for every tenant's CLI, shared by all of them (default: each
     /// tenant its own, under the state directory).
     #[arg(long)]
@@ -199,6 +219,17 @@ struct ServeArgs {
     /// environment the CLI and its tools inherit (repeatable). `CCWIRE_*` ones always are.
     #[arg(long = "strip-env", value_name = "NAME")]
     strip_env: Vec<String>,
+    /// Let the CLI and its tools inherit this variable of the gateway's environment too (or
+    /// every one starting with PREFIX, given as `PREFIX*`; repeatable). Without it they get
+    /// what Claude Code needs only: PATH, the locale, the terminal, `ANTHROPIC_*`,
+    /// `CLAUDE_CODE_*`, `DISABLE_*` and a few of its settings, the proxy and certificate
+    /// variables.
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pass_env: Vec<String>,
+    /// Let the sandboxed CLIs and their tools reach HOST (at PORT, else 443) besides the model
+    /// API, through the gateway's proxy (repeatable). Tools that honour HTTPS_PROXY use it.
+    #[arg(long = "allow-egress", value_name = "HOST[:PORT]")]
+    allow_egress: Vec<String>,
     /// For tests only, and only on a loopback address: make up ids (`resp_…`, `appr_…`) from
     /// this number instead of the OS's CSPRNG, so the same requests get the same bytes. Such
     /// ids can be guessed.
@@ -283,6 +314,10 @@ pub fn main() -> ExitCode {
             ccwire_host::tree::watch(&gateway);
             ExitCode::SUCCESS
         }
+        Command::SandboxRelay { socket, command } => {
+            let code = ccwire_host::egress::relay(&socket, &command);
+            ExitCode::from(u8::try_from(code).unwrap_or(1))
+        }
     }
 }
 
@@ -315,6 +350,46 @@ fn serve(args: ServeArgs) -> ExitCode {
             "ccwire serve: warning: keys given with --api-key are in the process list, where \
              every local user and the enabled tools that run code can read them; \
              pass them in CCWIRE_API_KEYS instead"
+        );
+    }
+    let key_in_argv = args.admin_key.is_some();
+    let redacted = |url: &str| ccwire_host::store::RedisStore::redact(url) != url;
+    let password_in_argv = args.store.as_deref().is_some_and(redacted);
+    let admin_key = secret(
+        "admin-key",
+        args.admin_key,
+        args.admin_key_file.as_deref(),
+        "CCWIRE_ADMIN_KEY",
+    );
+    let store_at = if args.no_store {
+        Ok(None)
+    } else {
+        secret(
+            "store",
+            args.store,
+            args.store_file.as_deref(),
+            "CCWIRE_STORE",
+        )
+    };
+    let (admin_key, store_at) = match (admin_key, store_at) {
+        (Ok(admin_key), Ok(store_at)) => (admin_key, store_at),
+        (Err(why), _) | (_, Err(why)) => {
+            eprintln!("ccwire serve: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    if key_in_argv {
+        eprintln!(
+            "ccwire serve: warning: the key given with --admin-key is in the process list, where \
+             every local user and the tools that run outside the sandbox can read it; \
+             pass it in CCWIRE_ADMIN_KEY or --admin-key-file instead"
+        );
+    }
+    if password_in_argv {
+        eprintln!(
+            "ccwire serve: warning: the password in the --store URL is in the process list, \
+             where every local user and the tools that run outside the sandbox can read it; \
+             pass the URL in CCWIRE_STORE or --store-file instead"
         );
     }
     if args.seed.is_some() && !args.listen.ip().is_loopback() {
@@ -364,10 +439,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             setting_sources: args.setting_sources,
             http: ccwire_core::gateway::HttpConfig {
                 api_keys,
-                admin_key: args
-                    .admin_key
-                    .or_else(|| std::env::var("CCWIRE_ADMIN_KEY").ok())
-                    .filter(|k| !k.is_empty()),
+                admin_key,
                 allow_origins: args.allow_origins,
                 allow_hosts: args.allow_hosts,
                 max_body: args.max_body,
@@ -392,6 +464,9 @@ fn serve(args: ServeArgs) -> ExitCode {
         sandbox: args.sandbox,
         env: Vec::new(),
         env_remove: args.strip_env,
+        pass_env: args.pass_env,
+        allow_egress: args.allow_egress,
+        sandbox_relay: None,
         seed: args.seed,
     };
     // Outside the sandbox, what the CLIs' tools leave running dies with the gateway even when
@@ -415,7 +490,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     };
     if !args.no_store {
         let ttl = duration(args.store_ttl);
-        let store: std::sync::Arc<dyn ccwire_host::store::SessionStore> = match &args.store {
+        let store: std::sync::Arc<dyn ccwire_host::store::SessionStore> = match &store_at {
             Some(url) if url.contains("://") => {
                 match runtime.block_on(ccwire_host::store::RedisStore::connect(url, ttl)) {
                     Ok(store) => {
@@ -437,7 +512,7 @@ fn serve(args: ServeArgs) -> ExitCode {
                         std::sync::Arc::new(store)
                     }
                     Err(err) => {
-                        eprintln!("ccwire serve: --store: {err}");
+                        eprintln!("ccwire serve: {err}");
                         return ExitCode::from(2);
                     }
                 }
@@ -464,6 +539,37 @@ fn serve(args: ServeArgs) -> ExitCode {
             eprintln!("ccwire serve: {err}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// A secret of `ccwire serve`: the value of `--{flag}`, else the content of `--{flag}-file`,
+/// else the environment variable `var`; `None` when none gives a non-empty one. The command
+/// line is readable by every local user: the file and the variable keep it off.
+///
+/// # Errors
+/// Both `--{flag}` and `--{flag}-file` given, or a file that cannot be read or holds nothing;
+/// the message never holds the secret.
+fn secret(
+    flag: &str,
+    given: Option<String>,
+    file: Option<&std::path::Path>,
+    var: &str,
+) -> Result<Option<String>, String> {
+    match (given, file) {
+        (Some(_), Some(_)) => Err(format!("--{flag} and --{flag}-file: give one of them")),
+        (Some(value), None) => Ok(Some(value).filter(|v| !v.is_empty())),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--{flag}-file: cannot read {}: {e}", path.display()))?;
+            match text.trim() {
+                "" => Err(format!("--{flag}-file: {} is empty", path.display())),
+                value => Ok(Some(value.to_owned())),
+            }
+        }
+        (None, None) => Ok(std::env::var(var)
+            .ok()
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())),
     }
 }
 

@@ -63,10 +63,14 @@
 //! An app that only drives the CLI with [`Client`] depends on it with
 //! `default-features = false`: none of the above is built.
 
+#[cfg(feature = "gateway")]
+pub mod beneath;
 pub mod claude;
 pub mod client;
 #[cfg(feature = "gateway")]
 pub mod cluster;
+#[cfg(feature = "gateway")]
+pub mod egress;
 #[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod process;

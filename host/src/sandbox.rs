@@ -1,19 +1,30 @@
 //! The OS sandbox of the gateway's CLIs: on Linux, each CLI runs under bubblewrap (`bwrap`)
-//! with the system read-only, only its tenant's directories writable, and the rest of the
-//! machine — the gateway's home and state, other tenants, the processes outside — out of sight.
+//! with the system read-only, only its tenant's directories writable, no network but a proxy
+//! to the model API, and the rest of the machine — the gateway's home and state, other
+//! tenants, the processes outside, the session store — out of sight and out of reach.
 //!
 //! What the sandbox holds, in order of the arguments [`Sandbox::wrap`] gives:
 //! - `/usr` read-only (with `/bin`, `/lib`… as on the host: links into it, or bound read-only);
 //! - an empty `/etc` with only what programs need to run, resolve names and speak TLS bound in
-//!   read-only ([`ETC`]): no `shadow`, no SSH keys, nothing the operator added;
+//!   read-only ([`ETC`]), and a `passwd` and `group` of the sandbox's own (`root`, the
+//!   sandbox's user `ccwire`, `nobody`): no `shadow`, no SSH keys, none of the files operators
+//!   fill with credentials (`environment`, `profile.d`, `npmrc`, `pip.conf`, `gitconfig`,
+//!   `default/`…);
 //! - the CLI's executable at [`CLI_INSIDE`], read-only (a script CLI: its directory, at its
-//!   own path);
+//!   own path), and the `ccwire` executable at [`RELAY_INSIDE`];
 //! - a fresh `/proc` (its own process namespace: no other process is visible), a minimal
 //!   `/dev`, an empty `/tmp`;
-//! - the tenant's home, working and temporary directories, writable, at their own paths;
+//! - the gateway's run directory at [`RUN_INSIDE`], read-only: the proxy's socket;
+//! - the tenant's home, working and temporary directories, writable, at their own paths
+//!   (directories the gateway made without following a link, whose parents no tenant
+//!   writes: [`crate::beneath`]);
 //! - its own user namespace with an unprivileged uid and no capabilities, no nested user
 //!   namespaces, a new session (no terminal to inject into);
-//! - the network of the host (the CLI reaches the model API).
+//! - its own network namespace: a loopback interface and no route out. Its first process is
+//!   the relay ([`crate::egress::relay`]), which carries connections to
+//!   [`RELAY_ADDR`](crate::egress::RELAY_ADDR) to the gateway's proxy
+//!   ([`crate::egress::Egress`]), which reaches the model API and the hosts the operator
+//!   allowed only.
 //!
 //! The sandbox ends with the gateway: `--die-with-parent` kills it when the gateway dies,
 //! even by SIGKILL, and the end of its first process ends every process in it (tools'
@@ -41,14 +52,15 @@ pub enum SandboxMode {
 pub const CLI_INSIDE: &str = "/opt/ccwire/claude";
 
 /// The files and directories of `/etc` a sandboxed CLI sees (each when present): the dynamic
-/// loader's, users and groups, name resolution, TLS roots, time zones, the shells' and tools'
-/// defaults, and Claude Code's managed settings.
+/// loader's, name resolution, TLS roots, time zones, the tools' data, and Claude Code's
+/// managed settings. Nothing an operator usually fills with secrets: not `environment`,
+/// `profile`, `profile.d`, `bash.bashrc`, `default/`, `npmrc`, `pip.conf`, `gitconfig`,
+/// `wgetrc`; not the host's `passwd` and `group` (the sandbox has its own), `hostname` or
+/// `machine-id`.
 pub const ETC: &[&str] = &[
     "ld.so.cache",
     "ld.so.conf",
     "ld.so.conf.d",
-    "passwd",
-    "group",
     "nsswitch.conf",
     "resolv.conf",
     "hosts",
@@ -64,11 +76,6 @@ pub const ETC: &[&str] = &[
     "timezone",
     "zoneinfo",
     "alternatives",
-    "bash.bashrc",
-    "profile",
-    "profile.d",
-    "inputrc",
-    "environment",
     "shells",
     "terminfo",
     "mime.types",
@@ -76,17 +83,29 @@ pub const ETC: &[&str] = &[
     "os-release",
     "services",
     "protocols",
-    "gitconfig",
-    "hostname",
-    "machine-id",
     "locale.alias",
-    "default",
-    "npmrc",
-    "pip.conf",
-    "wgetrc",
-    "xdg",
     "claude-code",
 ];
+
+/// Where the gateway's run directory (the proxy's socket, the sandbox's `passwd` and
+/// `group`) is inside the sandbox.
+pub const RUN_INSIDE: &str = "/run/ccwire";
+
+/// Where the `ccwire` executable (the sandbox's first process, the relay) is inside the
+/// sandbox.
+pub const RELAY_INSIDE: &str = "/opt/ccwire/ccwire";
+
+/// The name of the proxy's socket in the run directory.
+pub const SOCKET: &str = "egress.sock";
+
+/// The sandbox's own `/etc/passwd`: its user (uid [`SANDBOX_UID`]), and the users a process
+/// may see as owners of files.
+const PASSWD: &str = "root:x:0:0:root:/root:/usr/sbin/nologin\n\
+ccwire:x:1000:1000:ccwire:/tmp:/bin/bash\n\
+nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+
+/// The sandbox's own `/etc/group`.
+const GROUP: &str = "root:x:0:\nccwire:x:1000:\nnogroup:x:65534:\n";
 
 /// The uid and gid a sandboxed CLI runs as (it has no capabilities either way).
 const SANDBOX_UID: &str = "1000";
@@ -97,6 +116,21 @@ pub struct Sandbox {
     bwrap: PathBuf,
     /// `/bin`, `/lib`…: `(path, Some(link target))` for a link, `(path, None)` for a directory.
     top: Vec<(String, Option<String>)>,
+    /// The gateway's run directory, bound at [`RUN_INSIDE`].
+    run: PathBuf,
+    /// The `ccwire` executable, bound at [`RELAY_INSIDE`].
+    relay: PathBuf,
+}
+
+/// What a sandbox is made with.
+#[derive(Debug, Clone)]
+pub struct SandboxSetup {
+    /// A directory of the gateway's own (made owner-only when missing) for the proxy's socket
+    /// and the sandbox's `passwd` and `group`; its path must leave room for the socket's
+    /// name within the 107 bytes a socket's path may have.
+    pub run: PathBuf,
+    /// The `ccwire` executable, whose `sandbox-relay` command is each sandbox's first process.
+    pub relay: PathBuf,
 }
 
 /// Why the sandbox cannot be used.
@@ -109,6 +143,11 @@ impl SandboxError {
     pub fn new(why: impl Into<String>) -> SandboxError {
         SandboxError(why.into())
     }
+
+    /// What it says.
+    pub fn why(&self) -> &str {
+        &self.0
+    }
 }
 
 impl Sandbox {
@@ -119,22 +158,25 @@ impl Sandbox {
     /// With `on`, why bubblewrap cannot run here (not installed, no user namespaces…).
     pub async fn for_mode(
         mode: SandboxMode,
+        setup: &SandboxSetup,
     ) -> Result<(Option<Sandbox>, Option<String>), SandboxError> {
         if mode == SandboxMode::Off {
             return Ok((None, None));
         }
-        match Sandbox::find().await {
+        match Sandbox::find(setup).await {
             Ok(sandbox) => Ok((Some(sandbox), None)),
             Err(e) if mode == SandboxMode::Auto => Ok((None, Some(e.0))),
             Err(e) => Err(e),
         }
     }
 
-    /// Finds `bwrap` on `PATH` and checks that it can make the sandbox here.
+    /// Finds `bwrap` on `PATH`, makes the run directory, and checks that the whole sandbox
+    /// (its namespaces, its network, its relay) works here.
     ///
     /// # Errors
-    /// Not Linux, no `bwrap`, or `bwrap` cannot make the namespaces (its own words).
-    pub async fn find() -> Result<Sandbox, SandboxError> {
+    /// Not Linux, no `bwrap`, `bwrap` cannot make the namespaces (its own words), or the relay
+    /// does not run.
+    pub async fn find(setup: &SandboxSetup) -> Result<Sandbox, SandboxError> {
         if !cfg!(target_os = "linux") {
             return Err(SandboxError("bubblewrap runs on Linux only".into()));
         }
@@ -156,21 +198,63 @@ impl Sandbox {
                 Err(_) => {}
             }
         }
-        let sandbox = Sandbox { bwrap, top };
-        // The real arguments around `true`, in a directory of its own.
-        let probe =
-            std::env::temp_dir().join(format!("ccwire-sandbox-probe-{}", std::process::id()));
-        std::fs::create_dir_all(&probe).map_err(|e| SandboxError(e.to_string()))?;
-        let dir = probe.to_string_lossy().into_owned();
-        let (program, args) = sandbox.wrap(Path::new("/usr/bin/true"), &[], &[&dir], &dir);
+        let run = std::path::absolute(&setup.run).unwrap_or_else(|_| setup.run.clone());
+        if run.join(SOCKET).as_os_str().len() > 107 {
+            return Err(SandboxError(format!(
+                "the run directory's path is too long for a socket: {}",
+                run.display()
+            )));
+        }
+        let made = (|| {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&run)?;
+            let dir = crate::beneath::Dir::open(&run)?;
+            dir.write_atomically("passwd", PASSWD.as_bytes())?;
+            dir.write_atomically("group", GROUP.as_bytes())?;
+            crate::beneath::make_dir_below(&run, &run.join("probe")).map(drop)
+        })();
+        made.map_err(|e| SandboxError(format!("cannot make {}: {e}", run.display())))?;
+        if !setup.relay.is_file() {
+            return Err(SandboxError(format!(
+                "the relay {} is not there",
+                setup.relay.display()
+            )));
+        }
+        let sandbox = Sandbox {
+            bwrap,
+            top,
+            run: run.clone(),
+            relay: setup.relay.clone(),
+        };
+        // The real arguments around `echo`, in a directory of its own: what it prints says
+        // the relay is `ccwire`'s and ran it.
+        let probe = run.join("probe").to_string_lossy().into_owned();
+        let said = "ccwire-sandbox-probe";
+        let (program, args) = sandbox.wrap(
+            Path::new("/usr/bin/echo"),
+            &[said.to_owned()],
+            &[&probe],
+            &probe,
+        );
         let output = tokio::process::Command::new(program)
             .args(args)
             .stdin(Stdio::null())
-            .output()
-            .await;
-        let _ = std::fs::remove_dir_all(&probe);
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(std::time::Duration::from_secs(30), output)
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("it did not end within 30 s")));
         match output {
-            Ok(out) if out.status.success() => Ok(sandbox),
+            Ok(out) if out.status.success() && out.stdout.trim_ascii() == said.as_bytes() => {
+                Ok(sandbox)
+            }
+            Ok(out) if out.status.success() => Err(SandboxError(format!(
+                "{} is not a ccwire executable whose sandbox-relay runs a command",
+                setup.relay.display()
+            ))),
             Ok(out) => Err(SandboxError(format!(
                 "bwrap failed ({}): {}",
                 out.status,
@@ -183,9 +267,15 @@ impl Sandbox {
         }
     }
 
+    /// Where the proxy a sandboxed process reaches ([`crate::egress::Egress`]) must serve.
+    pub fn socket(&self) -> PathBuf {
+        self.run.join(SOCKET)
+    }
+
     /// The program and arguments that run `cli` with `args` in the sandbox, with `writable`
     /// directories (the tenant's) writable at their own paths and `cwd` the working
-    /// directory. The environment is the spawned command's own.
+    /// directory. The environment is the spawned command's own; it should hold
+    /// [`crate::egress::proxy_env`].
     pub fn wrap(
         &self,
         cli: &Path,
@@ -207,6 +297,14 @@ impl Sandbox {
             let path = format!("/etc/{name}");
             push(&["--ro-bind-try", &path, &path]);
         }
+        for name in ["passwd", "group"] {
+            a.extend([
+                "--ro-bind".into(),
+                self.run.join(name).into(),
+                format!("/etc/{name}").into(),
+            ]);
+        }
+        let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
         push(&["--remount-ro", "/etc"]);
         // A script CLI (`#!…`) needs its directory (its package) at its own path; a binary is
         // bound alone, so nothing of the directories around it shows.
@@ -226,8 +324,19 @@ impl Sandbox {
             a.extend(["--ro-bind".into(), real.clone().into(), CLI_INSIDE.into()]);
             CLI_INSIDE.into()
         };
+        a.extend([
+            "--ro-bind".into(),
+            self.relay.clone().into(),
+            RELAY_INSIDE.into(),
+        ]);
         let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
         push(&["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]);
+        a.extend([
+            "--ro-bind".into(),
+            self.run.clone().into(),
+            RUN_INSIDE.into(),
+        ]);
+        let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
         for dir in writable {
             push(&["--bind", dir, dir]);
         }
@@ -236,6 +345,7 @@ impl Sandbox {
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
+            "--unshare-net",
             "--unshare-cgroup-try",
             "--unshare-user",
             "--uid",
@@ -247,6 +357,10 @@ impl Sandbox {
             "ALL",
             "--die-with-parent",
             "--new-session",
+            "--",
+            RELAY_INSIDE,
+            "sandbox-relay",
+            &format!("{RUN_INSIDE}/{SOCKET}"),
             "--",
         ]);
         a.push(inside);

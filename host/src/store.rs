@@ -571,7 +571,8 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// Writes a stored transcript where a resuming CLI reads it: `path`, which must be a
 /// `<id>.jsonl` file inside `home` when a tenant home is given (the CLI's own transcript of that
-/// conversation). Replaces what is there.
+/// conversation). Replaces what is there. Inside a tenant's home, which its tools write,
+/// nothing on the way is followed if it is a link ([`crate::beneath`]).
 pub(crate) fn materialize(
     lines: &[String],
     path: &Path,
@@ -592,15 +593,23 @@ pub(crate) fn materialize(
             format!("not a transcript of conversation {id}: {}", path.display()),
         ));
     }
-    if let Some(parent) = path.parent() {
-        private_dir(parent)?;
-    }
     let mut text = String::new();
     for line in lines {
         text.push_str(line);
         text.push('\n');
     }
-    write_atomically(path, text.as_bytes())
+    match home {
+        // The tenant's tools write its home: no link there is followed, at any level.
+        // (The home itself is the gateway's to make: its parent is no tenant's.)
+        Some(home) => private_dir(home)
+            .and_then(|()| crate::beneath::write_below(home, path, text.as_bytes())),
+        None => {
+            if let Some(parent) = path.parent() {
+                private_dir(parent)?;
+            }
+            write_atomically(path, text.as_bytes())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -694,5 +703,12 @@ mod tests {
         let sneaky = home.join("../elsewhere/c-1.jsonl");
         assert!(materialize(&lines, &sneaky, "c-1", Some(&home)).is_err());
         assert!(materialize(&lines, &path, "c-2", Some(&home)).is_err());
+        // A link the tenant put in its home, at any level, is not followed.
+        std::fs::remove_dir_all(home.join(".claude/projects")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), home.join(".claude/projects"))
+            .unwrap();
+        std::fs::create_dir_all(dir.path().join("elsewhere/-w")).unwrap();
+        assert!(materialize(&lines, &path, "c-1", Some(&home)).is_err());
+        assert!(!dir.path().join("elsewhere/-w/c-1.jsonl").exists());
     }
 }

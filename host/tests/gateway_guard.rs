@@ -523,12 +523,18 @@ async fn the_cli_and_its_tools_inherit_no_gateway_secret() {
             "MY_TOKEN",
             "--strip-env",
             "VAULT_*",
+            "--pass-env",
+            "KEEP_*",
+            "--pass-env",
+            "VAULT_*",
         ],
         &[
             ("CCWIRE_API_KEYS", "key-of-tenant-a,key-of-tenant-b"),
             ("MY_TOKEN", "secret-token"),
             ("VAULT_SECRET_ID", "secret-vault"),
             ("KEEP_ME", "kept-value"),
+            ("AWS_SECRET_ACCESS_KEY", "secret-aws"),
+            ("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "4096"),
         ],
     )
     .await;
@@ -555,7 +561,19 @@ async fn the_cli_and_its_tools_inherit_no_gateway_secret() {
         .filter(|l| !l.starts_with("CCWIRE_GATEWAY_SESSION="))
         .collect::<Vec<_>>()
         .join("\n");
-    for secret in ["key-of-tenant", "CCWIRE_", "secret-token", "secret-vault"] {
+    // Claude Code's own settings pass; anything else only when passed by name, and a name
+    // stripped is stripped even when passed.
+    assert!(
+        answer.contains("CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096"),
+        "{answer}"
+    );
+    for secret in [
+        "key-of-tenant",
+        "CCWIRE_",
+        "secret-token",
+        "secret-vault",
+        "secret-aws",
+    ] {
         assert!(!answer.contains(secret), "a tool saw {secret}: {answer}");
     }
     // And the CLI's own environment.

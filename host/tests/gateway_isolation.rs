@@ -14,7 +14,7 @@ use ccwire_host::{ClaudeOptions, Client, ClientOptions};
 use ccwire_tests::cli::{claude_path, inherited_to_remove};
 use ccwire_tests::{Match, Reply, Script};
 use serde_json::{json, Value};
-use support::{anthropic, Gw};
+use support::{anthropic, bash, Gw};
 
 const SECRET: &str = "PLANTED-SECRET-7f3a91";
 
@@ -249,24 +249,6 @@ async fn each_key_has_its_own_cli_home() {
         assert_eq!(mine, 1, "{name}: only its own conversation");
     }
     gw.stop().await;
-}
-
-/// Runs `command` with the tenant's Bash tool and returns what it printed, as the model got it.
-async fn bash(gw: &Gw, key: &str, command: &str) -> String {
-    gw.fake.set_script(
-        Script::new()
-            .when(Match::Probe, Reply::text("ok"))
-            .on_tool_result(Reply::Echo)
-            .on_prompt(
-                "RUN",
-                Reply::tool("Bash", json!({"command": command, "description": "Check"})),
-            )
-            .when(Match::Any, Reply::Echo),
-    );
-    let body = anthropic(json!([{"role": "user", "content": format!("RUN {command}")}]));
-    let (status, _, answer) = gw.call("/v1/messages", &body, Some(key)).await;
-    assert_eq!(status, 200, "{answer}");
-    support::text_of(&answer)
 }
 
 /// With the sandbox, a tenant's Bash writes its own directories only, and cannot see the

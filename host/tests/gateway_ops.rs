@@ -312,6 +312,7 @@ async fn the_console_shows_a_live_conversation_and_its_approval_as_they_happen()
     assert_eq!(listed["approvals"], json!([approval]));
     assert!(listed["model"].is_string(), "{listed}");
     let id = listed["id"].as_str().unwrap().to_owned();
+    assert_eq!(waiting[0]["conversation"], id, "the approval names it");
     let theirs: Value = get("/v1/conversations".into(), "bob")
         .await
         .unwrap()

@@ -14,6 +14,8 @@ pub struct RedisServer {
     port: u16,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// More configuration, as `redis-server` arguments.
+    config: Vec<String>,
 }
 
 /// The `redis-server` to run: `$CCWIRE_REDIS_SERVER`, else the one on the `PATH`.
@@ -30,6 +32,29 @@ impl RedisServer {
     /// When `redis-server` is not installed (`scripts/setup.sh` installs it) or does not
     /// start.
     pub fn start() -> RedisServer {
+        RedisServer::start_with(Vec::new())
+    }
+
+    /// [`start`](Self::start) with the user `name`, whose password is `password`, besides
+    /// the default user (who needs none): `redis://name:password@127.0.0.1:<port>` connects
+    /// as that user, and a wrong password does not.
+    ///
+    /// # Panics
+    /// As [`start`](Self::start).
+    pub fn start_with_user(name: &str, password: &str) -> RedisServer {
+        let user = [
+            "--user",
+            name,
+            "on",
+            &format!(">{password}"),
+            "~*",
+            "&*",
+            "+@all",
+        ];
+        RedisServer::start_with(user.map(str::to_owned).to_vec())
+    }
+
+    fn start_with(config: Vec<String>) -> RedisServer {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -38,6 +63,7 @@ impl RedisServer {
             port,
             dir: tempfile::tempdir().expect("a directory"),
             child: None,
+            config,
         };
         server.restart();
         server
@@ -82,6 +108,7 @@ impl RedisServer {
                 "--logfile",
                 "",
             ])
+            .args(&self.config)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

@@ -13,7 +13,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::time::Instant;
 
-use ccwire_bench::{hello_turn, percentile};
+use ccwire_bench::{hello_turn, percentile, sibling};
 use ccwire_host::gateway::{GatewayOptions, Server};
 use ccwire_host::sandbox::SandboxMode;
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
@@ -28,6 +28,7 @@ async fn gateway(sandbox: SandboxMode, fake: &FakeAnthropic, home: &OfflineHome)
         env_remove: inherited_to_remove(),
         state_dir: Some(home.path().join(format!("state-{sandbox:?}"))),
         sandbox,
+        sandbox_relay: Some(sibling("ccwire")),
         ..GatewayOptions::default()
     };
     Server::start("127.0.0.1:0".parse().expect("an address"), options)

@@ -1203,33 +1203,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn no_cli_inherits_the_gateway_s_variables_or_those_named() {
+    fn no_cli_inherits_the_gateway_s_variables_but_those_it_needs_and_those_passed() {
         let inherited = [
             "PATH",
             "CCWIRE_API_KEYS",
             "CCWIRE_X",
-            "AWS_SECRET",
+            "AWS_SECRET_ACCESS_KEY",
             "AWS_REGION",
+            "GITHUB_TOKEN",
             "DB_PASSWORD",
             "HOME",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_CUSTOM",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "LC_ALL",
         ];
         let named = [
-            "AWS_*".to_owned(),
+            "ANTHROPIC_CUSTOM".to_owned(),
             "DB_PASSWORD".to_owned(),
             "NOT_SET".to_owned(),
         ];
-        let removed = env_to_remove(inherited.into_iter(), &named);
+        let removed = env_to_remove(inherited.into_iter(), &named, &["AWS_*".to_owned()]);
         assert_eq!(
             removed,
             [
+                "ANTHROPIC_CUSTOM",
                 "DB_PASSWORD",
                 "NOT_SET",
                 "CCWIRE_API_KEYS",
                 "CCWIRE_X",
-                "AWS_SECRET",
-                "AWS_REGION"
+                "GITHUB_TOKEN"
             ]
         );
+        let removed = env_to_remove(inherited.into_iter(), &[], &[]);
+        assert!(removed.contains(&"AWS_SECRET_ACCESS_KEY".to_owned()));
+        for kept in [
+            "PATH",
+            "HOME",
+            "ANTHROPIC_API_KEY",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "LC_ALL",
+        ] {
+            assert!(!removed.contains(&kept.to_owned()), "{kept}");
+        }
     }
 
     fn text(t: &str) -> Block {

@@ -27,19 +27,72 @@ pub const CODE_TOOLS: &[&str] = &[
 /// The prefix of the gateway's own variables (`CCWIRE_API_KEYS`, …), which no CLI inherits.
 pub const OWN_ENV_PREFIX: &str = "CCWIRE_";
 
-/// The variables no CLI may inherit, of the gateway's `inherited` ones: every `CCWIRE_*` one
-/// and those the operator `named` (a name, or a prefix ending in `*`); the names given whole
-/// are listed even when not inherited (a host may set them later).
+/// The variables of the gateway's own environment a CLI inherits: what a process needs to
+/// run (`PATH`, the locale, the terminal), Claude Code's own settings (`ANTHROPIC_*`, the
+/// model credential among them, `CLAUDE_CODE_*`, `DISABLE_*` and the named few), the proxy
+/// and certificate settings of the gateway's network. Every other variable of the gateway
+/// (`AWS_SECRET_ACCESS_KEY`, `GITHUB_TOKEN`, a database's password…) reaches no CLI and no
+/// tool unless the operator passes it (`--pass-env`). A name ending in `*` is a prefix.
+pub const PASSED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TZ",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "TMPDIR",
+    "ANTHROPIC_*",
+    "CLAUDE_CODE_*",
+    "DISABLE_*",
+    "MAX_THINKING_TOKENS",
+    "MAX_MCP_OUTPUT_TOKENS",
+    "MCP_TIMEOUT",
+    "BASH_DEFAULT_TIMEOUT_MS",
+    "BASH_MAX_TIMEOUT_MS",
+    "BASH_MAX_OUTPUT_LENGTH",
+    "API_TIMEOUT_MS",
+    "USE_BUILTIN_RIPGREP",
+    "ENABLE_TOOL_SEARCH",
+    "CLOUD_ML_REGION",
+    "VERTEX_REGION_*",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// Whether `name` is one of `names` (each a name, or a prefix ending in `*`).
+fn named_in<S: AsRef<str>>(name: &str, names: &[S]) -> bool {
+    names.iter().any(|n| match n.as_ref().strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == n.as_ref(),
+    })
+}
+
+/// The variables no CLI may inherit, of the gateway's `inherited` ones: every `CCWIRE_*` one,
+/// those the operator `named` (a name, or a prefix ending in `*`), and every one neither
+/// [`PASSED_ENV`] nor `passed` (the operator's `--pass-env`) lists; the names given whole in
+/// `named` are listed even when not inherited (a host may set them later).
 pub fn env_to_remove<'a>(
     inherited: impl Iterator<Item = &'a str>,
     named: &[String],
+    passed: &[String],
 ) -> Vec<String> {
     let matches = |name: &str| {
         name.starts_with(OWN_ENV_PREFIX)
-            || named.iter().any(|n| match n.strip_suffix('*') {
-                Some(prefix) => name.starts_with(prefix),
-                None => name == n,
-            })
+            || named_in(name, named)
+            || !(named_in(name, PASSED_ENV) || named_in(name, passed))
     };
     let mut removed: Vec<String> = named
         .iter()

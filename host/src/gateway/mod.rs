@@ -35,8 +35,9 @@ use tokio::sync::{mpsc, Notify};
 
 use crate::claude::{cli_version, find_cli};
 use crate::cluster::{Claimed, Cluster, Owner};
+use crate::egress::{Allowed, Egress};
 use crate::process::CliProcess;
-use crate::sandbox::{Sandbox, SandboxMode};
+use crate::sandbox::{Sandbox, SandboxMode, SandboxSetup};
 use crate::store::{is_superseded, materialize, SessionStore};
 use crate::tree::{Marks, MARKER_ENV};
 
@@ -71,12 +72,22 @@ pub struct GatewayOptions {
     /// working and temporary directories (`<state_dir>/tenants/<id>/…`); `None`: the CLIs
     /// run in the gateway's own home, as a library user's CLI would (no isolation).
     pub state_dir: Option<PathBuf>,
+    /// The `ccwire` executable whose `sandbox-relay` command starts each sandbox (the relay
+    /// to the proxy, [`crate::egress`]); `None`: this process's own executable.
+    pub sandbox_relay: Option<PathBuf>,
+    /// Hosts a sandboxed CLI and its tools reach besides the model API (`HOST[:PORT]`, port
+    /// 443 when none is given), through the gateway's proxy ([`crate::egress`]).
+    pub allow_egress: Vec<String>,
     /// Further CLI environment (tests point the CLI at a fake model with it).
     pub env: Vec<(String, String)>,
     /// Variables removed from the environment the CLI and its tools inherit (a name, or a
     /// prefix ending in `*`), besides every `CCWIRE_*` variable and those that would let the
     /// CLI time out or background a held call.
     pub env_remove: Vec<String>,
+    /// Variables of the gateway's environment the CLI and its tools inherit besides those of
+    /// [`PASSED_ENV`](ccwire_core::gateway::PASSED_ENV) (a name, or a prefix ending in `*`);
+    /// every other one is removed.
+    pub pass_env: Vec<String>,
     /// Where conversations are kept so they outlive their CLIs ([`crate::store`]): a
     /// conversation with no live CLI — hibernated, expired, after a restart — is resumed from
     /// it exactly. `None`: such a conversation is rebuilt from the history its request
@@ -163,6 +174,10 @@ struct App {
     claude: Result<PathBuf, String>,
     /// The sandbox every CLI runs in, when on.
     sandbox: Option<Sandbox>,
+    /// The proxy the sandboxed CLIs reach the model through, with the sandbox.
+    egress: Option<Egress>,
+    /// The names of the gateway's variables the CLIs inherit.
+    passed_env: Vec<String>,
     /// Why the CLIs run without it, when `auto` found it cannot work.
     no_sandbox: Option<String>,
     /// Whether the CLIs get a credential for the model API from their environment.
@@ -735,6 +750,13 @@ impl App {
         self.core.lock().expect("core lock")
     }
 
+    /// Where the tenants' directories are (the engine's
+    /// [`tenant_root`](GatewayConfig::tenant_root)), with a state directory.
+    fn tenant_root(&self) -> Option<PathBuf> {
+        let dir = self.options.state_dir.as_ref()?;
+        Some(tenant_root(dir))
+    }
+
     fn now(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
     }
@@ -1030,23 +1052,41 @@ impl App {
             detail,
             reason: "the gateway has no Claude Code CLI".to_owned(),
         })?;
-        if let Some(dirs) = &spec.tenant {
-            // A Managed Agents session's own working directory is under the tenant's.
-            let own_cwd = (spec.cwd.as_ref())
-                .filter(|cwd| cwd.starts_with(&format!("{}/", dirs.work)) && !cwd.contains(".."));
-            for dir in [&dirs.home, &dirs.work, &dirs.tmp]
-                .into_iter()
-                .chain(own_cwd)
-            {
-                private_dir(Path::new(dir)).map_err(|e| SpawnFailure {
-                    detail: format!("cannot make the tenant directory {dir}: {e}"),
-                    reason: format!("cannot make the conversation's directories: {e}"),
-                })?;
-            }
+        if let (Some(dirs), Some(root)) = (&spec.tenant, self.tenant_root()) {
+            // A Managed Agents session's own working directory is beside the tenant's.
+            let own_cwd = (spec.cwd.as_ref()).filter(|cwd| {
+                !dirs.sessions.is_empty() && cwd.starts_with(&format!("{}/", dirs.sessions))
+            });
+            // Each made or opened one component at a time, no link followed: the bubblewrap
+            // binds below are of directories whose every parent the gateway alone writes.
+            let made = private_dir(&root).and_then(|()| {
+                [&dirs.home, &dirs.work, &dirs.tmp]
+                    .into_iter()
+                    .chain(own_cwd)
+                    .try_for_each(|dir| {
+                        crate::beneath::make_dir_below(&root, Path::new(dir)).map(drop)
+                    })
+            });
+            made.map_err(|e| SpawnFailure {
+                detail: format!(
+                    "cannot make the tenant directories under {}: {e}",
+                    root.display()
+                ),
+                reason: format!("cannot make the conversation's directories: {e}"),
+            })?;
         }
         let cwd = spec.cwd.as_deref().map(Path::new);
         let mark = (MARKER_ENV.to_owned(), self.marks.of(session));
-        let set = spec.env.iter().cloned().chain([mark]);
+        let proxy = match (&self.egress, &spec.tenant) {
+            (Some(egress), Some(_)) => {
+                for url in &spec.egress {
+                    egress.allow_url(url);
+                }
+                crate::egress::proxy_env()
+            }
+            _ => Vec::new(),
+        };
+        let set = spec.env.iter().cloned().chain(proxy).chain([mark]);
         let (program, args) = match (&self.sandbox, &spec.tenant) {
             (Some(sandbox), Some(dirs)) => {
                 let mut writable = vec![dirs.home.as_str(), dirs.work.as_str(), dirs.tmp.as_str()];
@@ -1116,6 +1156,13 @@ struct SpawnFailure {
     reason: String,
 }
 
+/// The directory of the tenants' directories in the state directory `dir`.
+fn tenant_root(dir: &Path) -> PathBuf {
+    std::path::absolute(dir)
+        .unwrap_or_else(|_| dir.to_owned())
+        .join("tenants")
+}
+
 /// Makes `dir` and its missing parents, the last one readable by its owner only.
 fn private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
@@ -1173,11 +1220,7 @@ async fn run_cli(
 /// no CLI process works in it any more (one closed just before has [`CLOSE_GRACE`] to exit).
 /// Only a directory of a session under the tenants' root is deleted.
 async fn remove_when_unused(app: Arc<App>, path: String) {
-    let root = (app.options.state_dir.as_ref()).map(|dir| {
-        std::path::absolute(dir)
-            .unwrap_or_else(|_| dir.clone())
-            .join("tenants")
-    });
+    let root = app.tenant_root();
     let inside = root.is_some_and(|root| {
         Path::new(&path).starts_with(&root) && path.contains("/sessions/") && !path.contains("..")
     });
@@ -1832,6 +1875,7 @@ impl Server {
             cli_env_remove: env_to_remove(
                 inherited.iter().map(String::as_str),
                 &options.env_remove,
+                &options.pass_env,
             ),
             seed: options.seed.unwrap_or_else(|| {
                 std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u8)
@@ -1848,10 +1892,8 @@ impl Server {
             unix_epoch_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
-            tenant_root: options.state_dir.as_ref().map(|dir| {
-                let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
-                dir.join("tenants").to_string_lossy().into_owned()
-            }),
+            tenant_root: (options.state_dir.as_ref())
+                .map(|dir| tenant_root(dir).to_string_lossy().into_owned()),
             shared_cwd: options
                 .cwd
                 .as_ref()
@@ -1867,6 +1909,10 @@ impl Server {
             ..options.engine.clone()
         };
         let cli_var = |name: &str| engine.cli_var(name, |n| std::env::var(n).ok());
+        let passed_env: Vec<String> = (inherited.iter())
+            .filter(|name| !engine.cli_env_remove.contains(name))
+            .cloned()
+            .collect();
         let mut gateway = Gateway::new(engine.clone())?;
         gateway.count_tokens_upstream(cli_var);
         let credential = [
@@ -1890,13 +1936,55 @@ impl Server {
             Ok(path) => json!({"found": true, "path": path, "version": cli_version(path).await}),
             Err(error) => json!({"found": false, "error": error}),
         });
-        let (sandbox, no_sandbox) = match options.state_dir {
-            Some(_) => Sandbox::for_mode(options.sandbox).await?,
+        let (sandbox, no_sandbox) = match &options.state_dir {
+            Some(dir) => {
+                let setup = SandboxSetup {
+                    run: std::path::absolute(dir)
+                        .unwrap_or_else(|_| dir.clone())
+                        .join("run"),
+                    relay: match &options.sandbox_relay {
+                        Some(relay) => relay.clone(),
+                        None => std::env::current_exe()?,
+                    },
+                };
+                Sandbox::for_mode(options.sandbox, &setup).await?
+            }
             None if options.sandbox == SandboxMode::On => {
                 let why = "the sandbox needs a state directory for the tenants' files";
                 return Err(crate::sandbox::SandboxError::new(why).into());
             }
             None => (None, None),
+        };
+        // Unconfined tools are the gateway's own user: only the operator's explicit word
+        // lets a gateway that runs them, or that serves several keys, go without the sandbox.
+        if let Some(why) = &no_sandbox {
+            let tools = engine
+                .enabled_tools
+                .iter()
+                .any(|t| ccwire_core::gateway::CODE_TOOLS.contains(&t.as_str()));
+            let keys = !engine.http.api_keys.is_empty();
+            if tools || keys {
+                let what = if tools {
+                    "tools that run code are enabled"
+                } else {
+                    "API keys are configured (several tenants)"
+                };
+                return Err(crate::sandbox::SandboxError::new(format!(
+                    "{why}; {what}, and without the sandbox every tenant's tools would run as \
+                     the gateway's user. Install bubblewrap, or say --sandbox off to run \
+                     unsandboxed anyway"
+                ))
+                .into());
+            }
+        }
+        let egress = match &sandbox {
+            Some(sandbox) => {
+                let base = cli_var("ANTHROPIC_BASE_URL");
+                let allowed = Allowed::new(base.as_deref(), &options.allow_egress)
+                    .map_err(crate::sandbox::SandboxError::new)?;
+                Some(Egress::start(&sandbox.socket(), allowed)?)
+            }
+            None => None,
         };
         let _ = tokio::task::spawn_blocking(crate::tree::sweep_orphans).await;
         let (store_ops, store_work) = mpsc::unbounded_channel();
@@ -1915,6 +2003,8 @@ impl Server {
             claude,
             sandbox,
             no_sandbox,
+            egress,
+            passed_env,
             credential,
             marks: Marks::new(),
             core: Mutex::new(Core {
@@ -2065,6 +2155,19 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
     if server.app.sandbox.is_some() {
         eprintln!("ccwire serve: each CLI runs in the OS sandbox (bubblewrap)");
     }
+    if let Some(egress) = &server.app.egress {
+        eprintln!(
+            "ccwire serve: the sandboxed CLIs and their tools reach {} and nothing else",
+            egress.allowed().describe()
+        );
+    }
+    eprintln!(
+        "ccwire serve: the CLIs inherit {} of this environment (--pass-env NAME for more)",
+        match server.app.passed_env.as_slice() {
+            [] => "nothing".to_owned(),
+            names => names.join(", "),
+        }
+    );
     if let Some(why) = &server.app.no_sandbox {
         eprintln!("ccwire serve: warning: the CLIs run without the OS sandbox: {why}");
     }

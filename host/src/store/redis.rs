@@ -170,19 +170,38 @@ fn failed(shown: &str, error: redis::RedisError) -> io::Error {
     io::Error::other(format!("the Redis session store at {shown}: {error}"))
 }
 
-/// `url` without the password it may carry.
+/// `url` without the password it may carry: in its user information, or (`redis+unix://`) in
+/// its query, whose values are hidden but for `db` and `protocol`.
 fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    match rest.rsplit_once('@') {
-        Some((credentials, host)) => match credentials.split_once(':') {
-            Some(("", _)) => format!("{scheme}://***@{host}"),
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-            None => url.to_owned(),
+    // Whatever comes before the last `@` may hold a password, even one that would have needed
+    // escaping; only a user name plainly before it is shown.
+    let plain = |user: &str| !user.is_empty() && !user.contains(['/', '?', '#', '&', '=']);
+    let (credentials, place) = match rest.rsplit_once('@') {
+        Some((credentials, place)) => match credentials.split_once(':') {
+            Some((user, _)) if plain(user) => (format!("{user}:***@"), place),
+            None if plain(credentials) => (format!("{credentials}@"), place),
+            _ => ("***@".to_owned(), place),
         },
-        None => url.to_owned(),
-    }
+        None => (String::new(), rest),
+    };
+    let place = match place.split_once('?') {
+        Some((path, query)) => {
+            let pairs: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((name @ ("db" | "protocol"), value)) => format!("{name}={value}"),
+                    Some((name, _)) => format!("{name}=***"),
+                    None => pair.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", pairs.join("&"))
+        }
+        None => place.to_owned(),
+    };
+    format!("{scheme}://{credentials}{place}")
 }
 
 impl RedisStore {
@@ -226,6 +245,11 @@ impl RedisStore {
     /// The server's URL without its password.
     pub fn url(&self) -> &str {
         &self.shown
+    }
+
+    /// `url` as logs and errors show it: without the password it may carry.
+    pub fn redact(url: &str) -> String {
+        redact(url)
     }
 
     fn failed(&self, error: redis::RedisError) -> io::Error {
@@ -601,5 +625,23 @@ mod tests {
         assert_eq!(redact("rediss://:secret@host"), "rediss://***@host");
         assert_eq!(redact("redis://host:6379"), "redis://host:6379");
         assert_eq!(redact("redis://user@host"), "redis://user@host");
+        assert_eq!(
+            redact("redis://:p@ss:w@rd@host/0"),
+            "redis://***@host/0",
+            "an unescaped @ in the password"
+        );
+        assert_eq!(
+            redact("redis+unix:///run/redis.sock?db=2&user=gw&pass=secret"),
+            "redis+unix:///run/redis.sock?db=2&user=***&pass=***"
+        );
+        assert_eq!(
+            redact("redis+unix:///run/redis.sock?%70ass=secret"),
+            "redis+unix:///run/redis.sock?%70ass=***",
+            "an escaped name"
+        );
+        assert_eq!(
+            redact("redis+unix:///run/redis.sock?pass=a@b"),
+            "redis+unix://***@b"
+        );
     }
 }

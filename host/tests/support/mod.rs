@@ -92,6 +92,7 @@ impl Gw {
             cwd: Some(self.home.workdir()),
             env: self.home.env(&self.fake.base_url()),
             env_remove: inherited_to_remove(),
+            sandbox_relay: Some(env!("CARGO_BIN_EXE_ccwire").into()),
             ..GatewayOptions::default()
         };
         configure(&mut options);
@@ -503,4 +504,23 @@ pub fn assert_same_calls(fake: &FakeAnthropic, from: usize, expected: &[String])
     for (i, (a, b)) in expected.iter().zip(&calls).enumerate() {
         assert_eq!(a, b, "the model's call {i}");
     }
+}
+
+/// Runs `command` with the Bash tool of `key`'s CLI and returns what it printed, as the model
+/// got it.
+pub async fn bash(gw: &Gw, key: &str, command: &str) -> String {
+    gw.fake.set_script(
+        Script::new()
+            .when(Match::Probe, Reply::text("ok"))
+            .on_tool_result(Reply::Echo)
+            .on_prompt(
+                "RUN",
+                Reply::tool("Bash", json!({"command": command, "description": "Check"})),
+            )
+            .when(Match::Any, Reply::Echo),
+    );
+    let body = anthropic(json!([{"role": "user", "content": format!("RUN {command}")}]));
+    let (status, _, answer) = gw.call("/v1/messages", &body, Some(key)).await;
+    assert_eq!(status, 200, "{answer}");
+    text_of(&answer)
 }

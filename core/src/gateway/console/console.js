@@ -234,7 +234,7 @@ export function suggestionText(update) {
 /** The approval buttons of a tool card waiting for one, with what "Always allow" applies. */
 function decorate(tool, card) {
   if (!tool.permission || tool.permission.outcome) return;
-  const approval = state.approvals.find((a) => a.tool_use_id === tool.id);
+  const approval = state.approvals.find((a) => a.tool_use_id === tool.id && a.conversation === state.watching);
   if (!approval) return;
   const suggested = Array.isArray(approval.suggestions) ? approval.suggestions.map(suggestionText) : [];
   // What the person typed survives the cards being drawn again.

@@ -195,6 +195,11 @@ impl SessionTools {
             .collect()
     }
 
+    /// The URLs of the URL MCP servers the CLI connects to.
+    pub(super) fn mcp_urls(&self) -> Vec<String> {
+        self.mcp.iter().map(|s| s.url.clone()).collect()
+    }
+
     /// How a call of the CLI tool `name` is treated, and what the API calls it: the
     /// built-in tool's name, or an MCP server's name and its tool's.
     pub(super) fn permission(&self, name: &str) -> (Permission, ToolName) {

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Gateway, GatewayOutput, RequestId, Watch};
+use super::{tenant_id, Gateway, GatewayOutput, RequestId, Watch};
 use crate::api::{ApiError, ApiErrorKind};
 use crate::gateway::{approval_route_key, SessionId};
 use crate::session::PermissionDecision;
@@ -12,6 +12,9 @@ use crate::{Chunk, Timestamp};
 #[derive(Debug)]
 pub(super) struct Approval {
     pub(super) session: SessionId,
+    /// The conversation's id as the console lists it: its CLI session's id, which tells
+    /// nothing of the gateway's other conversations.
+    pub(super) conversation: String,
     /// The CLI's control request id.
     pub(super) request_id: String,
     pub(super) tenant: String,
@@ -156,9 +159,9 @@ impl Gateway {
             "tool_name": a.tool_name,
             "input": a.input.as_raw(),
             "tool_use_id": a.tool_use_id,
-            "blocked_path": a.blocked_path,
+            "blocked_path": a.blocked_path.as_deref().map(|p| self.tenant_path(&a.tenant, p)),
             "suggestions": a.suggestions.as_raw(),
-            "conversation": a.session,
+            "conversation": a.conversation,
             "created_at_ms": unix(a.created),
             "expires_at_ms": unix(a.deadline),
         });
@@ -166,6 +169,21 @@ impl Gateway {
             json["node"] = Value::from(node.as_str());
         }
         json
+    }
+
+    /// `path` as `tenant` is shown it: relative to the tenant's own directory under the
+    /// tenant root (`work/…`, `home/…`, `tmp/…`) when it lies there, so that no server path
+    /// reaches the caller; any other path as the CLI gave it.
+    fn tenant_path<'a>(&self, tenant: &str, path: &'a str) -> &'a str {
+        let Some(root) = self.config.tenant_root.as_deref() else {
+            return path;
+        };
+        let own = format!("{}/{}", root.trim_end_matches('/'), tenant_id(tenant));
+        match path.strip_prefix(own.as_str()) {
+            Some("" | "/") => ".",
+            Some(rest) => rest.strip_prefix('/').unwrap_or(path),
+            None => path,
+        }
     }
 
     pub(super) fn on_permission_request(
@@ -200,11 +218,12 @@ impl Gateway {
             let _ = live.session.respond_permission(now, request_id, decision);
             return;
         }
-        let tenant = live.tenant.clone();
+        let (tenant, conversation) = (live.tenant.clone(), live.cli_id.clone());
         self.next_approval += 1;
         let id = self.secret_id("appr_", self.next_approval);
         let approval = Approval {
             session,
+            conversation,
             request_id: request_id.clone(),
             tenant,
             tool_name: tool_name.clone(),

@@ -99,6 +99,7 @@ impl Gateway {
             args.sdk_mcp_servers.push((CLIENT_SERVER.to_owned(), extra));
         }
         let mut ask_first = Vec::new();
+        let mut egress = Vec::new();
         if let Some(turn) = turn {
             // What its agent's policies let run without asking runs; every other call comes
             // to the gateway, which answers it by its policy or asks the session's user.
@@ -106,6 +107,7 @@ impl Gateway {
             args.allowed_tools.extend(turn.tools.allowed());
             args.disallowed_tools = turn.tools.disallowed();
             args.mcp_servers = turn.tools.mcp_servers();
+            egress = turn.tools.mcp_urls();
             args.permission_prompts = true;
             ask_first = turn.tools.ask_first();
         } else if self.config.approvals {
@@ -131,6 +133,7 @@ impl Gateway {
             env,
             cwd,
             tenant: dirs,
+            egress,
             resume: None,
         };
         NewCli {

@@ -469,7 +469,7 @@ impl Gateway {
         let root = self.config.tenant_root.as_deref()?;
         let dirs = TenantDirs::new(root, tenant);
         let cwd = match session {
-            Some(id) => format!("{}/sessions/{id}", dirs.work),
+            Some(id) => dirs.session_dir(id),
             None => self.config.shared_cwd.clone().unwrap_or(dirs.work),
         };
         Some((cwd, dirs.home))

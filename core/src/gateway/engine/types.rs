@@ -105,7 +105,8 @@ pub struct GatewayConfig {
 
 /// A tenant's directories under [`GatewayConfig::tenant_root`]: `<root>/<id>/home` (its
 /// CLI's `HOME` and `CLAUDE_CONFIG_DIR` parent: settings, sessions, credentials), `work` (the
-/// working directory) and `tmp` (`TMPDIR`). `id` is `local` for the keyless tenant and a hash
+/// working directory), `tmp` (`TMPDIR`) and `sessions/<session>` (a Managed Agents session's
+/// working directory). `id` is `local` for the keyless tenant and a hash
 /// of the key otherwise (the key itself is never a path).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TenantDirs {
@@ -117,6 +118,11 @@ pub struct TenantDirs {
     pub work: String,
     /// Its CLI's temporary directory.
     pub tmp: String,
+    /// The parent of its Managed Agents sessions' own working directories
+    /// ([`session_dir`](Self::session_dir)): beside `work`, not in it, so that no tool of the
+    /// tenant can rename or replace a session's directory (it sees only its own, bound in).
+    #[serde(default)]
+    pub sessions: String,
 }
 
 impl TenantDirs {
@@ -128,8 +134,14 @@ impl TenantDirs {
             home: format!("{base}/home"),
             work: format!("{base}/work"),
             tmp: format!("{base}/tmp"),
+            sessions: format!("{base}/sessions"),
             id,
         }
+    }
+
+    /// The working directory of the tenant's Managed Agents session `id`.
+    pub fn session_dir(&self, id: &str) -> String {
+        format!("{}/{id}", self.sessions)
     }
 }
 
@@ -227,6 +239,11 @@ pub struct CliSpec {
     /// The tenant's directories, which the host creates (owner-only) before the start and a
     /// sandbox leaves writable; `None` without [`GatewayConfig::tenant_root`].
     pub tenant: Option<TenantDirs>,
+    /// The URLs this CLI must reach besides the model API: a Managed Agents session's URL
+    /// MCP servers, with [`GatewayConfig::allow_mcp_servers`]. A sandboxed CLI reaches no
+    /// other host: the host's proxy lets these through.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<String>,
     /// A stored conversation this CLI resumes (its arguments say `--resume`): before the
     /// start, the host writes the conversation's stored transcript to this file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
