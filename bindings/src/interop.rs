@@ -6,7 +6,7 @@
 //! re-serializes to the native bytes exactly. Chunks handed back (to a response encoder) are
 //! read by the chunks' own `Deserialize` (the core's `deserialize` feature).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use ccwire_core::api::response::{ClientToolCall, EncoderOptions, Outcome};
 use ccwire_core::api::{
@@ -414,7 +414,7 @@ struct EncoderOptionsIn {
     #[serde(default)]
     include_usage: bool,
     #[serde(default)]
-    client_tools: HashMap<String, String>,
+    client_tools: BTreeMap<String, String>,
     client_tool_prefix: Option<String>,
     previous_response_id: Option<String>,
     #[serde(default)]

@@ -4,7 +4,7 @@
 //! Each function takes the fuzzer's bytes, drives one part of the core with them and asserts
 //! what a host relies on; a panic is a finding.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -333,7 +333,7 @@ pub fn encoders(data: &[u8]) {
                 id: None,
                 created: 0,
                 include_usage: shape & 1 != 0,
-                client_tools: HashMap::from([(
+                client_tools: BTreeMap::from([(
                     "mcp__client__lookup".to_owned(),
                     "lookup".to_owned(),
                 )]),

@@ -75,6 +75,7 @@ pub mod framing;
 pub mod fuzzing;
 pub mod gateway;
 mod json;
+mod lookup;
 pub mod mcp;
 pub mod play;
 pub mod requests;

@@ -19,7 +19,7 @@
 //! then drain [`poll_output`](Player::poll_output), then sleep until
 //! [`poll_timeout`](Player::poll_timeout).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::{json, Map, Value};
 
@@ -119,9 +119,9 @@ pub struct Player {
     done: bool,
     written: usize,
     /// Recorded control request ids of the host → the host's own.
-    request_ids: HashMap<String, String>,
+    request_ids: BTreeMap<String, String>,
     /// Recorded hook callback ids → the host's own.
-    callback_ids: HashMap<String, String>,
+    callback_ids: BTreeMap<String, String>,
     outputs: VecDeque<PlayOutput>,
 }
 
@@ -202,8 +202,8 @@ impl Player {
             eof: false,
             done: false,
             written: 0,
-            request_ids: HashMap::new(),
-            callback_ids: HashMap::new(),
+            request_ids: BTreeMap::new(),
+            callback_ids: BTreeMap::new(),
             outputs: VecDeque::new(),
         };
         player.advance(0);
@@ -352,7 +352,7 @@ impl Player {
     }
 
     fn map_ids(&self, msg: &mut Value) {
-        let map = |field: Option<&mut Value>, ids: &HashMap<String, String>| {
+        let map = |field: Option<&mut Value>, ids: &BTreeMap<String, String>| {
             if let Some(field) = field {
                 if let Some(id) = field.as_str().and_then(|id| ids.get(id)) {
                     *field = Value::String(id.clone());

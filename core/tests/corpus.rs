@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use ccwire_core::{Chunk, Replayer, ToolStatus};
 use common::{corpus, lines, values};
@@ -83,8 +83,8 @@ fn every_tool_call_has_its_result_and_a_final_status() {
     for (name, bytes) in corpus() {
         let (chunks, replayer) = replay_all(&bytes);
         let chunks = values(&chunks);
-        let mut last_status: HashMap<String, String> = HashMap::new();
-        let mut results: HashMap<String, bool> = HashMap::new();
+        let mut last_status: BTreeMap<String, String> = BTreeMap::new();
+        let mut results: BTreeMap<String, bool> = BTreeMap::new();
         for c in &chunks {
             let id = || c["id"].as_str().unwrap().to_owned();
             match c["type"].as_str().unwrap() {

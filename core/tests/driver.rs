@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use ccwire_core::{
     Chunk, HookMatcher, McpCallResult, McpServer, McpTool, PermissionDecision, Session,
@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 /// The in-process MCP servers of a recording, rebuilt from its `tools/list` answers.
 fn servers_of(recorded: &[Line]) -> Vec<McpServer> {
-    let mut list_requests: HashMap<String, String> = HashMap::new();
+    let mut list_requests: BTreeMap<String, String> = BTreeMap::new();
     let mut servers: Vec<McpServer> = Vec::new();
     for line in recorded {
         let m = &line.msg;
@@ -50,9 +50,9 @@ struct Drive {
     /// Host → CLI lines the session wrote that no recorded line has matched yet.
     unmatched_writes: Vec<Value>,
     /// Recorded host request id → the id the session chose.
-    ids: HashMap<String, String>,
+    ids: BTreeMap<String, String>,
     /// Open CLI requests by id: the chunk that announced them.
-    open: HashMap<String, Chunk>,
+    open: BTreeMap<String, Chunk>,
 }
 
 impl Drive {
@@ -236,8 +236,8 @@ fn driving_every_transcript_writes_the_recorded_lines_and_replays_alike() {
             session: Session::driver(config),
             chunks: Vec::new(),
             unmatched_writes: Vec::new(),
-            ids: HashMap::new(),
-            open: HashMap::new(),
+            ids: BTreeMap::new(),
+            open: BTreeMap::new(),
         };
         let mut now = 0;
         for line in &recorded {

@@ -3252,3 +3252,46 @@ fn the_console_lists_held_client_calls_with_their_deadlines() {
     );
     assert_eq!(deadline - since, 30_000, "{held}");
 }
+
+/// Several Managed Agents sessions whose tool confirmations and several conversations whose
+/// held calls all fall due at one instant, run twice: the same inputs give the same outputs,
+/// byte for byte, in the same order (no map's iteration order decides what comes first).
+#[test]
+fn the_same_inputs_give_the_same_outputs_when_many_deadlines_fall_together() {
+    fn scenario() -> Vec<String> {
+        let mut sim = Sim::new(GatewayConfig {
+            enabled_tools: vec!["Bash".to_owned()],
+            tenant_root: Some("/state/tenants".to_owned()),
+            approval_timeout_ms: 60_000,
+            http: ccwire_core::gateway::HttpConfig {
+                api_keys: vec!["alice".into(), "bob".into()],
+                ..ccwire_core::gateway::HttpConfig::default()
+            },
+            ..GatewayConfig::default()
+        });
+        let agent = json!({"name": "Shell", "model": "sonnet", "tools": [
+            {"type": "agent_toolset_20260401",
+             "configs": [{"name": "bash", "permission_policy": {"type": "always_ask"}}]}]});
+        for _ in 0..6 {
+            let session = new_session(&mut sim, agent.clone(), json!({}));
+            let events = format!("/v1/sessions/{}/events", session["id"].as_str().unwrap());
+            let say = json!({"events": [{"type": "user.message",
+                "content": [{"type": "text", "text": "bash: ls"}]}]});
+            managed(&mut sim, "alice", "POST", &events, say);
+        }
+        for (tenant, key) in [("alice", "a"), ("bob", "b"), ("alice", "c"), ("bob", "d")] {
+            let ask = json!([{"role": "user", "content": format!("lookup: {key}")}]);
+            sim.send(Api::Anthropic, tenant, anthropic(ask, false));
+        }
+        assert_eq!(sim.gateway.held_count(), 4);
+        // Every confirmation's and every held call's deadline passes in one step.
+        sim.advance(10 * 60 * 1000);
+        assert_eq!(sim.gateway.held_count(), 0);
+        sim.trace
+    }
+    let (one, two) = (scenario(), scenario());
+    assert_eq!(one.len(), two.len());
+    for (i, (a, b)) in one.iter().zip(&two).enumerate() {
+        assert_eq!(a, b, "line {i} of the trace differs");
+    }
+}

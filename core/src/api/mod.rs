@@ -628,7 +628,7 @@ pub(crate) struct ToolFields<'a> {
 #[derive(Default)]
 pub(crate) struct ToolSpecs {
     specs: Vec<crate::conversation::ToolSpec>,
-    names: std::collections::HashSet<String>,
+    names: std::collections::BTreeSet<String>,
 }
 
 impl ToolSpecs {

@@ -8,7 +8,7 @@
 //! model). After each response the registry stores the hash of the history extended by the
 //! assistant message it returned, so the client's next request finds the session again.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -249,13 +249,13 @@ struct Entry {
     /// Held `tools/call`s by tool_use id.
     held: BTreeMap<String, Held>,
     /// Client results that came before the CLI asked.
-    results: HashMap<String, McpCallResult>,
+    results: BTreeMap<String, McpCallResult>,
     /// Calls the gateway or the CLI ended without the client's result; a result for them is
     /// accepted and dropped.
-    settled: HashSet<String>,
+    settled: BTreeSet<String>,
     /// Client results handed to the CLI by the request in flight (or by the last one, when its
     /// response failed): the CLI has them, so the same request sent again cannot continue.
-    delivered: HashSet<String>,
+    delivered: BTreeSet<String>,
     /// The request in flight asked for its response to be stored (Responses API).
     store: Option<PendingStore>,
 }
@@ -332,13 +332,13 @@ type StoredKey = (String, String);
 pub struct Registry {
     config: Limits,
     sessions: BTreeMap<SessionId, Entry>,
-    by_hash: HashMap<String, SessionId>,
+    by_hash: BTreeMap<String, SessionId>,
     next_id: SessionId,
-    stored: HashMap<StoredKey, StoredResponse>,
+    stored: BTreeMap<StoredKey, StoredResponse>,
     /// The stored responses by the time they were last used, oldest first.
     stored_by_time: BTreeSet<(Timestamp, StoredKey)>,
     /// Requests looked up in the session store, by their history's hash in the tenant's scope.
-    finding: HashMap<String, Finding>,
+    finding: BTreeMap<String, Finding>,
     /// Changes of the routing index, kept for a host that shares it (see
     /// [`Endpoint`]'s scale-out notes); `None` when nobody reads them.
     index_changes: Option<Vec<IndexChange>>,
@@ -801,8 +801,8 @@ impl Registry {
         if entry.busy() {
             return Err(busy());
         }
-        let expected: HashSet<&str> = entry.expected.iter().map(String::as_str).collect();
-        let given_ids: HashSet<&str> = given.iter().map(|(id, _)| id.as_str()).collect();
+        let expected: BTreeSet<&str> = entry.expected.iter().map(String::as_str).collect();
+        let given_ids: BTreeSet<&str> = given.iter().map(|(id, _)| id.as_str()).collect();
         let mut missing: Vec<&str> = entry
             .expected
             .iter()

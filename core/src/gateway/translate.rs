@@ -2,7 +2,7 @@
 //! a session starts or continues with, the CLI arguments and variables, and client tool
 //! results as MCP results.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
@@ -178,7 +178,7 @@ pub fn live_hash(scope: &str, store: &str) -> String {
 
 /// The names the model sees for a request's client tools (`mcp__<server>__<name>`), each with
 /// the client's own name: the map a response encoder needs to show the client its names.
-pub fn client_tool_names(conversation: &Conversation, server: &str) -> HashMap<String, String> {
+pub fn client_tool_names(conversation: &Conversation, server: &str) -> BTreeMap<String, String> {
     conversation
         .tools
         .iter()

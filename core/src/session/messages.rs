@@ -102,7 +102,7 @@ impl State {
         };
         let mut unknown_block = false;
         for block in &blocks {
-            let state = self.messages.entry(message_id.clone()).or_default();
+            let state = self.messages.or_default(message_id.clone());
             let frame_index = state.frames;
             state.frames += 1;
             let kind = block.kind();
@@ -281,7 +281,7 @@ impl State {
         match event.ty.as_ref() {
             "message_start" => {
                 self.current_message = Some(message_id.clone());
-                self.messages.entry(message_id.clone()).or_default();
+                self.messages.or_default(message_id.clone());
                 let model = event.message.as_ref().and_then(|m| owned(&m.model));
                 let usage = canon(event.message.as_ref().and_then(|m| m.usage));
                 self.emit(Chunk::MessageStart {
@@ -306,7 +306,7 @@ impl State {
                     self.invalid("content_block_delta needs `index` and `delta`", text);
                     return;
                 };
-                let state = self.messages.entry(message_id.clone()).or_default();
+                let state = self.messages.or_default(message_id.clone());
                 let block = state.streamed.iter_mut().rev().find(|b| b.index == index);
                 match delta.ty.as_deref() {
                     Some("text_delta") => {
@@ -458,8 +458,7 @@ impl State {
 
     fn push_streamed(&mut self, message_id: &str, block: StreamedBlock) {
         self.messages
-            .entry(message_id.to_owned())
-            .or_default()
+            .or_default(message_id.to_owned())
             .streamed
             .push(block);
     }

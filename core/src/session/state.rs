@@ -1,6 +1,8 @@
 //! The session's state: turns, tools, pending requests, and line dispatch.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use crate::lookup::{LookupMap, LookupSet};
 
 use serde_json::Value;
 
@@ -114,15 +116,15 @@ pub(crate) struct State {
     pub turn: u64,
     pub turn_running: bool,
     pub session_id: Option<String>,
-    pub tools: HashMap<String, Tool>,
+    pub tools: LookupMap<String, Tool>,
     pub tool_order: VecDeque<String>,
     pub turn_tools: Vec<String>,
-    pub messages: HashMap<String, MessageState>,
+    pub messages: LookupMap<String, MessageState>,
     pub current_message: Option<String>,
 
     pub incoming: Vec<Incoming>,
     pub outgoing: Vec<Outgoing>,
-    settled: HashSet<String>,
+    settled: LookupSet<String>,
     settled_order: VecDeque<String>,
 
     pub tool_wait: ToolWait,
@@ -146,14 +148,14 @@ impl State {
             turn: 0,
             turn_running: false,
             session_id: None,
-            tools: HashMap::new(),
+            tools: LookupMap::new(),
             tool_order: VecDeque::new(),
             turn_tools: Vec::new(),
-            messages: HashMap::new(),
+            messages: LookupMap::new(),
             current_message: None,
             incoming: Vec::new(),
             outgoing: Vec::new(),
-            settled: HashSet::new(),
+            settled: LookupSet::new(),
             settled_order: VecDeque::new(),
             tool_wait: ToolWait::default(),
             saw_in: false,

@@ -17,7 +17,7 @@
 //! once for all three APIs; how each API writes that is its own module (`anthropic`, `openai`,
 //! `responses`), chosen when the encoder is made.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
@@ -48,7 +48,7 @@ pub struct EncoderOptions {
     pub include_usage: bool,
     /// Client tools: the name the model calls them by (`mcp__client__lookup`) → the client's
     /// own name (`lookup`). Calls of other tools run inside the CLI and are not shown.
-    pub client_tools: HashMap<String, String>,
+    pub client_tools: BTreeMap<String, String>,
     /// Also treat any tool whose name starts with this prefix as a client tool, named by the
     /// rest (for transcripts, where the client's tool list is not known).
     pub client_tool_prefix: Option<String>,
@@ -245,9 +245,9 @@ pub struct ResponseEncoder {
     /// The output block open for streaming, if any.
     open: Option<usize>,
     /// (message id, CLI block index) → output block.
-    index_map: HashMap<(String, u32), usize>,
+    index_map: BTreeMap<(String, u32), usize>,
     /// Tool_use id → output block.
-    tool_map: HashMap<String, usize>,
+    tool_map: BTreeMap<String, usize>,
     /// The current top-level model message.
     message: Option<String>,
     message_has_client_tool: bool,
@@ -284,8 +284,8 @@ impl ResponseEncoder {
             },
             wire,
             open: None,
-            index_map: HashMap::new(),
-            tool_map: HashMap::new(),
+            index_map: BTreeMap::new(),
+            tool_map: BTreeMap::new(),
             message: None,
             message_has_client_tool: false,
             stop_reason: None,

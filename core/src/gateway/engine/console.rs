@@ -561,11 +561,11 @@ pub fn merge_node_answers(
         data.sort_by_key(|a| a["created_at_ms"].as_u64().unwrap_or(0));
     } else {
         let stored = |c: &Value| matches!(c["state"].as_str(), Some("hibernated" | "elsewhere"));
-        let running: std::collections::HashSet<String> = (data.iter())
+        let running: std::collections::BTreeSet<String> = (data.iter())
             .filter(|c| !stored(c))
             .filter_map(|c| c["id"].as_str().map(str::to_owned))
             .collect();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = std::collections::BTreeSet::new();
         data.retain(|c| {
             let id = c["id"].as_str().unwrap_or_default().to_owned();
             !(stored(c) && running.contains(&id)) && seen.insert(id)

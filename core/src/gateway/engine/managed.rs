@@ -8,7 +8,7 @@
 //! environment's cloud settings (networking, packages), accepted, kept and named in an
 //! `x-ccwire-warning` header.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
@@ -30,10 +30,10 @@ const AGENT_TOOLS: [&str; 8] = [
 /// Each tenant's agents and environments, in the order they were made.
 #[derive(Debug, Default)]
 pub(super) struct Managed {
-    tenants: HashMap<String, Resources>,
+    tenants: BTreeMap<String, Resources>,
     next: u64,
     /// Requests waiting for their tenant's resources from the session store.
-    loading: HashMap<RequestId, Parked>,
+    loading: BTreeMap<RequestId, Parked>,
 }
 
 #[derive(Debug, Default)]

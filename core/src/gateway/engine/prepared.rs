@@ -1,7 +1,7 @@
 //! [`PreparedRequest`]: the work on a request that is linear in its size and needs no
 //! gateway state, done before the gateway takes it.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
@@ -33,7 +33,7 @@ pub struct PreparedRequest {
     /// continues a stored response, whose history goes first.
     pub(super) hashes: Option<Hashes>,
     /// The names the model sees for its client tools, with the client's own.
-    pub(super) client_tools: HashMap<String, String>,
+    pub(super) client_tools: BTreeMap<String, String>,
     /// Its tools as the client MCP server offers them (enabled built-ins included: they are
     /// left out when its CLI starts).
     pub(super) tools: Vec<McpTool>,

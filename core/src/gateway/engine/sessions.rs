@@ -6,7 +6,7 @@
 //! `agent.custom_tool_use`, `span.model_request_*`, `session.status_*`, `session.error`), kept
 //! in the session's log and sent to its streams.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
@@ -27,9 +27,9 @@ const TURNS_FROM: RequestId = 1 << 62;
 /// Every session, by id.
 #[derive(Debug, Default)]
 pub(super) struct Sessions {
-    by_id: HashMap<String, Session>,
+    by_id: BTreeMap<String, Session>,
     /// Each turn in flight: its session.
-    turns: HashMap<RequestId, String>,
+    turns: BTreeMap<RequestId, String>,
     next_turn: u64,
     next: u64,
 }
@@ -100,7 +100,7 @@ struct Progress {
     /// Whether the message streaming has its `agent.thinking` logged.
     thought: bool,
     /// The agent's tool calls: the CLI's tool_use id → the event's id and the tool.
-    calls: HashMap<String, (String, ToolName)>,
+    calls: BTreeMap<String, (String, ToolName)>,
     /// Calls waiting for the user's `user.tool_confirmation`.
     confirming: Vec<Confirming>,
     /// The model request whose `span.model_request_start` is logged and its end not yet.

@@ -2,7 +2,7 @@
 //! as it writes it, each conversation's record as its responses end, and the resume of a
 //! history no live CLI continues by a new CLI that reads the stored transcript.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use super::prepared::SessionTurn;
 use super::types::{ConversationKey, ConversationRecord, RecordState, ResumeSpec, TenantDirs};
@@ -23,7 +23,7 @@ pub(super) struct Opening {
     pub(super) api: Api,
     pub(super) tenant: String,
     pub(super) parsed: ApiRequest,
-    pub(super) client_tools: HashMap<String, String>,
+    pub(super) client_tools: BTreeMap<String, String>,
     pub(super) tools: Vec<McpTool>,
     pub(super) tools_digest: String,
     pub(super) start_prompt: Option<ReadyPrompt>,
