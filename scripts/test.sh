@@ -3,8 +3,21 @@
 # (end-to-end tests with the real CLI included), the JavaScript package's tests and the official
 # SDK clients' end-to-end tests.
 # `.ci/run` calls exactly this.
+#
+# `scripts/test.sh quick` is the fast tier a maintainer runs between changes (a couple of
+# minutes once built): formatting, the doc references, clippy, the portability gate and the
+# core's tests (the engines in simulation, the corpus, the fuzz regressions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+tier="${1:-all}"
+case "$tier" in
+  all | quick) ;;
+  *)
+    echo "usage: scripts/test.sh [quick]" >&2
+    exit 2
+    ;;
+esac
 
 scripts/setup.sh
 
@@ -16,6 +29,13 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== portability gate"
 scripts/check-portability.sh
+if [ "$tier" = quick ]; then
+  echo "== cargo test -p ccwire-core"
+  cargo test -p ccwire-core
+  exit 0
+fi
+echo "== cargo doc: every intra-doc link resolves"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== the client library alone: ccwire-host without default features"
 cargo clippy --quiet -p ccwire-host --no-default-features -- -D warnings
 if cargo tree -p ccwire-host --no-default-features -e normal --prefix none \

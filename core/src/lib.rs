@@ -4,6 +4,13 @@
 //! CLI speaks on stdin/stdout with `--input-format stream-json --output-format stream-json
 //! --verbose`, including its control channel (permissions, hooks, in-process MCP, interrupts).
 //!
+//! Three engines share one contract:
+//! - [`Session`]: one CLI's stream — its stdout in, chunks and its stdin's lines out — as the
+//!   driver of the CLI or as an observer of recorded traffic;
+//! - [`gateway::Gateway`]: `ccwire serve`'s engine — HTTP requests, many CLIs' output and time
+//!   in; responses, CLI starts, stdin lines, store requests and deadlines out;
+//! - [`play::Player`]: a recorded transcript played back as the CLI, for hosts under test.
+//!
 //! ## The contract
 //!
 //! - **No IO, no clock, no randomness.** Bytes and the current time come in as arguments; chunks,
@@ -71,6 +78,7 @@ pub mod args;
 mod chunk;
 pub mod conversation;
 pub mod framing;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gateway;
@@ -80,11 +88,11 @@ pub mod mcp;
 pub mod play;
 pub mod requests;
 mod session;
+mod time;
 pub mod transcript;
 pub mod wire;
 
-/// Milliseconds on the host's clock (any epoch; only differences matter).
-pub type Timestamp = u64;
+pub use time::Timestamp;
 
 pub use chunk::{
     Behavior, BlockedKind, BlockedOn, Chunk, ElicitationDetails, ErrorKind, Fields, ResolveReason,

@@ -212,7 +212,7 @@ struct ServeArgs {
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origins: Vec<String>,
     /// Accept this name in the `Host` header on a loopback address, besides localhost,
-    /// 127.0.0.1 and [::1] (repeatable). Other names are refused (DNS rebinding).
+    /// 127.0.0.1 and `[::1]` (repeatable). Other names are refused (DNS rebinding).
     #[arg(long = "allow-host", value_name = "NAME")]
     allow_hosts: Vec<String>,
     /// Remove this variable (or every one starting with PREFIX, given as `PREFIX*`) from the

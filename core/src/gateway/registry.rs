@@ -369,8 +369,8 @@ pub fn stored_response_key(tenant: &str, response_id: &str) -> String {
     crate::conversation::hex(&sha.finalize())
 }
 
-/// The routing key of a pending approval (`POST /v1/approvals/{id}`): a digest, like
-/// [`stored_response_key`].
+/// The routing key of a pending approval (`POST /v1/approvals/{id}`): a digest, as a stored
+/// response's is.
 pub fn approval_route_key(tenant: &str, id: &str) -> String {
     use sha2::Digest;
     let mut sha = sha2::Sha256::new();
