@@ -9,6 +9,8 @@
 //   name (a bare `NAME.md`, or a path such as `docs/NAME.md`) that does not resolve: a bare name
 //   resolves at the root, in docs/ or beside the file that names it, a path from the root or
 //   from the file's folder;
+// - the gateway's run loop (the doc of `Gateway`) leaves out an input (`handle_*`) or an output
+//   (`GatewayOutput` variant) of the engine;
 // - such a name is followed by a section number (`§3.3`, `§3–§5`) that no numbered heading of
 //   that doc has. In a Markdown file a bare `§N` names a section of the file itself.
 //
@@ -215,6 +217,32 @@ for (const file of [...files].sort()) {
       if (refs && headings(file).numbers.size > 0) checkSections(file, n, file, refs.join(" "));
     }
   });
+}
+
+// The gateway's run loop on `Gateway`'s page names every input (`handle_*`) and every output
+// (`GatewayOutput` variant) of the engine.
+{
+  const engine = "core/src/gateway/engine";
+  const page = readFileSync(path.join(root, engine, "mod.rs"), "utf8");
+  const start = page.indexOf("/// ```text\n/// loop {");
+  const loop = start < 0 ? "" : page.slice(start, page.indexOf("/// ```\n", start + 10));
+  const types = readFileSync(path.join(root, engine, "types.rs"), "utf8");
+  const outputs = types.slice(types.indexOf("pub enum GatewayOutput {"));
+  const variants = [...outputs.slice(0, outputs.indexOf("\n}\n")).matchAll(/^    ([A-Z]\w*)\b/gm)].map((m) => m[1]);
+  const inputs = new Set();
+  for (const name of execFileSync("git", ["ls-files", engine], { cwd: root, encoding: "utf8" }).split("\n")) {
+    if (!name.endsWith(".rs")) continue;
+    for (const m of readFileSync(path.join(root, name), "utf8").matchAll(/^    pub fn (handle_\w+)/gm)) inputs.add(m[1]);
+  }
+  if (!loop || variants.length === 0 || inputs.size === 0) {
+    offend(`${engine}/mod.rs`, 1, "the gateway's run loop, its outputs or its inputs are not where this check reads them");
+  }
+  for (const v of variants) {
+    if (!new RegExp(`\\b${v}\\b`).test(loop)) offend(`${engine}/mod.rs`, 1, `the run loop does not name the output ${v}`);
+  }
+  for (const i of inputs) {
+    if (!loop.includes(`.${i}(`)) offend(`${engine}/mod.rs`, 1, `the run loop does not name the input ${i}`);
+  }
 }
 
 if (offenders.length > 0) {

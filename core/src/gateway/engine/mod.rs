@@ -197,16 +197,29 @@ impl InFlight {
 ///                          }
 ///         request body  => gateway.handle_http(now, req, head, tenant, body),
 ///                          (the body read and prepared first with `prepare`, off any lock)
+///         an API body   => gateway.handle_request(now, req, api, tenant, body),
+///                          (a host that routes and authenticates itself)
+///         approvals SSE => gateway.handle_approval_events(now, req, tenant),
 ///         client gone   => gateway.handle_client_gone(now, req),
 ///         CLI stdout    => gateway.handle_stdout(now, session, bytes),
 ///         CLI exited    => gateway.handle_exit(now, session, code, signal, stderr),
 ///         spawn failed  => gateway.handle_spawn_failed(now, session, error),
 ///         fetched       => gateway.handle_fetched(now, req, answer body),
+///         store answers => gateway.handle_found(now, req, record)           (StoreFind)
+///                          gateway.handle_found_response(now, req, json)    (StoreFindResponse)
+///                          gateway.handle_listed(now, req, records)         (StoreList)
+///                          gateway.handle_managed_loaded(now, req, items)   (StoreLoadManaged)
+///                          gateway.handle_transcript_loaded(now, req, lines) (StoreLoad)
+///         store failed  => gateway.handle_store_failed(now, req)            (a lookup)
+///                          gateway.handle_store_write_failed()              (a write, kept to retry)
+///                          gateway.handle_resume_unavailable(now, session)  (a transcript to resume)
+///                          gateway.handle_superseded(now, key)              (another gateway resumed it)
 ///         timer         => gateway.handle_timeout(now),
 ///     }
 ///     while let Some(output) = gateway.poll_output() {
 ///         match output {
-///             Spawn { session, spec }        => start the CLI with spec.args and spec.env, without spec.env_remove,
+///             Spawn { session, spec }        => (spec.resume: write its transcript first) start the CLI
+///                                               with spec.args and spec.env, without spec.env_remove,
 ///             Write { session, bytes }       => write to that CLI's stdin,
 ///             Close { session }              => close its stdin; kill it after a grace period,
 ///             Respond { request, status, headers } => send the response head (with the cors headers),
@@ -215,11 +228,24 @@ impl InFlight {
 ///             Fetch { request, url, .. }     => POST it, then handle_fetched,
 ///             DrainRequested                 => exit once gateway.is_drained(),
 ///             Claim / Release { key }        => share the routing index (scale-out),
+///             StoreAppend { key, entries }   => append to the stored transcript,
+///             StoreSave { record, request }  => save the record (a response ends once it is kept),
+///             StorePool { settings }         => keep the warm pool's settings,
+///             StoreResponse { .. }           => keep a stored response,
+///             StoreManaged { .. }            => keep a Managed Agents resource,
+///             StoreFind { request, .. }      => look the history up, then handle_found,
+///             StoreFindResponse { request, .. } => read a stored response, then handle_found_response,
+///             StoreList { request, .. }      => list the records, then handle_listed,
+///             StoreLoadManaged { request, .. } => read a tenant's resources, then handle_managed_loaded,
+///             StoreLoad { request, .. }      => read a transcript, then handle_transcript_loaded,
+///             RemoveDir { path }             => delete a deleted session's directory once its CLI is gone,
 ///         }
 ///     }
 ///     timer = gateway.poll_timeout();
 /// }
 /// ```
+///
+/// (`scripts/check-docs.mjs` fails when an input or an output is missing here.)
 ///
 /// Every request gets exactly one `Respond`, then any number of `Body`, then one `End`. Output
 /// order is deterministic: the same inputs give the same outputs.
