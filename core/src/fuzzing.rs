@@ -13,6 +13,7 @@ use crate::api::{anthropic, openai, responses, Api, ApiError, ApiErrorKind};
 use crate::conversation::HistoryHasher;
 use crate::gateway::{
     Admission, Gateway, GatewayConfig, GatewayOutput, HttpConfig, HttpHead, RequestId, SessionId,
+    StoreAnswer, StoreAsk,
 };
 use crate::mcp::McpCallResult;
 use crate::play::Player;
@@ -587,19 +588,19 @@ impl FuzzStore {
     /// Keeps what an output writes; remembers what it asks.
     fn keep(&mut self, output: GatewayOutput) {
         match output {
-            GatewayOutput::StoreAppend { key, entries } => {
+            GatewayOutput::Store(StoreAsk::Append { key, entries }) => {
                 let lines = self.transcripts.entry(key.id).or_default();
                 lines.extend(entries.iter().map(|e| e.get().to_owned()));
             }
-            GatewayOutput::StoreSave { record, .. } => {
+            GatewayOutput::Store(StoreAsk::Save { record, .. }) => {
                 self.records.retain(|r| r.key != record.key);
                 self.records.push(record);
             }
-            asked @ (GatewayOutput::StoreFind { .. }
-            | GatewayOutput::StoreFindResponse { .. }
-            | GatewayOutput::StoreLoadManaged { .. }
-            | GatewayOutput::StoreList { .. }
-            | GatewayOutput::StoreLoad { .. }) => self.asked.push(asked),
+            asked @ (GatewayOutput::Store(StoreAsk::Find { .. })
+            | GatewayOutput::Store(StoreAsk::FindResponse { .. })
+            | GatewayOutput::Store(StoreAsk::LoadManaged { .. })
+            | GatewayOutput::Store(StoreAsk::List { .. })
+            | GatewayOutput::Store(StoreAsk::Load { .. })) => self.asked.push(asked),
             _ => {}
         }
     }
@@ -608,42 +609,60 @@ impl FuzzStore {
     fn answer(&mut self, gateway: &mut Gateway, now: u64, fail: bool) {
         for asked in std::mem::take(&mut self.asked) {
             match asked {
-                GatewayOutput::StoreFind {
+                GatewayOutput::Store(StoreAsk::Find {
                     request,
                     tenant,
                     hash,
-                } if !fail => {
+                }) if !fail => {
                     let found = (self.records.iter())
                         .find(|r| r.key.tenant == tenant && r.hash == hash)
                         .cloned();
-                    gateway.handle_found(now, request, found);
+                    gateway.handle_store(
+                        now,
+                        StoreAnswer::Found {
+                            request,
+                            record: found,
+                        },
+                    );
                 }
-                GatewayOutput::StoreFind { request, .. }
-                | GatewayOutput::StoreFindResponse { request, .. } => {
-                    gateway.handle_store_failed(now, request);
+                GatewayOutput::Store(StoreAsk::Find { request, .. })
+                | GatewayOutput::Store(StoreAsk::FindResponse { request, .. }) => {
+                    gateway.handle_store(now, StoreAnswer::LookupFailed { request });
                 }
-                GatewayOutput::StoreLoadManaged { request, .. } => {
-                    gateway.handle_managed_loaded(now, request, (!fail).then(Vec::new));
+                GatewayOutput::Store(StoreAsk::LoadManaged { request, .. }) => {
+                    gateway.handle_store(
+                        now,
+                        StoreAnswer::ManagedLoaded {
+                            request,
+                            resources: (!fail).then(Vec::new),
+                        },
+                    );
                 }
-                GatewayOutput::StoreList {
+                GatewayOutput::Store(StoreAsk::List {
                     request,
                     tenant,
                     limit,
-                } => {
+                }) => {
                     let listed = (self.records.iter())
                         .filter(|r| tenant.as_ref().is_none_or(|t| r.key.tenant == *t))
                         .take(limit)
                         .cloned()
                         .collect();
-                    gateway.handle_listed(now, request, (!fail).then_some(listed));
+                    gateway.handle_store(
+                        now,
+                        StoreAnswer::Listed {
+                            request,
+                            records: (!fail).then_some(listed),
+                        },
+                    );
                 }
-                GatewayOutput::StoreLoad { request, key } => {
+                GatewayOutput::Store(StoreAsk::Load { request, key }) => {
                     let lines = if fail {
                         Err(())
                     } else {
                         Ok(self.transcripts.get(&key.id).cloned())
                     };
-                    gateway.handle_transcript_loaded(now, request, lines);
+                    gateway.handle_store(now, StoreAnswer::TranscriptLoaded { request, lines });
                 }
                 _ => {}
             }

@@ -3,6 +3,7 @@
 
 use ccwire_core::gateway::{
     Admission, BodyError, ConfigError, Gateway, GatewayConfig, GatewayOutput, HttpConfig, HttpHead,
+    StoreAnswer, StoreAsk,
 };
 use serde_json::{json, Value};
 
@@ -872,23 +873,38 @@ fn managed_resources_are_kept_in_the_store_and_read_back_after_a_restart() {
     assert!(
         matches!(
             &outputs[..],
-            [GatewayOutput::StoreLoadManaged { request: 1, .. }]
+            [GatewayOutput::Store(StoreAsk::LoadManaged {
+                request: 1,
+                ..
+            })]
         ),
         "{outputs:?}"
     );
-    e.handle_managed_loaded(1, 1, None);
+    e.handle_store(
+        1,
+        StoreAnswer::ManagedLoaded {
+            request: 1,
+            resources: None,
+        },
+    );
     let (status, headers, _) = answer(&mut e, 1);
     assert_eq!(status, 503);
     assert!(headers.contains(&("retry-after".into(), "2".into())));
 
     e.handle_http(1, 2, &head, "alice", Ok(body.as_bytes()));
     let _ = std::iter::from_fn(|| e.poll_output()).count();
-    e.handle_managed_loaded(1, 2, Some(Vec::new()));
+    e.handle_store(
+        1,
+        StoreAnswer::ManagedLoaded {
+            request: 2,
+            resources: Some(Vec::new()),
+        },
+    );
     let outputs: Vec<GatewayOutput> = std::iter::from_fn(|| e.poll_output()).collect();
     let kept: Vec<(String, String, Option<String>)> = outputs
         .iter()
         .filter_map(|o| match o {
-            GatewayOutput::StoreManaged { kind, id, json, .. } => {
+            GatewayOutput::Store(StoreAsk::Managed { kind, id, json, .. }) => {
                 Some((kind.clone(), id.clone(), json.clone()))
             }
             _ => None,
@@ -916,7 +932,13 @@ fn managed_resources_are_kept_in_the_store_and_read_back_after_a_restart() {
     restarted.handle_http(1, 7, &get, "alice", Ok(b"".as_slice()));
     let _ = std::iter::from_fn(|| restarted.poll_output()).count();
     let stored = json!({"order": 1, "data": [created.clone(), v2.clone()]}).to_string();
-    restarted.handle_managed_loaded(1, 7, Some(vec![("agent".into(), stored)]));
+    restarted.handle_store(
+        1,
+        StoreAnswer::ManagedLoaded {
+            request: 7,
+            resources: Some(vec![("agent".into(), stored)]),
+        },
+    );
     let (status, _, body) = answer(&mut restarted, 7);
     let v1: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!((status, v1), (200, created));

@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, VecDeque};
 use ccwire_core::api::Api;
 use ccwire_core::gateway::{
     Admission, CliSpec, ConversationRecord, Gateway, GatewayConfig, GatewayOutput, HttpHead,
-    Limits, RecordState, RequestId, RouteKey, SessionId, HELD_CALL_TIMEOUT_TEXT,
+    Limits, RecordState, RequestId, RouteKey, SessionId, StoreAnswer, StoreAsk,
+    HELD_CALL_TIMEOUT_TEXT,
 };
 use serde_json::{json, Value};
 
@@ -528,49 +529,55 @@ impl Sim {
                         response.ended = true;
                     }
                     GatewayOutput::Claim { .. } | GatewayOutput::Release { .. } => {}
-                    GatewayOutput::StoreAppend { key, entries } => {
+                    GatewayOutput::Store(StoreAsk::Append { key, entries }) => {
                         let store = self.store.as_mut().expect("a store");
                         let lines = store.transcripts.entry(key.id).or_default();
                         lines.extend(entries.iter().map(|e| e.to_value()));
                     }
-                    GatewayOutput::StoreSave { record, .. } => {
+                    GatewayOutput::Store(StoreAsk::Save { record, .. }) => {
                         let store = self.store.as_mut().expect("a store");
                         store.records.retain(|_, r| r.key != record.key);
                         let at = (record.key.tenant.clone(), record.hash.clone());
                         store.records.insert(at, record.clone());
                         store.saves.push(record);
                     }
-                    GatewayOutput::StoreFind {
+                    GatewayOutput::Store(StoreAsk::Find {
                         request,
                         tenant,
                         hash,
-                    } => {
+                    }) => {
                         let store = self.store.as_ref().expect("a store");
                         let found = store.records.get(&(tenant, hash)).cloned();
-                        self.gateway.handle_found(self.now, request, found);
+                        self.gateway.handle_store(
+                            self.now,
+                            StoreAnswer::Found {
+                                request,
+                                record: found,
+                            },
+                        );
                     }
-                    GatewayOutput::StoreResponse {
+                    GatewayOutput::Store(StoreAsk::Response {
                         tenant,
                         id,
                         response,
-                    } => {
+                    }) => {
                         let store = self.store.as_mut().expect("a store");
                         store.responses.insert((tenant, id), response);
                     }
-                    GatewayOutput::StoreManaged {
+                    GatewayOutput::Store(StoreAsk::Managed {
                         tenant,
                         kind,
                         id,
                         json,
                         ..
-                    } => {
+                    }) => {
                         let store = self.store.as_mut().expect("a store");
                         match json {
                             Some(json) => store.managed.insert((tenant, kind, id), json),
                             None => store.managed.remove(&(tenant, kind, id)),
                         };
                     }
-                    GatewayOutput::StoreLoadManaged { request, tenant } => {
+                    GatewayOutput::Store(StoreAsk::LoadManaged { request, tenant }) => {
                         let store = self.store.as_ref().expect("a store");
                         let kept: Vec<(String, String)> = store
                             .managed
@@ -578,24 +585,34 @@ impl Sim {
                             .filter(|((t, _, _), _)| *t == tenant)
                             .map(|((_, kind, _), json)| (kind.clone(), json.clone()))
                             .collect();
-                        self.gateway
-                            .handle_managed_loaded(self.now, request, Some(kept));
+                        self.gateway.handle_store(
+                            self.now,
+                            StoreAnswer::ManagedLoaded {
+                                request,
+                                resources: Some(kept),
+                            },
+                        );
                     }
-                    GatewayOutput::StoreFindResponse {
+                    GatewayOutput::Store(StoreAsk::FindResponse {
                         request,
                         tenant,
                         id,
-                    } => {
+                    }) => {
                         let store = self.store.as_ref().expect("a store");
                         let found = store.responses.get(&(tenant, id)).cloned();
-                        self.gateway
-                            .handle_found_response(self.now, request, found.as_deref());
+                        self.gateway.handle_store(
+                            self.now,
+                            StoreAnswer::FoundResponse {
+                                request,
+                                response: found,
+                            },
+                        );
                     }
-                    GatewayOutput::StoreList {
+                    GatewayOutput::Store(StoreAsk::List {
                         request,
                         tenant,
                         limit,
-                    } => {
+                    }) => {
                         let store = self.store.as_ref().expect("a store");
                         let mut listed: Vec<ConversationRecord> = (store.records.values())
                             .filter(|r| tenant.as_ref().is_none_or(|t| r.key.tenant == *t))
@@ -603,16 +620,27 @@ impl Sim {
                             .collect();
                         listed.sort_by_key(|r| std::cmp::Reverse(r.saved_ms));
                         listed.truncate(limit);
-                        self.gateway.handle_listed(self.now, request, Some(listed));
+                        self.gateway.handle_store(
+                            self.now,
+                            StoreAnswer::Listed {
+                                request,
+                                records: Some(listed),
+                            },
+                        );
                     }
-                    GatewayOutput::StoreLoad { request, key } => {
+                    GatewayOutput::Store(StoreAsk::Load { request, key }) => {
                         let store = self.store.as_ref().expect("a store");
                         // (Transcripts are kept by id here: the tenant's is the record's.)
                         let lines = (store.transcripts.get(&key.id))
                             .filter(|_| store.records.values().any(|r| r.key == key))
                             .map(|lines| lines.iter().map(Value::to_string).collect());
-                        self.gateway
-                            .handle_transcript_loaded(self.now, request, Ok(lines));
+                        self.gateway.handle_store(
+                            self.now,
+                            StoreAnswer::TranscriptLoaded {
+                                request,
+                                lines: Ok(lines),
+                            },
+                        );
                     }
                     other => panic!("an output the harness does not know: {other:?}"),
                 }
@@ -1963,13 +1991,15 @@ fn a_conversation_another_gateway_resumed_is_closed_here_without_a_save() {
         tenant: "someone else".to_owned(),
         id: key.id.clone(),
     };
-    sim.gateway.handle_superseded(sim.now, &theirs);
+    sim.gateway
+        .handle_store(sim.now, StoreAnswer::Superseded { key: theirs });
     sim.run();
     assert_eq!(sim.gateway.session_count(), 1);
 
     // The store refused this gateway's write: its CLI is closed, nothing more saved, and
     // the conversation's next request is looked up in the store.
-    sim.gateway.handle_superseded(sim.now, &key);
+    sim.gateway
+        .handle_store(sim.now, StoreAnswer::Superseded { key });
     sim.run();
     assert_eq!(sim.closed, [1]);
     assert_eq!(sim.gateway.session_count(), 0);
@@ -2013,12 +2043,18 @@ fn a_history_the_store_does_not_know_is_rebuilt_and_a_lookup_without_its_client_
         .handle_request(held.now, id, Api::Anthropic, "t", body.as_bytes());
     let find = held.gateway.poll_output();
     assert!(
-        matches!(find, Some(GatewayOutput::StoreFind { request, .. }) if request == id),
+        matches!(find, Some(GatewayOutput::Store(StoreAsk::Find { request, .. })) if request == id),
         "{find:?}"
     );
     assert!(held.gateway.is_finding(id));
     held.gateway.handle_client_gone(held.now, id);
-    held.gateway.handle_found(held.now, id, None);
+    held.gateway.handle_store(
+        held.now,
+        StoreAnswer::Found {
+            request: id,
+            record: None,
+        },
+    );
     held.run();
     assert!(held.specs.is_empty(), "no CLI for a client gone");
     assert!(!held.response(id).ended);
@@ -2155,7 +2191,7 @@ fn a_chain_of_stored_responses_is_read_back_link_by_link_after_a_restart() {
     let finds = sim
         .trace
         .iter()
-        .filter(|l| l.contains("\"store_find_response\""))
+        .filter(|l| l.contains("\"ask\":\"find_response\""))
         .count();
     assert_eq!(finds, 2, "one read per link");
     // The whole chain is the history of a stored conversation: a CLI resumes it and gets the

@@ -18,10 +18,11 @@
 //!   between threads.
 //! - [`Gateway::route_key`] and the `Claim`/`Release` outputs are the seam for running many
 //!   gateways as one (see "Scale-out" on [`Gateway`]).
-//! - With [`GatewayConfig::store`], conversations outlive their CLIs: the `Store*` outputs
-//!   keep each CLI's transcript and each conversation's [`ConversationRecord`] in a session
-//!   store the host provides, and a history no live CLI continues is resumed from it by a new
-//!   CLI ([`Gateway::handle_found`]).
+//! - With [`GatewayConfig::store`], conversations outlive their CLIs: the
+//!   [`GatewayOutput::Store`] asks keep each CLI's transcript and each conversation's
+//!   [`ConversationRecord`] in a session store the host provides, and a history no live CLI
+//!   continues is looked up there and resumed by a new CLI (the answers come back through
+//!   [`Gateway::handle_store`]).
 //!
 //! Inside, the gateway keeps a registry of conversations (which live session a request's
 //! history continues, held tool calls, stored responses) and turns API requests into what the
@@ -36,8 +37,8 @@ pub use engine::{
     approval_route, managed_route, merge_node_answers, parse_request, prepare, tenant_id,
     Admission, BodyError, CliSpec, ConfigError, ConversationKey, ConversationRecord, Ended,
     Gateway, GatewayConfig, GatewayOutput, GatewayTimeout, HttpConfig, HttpHead, HttpResponse,
-    Prepared, PreparedRequest, RecordState, RequestId, ResumeSpec, RouteKey, TenantDirs,
-    CLIENT_SERVER, STRIPPED_ENV,
+    Prepared, PreparedRequest, RecordState, RequestId, ResumeSpec, RouteKey, StoreAnswer, StoreAsk,
+    TenantDirs, CLIENT_SERVER, STRIPPED_ENV,
 };
 pub use metrics::Histogram;
 pub use registry::{approval_route_key, Limits, ResumeReason, SessionId, HELD_CALL_TIMEOUT_TEXT};

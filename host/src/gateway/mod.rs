@@ -25,7 +25,8 @@ use ccwire_core::api::{ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
     approval_route, env_to_remove, managed_route, prepare, Admission, BodyError, CliSpec,
     ConfigError, ConversationKey, ConversationRecord, Gateway, GatewayConfig, GatewayOutput,
-    HttpConfig, HttpHead, Prepared, RequestId, ResumeSpec, RouteKey, SessionId,
+    HttpConfig, HttpHead, Prepared, RequestId, ResumeSpec, RouteKey, SessionId, StoreAnswer,
+    StoreAsk,
 };
 use futures::StreamExt;
 use serde_json::json;
@@ -202,54 +203,14 @@ struct App {
 
 /// What the session store is asked to do.
 enum StoreOp {
-    Append(ConversationKey, Vec<String>),
-    /// Save a record; `done` hears when it is kept.
-    Save(ConversationRecord, Option<tokio::sync::oneshot::Sender<()>>),
-    Find {
-        request: RequestId,
-        tenant: String,
-        hash: String,
-    },
-    SavePool(String),
-    SaveResponse {
-        tenant: String,
-        id: String,
-        response: String,
-    },
-    FindResponse {
-        request: RequestId,
-        tenant: String,
-        id: String,
-    },
+    /// What the engine asks ([`GatewayOutput::Store`]); `done`, when given, hears once a
+    /// write is kept (or failed): a response that waits for it ends then.
+    Ask(StoreAsk, Option<tokio::sync::oneshot::Sender<()>>),
     /// Write a stored transcript where a resuming CLI reads it.
     Resume {
         spec: ResumeSpec,
         home: Option<PathBuf>,
         done: tokio::sync::oneshot::Sender<Result<(), NotResumed>>,
-    },
-    /// Keep (or forget) a Managed Agents resource; `done` hears when it is kept.
-    SaveManaged {
-        tenant: String,
-        kind: String,
-        id: String,
-        json: Option<String>,
-        done: tokio::sync::oneshot::Sender<()>,
-    },
-    /// List stored conversations for the console.
-    List {
-        request: RequestId,
-        tenant: Option<String>,
-        limit: usize,
-    },
-    /// Read a stored transcript for the console.
-    Peek {
-        request: RequestId,
-        key: ConversationKey,
-    },
-    /// Read a tenant's Managed Agents resources for a request.
-    LoadManaged {
-        request: RequestId,
-        tenant: String,
     },
     /// Claim a route key in the cluster registry.
     Claim(String),
@@ -467,13 +428,15 @@ async fn store_worker(
     let mut routes = std::collections::VecDeque::<(bool, String)>::new();
     let write_failed = |app: &std::sync::Weak<App>| {
         if let Some(app) = app.upgrade() {
-            app.input(|gateway, _| gateway.handle_store_write_failed());
+            app.input(|gateway, now| gateway.handle_store(now, StoreAnswer::WriteFailed));
         }
     };
     // A conversation another gateway has resumed: its CLI here is stale.
     let superseded = |app: &std::sync::Weak<App>, key: &ConversationKey| {
         if let Some(app) = app.upgrade() {
-            app.input(|gateway, now| gateway.handle_superseded(now, key));
+            app.input(|gateway, now| {
+                gateway.handle_store(now, StoreAnswer::Superseded { key: key.clone() })
+            });
         }
     };
     let flushed =
@@ -516,11 +479,12 @@ async fn store_worker(
             }
         };
         match op {
-            StoreOp::Append(key, lines) => {
+            StoreOp::Ask(StoreAsk::Append { key, entries }, _) => {
+                let lines = entries.iter().map(|e| e.get().to_owned()).collect();
                 backlog.push(&key, Unwritten::Lines(lines));
                 flushed(&app, &key, backlog.flush(store.as_ref(), &key).await);
             }
-            StoreOp::Save(record, done) => {
+            StoreOp::Ask(StoreAsk::Save { record, .. }, done) => {
                 let key = record.key.clone();
                 backlog.push(&key, Unwritten::Record(record));
                 flushed(&app, &key, backlog.flush(store.as_ref(), &key).await);
@@ -528,21 +492,27 @@ async fn store_worker(
                     let _ = done.send(());
                 }
             }
-            StoreOp::SaveResponse {
-                tenant,
-                id,
-                response,
-            } => {
+            StoreOp::Ask(
+                StoreAsk::Response {
+                    tenant,
+                    id,
+                    response,
+                },
+                _,
+            ) => {
                 if let Err(error) = bounded(store.save_response(&tenant, &id, response)).await {
                     tracing::warn!(%error, response = %id, "cannot keep a stored response");
                     write_failed(&app);
                 }
             }
-            StoreOp::FindResponse {
-                request,
-                tenant,
-                id,
-            } => {
+            StoreOp::Ask(
+                StoreAsk::FindResponse {
+                    request,
+                    tenant,
+                    id,
+                },
+                _,
+            ) => {
                 // An id that is no store key (a client's invention) is no stored response.
                 let found = match bounded(store.load_response(&tenant, &id)).await {
                     Err(error) if error.kind() == std::io::ErrorKind::InvalidInput => Ok(None),
@@ -553,35 +523,54 @@ async fn store_worker(
                 };
                 match found {
                     Ok(found) => app.input(|gateway, now| {
-                        gateway.handle_found_response(now, request, found.as_deref());
+                        gateway.handle_store(
+                            now,
+                            StoreAnswer::FoundResponse {
+                                request,
+                                response: found,
+                            },
+                        );
                     }),
                     Err(error) => {
                         tracing::warn!(%error, "cannot read a stored response from the session store");
-                        app.input(|gateway, now| gateway.handle_store_failed(now, request));
+                        app.input(|gateway, now| {
+                            gateway.handle_store(now, StoreAnswer::LookupFailed { request })
+                        });
                     }
                 }
             }
-            StoreOp::SavePool(settings) => {
+            StoreOp::Ask(StoreAsk::Pool { settings }, _) => {
                 if let Err(error) = bounded(store.save_pool(settings)).await {
                     tracing::warn!(%error, "cannot keep the warm pool's settings");
                 }
             }
-            StoreOp::Find {
-                request,
-                tenant,
-                hash,
-            } => {
+            StoreOp::Ask(
+                StoreAsk::Find {
+                    request,
+                    tenant,
+                    hash,
+                },
+                _,
+            ) => {
                 let found = bounded(store.find(&tenant, &hash)).await;
                 let Some(app) = app.upgrade() else {
                     return;
                 };
                 match found {
-                    Ok(found) => {
-                        app.input(|gateway, now| gateway.handle_found(now, request, found))
-                    }
+                    Ok(found) => app.input(|gateway, now| {
+                        gateway.handle_store(
+                            now,
+                            StoreAnswer::Found {
+                                request,
+                                record: found,
+                            },
+                        )
+                    }),
                     Err(error) => {
                         tracing::warn!(%error, "cannot look a conversation up in the session store");
-                        app.input(|gateway, now| gateway.handle_store_failed(now, request));
+                        app.input(|gateway, now| {
+                            gateway.handle_store(now, StoreAnswer::LookupFailed { request })
+                        });
                     }
                 }
             }
@@ -611,25 +600,33 @@ async fn store_worker(
                 };
                 let _ = done.send(written);
             }
-            StoreOp::SaveManaged {
-                tenant,
-                kind,
-                id,
-                json,
+            StoreOp::Ask(
+                StoreAsk::Managed {
+                    tenant,
+                    kind,
+                    id,
+                    json,
+                    ..
+                },
                 done,
-            } => {
+            ) => {
                 // Answered only once kept or failed: the client learns which.
                 if let Err(error) = bounded(store.save_managed(&tenant, &kind, &id, json)).await {
                     tracing::warn!(%error, resource = %id, "cannot keep a Managed Agents resource");
                     write_failed(&app);
                 }
-                let _ = done.send(());
+                if let Some(done) = done {
+                    let _ = done.send(());
+                }
             }
-            StoreOp::List {
-                request,
-                tenant,
-                limit,
-            } => {
+            StoreOp::Ask(
+                StoreAsk::List {
+                    request,
+                    tenant,
+                    limit,
+                },
+                _,
+            ) => {
                 // Reads for the console, after the writes before them, but not holding up
                 // the writes after them.
                 let (store, app) = (store.clone(), app.clone());
@@ -643,10 +640,18 @@ async fn store_worker(
                             tracing::warn!(%error, "cannot list the conversations of the session store");
                         })
                         .ok();
-                    app.input(|gateway, now| gateway.handle_listed(now, request, listed));
+                    app.input(|gateway, now| {
+                        gateway.handle_store(
+                            now,
+                            StoreAnswer::Listed {
+                                request,
+                                records: listed,
+                            },
+                        )
+                    });
                 });
             }
-            StoreOp::Peek { request, key } => {
+            StoreOp::Ask(StoreAsk::Load { request, key }, _) => {
                 let (store, app) = (store.clone(), app.clone());
                 tokio::spawn(async move {
                     let read = bounded(store.peek(&key)).await;
@@ -656,10 +661,18 @@ async fn store_worker(
                     let read = read.map_err(|error| {
                         tracing::warn!(%error, "cannot read a transcript of the session store");
                     });
-                    app.input(|gateway, now| gateway.handle_transcript_loaded(now, request, read));
+                    app.input(|gateway, now| {
+                        gateway.handle_store(
+                            now,
+                            StoreAnswer::TranscriptLoaded {
+                                request,
+                                lines: read,
+                            },
+                        )
+                    });
                 });
             }
-            StoreOp::LoadManaged { request, tenant } => {
+            StoreOp::Ask(StoreAsk::LoadManaged { request, tenant }, _) => {
                 let loaded = bounded(store.load_managed(&tenant)).await;
                 let Some(app) = app.upgrade() else {
                     return;
@@ -669,7 +682,21 @@ async fn store_worker(
                         tracing::warn!(%error, "cannot read Managed Agents resources from the session store");
                     })
                     .ok();
-                app.input(|gateway, now| gateway.handle_managed_loaded(now, request, loaded));
+                app.input(|gateway, now| {
+                    gateway.handle_store(
+                        now,
+                        StoreAnswer::ManagedLoaded {
+                            request,
+                            resources: loaded,
+                        },
+                    )
+                });
+            }
+            StoreOp::Ask(ask, _) => {
+                tracing::warn!(
+                    ?ask,
+                    "a session store request this gateway does not carry out"
+                );
             }
             StoreOp::Claim(key) => {
                 routes.push_back((true, key));
@@ -881,82 +908,20 @@ impl App {
             GatewayOutput::Release { key } if self.options.cluster.is_some() => {
                 self.to_store(StoreOp::Release(key));
             }
-            GatewayOutput::StoreAppend { key, entries } => {
-                let lines = entries.iter().map(|e| e.get().to_owned()).collect();
-                self.to_store(StoreOp::Append(key, lines));
-            }
-            GatewayOutput::StoreSave { record, request } => {
-                // The response ends once its conversation is kept: a gateway killed after its
+            GatewayOutput::Store(ask) => {
+                // A response ends once what it changed is kept: a gateway killed after its
                 // client has the answer loses no turn.
-                let done = request.map(|request| {
+                let waiting = match &ask {
+                    StoreAsk::Save { request, .. } | StoreAsk::Managed { request, .. } => *request,
+                    _ => None,
+                };
+                let done = waiting.map(|request| {
                     let (done, kept) = tokio::sync::oneshot::channel();
                     core.saving.insert(request, kept);
                     done
                 });
-                self.to_store(StoreOp::Save(record, done));
+                self.to_store(StoreOp::Ask(ask, done));
             }
-            GatewayOutput::StoreFind {
-                request,
-                tenant,
-                hash,
-            } => self.to_store(StoreOp::Find {
-                request,
-                tenant,
-                hash,
-            }),
-            GatewayOutput::StorePool { settings } => self.to_store(StoreOp::SavePool(settings)),
-            GatewayOutput::StoreManaged {
-                request,
-                tenant,
-                kind,
-                id,
-                json,
-            } => {
-                let (done, kept) = tokio::sync::oneshot::channel();
-                if let Some(request) = request {
-                    core.saving.insert(request, kept);
-                }
-                self.to_store(StoreOp::SaveManaged {
-                    tenant,
-                    kind,
-                    id,
-                    json,
-                    done,
-                });
-            }
-            GatewayOutput::StoreList {
-                request,
-                tenant,
-                limit,
-            } => self.to_store(StoreOp::List {
-                request,
-                tenant,
-                limit,
-            }),
-            GatewayOutput::StoreLoad { request, key } => {
-                self.to_store(StoreOp::Peek { request, key });
-            }
-            GatewayOutput::StoreLoadManaged { request, tenant } => {
-                self.to_store(StoreOp::LoadManaged { request, tenant });
-            }
-            GatewayOutput::StoreResponse {
-                tenant,
-                id,
-                response,
-            } => self.to_store(StoreOp::SaveResponse {
-                tenant,
-                id,
-                response,
-            }),
-            GatewayOutput::StoreFindResponse {
-                request,
-                tenant,
-                id,
-            } => self.to_store(StoreOp::FindResponse {
-                request,
-                tenant,
-                id,
-            }),
             _ => {}
         }
     }
@@ -1017,7 +982,7 @@ impl App {
                     let id = &resume.key.id;
                     tracing::warn!(session, error = %detail, "cannot read conversation {id} from the session store");
                     core.clis.remove(&session);
-                    core.gateway.handle_resume_unavailable(now, session);
+                    core.gateway.handle_store(now, StoreAnswer::ResumeUnavailable { session });
                     return;
                 }
                 let started = written

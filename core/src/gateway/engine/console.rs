@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::http::respond_json;
 use super::managed::{param, query};
 use super::types::{ConversationKey, ConversationRecord, RecordState};
+use super::StoreAsk;
 use super::{tenant_id, Gateway, GatewayOutput, Live, RequestId, Watch};
 use crate::api::{ApiError, ApiErrorKind};
 use crate::gateway::metrics::{Metrics, RECENT_BUCKET_MS};
@@ -170,7 +171,7 @@ impl Gateway {
 
     /// `GET /v1/conversations`: the conversations `tenant` sees (every one for `None`: the
     /// admin). With a session store, the live ones and those the store keeps, once it has
-    /// listed them ([`handle_listed`](Self::handle_listed)); without, or with `?live=only`,
+    /// listed them ([`store_listed`](Self::store_listed)); without, or with `?live=only`,
     /// the live ones at once.
     pub(super) fn handle_conversations(
         &mut self,
@@ -183,18 +184,18 @@ impl Gateway {
             let list = self.conversations(tenant.as_deref(), None);
             return respond_json(self, request, 200, &list);
         }
-        self.outputs.push_back(GatewayOutput::StoreList {
+        self.outputs.push_back(GatewayOutput::Store(StoreAsk::List {
             request,
             tenant: tenant.as_deref().map(tenant_id),
             limit: STORED_LISTED,
-        });
+        }));
         self.console_waiting.insert(request, Waiting::List(tenant));
     }
 
-    /// The session store's answer to a [`GatewayOutput::StoreList`]: its records, saved last
+    /// The session store's answer to a [`StoreAsk::List`]: its records, saved last
     /// first, or `None` when it failed (the live conversations are listed alone, with
     /// `stored_error` saying why).
-    pub fn handle_listed(
+    pub(super) fn store_listed(
         &mut self,
         now: Timestamp,
         request: RequestId,
@@ -336,7 +337,7 @@ impl Gateway {
     ///
     /// A conversation no CLI runs here (with a session store; the admin names its tenant,
     /// `?tenant=`): the conversation as listed, its stored transcript's chunks, then `event:
-    /// closed` ([`handle_transcript_loaded`](Self::handle_transcript_loaded)); `?live=only`
+    /// closed` ([`store_transcript_loaded`](Self::store_transcript_loaded)); `?live=only`
     /// asks for a live one alone (another node of a cluster looking for it).
     pub(super) fn handle_conversation_events(
         &mut self,
@@ -363,10 +364,10 @@ impl Gateway {
             });
             return match key {
                 Some(key) if self.config.store && !live_only => {
-                    self.outputs.push_back(GatewayOutput::StoreLoad {
+                    self.outputs.push_back(GatewayOutput::Store(StoreAsk::Load {
                         request,
                         key: key.clone(),
-                    });
+                    }));
                     self.console_waiting
                         .insert(request, Waiting::Transcript(key));
                     Ok(())
@@ -387,10 +388,10 @@ impl Gateway {
         Ok(())
     }
 
-    /// The session store's answer to a [`GatewayOutput::StoreLoad`]: the conversation's
+    /// The session store's answer to a [`StoreAsk::Load`]: the conversation's
     /// transcript, `None` when it keeps none, or `Err` when it failed (`503`). Its chunks are
     /// sent as one stream that then ends.
-    pub fn handle_transcript_loaded(
+    pub(super) fn store_transcript_loaded(
         &mut self,
         now: Timestamp,
         request: RequestId,

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
+use super::StoreAsk;
 use super::{tenant_id, Gateway, GatewayOutput, HttpHead, RequestId};
 use crate::Timestamp;
 
@@ -686,10 +687,11 @@ impl Gateway {
                     body: body.to_vec(),
                 },
             );
-            self.outputs.push_back(GatewayOutput::StoreLoadManaged {
-                request,
-                tenant: tenant_id(tenant),
-            });
+            self.outputs
+                .push_back(GatewayOutput::Store(StoreAsk::LoadManaged {
+                    request,
+                    tenant: tenant_id(tenant),
+                }));
             return;
         }
         let mut warnings = Vec::new();
@@ -698,13 +700,14 @@ impl Gateway {
         // Kept before the answer ends (the host holds its end until they are).
         for change in kept.into_iter().filter(|_| self.config.store) {
             let json = change.json.map(|v| v.to_string());
-            self.outputs.push_back(GatewayOutput::StoreManaged {
-                request: Some(request),
-                tenant: tenant_id(tenant),
-                kind: change.kind.to_owned(),
-                id: change.id,
-                json,
-            });
+            self.outputs
+                .push_back(GatewayOutput::Store(StoreAsk::Managed {
+                    request: Some(request),
+                    tenant: tenant_id(tenant),
+                    kind: change.kind.to_owned(),
+                    id: change.id,
+                    json,
+                }));
         }
         let (status, value, mut headers) = match answer {
             // An event stream, kept open.
@@ -763,11 +766,11 @@ impl Gateway {
         crate::gateway::translate::iso_time(self.config.unix_epoch_ms.saturating_add(self.now))
     }
 
-    /// The session store's answer to a [`GatewayOutput::StoreLoadManaged`]: the tenant's
-    /// resources as [`GatewayOutput::StoreManaged`] kept them (`kind`, `json`), or `None` when
+    /// The session store's answer to a [`StoreAsk::LoadManaged`]: the tenant's
+    /// resources as [`StoreAsk::Managed`] kept them (`kind`, `json`), or `None` when
     /// the store failed (the request gets a 503 that asks to retry shortly). The request
     /// waiting for them is then answered.
-    pub fn handle_managed_loaded(
+    pub(super) fn store_managed_loaded(
         &mut self,
         now: Timestamp,
         request: RequestId,

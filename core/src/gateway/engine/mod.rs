@@ -25,7 +25,7 @@ use prepared::prepare_request;
 pub use prepared::PreparedRequest;
 pub use types::{
     tenant_id, CliSpec, ConversationKey, ConversationRecord, GatewayConfig, GatewayOutput,
-    GatewayTimeout, RecordState, ResumeSpec, RouteKey, TenantDirs,
+    GatewayTimeout, RecordState, ResumeSpec, RouteKey, StoreAnswer, StoreAsk, TenantDirs,
 };
 
 use approvals::Approval;
@@ -205,15 +205,10 @@ impl InFlight {
 ///         CLI exited    => gateway.handle_exit(now, session, code, signal, stderr),
 ///         spawn failed  => gateway.handle_spawn_failed(now, session, error),
 ///         fetched       => gateway.handle_fetched(now, req, answer body),
-///         store answers => gateway.handle_found(now, req, record)           (StoreFind)
-///                          gateway.handle_found_response(now, req, json)    (StoreFindResponse)
-///                          gateway.handle_listed(now, req, records)         (StoreList)
-///                          gateway.handle_managed_loaded(now, req, items)   (StoreLoadManaged)
-///                          gateway.handle_transcript_loaded(now, req, lines) (StoreLoad)
-///         store failed  => gateway.handle_store_failed(now, req)            (a lookup)
-///                          gateway.handle_store_write_failed()              (a write, kept to retry)
-///                          gateway.handle_resume_unavailable(now, session)  (a transcript to resume)
-///                          gateway.handle_superseded(now, key)              (another gateway resumed it)
+///         the store     => gateway.handle_store(now, answer): what a lookup found (Found,
+///                          FoundResponse, Listed, ManagedLoaded, TranscriptLoaded), or that
+///                          a lookup, a write or a resume's transcript failed, or that another
+///                          gateway resumed a conversation since (Superseded)
 ///         timer         => gateway.handle_timeout(now),
 ///     }
 ///     while let Some(output) = gateway.poll_output() {
@@ -228,16 +223,11 @@ impl InFlight {
 ///             Fetch { request, url, .. }     => POST it, then handle_fetched,
 ///             DrainRequested                 => exit once gateway.is_drained(),
 ///             Claim / Release { key }        => share the routing index (scale-out),
-///             StoreAppend { key, entries }   => append to the stored transcript,
-///             StoreSave { record, request }  => save the record (a response ends once it is kept),
-///             StorePool { settings }         => keep the warm pool's settings,
-///             StoreResponse { .. }           => keep a stored response,
-///             StoreManaged { .. }            => keep a Managed Agents resource,
-///             StoreFind { request, .. }      => look the history up, then handle_found,
-///             StoreFindResponse { request, .. } => read a stored response, then handle_found_response,
-///             StoreList { request, .. }      => list the records, then handle_listed,
-///             StoreLoadManaged { request, .. } => read a tenant's resources, then handle_managed_loaded,
-///             StoreLoad { request, .. }      => read a transcript, then handle_transcript_loaded,
+///             Store(ask)                     => carry the StoreAsk out in order: keep (Append,
+///                                               Save: a response ends once its record is kept,
+///                                               Pool, Response, Managed) or look up (Find,
+///                                               FindResponse, List, LoadManaged, Load) and
+///                                               give the answer to handle_store,
 ///             RemoveDir { path }             => delete a deleted session's directory once its CLI is gone,
 ///         }
 ///     }
@@ -423,8 +413,8 @@ impl Gateway {
     }
 
     /// Whether a request waits for the session store to find its conversation or a stored
-    /// response it continues ([`GatewayOutput::StoreFind`],
-    /// [`GatewayOutput::StoreFindResponse`]).
+    /// response it continues ([`StoreAsk::Find`],
+    /// [`StoreAsk::FindResponse`]).
     pub fn is_finding(&self, request: RequestId) -> bool {
         self.finding.contains_key(&request) || self.fetching.contains_key(&request)
     }
@@ -1114,7 +1104,7 @@ impl Gateway {
     /// The session store could not give the transcript a new CLI was to resume (it failed or
     /// did not answer in time; the host logs why): the CLI is not started, and the request
     /// gets a 503 that asks to retry shortly, like a lookup the store could not answer.
-    pub fn handle_resume_unavailable(&mut self, now: Timestamp, session: SessionId) {
+    pub(super) fn store_resume_unavailable(&mut self, now: Timestamp, session: SessionId) {
         *self.metrics.store_failures.entry("load").or_default() += 1;
         let error = ApiError::new(
             ApiErrorKind::Unavailable,
@@ -1873,11 +1863,12 @@ impl Gateway {
     fn publish(&mut self) {
         for stored in self.registry.take_stored() {
             let response = serde_json::to_string(&stored).expect("a response serializes");
-            self.outputs.push_back(GatewayOutput::StoreResponse {
-                tenant: tenant_id(&stored.tenant),
-                id: stored.id,
-                response,
-            });
+            self.outputs
+                .push_back(GatewayOutput::Store(StoreAsk::Response {
+                    tenant: tenant_id(&stored.tenant),
+                    id: stored.id,
+                    response,
+                }));
         }
         for change in self.registry.take_index_changes() {
             self.outputs.push_back(match change {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::prepared::SessionTurn;
+use super::StoreAsk;
 use super::{
     mix, CliSpec, FirstPrompt, Gateway, GatewayOutput, Live, ResumeSpec, Starting, TenantDirs,
     CLIENT_SERVER, STRIPPED_ENV,
@@ -188,7 +189,7 @@ impl Gateway {
     }
 
     /// The warm pool fills with CLIs of the settings a restarted gateway's pool learned last
-    /// (what [`GatewayOutput::StorePool`] kept), without waiting for a conversation to teach
+    /// (what [`StoreAsk::Pool`] kept), without waiting for a conversation to teach
     /// it. Returns `false` for settings it cannot read (they are ignored).
     pub fn restore_pool(&mut self, now: Timestamp, settings: &str) -> bool {
         self.now = now;
@@ -323,7 +324,7 @@ impl Gateway {
             };
             let settings = serde_json::to_string(&settings).expect("settings serialize");
             self.outputs
-                .push_back(GatewayOutput::StorePool { settings });
+                .push_back(GatewayOutput::Store(StoreAsk::Pool { settings }));
         }
         for _ in 0..count {
             self.pool_wanted

@@ -14,6 +14,7 @@ use super::agent_tools::{Permission, SessionTools, ToolName};
 use super::approvals::sse;
 use super::managed::{invalid, json_object, not_found, page, param, Refusal};
 use super::prepared::{PreparedRequest, SessionTurn};
+use super::StoreAsk;
 use super::{tenant_id, Gateway, GatewayOutput, HttpHead, RequestId, Watch};
 use crate::api::Api;
 use crate::gateway::SessionId;
@@ -251,13 +252,14 @@ impl Gateway {
                 "waiting": waiting, "results": s.results, "running": s.running}})
             .to_string()
         });
-        self.outputs.push_back(GatewayOutput::StoreManaged {
-            request,
-            tenant: tenant_id(tenant),
-            kind: "session".to_owned(),
-            id: id.to_owned(),
-            json,
-        });
+        self.outputs
+            .push_back(GatewayOutput::Store(StoreAsk::Managed {
+                request,
+                tenant: tenant_id(tenant),
+                kind: "session".to_owned(),
+                id: id.to_owned(),
+                json,
+            }));
     }
 
     /// A session of `tenant` as [`persist_session`](Self::persist_session) kept it, back in

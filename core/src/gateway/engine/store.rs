@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 
 use super::prepared::SessionTurn;
-use super::types::{ConversationKey, ConversationRecord, RecordState, ResumeSpec, TenantDirs};
+use super::types::{
+    ConversationKey, ConversationRecord, RecordState, ResumeSpec, StoreAnswer, StoreAsk, TenantDirs,
+};
 use super::{tenant_id, Gateway, GatewayOutput, PreparedRequest, Queued, RequestId, CLIENT_SERVER};
 use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::conversation::Block;
@@ -35,7 +37,7 @@ pub(super) struct Opening {
     pub(super) session: Option<SessionTurn>,
 }
 
-/// A request waiting for the session store ([`GatewayOutput::StoreFind`]).
+/// A request waiting for the session store ([`StoreAsk::Find`]).
 #[derive(Debug)]
 pub(super) struct Finding {
     pub(super) opening: Opening,
@@ -84,7 +86,7 @@ impl Gateway {
     }
 
     /// Parks a request whose history no live session continues until the session store has
-    /// looked it up ([`handle_found`](Self::handle_found)).
+    /// looked it up ([`store_found`](Self::store_found)).
     pub(super) fn find(
         &mut self,
         request: RequestId,
@@ -92,11 +94,11 @@ impl Gateway {
         hash: String,
         diverged: Option<(usize, Option<SessionId>)>,
     ) {
-        self.outputs.push_back(GatewayOutput::StoreFind {
+        self.outputs.push_back(GatewayOutput::Store(StoreAsk::Find {
             request,
             tenant: tenant_id(&opening.tenant),
             hash: hash.clone(),
-        });
+        }));
         let finding = Finding {
             opening,
             hash,
@@ -105,13 +107,37 @@ impl Gateway {
         self.finding.insert(request, finding);
     }
 
-    /// The session store's answer to a [`GatewayOutput::StoreFind`]: the record of the
+    /// The session store's answer to one of its [`StoreAsk`]s, or its failure: the one input
+    /// of the store seam (each answer's page says what follows).
+    pub fn handle_store(&mut self, now: Timestamp, answer: StoreAnswer) {
+        match answer {
+            StoreAnswer::Found { request, record } => self.store_found(now, request, record),
+            StoreAnswer::FoundResponse { request, response } => {
+                self.store_found_response(now, request, response.as_deref());
+            }
+            StoreAnswer::Listed { request, records } => self.store_listed(now, request, records),
+            StoreAnswer::ManagedLoaded { request, resources } => {
+                self.store_managed_loaded(now, request, resources);
+            }
+            StoreAnswer::TranscriptLoaded { request, lines } => {
+                self.store_transcript_loaded(now, request, lines);
+            }
+            StoreAnswer::LookupFailed { request } => self.store_lookup_failed(now, request),
+            StoreAnswer::WriteFailed => self.store_write_failed(),
+            StoreAnswer::ResumeUnavailable { session } => {
+                self.store_resume_unavailable(now, session);
+            }
+            StoreAnswer::Superseded { key } => self.store_superseded(now, &key),
+        }
+    }
+
+    /// The session store's answer to a [`StoreAsk::Find`]: the record of the
     /// conversation whose history the request continues, or none. With a record, a new CLI
     /// resumes the stored transcript and the request's new messages go to it (`resumed`);
     /// without one, the history is written as a transcript a new CLI resumes (`resumed`,
     /// `history`), or where it cannot be, retold in one prompt (`rebuilt`). A request whose
     /// client went away meanwhile is dropped.
-    pub fn handle_found(
+    pub(super) fn store_found(
         &mut self,
         now: Timestamp,
         request: RequestId,
@@ -215,7 +241,7 @@ impl Gateway {
     }
 
     /// Parks a request until the session store has read the stored response `id` it
-    /// continues ([`handle_found_response`](Self::handle_found_response)).
+    /// continues ([`store_found_response`](Self::store_found_response)).
     pub(super) fn fetch_response(
         &mut self,
         request: RequestId,
@@ -224,11 +250,12 @@ impl Gateway {
         prepared: PreparedRequest,
         id: String,
     ) {
-        self.outputs.push_back(GatewayOutput::StoreFindResponse {
-            request,
-            tenant: tenant_id(tenant),
-            id,
-        });
+        self.outputs
+            .push_back(GatewayOutput::Store(StoreAsk::FindResponse {
+                request,
+                tenant: tenant_id(tenant),
+                id,
+            }));
         let queued = Queued {
             request,
             api,
@@ -239,12 +266,12 @@ impl Gateway {
         self.fetching.insert(request, queued);
     }
 
-    /// The session store's answer to a [`GatewayOutput::StoreFindResponse`]: the stored
-    /// response (as [`GatewayOutput::StoreResponse`] kept it), or none. Found, it is held again
+    /// The session store's answer to a [`StoreAsk::FindResponse`]: the stored
+    /// response (as [`StoreAsk::Response`] kept it), or none. Found, it is held again
     /// and the next link of its chain is read the same way; the request is served once the
     /// chain is whole, or, with a link the store does not have either, answered with the 400
     /// that names `previous_response_id`.
-    pub fn handle_found_response(
+    pub(super) fn store_found_response(
         &mut self,
         now: Timestamp,
         request: RequestId,
@@ -278,11 +305,11 @@ impl Gateway {
         self.route(now, request, api, &tenant, parsed);
     }
 
-    /// The session store could not answer a [`GatewayOutput::StoreFind`] or
-    /// [`GatewayOutput::StoreFindResponse`] (`detail` says why; it stays in the gateway's
+    /// The session store could not answer a [`StoreAsk::Find`] or
+    /// [`StoreAsk::FindResponse`] (`detail` says why; it stays in the gateway's
     /// log): the request gets a 503 that asks to retry shortly, instead of a conversation
     /// started without the history the store keeps.
-    pub fn handle_store_failed(&mut self, now: Timestamp, request: RequestId) {
+    pub(super) fn store_lookup_failed(&mut self, now: Timestamp, request: RequestId) {
         self.now = now;
         let api = if let Some(finding) = self.finding.remove(&request) {
             self.registry.abandon(&finding.hash);
@@ -303,7 +330,7 @@ impl Gateway {
 
     /// A write to the session store failed (the host keeps what it could not write and tries
     /// again with the conversation's next write): counted in `/metrics`.
-    pub fn handle_store_write_failed(&mut self) {
+    pub(super) fn store_write_failed(&mut self) {
         *self.metrics.store_failures.entry("write").or_default() += 1;
     }
 
@@ -312,7 +339,7 @@ impl Gateway {
     /// stale, so it is closed without saving anything more (a response it was making fails),
     /// and its next request is served from the store like any conversation with no live CLI.
     /// Counted in `/metrics` as a CLI exit `superseded`.
-    pub fn handle_superseded(&mut self, now: Timestamp, key: &ConversationKey) {
+    pub(super) fn store_superseded(&mut self, now: Timestamp, key: &ConversationKey) {
         self.now = now;
         let stale: Vec<SessionId> = self
             .lives
@@ -381,7 +408,7 @@ impl Gateway {
             id: live.cli_id.clone(),
         };
         self.outputs
-            .push_back(GatewayOutput::StoreAppend { key, entries });
+            .push_back(GatewayOutput::Store(StoreAsk::Append { key, entries }));
     }
 
     /// Sends what a warm CLI mirrored before a conversation took it.
@@ -398,7 +425,7 @@ impl Gateway {
             id: live.cli_id.clone(),
         };
         self.outputs
-            .push_back(GatewayOutput::StoreAppend { key, entries });
+            .push_back(GatewayOutput::Store(StoreAsk::Append { key, entries }));
     }
 
     /// A session's response ended: its conversation's record says which history continues
@@ -439,10 +466,10 @@ impl Gateway {
         if let Some(live) = self.lives.get_mut(&session) {
             live.record = Some(record.clone());
         }
-        self.outputs.push_back(GatewayOutput::StoreSave {
+        self.outputs.push_back(GatewayOutput::Store(StoreAsk::Save {
             record,
             request: Some(request),
-        });
+        }));
     }
 
     /// A session's CLI is being closed or has ended: its record says why, so the request that
@@ -457,10 +484,10 @@ impl Gateway {
         };
         record.state = state;
         record.saved_ms = wall;
-        self.outputs.push_back(GatewayOutput::StoreSave {
+        self.outputs.push_back(GatewayOutput::Store(StoreAsk::Save {
             record,
             request: None,
-        });
+        }));
     }
 
     /// The working directory and home of `tenant`'s CLIs (with tenant directories): a
@@ -513,10 +540,11 @@ impl Gateway {
         };
         if self.config.store {
             let entries = lines.iter().filter_map(|l| Json::parse(l).ok()).collect();
-            self.outputs.push_back(GatewayOutput::StoreAppend {
-                key: key.clone(),
-                entries,
-            });
+            self.outputs
+                .push_back(GatewayOutput::Store(StoreAsk::Append {
+                    key: key.clone(),
+                    entries,
+                }));
         }
         let spec = ResumeSpec {
             key,

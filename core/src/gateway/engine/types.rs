@@ -96,9 +96,9 @@ pub struct GatewayConfig {
     /// skills, plugins, agents and CLAUDE.md files they bring. None by default.
     pub setting_sources: Vec<String>,
     /// Keep conversations in a session store: every CLI mirrors its session transcript
-    /// ([`GatewayOutput::StoreAppend`]), each response saves its conversation's record
-    /// ([`GatewayOutput::StoreSave`]), and a history no live CLI continues is looked up there
-    /// ([`GatewayOutput::StoreFind`]) and resumed exactly by a new CLI. Off: such a history is
+    /// ([`StoreAsk::Append`]), each response saves its conversation's record
+    /// ([`StoreAsk::Save`]), and a history no live CLI continues is looked up there
+    /// ([`StoreAsk::Find`]) and resumed exactly by a new CLI. Off: such a history is
     /// rebuilt as one prompt.
     pub store: bool,
 }
@@ -429,17 +429,37 @@ pub enum GatewayOutput {
     /// An admin asked over HTTP that the gateway drain (`POST /admin/drain`): it drains; the
     /// host exits once it [`is_drained`](super::Gateway::is_drained).
     DrainRequested,
-    /// Append lines to a conversation's stored transcript (with [`GatewayConfig::store`]).
-    StoreAppend {
+    /// Ask the session store (with [`GatewayConfig::store`]): keep something, or look
+    /// something up and give the answer to [`handle_store`](super::Gateway::handle_store).
+    /// Carried out in order: a lookup after the writes before it.
+    Store(StoreAsk),
+    /// Delete this directory and everything in it once the CLIs closed before this output
+    /// (which worked in it) have exited: the working directory of a deleted Managed Agents
+    /// session, under [`GatewayConfig::tenant_root`].
+    RemoveDir {
+        /// The directory.
+        path: String,
+    },
+}
+
+/// What the gateway asks of the session store ([`GatewayOutput::Store`]). The writes
+/// (`Append`, `Save`, `Response`, `Managed`, `Pool`) have no answer but their failure
+/// ([`StoreAnswer::WriteFailed`]); each lookup names the [`StoreAnswer`] that answers it (or
+/// [`StoreAnswer::LookupFailed`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "ask", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StoreAsk {
+    /// Append lines to a conversation's stored transcript.
+    Append {
         /// The conversation.
         key: ConversationKey,
         /// The transcript's new lines, in order.
         entries: Vec<crate::Json>,
     },
     /// Save a conversation's record, replacing the one saved before, and let the store find it
-    /// by [`ConversationRecord::hash`] (with [`GatewayConfig::store`]). Carried out after the
-    /// appends before it.
-    StoreSave {
+    /// by [`ConversationRecord::hash`]. Carried out after the appends before it.
+    Save {
         /// The record.
         record: ConversationRecord,
         /// The request whose response ended with this record: a host that ends the response
@@ -447,10 +467,9 @@ pub enum GatewayOutput {
         request: Option<RequestId>,
     },
     /// Find the stored conversation of `tenant` (its id) whose history hashes to `hash`, and
-    /// give the answer (its record, or none) to
-    /// [`handle_found`](super::Gateway::handle_found) (with [`GatewayConfig::store`]).
-    /// Carried out after the appends and saves before it.
-    StoreFind {
+    /// answer with [`StoreAnswer::Found`] (its record, or none). Carried out after the
+    /// appends and saves before it.
+    Find {
         /// The request waiting for it.
         request: RequestId,
         /// The tenant's id.
@@ -458,9 +477,9 @@ pub enum GatewayOutput {
         /// The history's hash.
         hash: String,
     },
-    /// Keep a response stored for `previous_response_id` (Responses API, with
-    /// [`GatewayConfig::store`]), so it outlives the gateway; kept as long as conversations.
-    StoreResponse {
+    /// Keep a response stored for `previous_response_id` (Responses API), so it outlives the
+    /// gateway; kept as long as conversations.
+    Response {
         /// The tenant's id.
         tenant: String,
         /// The response's id (`resp_…`).
@@ -468,10 +487,10 @@ pub enum GatewayOutput {
         /// What to keep (opaque JSON).
         response: String,
     },
-    /// Read the stored response `id` of `tenant` (its id) and give it, or none, to
-    /// [`handle_found_response`](super::Gateway::handle_found_response) (with
-    /// [`GatewayConfig::store`]): a request continues a response this gateway does not hold.
-    StoreFindResponse {
+    /// Read the stored response `id` of `tenant` (its id) and answer with
+    /// [`StoreAnswer::FoundResponse`] (it, or none): a request continues a response this
+    /// gateway does not hold.
+    FindResponse {
         /// The request waiting for it.
         request: RequestId,
         /// The tenant's id.
@@ -479,10 +498,10 @@ pub enum GatewayOutput {
         /// The response's id, as the client gave it.
         id: String,
     },
-    /// Keep a Managed Agents resource of `tenant` (with [`GatewayConfig::store`]): `json`
-    /// replaces what was kept under `kind` and `id`; `None` deletes it. Opaque JSON. The
-    /// response of `request`, if any, ends once it is kept.
-    StoreManaged {
+    /// Keep a Managed Agents resource of `tenant`: `json` replaces what was kept under `kind`
+    /// and `id`; `None` deletes it. Opaque JSON. The response of `request`, if any, ends once
+    /// it is kept.
+    Managed {
         /// The request that changed it (none: a session's turn did).
         request: Option<RequestId>,
         /// The tenant's id.
@@ -495,20 +514,18 @@ pub enum GatewayOutput {
         json: Option<String>,
     },
     /// Read every Managed Agents resource `tenant` (its id) has, as
-    /// [`StoreManaged`](Self::StoreManaged) kept them, and give them to
-    /// [`handle_managed_loaded`](super::Gateway::handle_managed_loaded) (with
-    /// [`GatewayConfig::store`]): the first request of a tenant this gateway has not read.
-    StoreLoadManaged {
+    /// [`Managed`](Self::Managed) kept them, and answer with [`StoreAnswer::ManagedLoaded`]:
+    /// the first request of a tenant this gateway has not read.
+    LoadManaged {
         /// The request waiting for them.
         request: RequestId,
         /// The tenant's id.
         tenant: String,
     },
     /// List the stored conversations of `tenant` (its id; `None`: every tenant's), those saved
-    /// most recently first, at most `limit`, and give them to
-    /// [`handle_listed`](super::Gateway::handle_listed) (with [`GatewayConfig::store`] and
+    /// most recently first, at most `limit`, and answer with [`StoreAnswer::Listed`] (with
     /// [`GatewayConfig::console`]): the console lists the conversations no CLI runs.
-    StoreList {
+    List {
         /// The request waiting for them.
         request: RequestId,
         /// The tenant's id, or `None` for the admin.
@@ -516,29 +533,92 @@ pub enum GatewayOutput {
         /// The most records wanted.
         limit: usize,
     },
-    /// Read the stored transcript of conversation `key` and give it to
-    /// [`handle_transcript_loaded`](super::Gateway::handle_transcript_loaded) (with
-    /// [`GatewayConfig::store`] and [`GatewayConfig::console`]): the console shows a
-    /// conversation no CLI runs.
-    StoreLoad {
+    /// Read the stored transcript of conversation `key` and answer with
+    /// [`StoreAnswer::TranscriptLoaded`] (with [`GatewayConfig::console`]): the console shows
+    /// a conversation no CLI runs.
+    Load {
         /// The request waiting for it.
         request: RequestId,
         /// The conversation.
         key: ConversationKey,
     },
-    /// Delete this directory and everything in it once the CLIs closed before this output
-    /// (which worked in it) have exited: the working directory of a deleted Managed Agents
-    /// session, under [`GatewayConfig::tenant_root`].
-    RemoveDir {
-        /// The directory.
-        path: String,
-    },
-    /// Keep the warm pool's settings (with [`GatewayConfig::store`] and a pool): a restarted
+    /// Keep the warm pool's settings (with a pool): a restarted
     /// gateway gives them to [`restore_pool`](super::Gateway::restore_pool). Opaque JSON, no
     /// secrets (the CLI's variables are left out).
-    StorePool {
+    Pool {
         /// The settings.
         settings: String,
+    },
+}
+
+/// What the session store answered, or that it failed: the one input of the store seam,
+/// [`Gateway::handle_store`](super::Gateway::handle_store).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StoreAnswer {
+    /// [`StoreAsk::Find`]: the conversation's record, or none.
+    Found {
+        /// The request waiting for it.
+        request: RequestId,
+        /// What the store found.
+        record: Option<ConversationRecord>,
+    },
+    /// [`StoreAsk::FindResponse`]: the stored response (as [`StoreAsk::Response`] kept it),
+    /// or none.
+    FoundResponse {
+        /// The request waiting for it.
+        request: RequestId,
+        /// What the store found.
+        response: Option<String>,
+    },
+    /// [`StoreAsk::List`]: the records, saved last first; `None` when the store failed (the
+    /// live conversations are listed alone, with `stored_error` saying why).
+    Listed {
+        /// The request waiting for them.
+        request: RequestId,
+        /// What the store listed.
+        records: Option<Vec<ConversationRecord>>,
+    },
+    /// [`StoreAsk::LoadManaged`]: the tenant's resources (`kind`, `json`), or `None` when
+    /// the store failed (the request gets a 503 that asks to retry shortly).
+    ManagedLoaded {
+        /// The request waiting for them.
+        request: RequestId,
+        /// What the store kept.
+        resources: Option<Vec<(String, String)>>,
+    },
+    /// [`StoreAsk::Load`]: the conversation's transcript, `None` when the store keeps none,
+    /// or `Err` when it failed (a 503).
+    TranscriptLoaded {
+        /// The request waiting for it.
+        request: RequestId,
+        /// What the store read.
+        lines: Result<Option<Vec<String>>, ()>,
+    },
+    /// A [`StoreAsk::Find`] or [`StoreAsk::FindResponse`] the store could not answer (the
+    /// host logs why): the request gets a 503 that asks to retry shortly, instead of a
+    /// conversation started without its history.
+    LookupFailed {
+        /// The request waiting for it.
+        request: RequestId,
+    },
+    /// A write failed (the host keeps what it could not write and tries again with the
+    /// conversation's next write): counted in `/metrics`.
+    WriteFailed,
+    /// The store could not give the transcript a new CLI was to resume (it failed or did not
+    /// answer in time): the CLI is not started, and its request gets a 503 that asks to retry
+    /// shortly.
+    ResumeUnavailable {
+        /// The CLI that was to resume it.
+        session: SessionId,
+    },
+    /// The store refused a write of conversation `key` because another gateway resumed it
+    /// since (a shared store's fencing): the CLI this gateway drives it with is stale, so it
+    /// is closed without saving anything more, and its next request is served from the store
+    /// like any conversation with no live CLI.
+    Superseded {
+        /// The conversation.
+        key: ConversationKey,
     },
 }
 
