@@ -113,8 +113,8 @@ function runExample(readmePath, heading) {
   }
 }
 
-test("the README's JavaScript example runs and prints what it says", () => {
-  runExample(join(root, "README.md"), "## Using ccwire from JavaScript");
+test("the JavaScript example of docs/USING.md runs and prints what it says", () => {
+  runExample(join(root, "docs/USING.md"), "## Using ccwire from JavaScript");
 });
 
 test("the package README's response encoder example runs and prints what it says", () => {

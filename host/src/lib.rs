@@ -88,10 +88,10 @@ pub use client::{
 };
 pub use process::{CliProcess, ExitInfo, SpawnError};
 
-/// The README's Rust examples, compiled (and run, where they can) as doctests.
+/// The Rust examples of docs/USING.md, compiled (and run, where they can) as doctests.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;
+#[doc = include_str!("../../docs/USING.md")]
+struct UsingDoctests;
 
 /// The crate README's examples, compiled as doctests.
 #[cfg(doctest)]

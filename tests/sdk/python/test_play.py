@@ -1,5 +1,5 @@
 """The official Python Agent SDK (`claude-agent-sdk`) with `ccwire play` as its CLI: an app runs
-a recorded session with no model, the README's example runs as written, and a changed decision
+a recorded session with no model, the example of docs/USING.md runs as written, and a changed decision
 fails with a clear message."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ PROMPT = "Run echo hi in the shell, writing it to out.txt."
 
 
 def player(directory: Path, *options: str) -> Path:
-    """A `claude` that plays the tape, as the README's script does."""
+    """A `claude` that plays the tape, as the script of docs/USING.md does."""
     script = directory / "claude-from-tape"
     script.write_text(
         f"#!/bin/sh\nexec '{CCWIRE_BIN}' play '{TAPE}' --instant {' '.join(options)} -- \"$@\"\n"
@@ -80,7 +80,7 @@ def test_verify_fails_an_app_that_denies_what_was_allowed(tmp_path):
 
 
 def test_the_readme_example_runs_and_prints_what_it_says(tmp_path):
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "USING.md").read_text()
     section = text.split("## Testing your app against recordings", 1)[1].split("\n## ", 1)[0]
     (script,) = re.findall(r"```sh\n(.*?)```", section, re.S)
     (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
@@ -93,7 +93,7 @@ def test_the_readme_example_runs_and_prints_what_it_says(tmp_path):
     os.chdir(tmp_path)
     try:
         with contextlib.redirect_stdout(out):
-            exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+            exec(compile(code, "docs/USING.md", "exec"), {"__name__": "readme"})
     finally:
         os.chdir(cwd)
     assert out.getvalue() == printed

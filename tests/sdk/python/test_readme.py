@@ -1,5 +1,6 @@
-"""The Python examples of the README's `ccwire serve` section, run as written (only the address
-and key changed) against the gateway, the real CLI and the fake model."""
+"""The Python examples of `ccwire serve`'s reference (docs/SERVE.md, and the README's copy of
+its first), run as written (only the address and key changed) against the gateway, the real
+CLI and the fake model."""
 
 from __future__ import annotations
 
@@ -30,9 +31,15 @@ README_SCRIPT = {
 
 
 def serve_examples() -> list[str]:
+    text = (REPO / "docs" / "SERVE.md").read_text()
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_the_readme_shows_the_reference_s_first_example():
     text = (REPO / "README.md").read_text()
-    section = text.split("## `ccwire serve`", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    section = text.split("## `ccwire serve` in short", 1)[1].split("\n## ", 1)[0]
+    (shown,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert shown == serve_examples()[0]
 
 
 def test_the_readme_examples_run_against_the_gateway(rig):
@@ -45,7 +52,7 @@ def test_the_readme_examples_run_against_the_gateway(rig):
     before = set(rig.gateway.cli_pids())
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "docs/SERVE.md", "exec"), {})
     lines = out.getvalue().splitlines()
     # Both clients get their answer, then the tool loop ends with the model's final text.
     assert lines[0] == "Hello from the README.", lines

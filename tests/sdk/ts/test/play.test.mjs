@@ -1,5 +1,5 @@
 // The official TypeScript Agent SDK (@anthropic-ai/claude-agent-sdk) with `ccwire play` as its
-// CLI: an app runs a recorded session with no model, the README's example runs as written,
+// CLI: an app runs a recorded session with no model, the example of docs/USING.md runs as written,
 // and a changed decision fails with a clear message.
 
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ const repo = path.resolve(here, '../../../..');
 const TAPE = path.join(repo, 'tests/corpus/b_bash_allow.jsonl');
 const PROMPT = 'Run echo hi in the shell, writing it to out.txt.';
 
-/** A `claude` that plays the tape, as the README's script does. */
+/** A `claude` that plays the tape, as the script of docs/USING.md does. */
 function player(...options) {
   const dir = mkdtempSync(path.join(tmpdir(), 'ccwire-play-'));
   const script = path.join(dir, 'claude-from-tape');
@@ -76,8 +76,8 @@ test('verify fails an app that denies what was allowed', async () => {
   assert.ok(said.includes('diverged') && said.includes('"deny"') && said.includes('No shell here.'), said);
 });
 
-test("the README's example runs and prints what it says", () => {
-  const readme = readFileSync(path.join(repo, 'README.md'), 'utf8');
+test("the example of docs/USING.md runs and prints what it says", () => {
+  const readme = readFileSync(path.join(repo, 'docs/USING.md'), 'utf8');
   const section = readme.split('## Testing your app against recordings')[1].split('\n## ')[0];
   const script = /```sh\n([\s\S]*?)```/.exec(section)[1];
   const code = /```js\n([\s\S]*?)```/.exec(section)[1];
