@@ -1,0 +1,478 @@
+//! The session store's worker: one task that carries out the engine's store asks in order
+//! (writes kept in a backlog while the store fails, lookups answered through
+//! `Gateway::handle_store`), the stored transcripts resuming CLIs read, and the cluster's
+//! route claims.
+
+use super::*;
+
+/// What the session store is asked to do.
+pub(super) enum StoreOp {
+    /// What the engine asks ([`GatewayOutput::Store`]); `done`, when given, hears once a
+    /// write is kept (or failed): a response that waits for it ends then.
+    Ask(StoreAsk, Option<tokio::sync::oneshot::Sender<()>>),
+    /// Write a stored transcript where a resuming CLI reads it.
+    Resume {
+        spec: ResumeSpec,
+        home: Option<PathBuf>,
+        done: tokio::sync::oneshot::Sender<Result<(), NotResumed>>,
+    },
+    /// Claim a route key in the cluster registry.
+    Claim(String),
+    /// Release one.
+    Release(String),
+    /// Hear when everything asked before is done.
+    Barrier(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Why a stored conversation's transcript could not be written for a CLI to resume it.
+#[derive(Debug)]
+pub(super) struct NotResumed {
+    pub(super) detail: String,
+    /// The session store failed or did not answer in time (the client is asked to retry),
+    /// rather than the transcript being missing or not writable.
+    pub(super) unavailable: bool,
+}
+
+impl NotResumed {
+    pub(super) fn unavailable(detail: impl Into<String>) -> NotResumed {
+        NotResumed {
+            detail: detail.into(),
+            unavailable: true,
+        }
+    }
+
+    pub(super) fn failed(detail: impl Into<String>) -> NotResumed {
+        NotResumed {
+            detail: detail.into(),
+            unavailable: false,
+        }
+    }
+}
+
+/// How long one call of the session store may take; past it the call counts as failed (a
+/// lookup answers its request with a 503, a write waits in the backlog to be written again),
+/// so a stuck store holds no request forever.
+pub(super) const STORE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A session store call, bounded by [`STORE_TIMEOUT`].
+pub(super) async fn bounded<T>(
+    call: impl std::future::Future<Output = std::io::Result<T>>,
+) -> std::io::Result<T> {
+    tokio::time::timeout(STORE_TIMEOUT, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "the session store did not answer in time",
+            ))
+        })
+}
+
+/// A write the session store has not taken yet.
+pub(super) enum Unwritten {
+    Lines(Vec<String>),
+    Record(ConversationRecord),
+}
+
+/// Each conversation's writes the session store has not taken yet, in order.
+#[derive(Default)]
+pub(super) struct Backlog(HashMap<ConversationKey, std::collections::VecDeque<Unwritten>>);
+
+impl Backlog {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Queues a write; a record replaces a record queued before it (the newer one says all).
+    fn push(&mut self, key: &ConversationKey, write: Unwritten) {
+        let queue = self.0.entry(key.clone()).or_default();
+        if let (Unwritten::Record(_), Some(Unwritten::Record(_))) = (&write, queue.back()) {
+            queue.pop_back();
+        }
+        queue.push_back(write);
+    }
+
+    /// Writes a conversation's queue in order; at the first failure, the rest is kept (or,
+    /// when another gateway has taken the conversation over, dropped).
+    async fn flush(&mut self, store: &dyn SessionStore, key: &ConversationKey) -> Flushed {
+        let Some(queue) = self.0.get_mut(key) else {
+            return Flushed::Written;
+        };
+        while let Some(write) = queue.front() {
+            let written = match write {
+                Unwritten::Lines(lines) => bounded(store.append(key, lines.clone())).await,
+                Unwritten::Record(record) => bounded(store.save(record)).await,
+            };
+            match written {
+                Ok(()) => {}
+                Err(error) if is_superseded(&error) => {
+                    tracing::warn!(%error, "a conversation moved to another gateway");
+                    self.0.remove(key);
+                    return Flushed::Superseded;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, conversation = %key.id, "cannot keep a conversation yet; trying again");
+                    return Flushed::Failed;
+                }
+            }
+            queue.pop_front();
+        }
+        self.0.remove(key);
+        Flushed::Written
+    }
+
+    /// Writes every queue; whether all were written (or dropped), and the conversations
+    /// found taken over by another gateway.
+    async fn flush_all(&mut self, store: &dyn SessionStore) -> (bool, Vec<ConversationKey>) {
+        let keys: Vec<ConversationKey> = self.0.keys().cloned().collect();
+        let mut moved = Vec::new();
+        for key in keys {
+            match self.flush(store, &key).await {
+                Flushed::Written => {}
+                Flushed::Superseded => moved.push(key),
+                Flushed::Failed => return (false, moved),
+            }
+        }
+        (true, moved)
+    }
+}
+
+/// What [`Backlog::flush`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Flushed {
+    /// Everything queued is kept.
+    Written,
+    /// Something failed; it and what follows wait for the next try.
+    Failed,
+    /// Another gateway has resumed the conversation: what was queued is dropped.
+    Superseded,
+}
+
+/// Carries out the session store's work in order; a lookup's answer goes to the gateway. Ends
+/// when the gateway shuts down. Forgets old conversations at its start and hourly.
+///
+/// What the store could not take (transcript lines, a record) is kept, in order, and written
+/// again every two seconds and before anything else of its conversation: a record is saved
+/// only once every line before it is kept, so a store that comes back after a failure has
+/// lost nothing the gateway acknowledged (while the gateway lives).
+pub(super) async fn store_worker(
+    app: std::sync::Weak<App>,
+    store: Arc<dyn SessionStore>,
+    cluster: Option<Cluster>,
+    mut ops: mpsc::UnboundedReceiver<StoreOp>,
+) {
+    let mut sweep = tokio::time::interval(Duration::from_secs(3600));
+    let mut retry = tokio::time::interval(Duration::from_secs(2));
+    retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut backlog = Backlog::default();
+    // Claims (true) and releases the cluster registry could not take yet, in order.
+    let mut routes = std::collections::VecDeque::<(bool, String)>::new();
+    let write_failed = |app: &std::sync::Weak<App>| {
+        if let Some(app) = app.upgrade() {
+            app.input(|gateway, now| gateway.handle_store(now, StoreAnswer::WriteFailed));
+        }
+    };
+    // A conversation another gateway has resumed: its CLI here is stale.
+    let superseded = |app: &std::sync::Weak<App>, key: &ConversationKey| {
+        if let Some(app) = app.upgrade() {
+            app.input(|gateway, now| {
+                gateway.handle_store(now, StoreAnswer::Superseded { key: key.clone() })
+            });
+        }
+    };
+    let flushed =
+        |app: &std::sync::Weak<App>, key: &ConversationKey, flushed: Flushed| match flushed {
+            Flushed::Written => {}
+            Flushed::Failed => write_failed(app),
+            Flushed::Superseded => superseded(app, key),
+        };
+    loop {
+        let op = tokio::select! {
+            op = ops.recv() => match op {
+                Some(op) => op,
+                None => {
+                    // What is still unwritten gets one more try before the gateway ends.
+                    backlog.flush_all(store.as_ref()).await;
+                    return;
+                }
+            },
+            _ = sweep.tick() => {
+                match store.sweep().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(conversations = n, "the session store forgot old conversations"),
+                    Err(error) => tracing::warn!(%error, "cannot sweep the session store"),
+                }
+                continue;
+            }
+            _ = retry.tick(), if !backlog.is_empty() || !routes.is_empty() => {
+                if !routes.is_empty() && flush_routes(cluster.as_ref(), &mut routes).await {
+                    tracing::info!("the cluster registry has the claims it could not take before");
+                }
+                let waiting = !backlog.is_empty();
+                let (all, moved) = backlog.flush_all(store.as_ref()).await;
+                if waiting && all {
+                    tracing::info!("the session store has kept what it could not take before");
+                }
+                for key in &moved {
+                    superseded(&app, key);
+                }
+                continue;
+            }
+        };
+        match op {
+            StoreOp::Ask(StoreAsk::Append { key, entries }, _) => {
+                let lines = entries.iter().map(|e| e.get().to_owned()).collect();
+                backlog.push(&key, Unwritten::Lines(lines));
+                flushed(&app, &key, backlog.flush(store.as_ref(), &key).await);
+            }
+            StoreOp::Ask(StoreAsk::Save { record, .. }, done) => {
+                let key = record.key.clone();
+                backlog.push(&key, Unwritten::Record(record));
+                flushed(&app, &key, backlog.flush(store.as_ref(), &key).await);
+                if let Some(done) = done {
+                    let _ = done.send(());
+                }
+            }
+            StoreOp::Ask(
+                StoreAsk::Response {
+                    tenant,
+                    id,
+                    response,
+                },
+                _,
+            ) => {
+                if let Err(error) = bounded(store.save_response(&tenant, &id, response)).await {
+                    tracing::warn!(%error, response = %id, "cannot keep a stored response");
+                    write_failed(&app);
+                }
+            }
+            StoreOp::Ask(
+                StoreAsk::FindResponse {
+                    request,
+                    tenant,
+                    id,
+                },
+                _,
+            ) => {
+                // An id that is no store key (a client's invention) is no stored response.
+                let found = match bounded(store.load_response(&tenant, &id)).await {
+                    Err(error) if error.kind() == std::io::ErrorKind::InvalidInput => Ok(None),
+                    found => found,
+                };
+                let Some(app) = app.upgrade() else {
+                    return;
+                };
+                match found {
+                    Ok(found) => app.input(|gateway, now| {
+                        gateway.handle_store(
+                            now,
+                            StoreAnswer::FoundResponse {
+                                request,
+                                response: found,
+                            },
+                        );
+                    }),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot read a stored response from the session store");
+                        app.input(|gateway, now| {
+                            gateway.handle_store(now, StoreAnswer::LookupFailed { request })
+                        });
+                    }
+                }
+            }
+            StoreOp::Ask(StoreAsk::Pool { settings }, _) => {
+                if let Err(error) = bounded(store.save_pool(settings)).await {
+                    tracing::warn!(%error, "cannot keep the warm pool's settings");
+                }
+            }
+            StoreOp::Ask(
+                StoreAsk::Find {
+                    request,
+                    tenant,
+                    hash,
+                },
+                _,
+            ) => {
+                let found = bounded(store.find(&tenant, &hash)).await;
+                let Some(app) = app.upgrade() else {
+                    return;
+                };
+                match found {
+                    Ok(found) => app.input(|gateway, now| {
+                        gateway.handle_store(
+                            now,
+                            StoreAnswer::Found {
+                                request,
+                                record: found,
+                            },
+                        )
+                    }),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot look a conversation up in the session store");
+                        app.input(|gateway, now| {
+                            gateway.handle_store(now, StoreAnswer::LookupFailed { request })
+                        });
+                    }
+                }
+            }
+            StoreOp::Resume { spec, home, done } => {
+                // (What this gateway could not write of a conversation taken over since is
+                // dropped: the store's transcript is the one to resume.)
+                let loaded = if backlog.flush(store.as_ref(), &spec.key).await != Flushed::Failed {
+                    bounded(store.load(&spec.key)).await
+                } else {
+                    Err(std::io::Error::other(
+                        "what the gateway keeps of it cannot be written to the session store",
+                    ))
+                };
+                let written = match loaded {
+                    Ok(Some(lines)) => tokio::task::spawn_blocking(move || {
+                        let lines = spec.transcript(lines);
+                        let path = PathBuf::from(&spec.path);
+                        materialize(&lines, &path, &spec.key.id, home.as_deref())
+                    })
+                    .await
+                    .map_err(|e| NotResumed::failed(e.to_string()))
+                    .and_then(|r| r.map_err(|e| NotResumed::failed(e.to_string()))),
+                    Ok(None) => Err(NotResumed::failed(
+                        "its transcript is not in the session store",
+                    )),
+                    Err(error) => Err(NotResumed::unavailable(error.to_string())),
+                };
+                let _ = done.send(written);
+            }
+            StoreOp::Ask(
+                StoreAsk::Managed {
+                    tenant,
+                    kind,
+                    id,
+                    json,
+                    ..
+                },
+                done,
+            ) => {
+                // Answered only once kept or failed: the client learns which.
+                if let Err(error) = bounded(store.save_managed(&tenant, &kind, &id, json)).await {
+                    tracing::warn!(%error, resource = %id, "cannot keep a Managed Agents resource");
+                    write_failed(&app);
+                }
+                if let Some(done) = done {
+                    let _ = done.send(());
+                }
+            }
+            StoreOp::Ask(
+                StoreAsk::List {
+                    request,
+                    tenant,
+                    limit,
+                },
+                _,
+            ) => {
+                // Reads for the console, after the writes before them, but not holding up
+                // the writes after them.
+                let (store, app) = (store.clone(), app.clone());
+                tokio::spawn(async move {
+                    let listed = bounded(store.list(tenant.as_deref(), limit)).await;
+                    let Some(app) = app.upgrade() else {
+                        return;
+                    };
+                    let listed = listed
+                        .map_err(|error| {
+                            tracing::warn!(%error, "cannot list the conversations of the session store");
+                        })
+                        .ok();
+                    app.input(|gateway, now| {
+                        gateway.handle_store(
+                            now,
+                            StoreAnswer::Listed {
+                                request,
+                                records: listed,
+                            },
+                        )
+                    });
+                });
+            }
+            StoreOp::Ask(StoreAsk::Load { request, key }, _) => {
+                let (store, app) = (store.clone(), app.clone());
+                tokio::spawn(async move {
+                    let read = bounded(store.peek(&key)).await;
+                    let Some(app) = app.upgrade() else {
+                        return;
+                    };
+                    let read = read.map_err(|error| {
+                        tracing::warn!(%error, "cannot read a transcript of the session store");
+                    });
+                    app.input(|gateway, now| {
+                        gateway.handle_store(
+                            now,
+                            StoreAnswer::TranscriptLoaded {
+                                request,
+                                lines: read,
+                            },
+                        )
+                    });
+                });
+            }
+            StoreOp::Ask(StoreAsk::LoadManaged { request, tenant }, _) => {
+                let loaded = bounded(store.load_managed(&tenant)).await;
+                let Some(app) = app.upgrade() else {
+                    return;
+                };
+                let loaded = loaded
+                    .map_err(|error| {
+                        tracing::warn!(%error, "cannot read Managed Agents resources from the session store");
+                    })
+                    .ok();
+                app.input(|gateway, now| {
+                    gateway.handle_store(
+                        now,
+                        StoreAnswer::ManagedLoaded {
+                            request,
+                            resources: loaded,
+                        },
+                    )
+                });
+            }
+            StoreOp::Ask(ask, _) => {
+                tracing::warn!(
+                    ?ask,
+                    "a session store request this gateway does not carry out"
+                );
+            }
+            StoreOp::Claim(key) => {
+                routes.push_back((true, key));
+                flush_routes(cluster.as_ref(), &mut routes).await;
+            }
+            StoreOp::Release(key) => {
+                routes.push_back((false, key));
+                flush_routes(cluster.as_ref(), &mut routes).await;
+            }
+            StoreOp::Barrier(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// Writes the claims and releases not written yet, in order; whether all were (at the first
+/// failure, it and the rest wait for the next try).
+pub(super) async fn flush_routes(
+    cluster: Option<&Cluster>,
+    routes: &mut std::collections::VecDeque<(bool, String)>,
+) -> bool {
+    let Some(cluster) = cluster else {
+        routes.clear();
+        return true;
+    };
+    while let Some((claim, key)) = routes.front() {
+        let written = match claim {
+            true => cluster.claim(key).await,
+            false => cluster.release(key).await,
+        };
+        if let Err(error) = written {
+            tracing::warn!(%error, waiting = routes.len(), "cannot write to the cluster registry yet; other gateways resume this one's new conversations from the store meanwhile");
+            return false;
+        }
+        routes.pop_front();
+    }
+    true
+}
