@@ -490,7 +490,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     };
     if !args.no_store {
         let ttl = duration(args.store_ttl);
-        let store: std::sync::Arc<dyn ccwire_host::store::SessionStore> = match &store_at {
+        let store: std::sync::Arc<dyn ccwire_host::store::ConversationStore> = match &store_at {
             Some(url) if url.contains("://") => {
                 match runtime.block_on(ccwire_host::store::RedisStore::connect(url, ttl)) {
                     Ok(store) => {

@@ -5,7 +5,7 @@
 //! restart) is resumed from here by a new CLI that reads its transcript (`--resume`), so the
 //! model sees the same messages it would have seen from the first CLI.
 //!
-//! [`SessionStore`] is the interface (asynchronous, keyed by tenant and conversation, with a
+//! [`ConversationStore`] is the interface (asynchronous, keyed by tenant and conversation, with a
 //! time-to-live); [`DirStore`] the embedded one, a directory on the gateway's machine;
 //! [`RedisStore`] one in a Redis server, which several gateways can share.
 
@@ -41,7 +41,7 @@ pub fn is_superseded(error: &io::Error) -> bool {
 /// Where conversations are kept. Every call for one conversation comes after the calls made
 /// before it have finished (the gateway runs them in order), so an implementation need not
 /// order them itself. Keys and hashes are made of ASCII letters, digits and `-`.
-pub trait SessionStore: Debug + Send + Sync + 'static {
+pub trait ConversationStore: Debug + Send + Sync + 'static {
     /// Appends lines to a conversation's transcript (each a JSON object).
     fn append<'a>(
         &'a self,
@@ -370,7 +370,7 @@ async fn blocking<T: Send + 'static>(
         .map_err(io::Error::other)?
 }
 
-impl SessionStore for DirStore {
+impl ConversationStore for DirStore {
     fn append<'a>(
         &'a self,
         key: &'a ConversationKey,

@@ -8,7 +8,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccwire_host::store::{RedisStore, SessionStore};
+use ccwire_host::store::{ConversationStore, RedisStore};
 use ccwire_tests::cli::OfflineHome;
 use ccwire_tests::{FakeAnthropic, RedisServer};
 use serde_json::{json, Value};
@@ -749,7 +749,7 @@ async fn plain(gw: &Gw, messages: &[Value]) -> (u16, String, String, Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_gone_gets_clear_503s_and_back_loses_nothing_acknowledged() {
     let mut redis = RedisServer::start();
-    let store: Arc<dyn SessionStore> = Arc::new(
+    let store: Arc<dyn ConversationStore> = Arc::new(
         RedisStore::connect(&redis.url(), Duration::from_secs(3600))
             .await
             .unwrap(),

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use ccwire_core::gateway::{ConversationKey, ConversationRecord};
 use ccwire_host::gateway::GatewayOptions;
-use ccwire_host::store::{DirStore, SessionStore};
+use ccwire_host::store::{ConversationStore, DirStore};
 use ccwire_tests::cli::OfflineHome;
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
 use serde_json::{json, Value};
 use support::*;
 
-fn store(dir: &std::path::Path) -> Arc<dyn SessionStore> {
+fn store(dir: &std::path::Path) -> Arc<dyn ConversationStore> {
     Arc::new(DirStore::new(dir, Duration::from_secs(3600)))
 }
 
@@ -609,7 +609,7 @@ struct LoadsFail {
 
 type Fut<'a, T> = futures::future::BoxFuture<'a, std::io::Result<T>>;
 
-impl SessionStore for LoadsFail {
+impl ConversationStore for LoadsFail {
     fn append<'a>(&'a self, key: &'a ConversationKey, lines: Vec<String>) -> Fut<'a, ()> {
         self.inner.append(key, lines)
     }

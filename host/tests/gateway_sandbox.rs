@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ccwire_host::gateway::{GatewayOptions, Server};
 use ccwire_host::sandbox::SandboxMode;
-use ccwire_host::store::{DirStore, SessionStore};
+use ccwire_host::store::{ConversationStore, DirStore};
 use ccwire_tests::redis::RedisServer;
 use ccwire_tests::{Match, Reply, Script};
 use serde_json::json;
@@ -183,7 +183,7 @@ async fn a_link_planted_where_a_transcript_is_resumed_is_not_followed() {
             Reply::tool("Bash", json!({"command": plant, "description": "Plant"})),
         )
         .when(Match::Any, Reply::Echo);
-    let store: Arc<dyn SessionStore> =
+    let store: Arc<dyn ConversationStore> =
         Arc::new(DirStore::new(store_dir.path(), Duration::from_secs(3600)));
     let gw = Gw::start_with(script, |o| {
         sandboxed(o, state.path());
@@ -248,7 +248,7 @@ async fn a_link_swapped_in_and_out_while_transcripts_are_resumed_is_never_follow
             ),
         )
         .when(Match::Any, Reply::Echo);
-    let store: Arc<dyn SessionStore> =
+    let store: Arc<dyn ConversationStore> =
         Arc::new(DirStore::new(store_dir.path(), Duration::from_secs(3600)));
     let gw = Gw::start_with(script, |o| {
         sandboxed(o, state.path());

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use ccwire_core::gateway::{ConversationKey, ConversationRecord, RecordState};
-use ccwire_host::store::{is_superseded, RedisStore, SessionStore};
+use ccwire_host::store::{is_superseded, ConversationStore, RedisStore};
 use ccwire_tests::RedisServer;
 
 fn record(tenant: &str, id: &str, hash: &str) -> ConversationRecord {
@@ -205,7 +205,7 @@ async fn a_server_that_does_not_answer_is_a_clear_error_at_start() {
 
 /// What the console asks of a store: the conversations saved last first, a tenant's or every
 /// tenant's, and a transcript read without taking the conversation over.
-pub async fn lists_and_peeks(store: &dyn SessionStore) {
+pub async fn lists_and_peeks(store: &dyn ConversationStore) {
     let saved = |tenant: &str, id: &str, at: u64| {
         let mut record = record(tenant, id, &format!("h-{id}"));
         record.saved_ms = at;

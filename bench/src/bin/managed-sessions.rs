@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use ccwire_bench::percentile;
 use ccwire_host::gateway::{GatewayOptions, Server};
-use ccwire_host::store::{DirStore, SessionStore};
+use ccwire_host::store::{ConversationStore, DirStore};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
 use futures::StreamExt;
@@ -76,7 +76,7 @@ async fn main() {
     .await;
     let home = OfflineHome::new();
     let state = tempfile::tempdir().expect("a dir");
-    let store: Arc<dyn SessionStore> = Arc::new(DirStore::new(
+    let store: Arc<dyn ConversationStore> = Arc::new(DirStore::new(
         state.path().join("store"),
         Duration::from_secs(86_400),
     ));

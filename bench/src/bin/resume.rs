@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use ccwire_bench::{percentile, rss_kib};
 use ccwire_host::gateway::{GatewayOptions, Server};
-use ccwire_host::store::{DirStore, SessionStore};
+use ccwire_host::store::{ConversationStore, DirStore};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
 use futures::StreamExt;
@@ -67,7 +67,7 @@ async fn gateway(
         ..GatewayOptions::default()
     };
     if back == Back::Store {
-        let store: Arc<dyn SessionStore> = Arc::new(DirStore::new(
+        let store: Arc<dyn ConversationStore> = Arc::new(DirStore::new(
             state.join("store"),
             Duration::from_secs(86_400),
         ));

@@ -44,7 +44,7 @@ use crate::cluster::{Claimed, Cluster, Owner};
 use crate::egress::{Allowed, Egress};
 use crate::process::CliProcess;
 use crate::sandbox::{Sandbox, SandboxMode, SandboxSetup};
-use crate::store::{is_superseded, materialize, SessionStore};
+use crate::store::{is_superseded, materialize, ConversationStore};
 use crate::tree::{Marks, MARKER_ENV};
 
 mod clis;
@@ -107,7 +107,7 @@ pub struct GatewayOptions {
     /// conversation with no live CLI — hibernated, expired, after a restart — is resumed from
     /// it exactly. `None`: such a conversation is rebuilt from the history its request
     /// carries.
-    pub store: Option<Arc<dyn SessionStore>>,
+    pub store: Option<Arc<dyn ConversationStore>>,
     /// The memory the CLIs may take together (bytes, their proportional set size): over it,
     /// the CLIs of conversations that wait for nothing are closed, least recently used first,
     /// and resumed on their next request. `None`: no budget.
@@ -673,7 +673,7 @@ impl Server {
 
 async fn close_all(app: &Arc<App>) {
     app.input(|gateway, now| {
-        let sessions: Vec<SessionId> = gateway.sessions().collect();
+        let sessions: Vec<SessionId> = gateway.cli_sessions().collect();
         for session in sessions {
             gateway.close(now, session);
         }

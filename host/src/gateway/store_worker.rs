@@ -93,7 +93,7 @@ impl Backlog {
 
     /// Writes a conversation's queue in order; at the first failure, the rest is kept (or,
     /// when another gateway has taken the conversation over, dropped).
-    async fn flush(&mut self, store: &dyn SessionStore, key: &ConversationKey) -> Flushed {
+    async fn flush(&mut self, store: &dyn ConversationStore, key: &ConversationKey) -> Flushed {
         let Some(queue) = self.0.get_mut(key) else {
             return Flushed::Written;
         };
@@ -122,7 +122,7 @@ impl Backlog {
 
     /// Writes every queue; whether all were written (or dropped), and the conversations
     /// found taken over by another gateway.
-    async fn flush_all(&mut self, store: &dyn SessionStore) -> (bool, Vec<ConversationKey>) {
+    async fn flush_all(&mut self, store: &dyn ConversationStore) -> (bool, Vec<ConversationKey>) {
         let keys: Vec<ConversationKey> = self.0.keys().cloned().collect();
         let mut moved = Vec::new();
         for key in keys {
@@ -156,7 +156,7 @@ pub(super) enum Flushed {
 /// lost nothing the gateway acknowledged (while the gateway lives).
 pub(super) async fn store_worker(
     app: std::sync::Weak<App>,
-    store: Arc<dyn SessionStore>,
+    store: Arc<dyn ConversationStore>,
     cluster: Option<Cluster>,
     mut ops: mpsc::UnboundedReceiver<StoreOp>,
 ) {

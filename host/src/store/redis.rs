@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 
-use super::{component, SessionStore, Superseded};
+use super::{component, ConversationStore, Superseded};
 
 /// The session store in a Redis server (`redis://`, `rediss://` for TLS, `redis+unix://`;
 /// user, password and database as the URL gives them), shared by every gateway that names it.
@@ -476,7 +476,7 @@ impl RedisStore {
     }
 }
 
-impl SessionStore for RedisStore {
+impl ConversationStore for RedisStore {
     fn append<'a>(
         &'a self,
         key: &'a ConversationKey,

@@ -208,7 +208,7 @@ impl Gateway {
             return;
         };
         // A Managed Agents session's CLI: the agent's policy answers, or the session's user.
-        if let Some(turn) = live.request.filter(|r| self.sessions.is_turn(*r)) {
+        if let Some(turn) = live.request.filter(|r| self.agent_sessions.is_turn(*r)) {
             return self.session_permission(now, session, turn, chunk);
         }
         if !self.config.approvals {

@@ -135,7 +135,9 @@ impl Gateway {
     fn conversation_state(&self, id: SessionId, live: &Live) -> &'static str {
         if live.starting.is_some() {
             "starting"
-        } else if self.approvals.values().any(|a| a.session == id) || self.sessions.confirming(id) {
+        } else if self.approvals.values().any(|a| a.session == id)
+            || self.agent_sessions.confirming(id)
+        {
             "waiting_for_approval"
         } else if self.registry.held_in(id) > 0 {
             "waiting_for_client_tool"

@@ -134,7 +134,7 @@ enum Watch {
     /// A tenant's approvals.
     Approvals(String),
     /// A Managed Agents session (its id), with the previews it opted into (`event_deltas`).
-    Session(String, sessions::Previews),
+    AgentSession(String, sessions::Previews),
     /// A live conversation's chunks, for the console.
     Conversation(SessionId),
 }
@@ -293,7 +293,7 @@ pub struct Gateway {
     /// The Managed Agents API's agents and environments, by tenant.
     managed: managed::Managed,
     /// The Managed Agents API's sessions.
-    sessions: sessions::Sessions,
+    agent_sessions: sessions::AgentSessions,
     next_approval: u64,
     /// Streams of approval events (`GET /v1/approvals/events`): their tenant and next
     /// keep-alive.
@@ -366,7 +366,7 @@ impl Gateway {
             draining: None,
             approvals: BTreeMap::new(),
             managed: managed::Managed::default(),
-            sessions: sessions::Sessions::default(),
+            agent_sessions: sessions::AgentSessions::default(),
             next_approval: 0,
             watchers: BTreeMap::new(),
             console_waiting: BTreeMap::new(),
@@ -408,7 +408,7 @@ impl Gateway {
     }
 
     /// The ids of live sessions, in order.
-    pub fn sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
+    pub fn cli_sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
         self.lives.keys().copied()
     }
 
@@ -1341,7 +1341,7 @@ impl Gateway {
         if let Some(approval) = self.approvals.values().min_by_key(|a| a.deadline) {
             consider(approval.deadline, GatewayTimeout::Approval);
         }
-        if let Some(at) = self.sessions.next_retry() {
+        if let Some(at) = self.agent_sessions.next_retry() {
             consider(at, GatewayTimeout::ManagedTurn);
         }
         for (&request, (_, at)) in &self.watchers {
@@ -1650,7 +1650,7 @@ impl Gateway {
         let Some(request) = live.request else {
             return;
         };
-        if self.sessions.is_turn(request) {
+        if self.agent_sessions.is_turn(request) {
             self.turn_chunk(request, &chunk);
         }
         if let Some(arrival) = self.arrivals.get_mut(&request) {
@@ -1896,7 +1896,7 @@ impl Gateway {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) {
-        if self.sessions.is_turn(request) {
+        if self.agent_sessions.is_turn(request) {
             // A session's turn: its answer is the session's events, not a response.
             self.arrivals.remove(&request);
             return self.turn_answered(request, status, &body);

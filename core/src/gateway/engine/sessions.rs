@@ -27,8 +27,8 @@ const TURNS_FROM: RequestId = 1 << 62;
 
 /// Every session, by id.
 #[derive(Debug, Default)]
-pub(super) struct Sessions {
-    by_id: BTreeMap<String, Session>,
+pub(super) struct AgentSessions {
+    by_id: BTreeMap<String, AgentSession>,
     /// Each turn in flight: its session.
     turns: BTreeMap<RequestId, String>,
     next_turn: u64,
@@ -36,7 +36,7 @@ pub(super) struct Sessions {
 }
 
 #[derive(Debug)]
-struct Session {
+struct AgentSession {
     tenant: String,
     /// The order it was made in, among its tenant's.
     order: u64,
@@ -134,7 +134,7 @@ struct Confirming {
 /// interrupted turn (ms).
 const RETRY_MS: u64 = 300;
 
-impl Sessions {
+impl AgentSessions {
     /// The earliest time a session's turn is due again, or a confirmation it waits for is
     /// given up.
     pub(super) fn next_retry(&self) -> Option<crate::Timestamp> {
@@ -159,8 +159,8 @@ impl Sessions {
 /// What a request of the sessions' routes asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum SessionRoute<'a> {
-    Sessions,
-    Session(&'a str),
+    AgentSessions,
+    AgentSession(&'a str),
     Archive(&'a str),
     Events(&'a str),
     Stream(&'a str),
@@ -171,8 +171,8 @@ pub(super) fn parse(path: &str) -> Option<SessionRoute<'_>> {
     let id = |s: &str| !s.is_empty() && s.len() <= 128;
     let parts: Vec<&str> = path.strip_prefix("/v1/sessions")?.split('/').collect();
     Some(match parts[..] {
-        [""] => SessionRoute::Sessions,
-        ["", s] if id(s) => SessionRoute::Session(s),
+        [""] => SessionRoute::AgentSessions,
+        ["", s] if id(s) => SessionRoute::AgentSession(s),
         ["", s, "archive"] if id(s) => SessionRoute::Archive(s),
         ["", s, "events"] if id(s) => SessionRoute::Events(s),
         ["", s, "events", "stream"] if id(s) => SessionRoute::Stream(s),
@@ -183,8 +183,8 @@ pub(super) fn parse(path: &str) -> Option<SessionRoute<'_>> {
 /// The methods of a sessions' route, and whether a POST's body is JSON.
 pub(super) fn methods(route: SessionRoute<'_>) -> (&'static [&'static str], bool) {
     match route {
-        SessionRoute::Sessions | SessionRoute::Events(_) => (&["GET", "POST"][..], true),
-        SessionRoute::Session(_) => (&["GET", "POST", "DELETE"][..], true),
+        SessionRoute::AgentSessions | SessionRoute::Events(_) => (&["GET", "POST"][..], true),
+        SessionRoute::AgentSession(_) => (&["GET", "POST", "DELETE"][..], true),
         SessionRoute::Archive(_) => (&["POST"][..], false),
         SessionRoute::Stream(_) => (&["GET"][..], false),
     }
@@ -245,7 +245,7 @@ impl Gateway {
         if !self.config.store {
             return;
         }
-        let json = self.sessions.by_id.get(id).map(|s| {
+        let json = self.agent_sessions.by_id.get(id).map(|s| {
             let waiting: Vec<Value> = s.waiting.iter().map(|(e, t)| json!([e, t])).collect();
             json!({"order": s.order, "data": {"session": s.json, "request": s.request,
                 "events": s.events, "history": s.history, "queued": s.queued,
@@ -269,7 +269,7 @@ impl Gateway {
         let Some(id) = data["session"]["id"].as_str().map(str::to_owned) else {
             return;
         };
-        if self.sessions.by_id.contains_key(&id) {
+        if self.agent_sessions.by_id.contains_key(&id) {
             return;
         }
         let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
@@ -277,7 +277,7 @@ impl Gateway {
             .iter()
             .filter_map(|p| Some((p[0].as_str()?.to_owned(), p[1].as_str()?.to_owned())))
             .collect();
-        let mut session = Session {
+        let mut session = AgentSession {
             tenant: tenant.to_owned(),
             order,
             json: data["session"].clone(),
@@ -301,7 +301,7 @@ impl Gateway {
                 session.queued = again;
             }
         }
-        self.sessions.by_id.insert(id.clone(), session);
+        self.agent_sessions.by_id.insert(id.clone(), session);
         if cut {
             self.session_event(
                 &id,
@@ -321,16 +321,16 @@ impl Gateway {
     /// Forgets `tenant`'s sessions (read again from the store on its next request).
     pub(super) fn forget_sessions(&mut self, tenant: &str) {
         let gone: Vec<String> = self
-            .sessions
+            .agent_sessions
             .by_id
             .iter()
             .filter(|(_, s)| s.tenant == tenant)
             .map(|(id, _)| id.clone())
             .collect();
         for id in &gone {
-            self.sessions.by_id.remove(id);
+            self.agent_sessions.by_id.remove(id);
         }
-        self.sessions.turns.retain(|_, id| !gone.contains(id));
+        self.agent_sessions.turns.retain(|_, id| !gone.contains(id));
     }
 
     /// What a session of `agent` runs of the agent's tools on this gateway, with what it
@@ -345,13 +345,13 @@ impl Gateway {
     }
 
     fn session_id(&mut self, prefix: &str) -> String {
-        self.sessions.next += 1;
-        self.secret_id(prefix, self.sessions.next)
+        self.agent_sessions.next += 1;
+        self.secret_id(prefix, self.agent_sessions.next)
     }
 
     /// A session of `tenant` (another tenant's is not found).
-    fn session_of(&mut self, tenant: &str, id: &str) -> Result<&mut Session, Refusal> {
-        self.sessions
+    fn session_of(&mut self, tenant: &str, id: &str) -> Result<&mut AgentSession, Refusal> {
+        self.agent_sessions
             .by_id
             .get_mut(id)
             .filter(|s| s.tenant == tenant)
@@ -372,8 +372,11 @@ impl Gateway {
             event["processed_at"] = json!(now);
         }
         let bytes = frame(&event);
-        self.send_to_watches(|w| matches!(w, Watch::Session(s, _) if s == id), &bytes);
-        if let Some(session) = self.sessions.by_id.get_mut(id) {
+        self.send_to_watches(
+            |w| matches!(w, Watch::AgentSession(s, _) if s == id),
+            &bytes,
+        );
+        if let Some(session) = self.agent_sessions.by_id.get_mut(id) {
             session.events.push(event.clone());
         }
         event
@@ -401,34 +404,35 @@ impl Gateway {
     /// that opted into previews of this kind (`wants`); nothing is logged.
     fn preview(&mut self, id: &str, wants: fn(&Previews) -> bool, frame_of: &Value) {
         self.send_to_watches(
-            |w| matches!(w, Watch::Session(s, previews) if s == id && wants(previews)),
+            |w| matches!(w, Watch::AgentSession(s, previews) if s == id && wants(previews)),
             &frame(frame_of),
         );
     }
 
     /// Whether a stream of session `id` wants previews of this kind.
     fn previewed(&self, id: &str, wants: fn(&Previews) -> bool) -> bool {
-        (self.watchers.values())
-            .any(|(w, _)| matches!(w, Watch::Session(s, previews) if s == id && wants(previews)))
+        (self.watchers.values()).any(
+            |(w, _)| matches!(w, Watch::AgentSession(s, previews) if s == id && wants(previews)),
+        )
     }
 
     /// The model's text of session `id`'s turn, as it streams: kept until the message is
     /// logged, and previewed (`event_start` once, then `event_delta`s) to the streams that
     /// asked.
     fn text_delta(&mut self, id: &str, text: &str) {
-        let Some(session) = self.sessions.by_id.get_mut(id) else {
+        let Some(session) = self.agent_sessions.by_id.get_mut(id) else {
             return;
         };
         session.progress.said.push_str(text);
         if text.is_empty() || !self.previewed(id, |p| p.message) {
             return;
         }
-        let opened = (self.sessions.by_id.get(id)).and_then(|s| s.progress.said_id.clone());
+        let opened = (self.agent_sessions.by_id.get(id)).and_then(|s| s.progress.said_id.clone());
         let event_id = match opened {
             Some(event_id) => event_id,
             None => {
                 let event_id = self.session_id("sevt_");
-                if let Some(session) = self.sessions.by_id.get_mut(id) {
+                if let Some(session) = self.agent_sessions.by_id.get_mut(id) {
                     session.progress.said_id = Some(event_id.clone());
                 }
                 let start = json!({"type": "event_start",
@@ -447,7 +451,7 @@ impl Gateway {
     /// Sets a session's status (and its `updated_at`), with the event that says so.
     fn session_status(&mut self, id: &str, status: &str, extra: Option<Value>) {
         let now = self.managed_now();
-        if let Some(session) = self.sessions.by_id.get_mut(id) {
+        if let Some(session) = self.agent_sessions.by_id.get_mut(id) {
             session.json["status"] = json!(status);
             session.json["updated_at"] = json!(now);
         }
@@ -474,9 +478,9 @@ impl Gateway {
         let answer = self.session_answer(request, head, params, tenant, body, warnings)?;
         if let (Ok((_, value)), "POST" | "DELETE") = (&answer, head.method) {
             let id = match parse(head.path) {
-                Some(SessionRoute::Sessions) => value["id"].as_str().map(str::to_owned),
+                Some(SessionRoute::AgentSessions) => value["id"].as_str().map(str::to_owned),
                 Some(
-                    SessionRoute::Session(id)
+                    SessionRoute::AgentSession(id)
                     | SessionRoute::Archive(id)
                     | SessionRoute::Events(id),
                 ) => Some(id.to_owned()),
@@ -501,10 +505,10 @@ impl Gateway {
         let (method, route) = (head.method, parse(head.path)?);
         let object = || json_object(body);
         Some(match (method, route) {
-            ("POST", SessionRoute::Sessions) => {
+            ("POST", SessionRoute::AgentSessions) => {
                 object().and_then(|b| self.create_session(tenant, &b, warnings))
             }
-            ("GET", SessionRoute::Sessions) => {
+            ("GET", SessionRoute::AgentSessions) => {
                 let archived = param(params, "include_archived") == Some("true");
                 let statuses: Vec<&str> = params
                     .iter()
@@ -512,8 +516,8 @@ impl Gateway {
                     .map(|(_, v)| v.as_str())
                     .collect();
                 let agent = param(params, "agent_id");
-                let mut mine: Vec<&Session> = self
-                    .sessions
+                let mut mine: Vec<&AgentSession> = self
+                    .agent_sessions
                     .by_id
                     .values()
                     .filter(|s| s.tenant == tenant)
@@ -535,10 +539,10 @@ impl Gateway {
                     (200, p)
                 })
             }
-            ("GET", SessionRoute::Session(id)) => {
+            ("GET", SessionRoute::AgentSession(id)) => {
                 self.session_of(tenant, id).map(|s| (200, s.json.clone()))
             }
-            ("POST", SessionRoute::Session(id)) => object().and_then(|b| {
+            ("POST", SessionRoute::AgentSession(id)) => object().and_then(|b| {
                 let now = self.managed_now();
                 let session = self.session_of(tenant, id)?;
                 if let Some(t) = b.get("title") {
@@ -561,17 +565,17 @@ impl Gateway {
                 session.json["updated_at"] = json!(now);
                 Ok((200, session.json.clone()))
             }),
-            ("DELETE", SessionRoute::Session(id)) => {
+            ("DELETE", SessionRoute::AgentSession(id)) => {
                 self.session_of(tenant, id).map(|_| ()).map(|()| {
                     // Its turn stops, its CLI is closed and its directory deleted.
                     self.interrupt_session(id);
                     self.discard_session_dir(tenant, id);
-                    self.sessions.by_id.remove(id);
+                    self.agent_sessions.by_id.remove(id);
                     // Its streams end with the API's last word.
                     let gone = json!({"type": "session.deleted", "id": self.session_id("sevt_"),
                     "processed_at": self.managed_now()});
                     self.end_watches(
-                        |w| matches!(w, Watch::Session(s, _) if s == id),
+                        |w| matches!(w, Watch::AgentSession(s, _) if s == id),
                         Some(&frame(&gone)),
                     );
                     (200, json!({"id": id, "type": "session_deleted"}))
@@ -621,7 +625,7 @@ impl Gateway {
                 // stream reopened after the event it saw last goes on from there.
                 let mut bytes = b": the session's events as they come\n\n".to_vec();
                 if let Some(last) = head.header("last-event-id") {
-                    let events = &self.sessions.by_id[id].events;
+                    let events = &self.agent_sessions.by_id[id].events;
                     if let Some(at) = events.iter().position(|e| e["id"] == last) {
                         for event in &events[at + 1..] {
                             bytes.extend(frame(event));
@@ -629,7 +633,7 @@ impl Gateway {
                     }
                 }
                 let previews = Previews::of(params);
-                self.open_watch(request, Watch::Session(id.to_owned(), previews), bytes);
+                self.open_watch(request, Watch::AgentSession(id.to_owned(), previews), bytes);
                 return None;
             }
             (method, _) => Err(Refusal {
@@ -732,9 +736,9 @@ impl Gateway {
             request["tools"] = Value::Array(custom);
         }
         let order = self.managed_order();
-        self.sessions.by_id.insert(
+        self.agent_sessions.by_id.insert(
             id.clone(),
-            Session {
+            AgentSession {
                 tenant: tenant.to_owned(),
                 order,
                 json,
@@ -896,7 +900,7 @@ impl Gateway {
     /// Starts the turns due again at `now`, and denies the tool calls no one confirmed in
     /// time.
     pub(super) fn retry_turns(&mut self, now: crate::Timestamp) {
-        let expired: Vec<(String, String)> = (self.sessions.by_id.iter())
+        let expired: Vec<(String, String)> = (self.agent_sessions.by_id.iter())
             .flat_map(|(id, s)| {
                 (s.progress.confirming.iter())
                     .filter(|c| c.deadline <= now)
@@ -910,7 +914,7 @@ impl Gateway {
             self.confirm(&id, &event, decision);
         }
         let due: Vec<String> = self
-            .sessions
+            .agent_sessions
             .by_id
             .iter()
             .filter(|(_, s)| s.retry_at.is_some_and(|at| at <= now))
@@ -928,12 +932,12 @@ impl Gateway {
         // What the model said before it was stopped is logged.
         self.said(id);
         let turn = self
-            .sessions
+            .agent_sessions
             .turns
             .iter()
             .find(|(_, s)| s.as_str() == id)
             .map(|(r, _)| *r);
-        let Some(session) = self.sessions.by_id.get_mut(id) else {
+        let Some(session) = self.agent_sessions.by_id.get_mut(id) else {
             return;
         };
         let waited = !session.waiting.is_empty();
@@ -958,7 +962,7 @@ impl Gateway {
             session.history.pop();
         }
         if let Some(turn) = turn {
-            self.sessions.turns.remove(&turn);
+            self.agent_sessions.turns.remove(&turn);
             let now = self.now;
             self.handle_client_gone(now, turn);
             if let Some(span) = span {
@@ -976,17 +980,17 @@ impl Gateway {
     /// says `session.status_terminated` and its streams end (it takes no more events).
     fn terminate_session(&mut self, id: &str) {
         self.interrupt_session(id);
-        if let Some(session) = self.sessions.by_id.get_mut(id) {
+        if let Some(session) = self.agent_sessions.by_id.get_mut(id) {
             session.queued.clear();
         }
         self.session_status(id, "terminated", None);
-        self.end_watches(|w| matches!(w, Watch::Session(s, _) if s == id), None);
+        self.end_watches(|w| matches!(w, Watch::AgentSession(s, _) if s == id), None);
     }
 
     /// Starts a session's next turn when it can: nothing runs, no call waits for a result,
     /// and something is to be said.
     fn next_turn(&mut self, id: &str) {
-        let Some(session) = self.sessions.by_id.get_mut(id) else {
+        let Some(session) = self.agent_sessions.by_id.get_mut(id) else {
             return;
         };
         if session.running
@@ -1008,14 +1012,14 @@ impl Gateway {
         let mut body = session.request.clone();
         body["messages"] = Value::Array(session.history.clone());
         let tenant = session.tenant.clone();
-        self.sessions.next_turn += 1;
-        let request = TURNS_FROM + self.sessions.next_turn;
+        self.agent_sessions.next_turn += 1;
+        let request = TURNS_FROM + self.agent_sessions.next_turn;
         let turn = SessionTurn {
             id: id.to_owned(),
             tools: session.tools.clone(),
         };
         session.progress = Progress::default();
-        self.sessions.turns.insert(request, id.to_owned());
+        self.agent_sessions.turns.insert(request, id.to_owned());
         self.session_status(id, "running", None);
         self.open_span(id);
         let bytes = body.to_string().into_bytes();
@@ -1028,10 +1032,10 @@ impl Gateway {
     /// and the calls of the agent's tools and their results (the turn's answer, at its end,
     /// has the custom tools' calls).
     pub(super) fn turn_chunk(&mut self, request: RequestId, chunk: &Chunk) {
-        let Some(id) = self.sessions.turns.get(&request).cloned() else {
+        let Some(id) = self.agent_sessions.turns.get(&request).cloned() else {
             return;
         };
-        let Some(session) = self.sessions.by_id.get_mut(&id) else {
+        let Some(session) = self.agent_sessions.by_id.get_mut(&id) else {
             return;
         };
         let progress = &mut session.progress;
@@ -1068,7 +1072,7 @@ impl Gateway {
                     self.open_span(&id);
                 }
                 let span =
-                    (self.sessions.by_id.get_mut(&id)).and_then(|s| s.progress.span.as_mut());
+                    (self.agent_sessions.by_id.get_mut(&id)).and_then(|s| s.progress.span.as_mut());
                 if let Some(span) = span {
                     span.message = Some(message_id.clone());
                     if let Value::Object(usage) = usage.to_value() {
@@ -1127,7 +1131,7 @@ impl Gateway {
     /// Logs the start of a model request of session `id`'s turn.
     fn open_span(&mut self, id: &str) {
         let event = self.session_event(id, json!({"type": "span.model_request_start"}));
-        if let Some(session) = self.sessions.by_id.get_mut(id) {
+        if let Some(session) = self.agent_sessions.by_id.get_mut(id) {
             session.progress.span = Some(Span {
                 start: event["id"].as_str().unwrap_or_default().to_owned(),
                 message: None,
@@ -1138,7 +1142,7 @@ impl Gateway {
 
     /// The model request of session `id` that is open, if one is, no longer open.
     fn take_span(&mut self, id: &str) -> Option<Span> {
-        (self.sessions.by_id.get_mut(id)).and_then(|s| s.progress.span.take())
+        (self.agent_sessions.by_id.get_mut(id)).and_then(|s| s.progress.span.take())
     }
 
     /// Logs the end of the model request of session `id` that is open, if one is: with the
@@ -1152,7 +1156,7 @@ impl Gateway {
 
     /// Logs the text of the model's message so far as an `agent.message`.
     fn said(&mut self, id: &str) {
-        let Some(session) = self.sessions.by_id.get_mut(id) else {
+        let Some(session) = self.agent_sessions.by_id.get_mut(id) else {
             return;
         };
         let text = std::mem::take(&mut session.progress.said);
@@ -1180,7 +1184,7 @@ impl Gateway {
     ) -> String {
         let event = self.session_event(id, tool.use_event(input, permission));
         let event_id = event["id"].as_str().unwrap_or_default().to_owned();
-        if let Some(session) = self.sessions.by_id.get_mut(id) {
+        if let Some(session) = self.agent_sessions.by_id.get_mut(id) {
             (session.progress.calls).insert(use_id.to_owned(), (event_id.clone(), tool));
         }
         event_id
@@ -1206,10 +1210,10 @@ impl Gateway {
         else {
             return;
         };
-        let Some(id) = self.sessions.turns.get(&request).cloned() else {
+        let Some(id) = self.agent_sessions.turns.get(&request).cloned() else {
             return;
         };
-        let Some(session) = self.sessions.by_id.get(&id) else {
+        let Some(session) = self.agent_sessions.by_id.get(&id) else {
             return;
         };
         let (permission, tool) = session.tools.permission(tool_name);
@@ -1241,7 +1245,7 @@ impl Gateway {
             }
         };
         let deadline = now.saturating_add(self.config.approval_timeout_ms);
-        let Some(session) = self.sessions.by_id.get_mut(&id) else {
+        let Some(session) = self.agent_sessions.by_id.get_mut(&id) else {
             return;
         };
         session.progress.confirming.push(Confirming {
@@ -1265,7 +1269,7 @@ impl Gateway {
 
     /// The CLI settled a permission request itself (its turn was stopped).
     pub(super) fn permission_settled(&mut self, cli: SessionId, request_id: &str) {
-        for session in self.sessions.by_id.values_mut() {
+        for session in self.agent_sessions.by_id.values_mut() {
             (session.progress.confirming).retain(|c| !(c.cli == cli && c.request_id == request_id));
         }
     }
@@ -1273,7 +1277,7 @@ impl Gateway {
     /// Answers the call of session `id` whose event is `event` with `decision`; once no call
     /// waits for a confirmation, the session runs again.
     fn confirm(&mut self, id: &str, event: &str, decision: PermissionDecision) {
-        let Some(session) = self.sessions.by_id.get_mut(id) else {
+        let Some(session) = self.agent_sessions.by_id.get_mut(id) else {
             return;
         };
         let confirming = &mut session.progress.confirming;
@@ -1297,15 +1301,15 @@ impl Gateway {
     /// A turn's whole answer (a Messages API response, or its error): the events it makes,
     /// kept with the session.
     pub(super) fn turn_answered(&mut self, request: RequestId, status: u16, body: &[u8]) {
-        let Some(id) = self.sessions.turns.remove(&request) else {
+        let Some(id) = self.agent_sessions.turns.remove(&request) else {
             return;
         };
         self.said(&id);
         self.turn_events(&id, status, body);
-        if let Some(session) = self.sessions.by_id.get_mut(&id) {
+        if let Some(session) = self.agent_sessions.by_id.get_mut(&id) {
             session.progress = Progress::default();
         }
-        if let Some(tenant) = self.sessions.by_id.get(&id).map(|s| s.tenant.clone()) {
+        if let Some(tenant) = self.agent_sessions.by_id.get(&id).map(|s| s.tenant.clone()) {
             self.persist_session(&tenant, &id, None);
         }
     }
@@ -1313,7 +1317,7 @@ impl Gateway {
     fn turn_events(&mut self, id: &str, status: u16, body: &[u8]) {
         let id = id.to_owned();
         let answer: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-        if let Some(session) = self.sessions.by_id.get_mut(&id) {
+        if let Some(session) = self.agent_sessions.by_id.get_mut(&id) {
             session.running = false;
         }
         let busy = answer["error"]["message"]
@@ -1321,7 +1325,7 @@ impl Gateway {
             .is_some_and(|m| m.contains("is busy"));
         if status == 429 && busy {
             // Its CLI is still settling an interrupted turn: the same turn again shortly.
-            if let Some(session) = self.sessions.by_id.get_mut(&id) {
+            if let Some(session) = self.agent_sessions.by_id.get_mut(&id) {
                 session.retry_at = Some(self.now.saturating_add(RETRY_MS));
                 if let Some(Value::Array(content)) =
                     session.history.pop().map(|m| m["content"].clone())
@@ -1343,7 +1347,7 @@ impl Gateway {
                 .to_owned();
             self.close_span(&id, false);
             // The user's turn is not in the conversation: its content waits for the next.
-            if let Some(session) = self.sessions.by_id.get_mut(&id) {
+            if let Some(session) = self.agent_sessions.by_id.get_mut(&id) {
                 if let Some(Value::Array(content)) =
                     session.history.pop().map(|m| m["content"].clone())
                 {
@@ -1379,7 +1383,7 @@ impl Gateway {
         if let Some(span) = self.take_span(&id) {
             self.end_model_request(&id, &span.start, Some(usage));
         }
-        if let Some(session) = self.sessions.by_id.get_mut(&id) {
+        if let Some(session) = self.agent_sessions.by_id.get_mut(&id) {
             let total = &mut session.json["usage"];
             for name in ["input_tokens", "output_tokens", "cache_read_input_tokens"] {
                 total[name] = json!(total[name].as_u64().unwrap_or(0) + count(name));
@@ -1411,7 +1415,7 @@ impl Gateway {
             return;
         }
         let ids: Vec<Value> = waiting.iter().map(|(e, _)| json!(e)).collect();
-        if let Some(session) = self.sessions.by_id.get_mut(&id) {
+        if let Some(session) = self.agent_sessions.by_id.get_mut(&id) {
             session.waiting = waiting;
         }
         self.session_status(&id, "idle", Some(json!({"stop_reason": {"type": "requires_action", "event_ids": ids}, "stop_details": null})));
