@@ -1,0 +1,331 @@
+//! The gateway engine in simulation ([`sim`]) with a session store: conversations resumed from
+//! their stored transcripts, stored responses, other gateways' conversations.
+
+mod sim;
+
+use sim::*;
+
+#[test]
+fn a_hibernated_conversation_is_resumed_from_its_stored_transcript() {
+    let mut sim = with_store(GatewayConfig {
+        limits: Limits {
+            hibernate_after_ms: 60_000,
+            ..Limits::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let first = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "One"}]), false),
+    );
+    assert_eq!(sim.response(first).status, 200);
+    // The CLI names its transcript for the conversation and mirrors it.
+    let args = &sim.specs[&1].args;
+    let id = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--session-id="))
+        .expect("a named session")
+        .to_owned();
+    assert!(args.contains(&"--session-mirror".to_owned()), "{args:?}");
+    let store = sim.store.as_ref().unwrap();
+    assert_eq!(
+        store.transcripts[&id],
+        [json!({"type": "user", "message": {"role": "user", "content": "One"}})],
+        "its own transcript, not a subagent's"
+    );
+    let saved = store.saves.last().unwrap().clone();
+    assert_eq!(saved.key.id, id);
+    assert_eq!(saved.state, RecordState::Live);
+    assert_eq!(
+        saved.transcript,
+        format!("/home/.claude/projects/-work/{id}.jsonl")
+    );
+
+    // Idle past the hibernation delay: the CLI is closed, the record says why.
+    sim.advance(60_000);
+    assert_eq!(sim.closed, [1]);
+    assert_eq!(sim.gateway.session_count(), 0);
+    let store = sim.store.as_ref().unwrap();
+    assert_eq!(store.saves.last().unwrap().state, RecordState::Hibernated);
+
+    // The next request resumes it: a new CLI reads the stored transcript and gets only the
+    // new message.
+    let back = json!([{"role": "user", "content": "One"}, {"role": "assistant", "content": "echo: One"},
+                      {"role": "user", "content": "Again"}]);
+    let again = sim.send(Api::Anthropic, "t", anthropic(back, false));
+    let response = sim.response(again);
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(response.header("x-ccwire-session"), Some("resumed"));
+    assert_eq!(
+        response.header("x-ccwire-session-reason"),
+        Some("hibernated")
+    );
+    let spec = &sim.specs[&2];
+    assert!(spec.args.contains(&format!("--resume={id}")), "{spec:?}");
+    assert!(!spec.args.iter().any(|a| a.starts_with("--session-id")));
+    let resume = spec.resume.as_ref().expect("a transcript to write");
+    assert_eq!(
+        (resume.key.id.as_str(), resume.path.as_str()),
+        (id.as_str(), saved.transcript.as_str())
+    );
+    let prompts: Vec<&Value> = sim
+        .cli(2)
+        .stdin
+        .iter()
+        .filter(|m| m["type"] == "user")
+        .collect();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(
+        prompts[0]["message"]["content"],
+        json!([{"type": "text", "text": "Again"}])
+    );
+    assert!(sim
+        .gateway
+        .metrics()
+        .contains("ccwire_resumes_total{reason=\"hibernated\"} 1"));
+}
+
+#[test]
+fn a_conversation_another_gateway_resumed_is_closed_here_without_a_save() {
+    let mut sim = with_store(GatewayConfig::default());
+    let first = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "One"}]), false),
+    );
+    assert_eq!(sim.response(first).status, 200);
+    let key = sim
+        .store
+        .as_ref()
+        .unwrap()
+        .saves
+        .last()
+        .unwrap()
+        .key
+        .clone();
+    let saves = sim.store.as_ref().unwrap().saves.len();
+
+    // Another tenant's conversation of the same id (none) is not this one.
+    let theirs = ccwire_core::gateway::ConversationKey {
+        tenant: "someone else".to_owned(),
+        id: key.id.clone(),
+    };
+    sim.gateway
+        .handle_store(sim.now, StoreAnswer::Superseded { key: theirs });
+    sim.run();
+    assert_eq!(sim.gateway.session_count(), 1);
+
+    // The store refused this gateway's write: its CLI is closed, nothing more saved, and
+    // the conversation's next request is looked up in the store.
+    sim.gateway
+        .handle_store(sim.now, StoreAnswer::Superseded { key });
+    sim.run();
+    assert_eq!(sim.closed, [1]);
+    assert_eq!(sim.gateway.session_count(), 0);
+    assert_eq!(sim.store.as_ref().unwrap().saves.len(), saves);
+    assert!(sim
+        .gateway
+        .metrics()
+        .contains("ccwire_cli_exits_total{how=\"superseded\"} 1"));
+}
+
+#[test]
+fn a_history_the_store_does_not_know_is_rebuilt_and_a_lookup_without_its_client_starts_nothing() {
+    let mut sim = with_store(GatewayConfig::default());
+    let unknown = json!([{"role": "user", "content": "One"}, {"role": "assistant", "content": "Hi"},
+                         {"role": "user", "content": "Again"}]);
+    let request = sim.send(Api::Anthropic, "t", anthropic(unknown.clone(), false));
+    let response = sim.response(request);
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("x-ccwire-session"), Some("rebuilt"));
+    assert!(sim.specs[&1].resume.is_none());
+
+    // Another tenant's conversation is not found under its history.
+    let other = sim.send(Api::Anthropic, "u", anthropic(unknown, false));
+    assert_eq!(
+        sim.response(other).header("x-ccwire-session"),
+        Some("rebuilt")
+    );
+
+    // A request whose client goes away while the store looks: nothing starts.
+    let mut held = with_store(GatewayConfig::default());
+    held.next_request += 1;
+    let id = held.next_request;
+    held.responses.insert(id, Response::default());
+    let body = anthropic(
+        json!([{"role": "user", "content": "A"}, {"role": "assistant", "content": "B"},
+               {"role": "user", "content": "C"}]),
+        false,
+    )
+    .to_string();
+    held.gateway
+        .handle_request(held.now, id, Api::Anthropic, "t", body.as_bytes());
+    let find = held.gateway.poll_output();
+    assert!(
+        matches!(find, Some(GatewayOutput::Store(StoreAsk::Find { request, .. })) if request == id),
+        "{find:?}"
+    );
+    assert!(held.gateway.is_finding(id));
+    held.gateway.handle_client_gone(held.now, id);
+    held.gateway.handle_store(
+        held.now,
+        StoreAnswer::Found {
+            request: id,
+            record: None,
+        },
+    );
+    held.run();
+    assert!(held.specs.is_empty(), "no CLI for a client gone");
+    assert!(!held.response(id).ended);
+}
+
+#[test]
+fn tool_results_continue_the_session_holding_their_calls_whatever_the_order_of_the_turn() {
+    let mut sim = Sim::default();
+    let ask = json!([{"role": "user", "content": "lookup: paris, rome"}]);
+    let first = sim.send(Api::Anthropic, "t", anthropic(ask.clone(), false));
+    let answer = sim.response(first).json();
+    let mut blocks = answer["content"].as_array().unwrap().clone();
+    assert_eq!(blocks.len(), 2);
+    // The client sends the turn back with its blocks in another order (as LiteLLM's adapters
+    // do): another history hash, the same calls.
+    blocks.reverse();
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": blocks}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "rainy"},
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    // Another tenant's results for those ids continue nothing of it.
+    let other = sim.send(Api::Anthropic, "u", anthropic(json!(messages), false));
+    assert_eq!(
+        sim.response(other).header("x-ccwire-session"),
+        Some("rebuilt")
+    );
+    assert_eq!(
+        sim.gateway.held_count(),
+        2,
+        "still held for their own client"
+    );
+    let results = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    let response = sim.response(results);
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(response.header("x-ccwire-session"), Some("continued"));
+    assert_eq!(
+        sim.specs.len(),
+        2,
+        "no new CLI for it (one for the other tenant)"
+    );
+    assert_eq!(sim.gateway.held_count(), 0, "both calls answered");
+    // The conversation goes on from the client's own order.
+    messages.push(json!({"role": "assistant", "content": response.json()["content"]}));
+    messages.push(json!({"role": "user", "content": "Thanks"}));
+    let next = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    assert_eq!(
+        sim.response(next).header("x-ccwire-session"),
+        Some("continued")
+    );
+}
+
+#[test]
+fn a_history_that_parts_from_a_live_conversation_says_where_and_frees_its_cli() {
+    let mut sim = Sim::new(GatewayConfig {
+        tenant_root: Some("/state/tenants".into()),
+        ..GatewayConfig::default()
+    });
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    let first = sim.send(Api::Anthropic, "t", anthropic(ask.clone(), false));
+    let answer = sim.response(first).json();
+    assert_eq!(sim.gateway.held_count(), 1);
+    // The client answers the call itself, another way, and goes on.
+    let mut messages = ask.as_array().unwrap().clone();
+    messages.push(json!({"role": "assistant", "content": answer["content"]}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}));
+    messages.push(json!({"role": "assistant", "content": "It is sunny in Paris."}));
+    messages.push(json!({"role": "user", "content": "Thanks"}));
+    let other = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    let response = sim.response(other);
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(response.header("x-ccwire-session"), Some("resumed"));
+    assert_eq!(
+        response.header("x-ccwire-session-reason"),
+        Some("diverged at message 2")
+    );
+    // The CLI that waited for the result is closed, its call no longer held.
+    assert_eq!(sim.closed, [1]);
+    assert_eq!(sim.gateway.held_count(), 0);
+    // The new CLI resumes the client's history, written as its transcript.
+    let resume = sim.specs[&2].resume.as_ref().expect("a transcript");
+    assert!(
+        sim.specs[&2]
+            .args
+            .contains(&format!("--resume={}", resume.key.id)),
+        "a store or not, the CLI resumes what was written for it"
+    );
+    assert_eq!(resume.lines.len(), 4);
+    assert!(resume.lines[1].contains("mcp__client__lookup"));
+    assert!(sim
+        .gateway
+        .metrics()
+        .contains("ccwire_resumes_total{reason=\"diverged\"} 1"));
+}
+
+#[test]
+fn a_chain_of_stored_responses_is_read_back_link_by_link_after_a_restart() {
+    let mut sim = with_store(GatewayConfig::default());
+    let first = sim.send(
+        Api::Responses,
+        "t",
+        json!({"model": "sonnet", "input": "One"}),
+    );
+    let one = sim.response(first).json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let second = sim.send(
+        Api::Responses,
+        "t",
+        json!({"model": "sonnet", "input": "Two", "previous_response_id": one}),
+    );
+    let two = sim.response(second).json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(sim.store.as_ref().unwrap().responses.len(), 2);
+
+    // A new gateway on the same store holds none of them: it reads both links.
+    let store = sim.store.take();
+    let mut sim = with_store(GatewayConfig {
+        unix_epoch_ms: 1,
+        ..GatewayConfig::default()
+    });
+    sim.store = store;
+    let third = sim.send(
+        Api::Responses,
+        "t",
+        json!({"model": "sonnet", "input": "Three", "previous_response_id": two}),
+    );
+    let response = sim.response(third);
+    assert_eq!(response.status, 200, "{}", response.text());
+    let finds = sim
+        .trace
+        .iter()
+        .filter(|l| l.contains("\"ask\":\"find_response\""))
+        .count();
+    assert_eq!(finds, 2, "one read per link");
+    // The whole chain is the history of a stored conversation: a CLI resumes it and gets the
+    // new input alone.
+    assert_eq!(response.header("x-ccwire-session"), Some("resumed"));
+    assert!(sim.specs[&1].resume.is_some());
+    let prompt = sim
+        .cli(1)
+        .stdin
+        .iter()
+        .find(|m| m["type"] == "user")
+        .unwrap();
+    assert_eq!(
+        prompt["message"]["content"],
+        json!([{"type": "text", "text": "Three"}])
+    );
+}
