@@ -230,7 +230,7 @@ for (const file of [...files].sort()) {
   const outputs = types.slice(types.indexOf("pub enum GatewayOutput {"));
   const variants = [...outputs.slice(0, outputs.indexOf("\n}\n")).matchAll(/^    ([A-Z]\w*)\b/gm)].map((m) => m[1]);
   const inputs = new Set();
-  for (const name of execFileSync("git", ["ls-files", engine], { cwd: root, encoding: "utf8" }).split("\n")) {
+  for (const name of execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard", engine], { cwd: root, encoding: "utf8" }).split("\n")) {
     if (!name.endsWith(".rs")) continue;
     for (const m of readFileSync(path.join(root, name), "utf8").matchAll(/^    pub fn (handle_\w+)/gm)) inputs.add(m[1]);
   }
