@@ -163,6 +163,37 @@ async fn a_tenant_s_tools_see_no_variable_of_the_gateway_and_no_operator_file_in
     gw.stop().await;
 }
 
+/// A sandboxed gateway with a session store in `store`, whose model runs `bash` (the Bash
+/// tool's input) when the prompt says `prompt`, and echoes otherwise.
+async fn with_store_running(
+    state: &Path,
+    store: &Path,
+    prompt: &str,
+    bash: serde_json::Value,
+) -> Gw {
+    let script = Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_tool_result(Reply::Echo)
+        .on_prompt(prompt, Reply::tool("Bash", bash))
+        .when(Match::Any, Reply::Echo);
+    let store: Arc<dyn ConversationStore> =
+        Arc::new(DirStore::new(store, Duration::from_secs(3600)));
+    Gw::start_with(script, |o| {
+        sandboxed(o, state);
+        o.store = Some(store);
+    })
+    .await
+}
+
+/// The files in `dir`.
+fn written(dir: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect()
+}
+
 /// A tenant replaces the directory of its stored conversation's transcript with a link to a
 /// directory outside the sandbox, then makes the gateway resume the conversation (same
 /// history, another system prompt): the gateway writes nothing there, and goes on serving.
@@ -175,20 +206,12 @@ async fn a_link_planted_where_a_transcript_is_resumed_is_not_followed() {
     let plant = format!(
         "cd $HOME/.claude/projects && for d in ./*/; do d=${{d%/}}; mv \"$d\" \"$d.moved\" && ln -s {target} \"$d\"; done; ls -l | tr '\\n' ' '"
     );
-    let script = Script::new()
-        .when(Match::Probe, Reply::text("ok"))
-        .on_tool_result(Reply::Echo)
-        .on_prompt(
-            "PLANT",
-            Reply::tool("Bash", json!({"command": plant, "description": "Plant"})),
-        )
-        .when(Match::Any, Reply::Echo);
-    let store: Arc<dyn ConversationStore> =
-        Arc::new(DirStore::new(store_dir.path(), Duration::from_secs(3600)));
-    let gw = Gw::start_with(script, |o| {
-        sandboxed(o, state.path());
-        o.store = Some(store);
-    })
+    let gw = with_store_running(
+        state.path(),
+        store_dir.path(),
+        "PLANT",
+        json!({"command": plant, "description": "Plant"}),
+    )
     .await;
     let first = json!({"model": MODEL, "max_tokens": 1024, "system": "One.",
         "messages": [{"role": "user", "content": "PLANT"}]});
@@ -208,11 +231,7 @@ async fn a_link_planted_where_a_transcript_is_resumed_is_not_followed() {
     let status = response.status().as_u16();
     let kind = session_header(&response);
     let body = response.text().await.unwrap();
-    let written: Vec<_> = std::fs::read_dir(outside.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
+    let written = written(outside.path());
     assert!(
         written.is_empty(),
         "the gateway wrote {written:?} ({status} {kind}: {body})"
@@ -237,23 +256,12 @@ async fn a_link_swapped_in_and_out_while_transcripts_are_resumed_is_never_follow
         "cd \"$HOME/.claude/projects/$(pwd | sed 's/[^A-Za-z0-9]/-/g')\" && cd .. && d=$(basename \"$OLDPWD\") && \
          echo racing && while :; do mv -- \"$d\" \"$d.real\"; ln -s {target} -- \"$d\" 2>/dev/null || ln -s {target} \"./$d\"; sleep 0.02; rm -f -- \"$d\"; mv -- \"$d.real\" \"$d\"; sleep 0.02; done"
     );
-    let script = Script::new()
-        .when(Match::Probe, Reply::text("ok"))
-        .on_tool_result(Reply::Echo)
-        .on_prompt(
-            "RACE",
-            Reply::tool(
-                "Bash",
-                json!({"command": race, "description": "Race", "run_in_background": true}),
-            ),
-        )
-        .when(Match::Any, Reply::Echo);
-    let store: Arc<dyn ConversationStore> =
-        Arc::new(DirStore::new(store_dir.path(), Duration::from_secs(3600)));
-    let gw = Gw::start_with(script, |o| {
-        sandboxed(o, state.path());
-        o.store = Some(store);
-    })
+    let gw = with_store_running(
+        state.path(),
+        store_dir.path(),
+        "RACE",
+        json!({"command": race, "description": "Race", "run_in_background": true}),
+    )
     .await;
     let racer = json!({"model": MODEL, "max_tokens": 1024,
         "messages": [{"role": "user", "content": "RACE"}]});
@@ -274,11 +282,7 @@ async fn a_link_swapped_in_and_out_while_transcripts_are_resumed_is_never_follow
             .unwrap_or_else(|| json!("(none)"));
         messages.push(json!({"role": "assistant", "content": content}));
         messages.push(json!({"role": "user", "content": format!("And {round}?")}));
-        let written: Vec<_> = std::fs::read_dir(outside.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
+        let written = written(outside.path());
         assert!(
             written.is_empty(),
             "round {round}: the gateway wrote {written:?} ({kinds:?})"
