@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
-use crate::conversation::{history_hash, Block, Conversation, HistoryHasher, Message, Role};
+use crate::conversation::{Block, Conversation, HistoryHasher, Message};
 use crate::mcp::McpCallResult;
 use crate::Timestamp;
 
@@ -388,24 +388,6 @@ impl Registry {
             config,
             ..Registry::default()
         }
-    }
-
-    /// The scope a history hash lives in: the tenant and what a live session cannot change.
-    pub fn scope(tenant: &str, conversation: &Conversation, model: &str) -> String {
-        let system = conversation.system.as_deref().unwrap_or("");
-        format!(
-            "{tenant}\n{}\n{model}\n{}",
-            conversation.tool_signature(),
-            history_hash(
-                "system",
-                &[Message {
-                    role: Role::User,
-                    content: vec![Block::Text {
-                        text: system.to_owned()
-                    }],
-                }]
-            )
-        )
     }
 
     /// Puts the history of the stored response a Responses request continues
@@ -1201,6 +1183,7 @@ mod tests {
 
     use super::super::translate::*;
     use super::*;
+    use crate::conversation::Role;
 
     #[test]
     fn no_cli_inherits_the_gateway_s_variables_but_those_it_needs_and_those_passed() {

@@ -8,10 +8,10 @@ use serde_json::{json, Value};
 
 use crate::api::response::StructuredAnswer;
 use crate::api::{ApiError, ApiRequest, Thinking, ToolChoice};
-use crate::conversation::{mcp_tool_name, Block, Conversation, HistoryHasher, Message, Role};
+use crate::conversation::{
+    history_hash, mcp_tool_name, Block, Conversation, HistoryHasher, Message, Role,
+};
 use crate::mcp::McpCallResult;
-
-use super::registry::Registry;
 
 /// Built-in CLI tools that run code or change files on the machine the CLI runs on.
 pub const CODE_TOOLS: &[&str] = &[
@@ -107,12 +107,30 @@ pub fn env_to_remove<'a>(
     removed
 }
 
+/// The scope a history hash lives in: the tenant and what a live session cannot change.
+fn conversation_scope(tenant: &str, conversation: &Conversation, model: &str) -> String {
+    let system = conversation.system.as_deref().unwrap_or("");
+    format!(
+        "{tenant}\n{}\n{model}\n{}",
+        conversation.tool_signature(),
+        history_hash(
+            "system",
+            &[Message {
+                role: Role::User,
+                content: vec![Block::Text {
+                    text: system.to_owned()
+                }],
+            }]
+        )
+    )
+}
+
 /// The scope a request's history is hashed in: the tenant, what a live session cannot change,
 /// and the thinking and effort a live session keeps from its start.
 pub fn request_scope(tenant: &str, request: &ApiRequest) -> String {
     format!(
         "{}\n{}",
-        Registry::scope(tenant, &request.conversation, &request.model),
+        conversation_scope(tenant, &request.conversation, &request.model),
         settings_scope(request)
     )
 }

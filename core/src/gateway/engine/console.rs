@@ -8,8 +8,7 @@ use std::collections::VecDeque;
 
 use serde_json::{json, Value};
 
-use super::http::respond_json;
-use super::managed::{param, query};
+use super::managed_api::{param, query};
 use super::types::{ConversationKey, ConversationRecord, RecordState};
 use super::StoreAsk;
 use super::{tenant_id, Gateway, GatewayOutput, Live, RequestId, Watch};
@@ -184,7 +183,7 @@ impl Gateway {
         let live_only = param(&query(query_string), "live") == Some("only");
         if !self.config.store || live_only {
             let list = self.conversations(tenant.as_deref(), None);
-            return respond_json(self, request, 200, &list);
+            return self.respond_json(request, 200, &list);
         }
         self.outputs.push_back(GatewayOutput::Store(StoreAsk::List {
             request,
@@ -212,7 +211,7 @@ impl Gateway {
             list["stored_error"] =
                 json!("the session store is unavailable: only live conversations are listed");
         }
-        respond_json(self, request, 200, &list);
+        self.respond_json(request, 200, &list);
     }
 
     /// Whether `path` asks (with the console) for the stream of a conversation no CLI of this

@@ -371,6 +371,12 @@ impl Gateway {
         self.respond_whole(request, response.status, response.headers, response.body);
     }
 
+    /// A whole JSON response.
+    pub(super) fn respond_json(&mut self, request: RequestId, status: u16, value: &Value) {
+        let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+        self.respond_whole(request, status, headers, value.to_string().into_bytes());
+    }
+
     pub(super) fn respond_whole(
         &mut self,
         request: RequestId,

@@ -503,11 +503,11 @@ impl Gateway {
             "/v1/messages/count_tokens" => self.count_tokens(request, head, body),
             "/v1/models" => {
                 let models = self.models();
-                respond_json(self, request, 200, &models);
+                self.respond_json(request, 200, &models);
             }
             "/v1/approvals" => {
                 let list = self.approvals(tenant);
-                respond_json(self, request, 200, &list);
+                self.respond_json(request, 200, &list);
             }
             "/v1/approvals/events" => self.handle_approval_events(now, request, tenant),
             "/metrics" => {
@@ -558,7 +558,7 @@ impl Gateway {
                 } else {
                     json!({"status": status})
                 };
-                respond_json(self, request, code, &health);
+                self.respond_json(request, code, &health);
             }
             "/admin/drain" => self.admin_drain(now, request, head),
             path if super::console::route(path).is_some() => {
@@ -588,7 +588,7 @@ impl Gateway {
                     }
                     Some(ConsoleRoute::Stats) => scope().map(|scope| {
                         let stats = self.stats(scope.as_deref());
-                        respond_json(self, request, 200, &stats);
+                        self.respond_json(request, 200, &stats);
                     }),
                     Some(ConsoleRoute::Events(id)) => scope().and_then(|scope| {
                         self.handle_conversation_events(request, id, scope.as_deref(), head.query)
@@ -601,7 +601,7 @@ impl Gateway {
             }
             path => match approval_id(path) {
                 Some(id) => match self.answer_approval(now, tenant, id, body) {
-                    Ok(decided) => respond_json(self, request, 200, &decided),
+                    Ok(decided) => self.respond_json(request, 200, &decided),
                     Err(e) => self.respond_error(request, api, &[], &e),
                 },
                 None => {
@@ -686,14 +686,9 @@ impl Gateway {
             "sessions": self.session_count(),
             "grace_seconds": grace_ms / 1000,
         });
-        respond_json(self, request, 202, &answer);
+        self.respond_json(request, 202, &answer);
         self.outputs.push_back(GatewayOutput::DrainRequested);
     }
-}
-
-pub(super) fn respond_json(gateway: &mut Gateway, request: RequestId, status: u16, value: &Value) {
-    let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    gateway.respond_whole(request, status, headers, value.to_string().into_bytes());
 }
 
 /// An error's whole response in `api`'s shape (`retry-after` when it says when), with `extra`

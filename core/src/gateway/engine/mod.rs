@@ -11,6 +11,7 @@ mod console;
 mod flights;
 mod http;
 mod managed;
+mod managed_api;
 mod pool;
 mod prepared;
 mod requests;

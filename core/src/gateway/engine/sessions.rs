@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::agent_tools::{Permission, SessionTools, ToolName};
 use super::approvals::sse;
-use super::managed::{invalid, json_object, not_found, page, param, Refusal};
+use super::managed_api::{invalid, json_object, not_found, page, param, Refusal};
 use super::prepared::{PreparedRequest, SessionTurn};
 use super::StoreAsk;
 use super::{tenant_id, Gateway, GatewayOutput, HttpHead, RequestId, Watch};
@@ -553,7 +553,8 @@ impl Gateway {
                 }
                 if let Some(m) = b.get("metadata").filter(|m| !m.is_null()) {
                     let current = session.json["metadata"].clone();
-                    session.json["metadata"] = super::managed::metadata(m, Some(&current), true)?;
+                    session.json["metadata"] =
+                        super::managed_api::metadata(m, Some(&current), true)?;
                 }
                 for field in ["agent", "budget", "vault_ids"] {
                     if b.get(field).is_some_and(|v| !v.is_null()) {
@@ -696,7 +697,7 @@ impl Gateway {
         };
         let metadata = match body.get("metadata") {
             None | Some(Value::Null) => json!({}),
-            Some(m) => super::managed::metadata(m, None, false)?,
+            Some(m) => super::managed_api::metadata(m, None, false)?,
         };
         let initial: Vec<Value> = match body.get("initial_events") {
             None | Some(Value::Null) => Vec::new(),
