@@ -225,6 +225,13 @@ mod tests {
         symlink(outside.path(), root.path().join("home")).unwrap();
         assert!(make_dir_below(root.path(), &root.path().join("home/x")).is_err());
         assert!(!outside.path().join("x").exists());
+        // A hard link at the file's own name: the entry is replaced, the file it shared with
+        // another name is not written to.
+        std::fs::remove_file(root.path().join("c/file")).unwrap();
+        std::fs::hard_link(&target, root.path().join("c/file")).unwrap();
+        write_below(root.path(), &root.path().join("c/file"), b"linked").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+        assert_eq!(std::fs::read(root.path().join("c/file")).unwrap(), b"linked");
         // Paths that climb out.
         assert!(make_dir_below(root.path(), &root.path().join("c/../../x")).is_err());
         assert!(make_dir_below(root.path(), outside.path()).is_err());
