@@ -231,7 +231,10 @@ mod tests {
         std::fs::hard_link(&target, root.path().join("c/file")).unwrap();
         write_below(root.path(), &root.path().join("c/file"), b"linked").unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
-        assert_eq!(std::fs::read(root.path().join("c/file")).unwrap(), b"linked");
+        assert_eq!(
+            std::fs::read(root.path().join("c/file")).unwrap(),
+            b"linked"
+        );
         // Paths that climb out.
         assert!(make_dir_below(root.path(), &root.path().join("c/../../x")).is_err());
         assert!(make_dir_below(root.path(), outside.path()).is_err());

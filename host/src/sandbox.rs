@@ -206,11 +206,7 @@ impl Sandbox {
             )));
         }
         let made = (|| {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&run)?;
+            crate::store::private_dir(&run)?;
             let dir = crate::beneath::Dir::open(&run)?;
             dir.write_atomically("passwd", PASSWD.as_bytes())?;
             dir.write_atomically("group", GROUP.as_bytes())?;

@@ -82,15 +82,6 @@ pub(super) fn tenant_root(dir: &Path) -> PathBuf {
         .join("tenants")
 }
 
-/// Makes `dir` and its missing parents, the last one readable by its owner only.
-pub(super) fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
 /// Reads a CLI's stdout into the gateway until it ends, then reports its exit. Once the
 /// gateway has closed the session (its stdin closed), its output is no longer read and it has
 /// [`CLOSE_GRACE`] to exit by itself. Once it has ended, what its tools left running is killed.
@@ -280,7 +271,7 @@ impl App {
             });
             // Each made or opened one component at a time, no link followed: the bubblewrap
             // binds below are of directories whose every parent the gateway alone writes.
-            let made = private_dir(&root).and_then(|()| {
+            let made = crate::store::private_dir(&root).and_then(|()| {
                 [&dirs.home, &dirs.work, &dirs.tmp]
                     .into_iter()
                     .chain(own_cwd)

@@ -258,25 +258,10 @@ pub(super) async fn store_worker(
                     Err(error) if error.kind() == std::io::ErrorKind::InvalidInput => Ok(None),
                     found => found,
                 };
-                let Some(app) = app.upgrade() else {
+                let answer = |response| StoreAnswer::FoundResponse { request, response };
+                let failed = "cannot read a stored response from the session store";
+                if !answer_lookup(&app, request, found, failed, answer) {
                     return;
-                };
-                match found {
-                    Ok(found) => app.input(|gateway, now| {
-                        gateway.handle_store(
-                            now,
-                            StoreAnswer::FoundResponse {
-                                request,
-                                response: found,
-                            },
-                        );
-                    }),
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot read a stored response from the session store");
-                        app.input(|gateway, now| {
-                            gateway.handle_store(now, StoreAnswer::LookupFailed { request })
-                        });
-                    }
                 }
             }
             StoreOp::Ask(StoreAsk::Pool { settings }, _) => {
@@ -293,25 +278,10 @@ pub(super) async fn store_worker(
                 _,
             ) => {
                 let found = bounded(store.find(&tenant, &hash)).await;
-                let Some(app) = app.upgrade() else {
+                let answer = |record| StoreAnswer::Found { request, record };
+                let failed = "cannot look a conversation up in the session store";
+                if !answer_lookup(&app, request, found, failed, answer) {
                     return;
-                };
-                match found {
-                    Ok(found) => app.input(|gateway, now| {
-                        gateway.handle_store(
-                            now,
-                            StoreAnswer::Found {
-                                request,
-                                record: found,
-                            },
-                        )
-                    }),
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot look a conversation up in the session store");
-                        app.input(|gateway, now| {
-                            gateway.handle_store(now, StoreAnswer::LookupFailed { request })
-                        });
-                    }
                 }
             }
             StoreOp::Resume { spec, home, done } => {
@@ -451,6 +421,29 @@ pub(super) async fn store_worker(
             }
         }
     }
+}
+
+/// Gives a lookup's answer to the gateway, or, when the store failed (`failed` says what could
+/// not be done), a [`StoreAnswer::LookupFailed`]; `false` once the gateway is gone.
+fn answer_lookup<T>(
+    app: &std::sync::Weak<App>,
+    request: RequestId,
+    found: std::io::Result<T>,
+    failed: &str,
+    answer: impl FnOnce(T) -> StoreAnswer,
+) -> bool {
+    let Some(app) = app.upgrade() else {
+        return false;
+    };
+    let answer = match found {
+        Ok(found) => answer(found),
+        Err(error) => {
+            tracing::warn!(%error, "{failed}");
+            StoreAnswer::LookupFailed { request }
+        }
+    };
+    app.input(|gateway, now| gateway.handle_store(now, answer));
+    true
 }
 
 /// Writes the claims and releases not written yet, in order; whether all were (at the first
