@@ -9,6 +9,9 @@ for component in rustfmt clippy; do
 done
 rustup target list --installed | grep -qx wasm32-unknown-unknown \
   || rustup target add wasm32-unknown-unknown
+# The oldest Rust the published crates declare (`rust-version`), which the full test run builds.
+msrv=$(sed -nE 's/^rust-version = "([0-9.]+)"/\1/p' Cargo.toml)
+rustup toolchain list | grep -q "^$msrv-" || rustup toolchain install "$msrv" --profile minimal
 # The Claude Code CLI the end-to-end tests run (into tests/.cli/, gitignored).
 scripts/install-cli.sh >/dev/null
 # The Codex CLI, a client of the gateway's Responses API in the end-to-end tests (tests/.codex/).

@@ -34,6 +34,9 @@ if [ "$tier" = quick ]; then
   cargo test -p ccwire-core
   exit 0
 fi
+echo "== the published crates build with the oldest Rust they declare (rust-version)"
+msrv=$(sed -nE 's/^rust-version = "([0-9.]+)"/\1/p' Cargo.toml)
+CARGO_TARGET_DIR=target/msrv cargo "+$msrv" check --quiet -p ccwire-core -p ccwire-host --locked
 echo "== cargo doc: every intra-doc link resolves"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== the client library alone: ccwire-host without default features"
