@@ -430,7 +430,7 @@ pub fn play(data: &[u8]) {
         Some(at) => (&data[..at], &data[at + 1..]),
         None => (data, &[][..]),
     };
-    let Ok(mut player) = Player::new(tape, data.len() % 2 == 0, None) else {
+    let Ok(mut player) = Player::new(tape, data.len().is_multiple_of(2), None) else {
         return;
     };
     for (now, piece) in input.split(|b| *b == 0xfe).enumerate() {

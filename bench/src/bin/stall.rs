@@ -116,7 +116,7 @@ async fn live(
     let mut messages: Vec<Value> = Vec::new();
     let mut n = 0usize;
     while !stop.load(Ordering::Relaxed) {
-        if n % 16 == 0 {
+        if n.is_multiple_of(16) {
             messages.clear();
         }
         n += 1;
