@@ -371,3 +371,49 @@ fn the_same_inputs_give_the_same_outputs_when_many_deadlines_fall_together() {
         assert_eq!(a, b, "line {i} of the trace differs");
     }
 }
+
+/// An id the gateway could not have made (`..`, `*`, a NUL, an admin's odd `?tenant=`) is no
+/// conversation: a 404 at once, the session store not asked (a store would answer such a key
+/// with an error, and the client be told to retry).
+#[test]
+fn an_odd_conversation_id_is_a_404_without_asking_the_store() {
+    let mut sim = with_store(GatewayConfig {
+        console: true,
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys: vec!["alice".into()],
+            admin_key: Some("root".into()),
+            ..ccwire_core::gateway::HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let asked = |sim: &Sim| {
+        (sim.trace.iter())
+            .filter(|l| l.contains("\"ask\":\"load\""))
+            .count()
+    };
+    for (key, path) in [
+        ("alice", "/v1/conversations/../events"),
+        ("alice", "/v1/conversations/*/events"),
+        ("alice", "/v1/conversations/%00/events"),
+        (
+            "alice",
+            "/v1/conversations/ABCDEF00-0000-0000-0000-000000000000/events",
+        ),
+        (
+            "root",
+            "/v1/conversations/00000000-0000-0000-0000-000000000000/events?tenant=..",
+        ),
+    ] {
+        let (status, body, _) = console(&mut sim, key, path);
+        assert_eq!(status, 404, "{path}: {body}");
+        assert_eq!(asked(&sim), 0, "{path}: the store was not asked");
+    }
+    // A well-formed id the store does not keep is asked for, and not found.
+    let (status, body, _) = console(
+        &mut sim,
+        "alice",
+        "/v1/conversations/00000000-0000-0000-0000-000000000000/events",
+    );
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(asked(&sim), 1);
+}

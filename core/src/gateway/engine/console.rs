@@ -129,6 +129,23 @@ fn closed(id: &str) -> String {
     format!("event: closed\ndata: {}\n\n", json!({"id": id}))
 }
 
+/// Whether `key` is one the gateway could have made: a conversation id as the CLI's session
+/// ids are (a UUID, lower-case hex) and a tenant id as [`tenant_id`] makes them.
+fn stored_key(key: &ConversationKey) -> bool {
+    let hex = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let parts: Vec<&str> = key.id.split('-').collect();
+    let uuid = parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12]) && parts.iter().all(|p| hex(p));
+    let tenant = key.tenant == "local"
+        || key
+            .tenant
+            .strip_prefix('k')
+            .is_some_and(|h| h.len() == 24 && hex(h));
+    uuid && tenant
+}
+
 impl Gateway {
     /// What a live CLI is doing, in the console's words.
     fn conversation_state(&self, id: SessionId, live: &Live) -> &'static str {
@@ -364,7 +381,9 @@ impl Gateway {
                 id: id.to_owned(),
             });
             return match key {
-                Some(key) if self.config.store && !live_only => {
+                // Only what the gateway itself names a conversation and a tenant by asks the
+                // store: anything else (`..`, `*`, a NUL) is no conversation.
+                Some(key) if self.config.store && !live_only && stored_key(&key) => {
                     self.outputs.push_back(GatewayOutput::Store(StoreAsk::Load {
                         request,
                         key: key.clone(),
