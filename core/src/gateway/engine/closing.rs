@@ -161,4 +161,15 @@ impl Gateway {
             }
         }
     }
+
+    /// A CLI that did not become ready (`why`: its `initialize` failed, or it did not answer
+    /// in time): closed, and the request it was started for failed, saying so.
+    pub(super) fn start_failed(&mut self, now: Timestamp, session: SessionId, why: &str) {
+        let request = self.lives.get_mut(&session).and_then(|l| l.request.take());
+        self.close(now, session);
+        if let Some(request) = request {
+            let why = format!("cannot start a Claude Code session: {why}");
+            self.fail(now, request, ApiError::new(ApiErrorKind::Api, why));
+        }
+    }
 }

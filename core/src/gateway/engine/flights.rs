@@ -72,18 +72,8 @@ impl Gateway {
                         }
                     }
                 } else {
-                    let request = live.request.take();
-                    self.close(now, session);
-                    if let Some(request) = request {
-                        let error = ApiError::new(
-                            ApiErrorKind::Api,
-                            format!(
-                                "cannot start a Claude Code session: {}",
-                                error.as_deref().unwrap_or("initialize failed")
-                            ),
-                        );
-                        self.fail(now, request, error);
-                    }
+                    let why = error.as_deref().unwrap_or("initialize failed").to_owned();
+                    self.start_failed(now, session, &why);
                 }
                 return;
             }

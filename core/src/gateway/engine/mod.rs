@@ -577,18 +577,9 @@ impl Gateway {
                 continue;
             };
             if live.starting.as_ref().is_some_and(|s| s.deadline <= now) {
-                let request = live.request.take();
-                self.close(now, session);
-                if let Some(request) = request {
-                    let error = ApiError::new(
-                        ApiErrorKind::Api,
-                        format!(
-                            "cannot start a Claude Code session: the CLI did not answer within {} s",
-                            self.config.start_timeout_ms / 1000
-                        ),
-                    );
-                    self.fail(now, request, error);
-                }
+                let seconds = self.config.start_timeout_ms / 1000;
+                let why = format!("the CLI did not answer within {seconds} s");
+                self.start_failed(now, session, &why);
                 continue;
             }
             if live.settle_by.is_some_and(|t| t <= now) {
