@@ -8,10 +8,10 @@ use std::collections::VecDeque;
 
 use serde_json::{json, Value};
 
-use super::managed_api::{param, query};
+use super::managed::{param, query};
 use super::types::{ConversationKey, ConversationRecord, RecordState};
 use super::StoreAsk;
-use super::{tenant_id, Gateway, GatewayOutput, Live, RequestId, Watch};
+use super::{tenant_id, Gateway, GatewayOutput, HttpHead, Live, RequestId, Watch};
 use crate::api::{ApiError, ApiErrorKind};
 use crate::gateway::metrics::{Metrics, RECENT_BUCKET_MS};
 use crate::gateway::SessionId;
@@ -147,6 +147,48 @@ fn stored_key(key: &ConversationKey) -> bool {
 }
 
 impl Gateway {
+    /// The console's page and views (with `--console`).
+    pub(super) fn handle_console(
+        &mut self,
+        request: RequestId,
+        route: ConsoleRoute<'_>,
+        head: &HttpHead<'_>,
+    ) {
+        let api = head.api();
+        if !self.config.console {
+            let error = ApiError::new(
+                ApiErrorKind::NotFound,
+                format!(
+                    "no endpoint {}: the console is off (ccwire serve --console)",
+                    head.path
+                ),
+            );
+            return self.respond_error(request, api, &[], &error);
+        }
+        // The operator (the admin key, or any caller of a gateway without keys) sees
+        // every conversation; a key its own.
+        let scope = || self.front.scope(head);
+        let answered = match route {
+            ConsoleRoute::Redirect => return self.console_page(request, None),
+            ConsoleRoute::File(kind, body) => {
+                return self.console_page(request, Some((kind, body)))
+            }
+            ConsoleRoute::List => {
+                scope().map(|scope| self.handle_conversations(request, scope, head.query))
+            }
+            ConsoleRoute::Stats => scope().map(|scope| {
+                let stats = self.stats(scope.as_deref());
+                self.respond_json(request, 200, &stats);
+            }),
+            ConsoleRoute::Events(id) => scope().and_then(|scope| {
+                self.handle_conversation_events(request, id, scope.as_deref(), head.query)
+            }),
+        };
+        if let Err(e) = answered {
+            self.respond_error(request, api, &[], &e);
+        }
+    }
+
     /// What a live CLI is doing, in the console's words.
     fn conversation_state(&self, id: SessionId, live: &Live) -> &'static str {
         if live.starting.is_some() {

@@ -10,7 +10,7 @@
 
 use serde_json::{json, Value};
 
-use super::console::ConsoleRoute;
+use super::routes::Route;
 use super::{Gateway, GatewayOutput, PreparedRequest, RequestId};
 use crate::api::guard::{self, ApiKeys, BrowserHeaders, BrowserPolicy, InvalidAllowance};
 use crate::api::{anthropic, Api, ApiError, ApiErrorKind};
@@ -169,51 +169,6 @@ impl Admission {
     }
 }
 
-/// The routes: path, method, whether the body must be JSON, whether the caller needs an API
-/// key. `/v1/approvals/{id}` is matched apart.
-const ROUTES: &[(&str, &str, bool, bool)] = &[
-    ("/v1/messages", "POST", true, true),
-    ("/v1/chat/completions", "POST", true, true),
-    ("/v1/responses", "POST", true, true),
-    ("/v1/messages/count_tokens", "POST", true, true),
-    ("/v1/models", "GET", false, true),
-    ("/v1/approvals", "GET", false, true),
-    ("/v1/approvals/events", "GET", false, true),
-    // A tenant's key sees its own series, the admin key all (checked by the route itself).
-    ("/metrics", "GET", false, false),
-    // Status for anyone; details with a key.
-    ("/health", "GET", false, false),
-    // The admin key is checked by the route itself.
-    ("/admin/drain", "POST", false, false),
-];
-
-/// The route of a path: its methods, whether a POST's body must be JSON, whether it needs a
-/// key.
-fn route(path: &str) -> Option<(&'static [&'static str], bool, bool)> {
-    if let Some((_, method, json, key)) = ROUTES.iter().find(|r| r.0 == path) {
-        return Some((std::slice::from_ref(method), *json, *key));
-    }
-    if let Some((methods, json)) = super::managed::route(path) {
-        return Some((methods, json, true));
-    }
-    // The console's view: a key sees its own, the admin key all (checked by the route); its
-    // page for anyone.
-    if super::console::route(path).is_some() {
-        return Some((&["GET"][..], false, false));
-    }
-    approval_id(path).map(|_| (&["POST"][..], true, true))
-}
-
-/// The API of a path that takes API requests.
-fn api_of(path: &str) -> Option<Api> {
-    match path {
-        "/v1/messages" => Some(Api::Anthropic),
-        "/v1/chat/completions" => Some(Api::OpenAi),
-        "/v1/responses" => Some(Api::Responses),
-        _ => None,
-    }
-}
-
 /// A request's body as [`Gateway::handle_http`] takes it: as read, or with an API request
 /// already read and prepared by [`prepare`].
 #[derive(Debug)]
@@ -242,25 +197,22 @@ impl<'a> From<Result<&'a [u8], BodyError>> for Prepared<'a> {
 /// (`/v1/approvals/{id}`; see [`approval_route_key`](crate::gateway::approval_route_key)),
 /// for a host that forwards it to the gateway whose CLI waits for the answer.
 pub fn approval_route(path: &str, tenant: &str) -> Option<String> {
-    approval_id(path).map(|id| crate::gateway::approval_route_key(tenant, id))
+    match Route::parse(path)? {
+        Route::Approval(id) => Some(crate::gateway::approval_route_key(tenant, id)),
+        _ => None,
+    }
 }
 
 /// The routing key of a request to `path` of the Managed Agents API (agents, environments),
 /// if it is one: one per tenant, so that the gateways of a cluster serve each tenant's
 /// resources from one of them (a digest; no key is in it).
 pub fn managed_route(path: &str, tenant: &str) -> Option<String> {
-    super::managed::route(path)?;
+    super::managed::Route::parse(path)?;
     use sha2::Digest;
     let mut sha = sha2::Sha256::new();
     sha.update(b"ccwire-managed-v1\0");
     sha.update(tenant.as_bytes());
     Some(crate::conversation::hex(&sha.finalize()))
-}
-
-/// The `{id}` of `/v1/approvals/{id}`.
-fn approval_id(path: &str) -> Option<&str> {
-    let id = path.strip_prefix("/v1/approvals/")?;
-    (!id.is_empty() && !id.contains('/') && id != "events").then_some(id)
 }
 
 /// What the HTTP face knows: made once from the [`HttpConfig`].
@@ -334,6 +286,16 @@ impl Front {
         })
     }
 
+    /// Whose view a request has: the operator's (`None`: the admin key, or any caller of a
+    /// gateway without keys), or its key's tenant's.
+    pub(super) fn scope(&self, head: &HttpHead<'_>) -> Result<Option<String>, ApiError> {
+        if self.is_admin(head) || self.keys.is_empty() {
+            Ok(None)
+        } else {
+            self.authenticate(head).map(Some)
+        }
+    }
+
     fn authenticate(&self, head: &HttpHead<'_>) -> Result<String, ApiError> {
         self.keys
             .authenticate(head.header("x-api-key"), head.header("authorization"))
@@ -347,7 +309,10 @@ impl Front {
 /// body, and gives the result to [`handle_http`](Gateway::handle_http) with [`Prepared::new`],
 /// so one large request does not hold up the others.
 pub fn prepare(path: &str, tenant: &str, body: &[u8]) -> Option<Result<PreparedRequest, ApiError>> {
-    api_of(path).map(|api| super::prepare_request(api, tenant, body))
+    match Route::parse(path)? {
+        Route::Turn(api) => Some(super::prepare_request(api, tenant, body)),
+        _ => None,
+    }
 }
 
 impl Gateway {
@@ -420,12 +385,12 @@ impl Gateway {
                 Err(e) => Admission::Respond(error_response(api, &e, Vec::new())),
             };
         }
-        let Some((methods, json, key)) = route(head.path) else {
+        let Some(route) = Route::parse(head.path) else {
             let error = ApiError::new(ApiErrorKind::NotFound, format!("no endpoint {}", head.path));
             return refuse(error);
         };
-        if !methods.contains(&head.method) {
-            let allow = methods.join(", ");
+        if !route.methods().contains(&head.method) {
+            let allow = route.methods().join(", ");
             let error = ApiError::new(
                 ApiErrorKind::MethodNotAllowed,
                 format!("{} takes {allow}, not {}", head.path, head.method),
@@ -434,12 +399,12 @@ impl Gateway {
             response.headers.push(("allow".to_owned(), allow));
             return Admission::Respond(response);
         }
-        if json && head.method == "POST" {
+        if route.json_body() && head.method == "POST" {
             if let Err(e) = guard::check_content_type(head.header("content-type")) {
                 return refuse(e);
             }
         }
-        let tenant = if key {
+        let tenant = if route.needs_key() {
             match front.authenticate(head) {
                 Ok(tenant) => tenant,
                 Err(e) => return refuse(e),
@@ -492,125 +457,86 @@ impl Gateway {
                 return self.respond_error(request, api, &close, &error);
             }
         };
-        if let Some(api) = api_of(head.path) {
-            let parsed = parsed.unwrap_or_else(|| super::prepare_request(api, tenant, body));
-            return self.handle_prepared(now, request, api, tenant, parsed);
-        }
-        if super::managed::route(head.path).is_some() {
-            return self.handle_managed(request, head, tenant, body);
-        }
-        match head.path {
-            "/v1/messages/count_tokens" => self.count_tokens(request, head, body),
-            "/v1/models" => {
+        let Some(route) = Route::parse(head.path) else {
+            let error = ApiError::new(ApiErrorKind::NotFound, format!("no endpoint {}", head.path));
+            return self.respond_error(request, api, &[], &error);
+        };
+        match route {
+            Route::Turn(api) => {
+                let parsed = parsed.unwrap_or_else(|| super::prepare_request(api, tenant, body));
+                self.handle_prepared(now, request, api, tenant, parsed);
+            }
+            Route::Managed(route) => self.handle_managed(request, route, head, tenant, body),
+            Route::CountTokens => self.count_tokens(request, head, body),
+            Route::Models => {
                 let models = self.models();
                 self.respond_json(request, 200, &models);
             }
-            "/v1/approvals" => {
+            Route::Approvals => {
                 let list = self.approvals(tenant);
                 self.respond_json(request, 200, &list);
             }
-            "/v1/approvals/events" => self.handle_approval_events(now, request, tenant),
-            "/metrics" => {
-                let text = if self.front.is_admin(head) || self.front.keys.is_empty() {
-                    self.metrics()
-                } else {
-                    match self.front.authenticate(head) {
-                        Ok(tenant) => self.tenant_metrics(&tenant),
-                        Err(e) => return self.respond_error(request, api, &[], &e),
-                    }
-                }
-                .into_bytes();
-                let content_type = "text/plain; version=0.0.4; charset=utf-8";
-                let headers = vec![("content-type".to_owned(), content_type.to_owned())];
-                self.respond_whole(request, 200, headers, text);
-            }
-            "/health" => {
-                // Draining, load balancers must stop sending new conversations here.
-                let (status, code) = if self.is_draining() {
-                    ("draining", 503)
-                } else {
-                    ("ok", 200)
-                };
-                // The operator (the admin key, or any caller of a gateway without keys) sees
-                // the whole gateway; a tenant its own conversations and the CLI's release; a
-                // caller without a key the status alone.
-                let whole = self.front.is_admin(head) || self.front.keys.is_empty();
-                let health = if whole {
-                    json!({
-                        "status": status,
-                        "cli": self.front.cli,
-                        "sessions": self.session_count() - self.pool_count(),
-                        "pool": self.pool_count(),
-                        "held_tool_calls": self.held_count(),
-                    })
-                } else if let Ok(tenant) = self.front.authenticate(head) {
-                    let (sessions, held) = self.tenant_counts(&tenant);
-                    let cli: serde_json::Map<String, Value> = ["found", "version"]
-                        .into_iter()
-                        .filter_map(|k| Some((k.to_owned(), self.front.cli.get(k)?.clone())))
-                        .collect();
-                    json!({
-                        "status": status,
-                        "cli": cli,
-                        "sessions": sessions,
-                        "held_tool_calls": held,
-                    })
-                } else {
-                    json!({"status": status})
-                };
-                self.respond_json(request, code, &health);
-            }
-            "/admin/drain" => self.admin_drain(now, request, head),
-            path if super::console::route(path).is_some() => {
-                if !self.config.console {
-                    let error = ApiError::new(
-                        ApiErrorKind::NotFound,
-                        format!("no endpoint {path}: the console is off (ccwire serve --console)"),
-                    );
-                    return self.respond_error(request, api, &[], &error);
-                }
-                // The operator (the admin key, or any caller of a gateway without keys) sees
-                // every conversation; a key its own.
-                let scope = || {
-                    if self.front.is_admin(head) || self.front.keys.is_empty() {
-                        Ok(None)
-                    } else {
-                        self.front.authenticate(head).map(Some)
-                    }
-                };
-                let answered = match super::console::route(path) {
-                    Some(ConsoleRoute::Redirect) => return self.console_page(request, None),
-                    Some(ConsoleRoute::File(kind, body)) => {
-                        return self.console_page(request, Some((kind, body)))
-                    }
-                    Some(ConsoleRoute::List) => {
-                        scope().map(|scope| self.handle_conversations(request, scope, head.query))
-                    }
-                    Some(ConsoleRoute::Stats) => scope().map(|scope| {
-                        let stats = self.stats(scope.as_deref());
-                        self.respond_json(request, 200, &stats);
-                    }),
-                    Some(ConsoleRoute::Events(id)) => scope().and_then(|scope| {
-                        self.handle_conversation_events(request, id, scope.as_deref(), head.query)
-                    }),
-                    None => Ok(()),
-                };
-                if let Err(e) = answered {
-                    self.respond_error(request, api, &[], &e);
-                }
-            }
-            path => match approval_id(path) {
-                Some(id) => match self.answer_approval(now, tenant, id, body) {
-                    Ok(decided) => self.respond_json(request, 200, &decided),
-                    Err(e) => self.respond_error(request, api, &[], &e),
-                },
-                None => {
-                    let error =
-                        ApiError::new(ApiErrorKind::NotFound, format!("no endpoint {path}"));
-                    self.respond_error(request, api, &[], &error);
-                }
+            Route::ApprovalEvents => self.handle_approval_events(now, request, tenant),
+            Route::Approval(id) => match self.answer_approval(now, tenant, id, body) {
+                Ok(decided) => self.respond_json(request, 200, &decided),
+                Err(e) => self.respond_error(request, api, &[], &e),
             },
+            Route::Metrics => self.handle_metrics(request, head),
+            Route::Health => self.handle_health(request, head),
+            Route::Drain => self.admin_drain(now, request, head),
+            Route::Console(route) => self.handle_console(request, route, head),
         }
+    }
+
+    /// `GET /metrics`: the whole gateway's series for the operator, a tenant's own for its key.
+    fn handle_metrics(&mut self, request: RequestId, head: &HttpHead<'_>) {
+        let text = match self.front.scope(head) {
+            Ok(None) => self.metrics(),
+            Ok(Some(tenant)) => self.tenant_metrics(&tenant),
+            Err(e) => return self.respond_error(request, head.api(), &[], &e),
+        }
+        .into_bytes();
+        let content_type = "text/plain; version=0.0.4; charset=utf-8";
+        let headers = vec![("content-type".to_owned(), content_type.to_owned())];
+        self.respond_whole(request, 200, headers, text);
+    }
+
+    /// `GET /health`: the status, with details for a key.
+    fn handle_health(&mut self, request: RequestId, head: &HttpHead<'_>) {
+        // Draining, load balancers must stop sending new conversations here.
+        let (status, code) = if self.is_draining() {
+            ("draining", 503)
+        } else {
+            ("ok", 200)
+        };
+        // The operator (the admin key, or any caller of a gateway without keys) sees
+        // the whole gateway; a tenant its own conversations and the CLI's release; a
+        // caller without a key the status alone.
+        let whole = self.front.is_admin(head) || self.front.keys.is_empty();
+        let health = if whole {
+            json!({
+                "status": status,
+                "cli": self.front.cli,
+                "sessions": self.session_count() - self.pool_count(),
+                "pool": self.pool_count(),
+                "held_tool_calls": self.held_count(),
+            })
+        } else if let Ok(tenant) = self.front.authenticate(head) {
+            let (sessions, held) = self.tenant_counts(&tenant);
+            let cli: serde_json::Map<String, Value> = ["found", "version"]
+                .into_iter()
+                .filter_map(|k| Some((k.to_owned(), self.front.cli.get(k)?.clone())))
+                .collect();
+            json!({
+                "status": status,
+                "cli": cli,
+                "sessions": sessions,
+                "held_tool_calls": held,
+            })
+        } else {
+            json!({"status": status})
+        };
+        self.respond_json(request, code, &health);
     }
 
     /// `POST /v1/messages/count_tokens`: the upstream's count when there is one to ask, else

@@ -4,18 +4,16 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::{json, Value};
 
-mod agent_tools;
 mod approvals;
 mod closing;
 mod console;
 mod flights;
 mod http;
 mod managed;
-mod managed_api;
 mod pool;
 mod prepared;
 mod requests;
-mod sessions;
+mod routes;
 mod store;
 mod types;
 mod views;
@@ -139,7 +137,7 @@ enum Watch {
     /// A tenant's approvals.
     Approvals(String),
     /// A Managed Agents session (its id), with the previews it opted into (`event_deltas`).
-    AgentSession(String, sessions::Previews),
+    AgentSession(String, managed::Previews),
     /// A live conversation's chunks, for the console.
     Conversation(SessionId),
 }
@@ -298,7 +296,7 @@ pub struct Gateway {
     /// The Managed Agents API's agents and environments, by tenant.
     managed: managed::Managed,
     /// The Managed Agents API's sessions.
-    agent_sessions: sessions::AgentSessions,
+    agent_sessions: managed::AgentSessions,
     next_approval: u64,
     /// Streams of approval events (`GET /v1/approvals/events`): their tenant and next
     /// keep-alive.
@@ -371,7 +369,7 @@ impl Gateway {
             draining: None,
             approvals: BTreeMap::new(),
             managed: managed::Managed::default(),
-            agent_sessions: sessions::AgentSessions::default(),
+            agent_sessions: managed::AgentSessions::default(),
             next_approval: 0,
             watchers: BTreeMap::new(),
             console_waiting: BTreeMap::new(),

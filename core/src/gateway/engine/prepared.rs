@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::agent_tools::SessionTools;
+use super::managed::SessionTools;
 use super::{RouteKey, CLIENT_SERVER};
 use crate::api::{Api, ApiError, ApiRequest};
 use crate::conversation::ShaWriter;

@@ -52,7 +52,7 @@ pub(super) fn not_found(what: &str, id: &str) -> Refusal {
 }
 
 /// A query string's parameters, decoded (`name[]` as `name`).
-pub(super) fn query(query: &str) -> Vec<(String, String)> {
+pub(in crate::gateway::engine) fn query(query: &str) -> Vec<(String, String)> {
     form_urlencoded::parse(query.as_bytes())
         .map(|(k, v)| {
             let k = k.strip_suffix("[]").unwrap_or(&k).to_owned();
@@ -62,7 +62,10 @@ pub(super) fn query(query: &str) -> Vec<(String, String)> {
 }
 
 /// The value of a query parameter.
-pub(super) fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(in crate::gateway::engine) fn param<'a>(
+    params: &'a [(String, String)],
+    name: &str,
+) -> Option<&'a str> {
     params
         .iter()
         .find(|(k, _)| k == name)

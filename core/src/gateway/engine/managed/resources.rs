@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use super::managed_api::*;
-use super::StoreAsk;
-use super::{tenant_id, Gateway, GatewayOutput, HttpHead, RequestId};
+use super::api::*;
+use super::{ResourceRoute as Route, Route as ManagedRoute};
+use crate::gateway::engine::{tenant_id, Gateway, GatewayOutput, HttpHead, RequestId, StoreAsk};
 use crate::Timestamp;
 
 /// The built-in tools of `agent_toolset_20260401`, as the API names them.
@@ -31,7 +31,7 @@ const AGENT_TOOLS: [&str; 8] = [
 
 /// Each tenant's agents and environments, in the order they were made.
 #[derive(Debug, Default)]
-pub(super) struct Managed {
+pub(in crate::gateway::engine) struct Managed {
     tenants: BTreeMap<String, Resources>,
     next: u64,
     /// Requests waiting for their tenant's resources from the session store.
@@ -63,47 +63,6 @@ struct Kept {
     id: String,
     /// `None`: deleted.
     json: Option<Value>,
-}
-
-/// What a request asks of the resources.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Route<'a> {
-    Agents,
-    Agent(&'a str),
-    AgentArchive(&'a str),
-    AgentVersions(&'a str),
-    Environments,
-    Environment(&'a str),
-    EnvironmentArchive(&'a str),
-}
-
-/// The route of a path of this API, if it is one: the methods it takes, and whether a POST's
-/// body is JSON (an archive's POST has none, and the SDKs send it without a `Content-Type`).
-pub(super) fn route(path: &str) -> Option<(&'static [&'static str], bool)> {
-    if let Some(route) = super::sessions::parse(path) {
-        return Some(super::sessions::methods(route));
-    }
-    parse(path).map(|r| match r {
-        Route::Agents | Route::Environments | Route::Agent(_) => (&["GET", "POST"][..], true),
-        Route::Environment(_) => (&["GET", "POST", "DELETE"][..], true),
-        Route::AgentArchive(_) | Route::EnvironmentArchive(_) => (&["POST"][..], false),
-        Route::AgentVersions(_) => (&["GET"][..], false),
-    })
-}
-
-fn parse(path: &str) -> Option<Route<'_>> {
-    let id = |s: &str| !s.is_empty() && s.len() <= 128;
-    let parts: Vec<&str> = path.strip_prefix("/v1/")?.split('/').collect();
-    Some(match parts[..] {
-        ["agents"] => Route::Agents,
-        ["agents", a] if id(a) => Route::Agent(a),
-        ["agents", a, "archive"] if id(a) => Route::AgentArchive(a),
-        ["agents", a, "versions"] if id(a) => Route::AgentVersions(a),
-        ["environments"] => Route::Environments,
-        ["environments", e] if id(e) => Route::Environment(e),
-        ["environments", e, "archive"] if id(e) => Route::EnvironmentArchive(e),
-        _ => return None,
-    })
 }
 
 /// A permission policy as given (`null`: the default).
@@ -504,16 +463,17 @@ impl Managed {
     }
 
     /// Whether `request` waits for its tenant's resources from the session store.
-    pub(super) fn is_loading(&self, request: RequestId) -> bool {
+    pub(in crate::gateway::engine) fn is_loading(&self, request: RequestId) -> bool {
         self.loading.contains_key(&request)
     }
 }
 
 impl Gateway {
-    /// A request to the Managed Agents API (see [`route`]), answered whole.
-    pub(super) fn handle_managed(
+    /// A request to the Managed Agents API (its `route`), answered whole.
+    pub(in crate::gateway::engine) fn handle_managed(
         &mut self,
         request: RequestId,
+        route: ManagedRoute<'_>,
         head: &HttpHead<'_>,
         tenant: &str,
         body: &[u8],
@@ -539,7 +499,14 @@ impl Gateway {
         }
         let mut warnings = Vec::new();
         let mut kept = Vec::new();
-        let answer = self.managed_answer(request, head, tenant, body, &mut warnings, &mut kept);
+        let answer = match route {
+            ManagedRoute::Session(route) => self
+                .handle_session(request, route, head, tenant, body, &mut warnings)
+                .unwrap_or(Ok((0, Value::Null))),
+            ManagedRoute::Resource(route) => {
+                self.managed_answer(route, head, tenant, body, &mut warnings, &mut kept)
+            }
+        };
         // Kept before the answer ends (the host holds its end until they are).
         for change in kept.into_iter().filter(|_| self.config.store) {
             let json = change.json.map(|v| v.to_string());
@@ -563,9 +530,11 @@ impl Gateway {
         };
         headers.push(("content-type".to_owned(), "application/json".to_owned()));
         if !warnings.is_empty() {
-            let why = match super::sessions::parse(head.path) {
-                Some(_) => "do not run in this session",
-                None => "cannot apply to the local environment: kept, not applied",
+            let why = match route {
+                ManagedRoute::Session(_) => "do not run in this session",
+                ManagedRoute::Resource(_) => {
+                    "cannot apply to the local environment: kept, not applied"
+                }
             };
             headers.push((
                 "x-ccwire-warning".to_owned(),
@@ -613,7 +582,7 @@ impl Gateway {
     /// resources as [`StoreAsk::Managed`] kept them (`kind`, `json`), or `None` when
     /// the store failed (the request gets a 503 that asks to retry shortly). The request
     /// waiting for them is then answered.
-    pub(super) fn store_managed_loaded(
+    pub(in crate::gateway::engine) fn store_managed_loaded(
         &mut self,
         now: Timestamp,
         request: RequestId,
@@ -661,7 +630,7 @@ impl Gateway {
             self.managed.tenants.insert(parked.tenant.clone(), mine);
             sessions.sort_by_key(|(order, _)| *order);
             for (order, data) in sessions {
-                self.restore_session(&parked.tenant, order, &data);
+                self.restore_session(&parked.tenant, order, data);
             }
         }
         let head = HttpHead {
@@ -670,7 +639,10 @@ impl Gateway {
             query: &parked.query,
             headers: &[],
         };
-        self.handle_managed(request, &head, &parked.tenant, &parked.body);
+        // (The path was a route of this API when the request was parked.)
+        if let Some(route) = ManagedRoute::parse(&parked.path) {
+            self.handle_managed(request, route, &head, &parked.tenant, &parked.body);
+        }
     }
 
     /// Forgets what this gateway read of `tenant`'s (the API key's) Managed Agents resources:
@@ -689,7 +661,7 @@ impl Gateway {
 
     fn managed_answer(
         &mut self,
-        request: RequestId,
+        route: Route<'_>,
         head: &HttpHead<'_>,
         tenant: &str,
         body: &[u8],
@@ -697,12 +669,6 @@ impl Gateway {
         kept: &mut Vec<Kept>,
     ) -> Result<(u16, Value), Refusal> {
         let params = query(head.query);
-        if super::sessions::parse(head.path).is_some() {
-            return self
-                .handle_session(request, head, &params, tenant, body, warnings)
-                .unwrap_or(Ok((0, Value::Null)));
-        }
-        let route = parse(head.path).ok_or_else(|| not_found("endpoint", head.path))?;
         let object = || json_object(body);
         let now = self.managed_now();
         let archived = param(&params, "include_archived") == Some("true");

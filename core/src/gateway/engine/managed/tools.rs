@@ -4,6 +4,8 @@
 
 use serde_json::{json, Value};
 
+use super::state::EventBody;
+
 /// The built-in tools of `agent_toolset_20260401` and the CLI tools that are them.
 const BUILT_IN: [(&str, &str); 8] = [
     ("bash", "Bash"),
@@ -18,7 +20,7 @@ const BUILT_IN: [(&str, &str); 8] = [
 
 /// What a session's CLI runs of its agent's tools.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(super) struct SessionTools {
+pub(in crate::gateway::engine) struct SessionTools {
     /// Built-in tools the CLI runs, by the CLI's names, and whether each asks first.
     pub(super) built_in: Vec<(String, bool)>,
     /// URL MCP servers the CLI connects to: name, URL, and their tools' policies.
@@ -149,13 +151,13 @@ impl SessionTools {
     }
 
     /// The built-in tools the CLI runs (CLI names).
-    pub(super) fn cli_tools(&self) -> Vec<String> {
+    pub(in crate::gateway::engine) fn cli_tools(&self) -> Vec<String> {
         self.built_in.iter().map(|(t, _)| t.clone()).collect()
     }
 
     /// The tools that run without asking: the built-in ones whose policy is `always_allow`.
     /// (An MCP tool's call always comes to the gateway, which answers it by its policy.)
-    pub(super) fn allowed(&self) -> Vec<String> {
+    pub(in crate::gateway::engine) fn allowed(&self) -> Vec<String> {
         (self.built_in.iter())
             .filter(|(_, ask)| !ask)
             .map(|(t, _)| t.clone())
@@ -163,7 +165,7 @@ impl SessionTools {
     }
 
     /// The built-in tools whose every call asks first (`always_ask`).
-    pub(super) fn ask_first(&self) -> Vec<String> {
+    pub(in crate::gateway::engine) fn ask_first(&self) -> Vec<String> {
         (self.built_in.iter())
             .filter(|(_, ask)| *ask)
             .map(|(t, _)| t.clone())
@@ -171,7 +173,7 @@ impl SessionTools {
     }
 
     /// The MCP tools turned off (`mcp__<server>__<tool>`), which the model is not offered.
-    pub(super) fn disallowed(&self) -> Vec<String> {
+    pub(in crate::gateway::engine) fn disallowed(&self) -> Vec<String> {
         let mut off = Vec::new();
         for set in &self.mcp {
             if !set.enabled {
@@ -189,14 +191,14 @@ impl SessionTools {
     }
 
     /// The `--mcp-config` servers: each URL server as a streamable HTTP server.
-    pub(super) fn mcp_servers(&self) -> Vec<(String, Value)> {
+    pub(in crate::gateway::engine) fn mcp_servers(&self) -> Vec<(String, Value)> {
         (self.mcp.iter())
             .map(|s| (s.name.clone(), json!({"type": "http", "url": s.url})))
             .collect()
     }
 
     /// The URLs of the URL MCP servers the CLI connects to.
-    pub(super) fn mcp_urls(&self) -> Vec<String> {
+    pub(in crate::gateway::engine) fn mcp_urls(&self) -> Vec<String> {
         self.mcp.iter().map(|s| s.url.clone()).collect()
     }
 
@@ -254,36 +256,45 @@ pub(super) enum ToolName {
 
 impl ToolName {
     /// The event of a call with `input`, decided `permission`.
-    pub(super) fn use_event(&self, input: Value, permission: Permission) -> Value {
-        let mut event = match self {
-            ToolName::BuiltIn(name) => json!({"type": "agent.tool_use", "name": name}),
-            ToolName::Mcp { server, tool } => {
-                json!({"type": "agent.mcp_tool_use", "name": tool, "mcp_server_name": server})
-            }
-        };
-        event["input"] = match input {
+    pub(super) fn use_event(&self, input: Value, permission: Permission) -> EventBody {
+        let input = match input {
             Value::Object(_) => input,
             _ => json!({}),
         };
-        event["evaluated_permission"] = json!(permission.evaluated());
-        let evaluation = permission.evaluation();
-        if !evaluation.is_null() {
-            event["evaluation"] = evaluation;
+        let evaluated_permission = permission.evaluated().to_owned();
+        let evaluation = Some(permission.evaluation()).filter(|e| !e.is_null());
+        match self {
+            ToolName::BuiltIn(name) => EventBody::AgentToolUse {
+                name: name.clone(),
+                input,
+                evaluated_permission,
+                evaluation,
+            },
+            ToolName::Mcp { server, tool } => EventBody::AgentMcpToolUse {
+                name: tool.clone(),
+                mcp_server_name: server.clone(),
+                input,
+                evaluated_permission,
+                evaluation,
+            },
         }
-        event
     }
 
     /// The event of the result of the call whose event is `use_id`.
-    pub(super) fn result_event(&self, use_id: &str, content: &Value, is_error: bool) -> Value {
-        let mut event = match self {
-            ToolName::BuiltIn(_) => json!({"type": "agent.tool_result", "tool_use_id": use_id}),
-            ToolName::Mcp { .. } => {
-                json!({"type": "agent.mcp_tool_result", "mcp_tool_use_id": use_id})
-            }
-        };
-        event["content"] = result_content(content);
-        event["is_error"] = json!(is_error);
-        event
+    pub(super) fn result_event(&self, use_id: &str, content: &Value, is_error: bool) -> EventBody {
+        let content = result_content(content);
+        match self {
+            ToolName::BuiltIn(_) => EventBody::AgentToolResult {
+                tool_use_id: use_id.to_owned(),
+                content,
+                is_error,
+            },
+            ToolName::Mcp { .. } => EventBody::AgentMcpToolResult {
+                mcp_tool_use_id: use_id.to_owned(),
+                content,
+                is_error,
+            },
+        }
     }
 }
 
@@ -380,19 +391,21 @@ mod tests {
     #[test]
     fn events_name_tools_as_the_api_does() {
         let (p, name) = SessionTools::default().permission("Bash");
-        let event = name.use_event(json!({"command": "ls"}), Permission::Ask);
+        let json = |body: EventBody| serde_json::to_value(body).unwrap();
+        let event = json(name.use_event(json!({"command": "ls"}), Permission::Ask));
         assert_eq!(p, Permission::Deny);
         assert_eq!(event["name"], "bash");
         assert_eq!(event["evaluated_permission"], "ask");
         assert_eq!(event["evaluation"]["type"], "always_ask");
-        let result = name.result_event("sevt_1", &json!("a\nb"), false);
+        let result = json(name.result_event("sevt_1", &json!("a\nb"), false));
         assert_eq!(result["type"], "agent.tool_result");
         assert_eq!(result["content"][0]["text"], "a\nb");
         let mcp = ToolName::Mcp {
             server: "s".into(),
             tool: "t".into(),
         };
-        let result = mcp.result_event("sevt_2", &json!([{"type": "text", "text": "x"}]), true);
+        let result =
+            json(mcp.result_event("sevt_2", &json!([{"type": "text", "text": "x"}]), true));
         assert_eq!(result["mcp_tool_use_id"], "sevt_2");
         assert_eq!(result["is_error"], true);
     }

@@ -1,0 +1,96 @@
+//! The gateway's routes: a request's path read once into a [`Route`], which admission checks
+//! (its methods, whether its body is JSON, whether it takes a key) and the HTTP face then
+//! carries to the route's handler.
+
+use super::console::ConsoleRoute;
+use super::managed;
+use crate::api::Api;
+
+/// What a request asks, by its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Route<'a> {
+    /// `/v1/messages`, `/v1/chat/completions`, `/v1/responses`: a turn in that API.
+    Turn(Api),
+    /// `/v1/messages/count_tokens`.
+    CountTokens,
+    /// `/v1/models`.
+    Models,
+    /// `/v1/approvals`: the tenant's held permission requests.
+    Approvals,
+    /// `/v1/approvals/events`: them as they come.
+    ApprovalEvents,
+    /// `/v1/approvals/{id}`: an answer to one.
+    Approval(&'a str),
+    /// `/metrics`.
+    Metrics,
+    /// `/health`.
+    Health,
+    /// `/admin/drain`.
+    Drain,
+    /// The console's page and views.
+    Console(ConsoleRoute<'a>),
+    /// The Managed Agents API.
+    Managed(managed::Route<'a>),
+}
+
+impl<'a> Route<'a> {
+    /// The route of `path`, if the gateway has one.
+    pub(super) fn parse(path: &'a str) -> Option<Route<'a>> {
+        Some(match path {
+            "/v1/messages" => Route::Turn(Api::Anthropic),
+            "/v1/chat/completions" => Route::Turn(Api::OpenAi),
+            "/v1/responses" => Route::Turn(Api::Responses),
+            "/v1/messages/count_tokens" => Route::CountTokens,
+            "/v1/models" => Route::Models,
+            "/v1/approvals" => Route::Approvals,
+            "/v1/approvals/events" => Route::ApprovalEvents,
+            "/metrics" => Route::Metrics,
+            "/health" => Route::Health,
+            "/admin/drain" => Route::Drain,
+            _ => {
+                if let Some(route) = managed::Route::parse(path) {
+                    return Some(Route::Managed(route));
+                }
+                if let Some(route) = super::console::route(path) {
+                    return Some(Route::Console(route));
+                }
+                let id = path.strip_prefix("/v1/approvals/")?;
+                return (!id.is_empty() && !id.contains('/')).then_some(Route::Approval(id));
+            }
+        })
+    }
+
+    /// The methods the route takes.
+    pub(super) fn methods(self) -> &'static [&'static str] {
+        match self {
+            Route::Turn(_) | Route::CountTokens | Route::Approval(_) | Route::Drain => &["POST"],
+            Route::Models
+            | Route::Approvals
+            | Route::ApprovalEvents
+            | Route::Metrics
+            | Route::Health
+            | Route::Console(_) => &["GET"],
+            Route::Managed(route) => route.methods(),
+        }
+    }
+
+    /// Whether a POST's body must be JSON.
+    pub(super) fn json_body(self) -> bool {
+        match self {
+            Route::Turn(_) | Route::CountTokens | Route::Approval(_) => true,
+            Route::Managed(route) => route.json_body(),
+            _ => false,
+        }
+    }
+
+    /// Whether the caller needs an API key. `/metrics`, the console's views and
+    /// `/admin/drain` check the key themselves (a tenant's key sees its own, the admin key
+    /// all); `/health` gives its status to anyone and details with a key; the console's page
+    /// is for anyone.
+    pub(super) fn needs_key(self) -> bool {
+        !matches!(
+            self,
+            Route::Metrics | Route::Health | Route::Drain | Route::Console(_)
+        )
+    }
+}
