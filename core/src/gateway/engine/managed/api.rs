@@ -1,6 +1,5 @@
-//! The Managed Agents API's shapes, shared by its resources (`managed`) and its sessions
-//! (`sessions`): errors as the API words them, query parameters and pages, JSON bodies,
-//! metadata.
+//! The Managed Agents API's shapes, shared by its agents, environments and sessions: errors
+//! as the API words them, query parameters and pages, JSON bodies, metadata.
 
 use serde_json::{json, Map, Value};
 
@@ -121,10 +120,11 @@ pub(super) fn json_object(body: &[u8]) -> Result<Map<String, Value>, Refusal> {
 pub(super) fn string_or_null(
     body: &Map<String, Value>,
     name: &str,
-) -> Result<Option<Value>, Refusal> {
+) -> Result<Option<Option<String>>, Refusal> {
     match body.get(name) {
         None => Ok(None),
-        Some(v @ (Value::Null | Value::String(_))) => Ok(Some(v.clone())),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(Value::String(s)) => Ok(Some(Some(s.clone()))),
         Some(_) => Err(invalid(format!("{name}: must be a string or null"))),
     }
 }
@@ -133,14 +133,14 @@ pub(super) fn string_or_null(
 /// `patch`, a null value deletes its key from `current`.
 pub(super) fn metadata(
     value: &Value,
-    current: Option<&Value>,
+    current: Option<&Map<String, Value>>,
     patch: bool,
-) -> Result<Value, Refusal> {
+) -> Result<Map<String, Value>, Refusal> {
     let Value::Object(given) = value else {
         return Err(invalid("metadata: must be an object of strings"));
     };
     let mut out = match (patch, current) {
-        (true, Some(Value::Object(c))) => c.clone(),
+        (true, Some(c)) => c.clone(),
         _ => Map::new(),
     };
     for (k, v) in given {
@@ -165,5 +165,5 @@ pub(super) fn metadata(
     if out.len() > 16 {
         return Err(invalid("metadata: at most 16 pairs"));
     }
-    Ok(Value::Object(out))
+    Ok(out)
 }

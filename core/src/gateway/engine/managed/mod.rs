@@ -1,5 +1,6 @@
 //! The Managed Agents API (beta `managed-agents-2026-04-01`), a wing of the gateway: agents
-//! with versions and environments ([`resources`]), and sessions ([`sessions`]): an agent's
+//! with versions ([`agents`]) and environments ([`environments`]), kept per tenant
+//! ([`resources`]), and sessions ([`sessions`]): an agent's
 //! conversation with its event log, each turn of which is a Messages request the gateway
 //! makes of itself ([`turns`]), so a session's CLI is found, held and resumed like any
 //! conversation's. Its state is typed ([`state`]); JSON is read where a request comes in and
@@ -9,7 +10,9 @@
 //! Its self-made turns are numbered from [`TURNS_FROM`], a range of [`RequestId`] no host
 //! numbers its own requests in.
 
+mod agents;
 mod api;
+mod environments;
 mod resources;
 mod sessions;
 mod state;

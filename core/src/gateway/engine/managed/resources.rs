@@ -1,33 +1,17 @@
-//! The Managed Agents API (beta `managed-agents-2026-04-01`) in its own shapes, ids and
-//! errors, for the official SDKs' `beta.agents` and `beta.environments` clients: agents with
-//! versions, and environments (a local one: each session works in a directory of its own under
-//! the tenant's home). Every resource belongs to the tenant (API key) that made it.
-//!
-//! What cannot apply to a local Claude Code is refused with a 400 that says so (skills,
-//! multi-agent rosters, an AWS execution identity, self-hosted environments), or, for an
-//! environment's cloud settings (networking, packages), accepted, kept and named in an
-//! `x-ccwire-warning` header.
+//! The Managed Agents API's resources, agents and environments, per tenant: kept in memory,
+//! read from the session store at a tenant's first request and written back as they change;
+//! the requests of their routes answered.
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
+use super::agents::{agent_fields, Agent, AgentSnapshot};
 use super::api::*;
+use super::environments::{self, Environment};
 use super::{ResourceRoute as Route, Route as ManagedRoute};
 use crate::gateway::engine::{tenant_id, Gateway, GatewayOutput, HttpHead, RequestId, StoreAsk};
 use crate::Timestamp;
-
-/// The built-in tools of `agent_toolset_20260401`, as the API names them.
-const AGENT_TOOLS: [&str; 8] = [
-    "bash",
-    "edit",
-    "read",
-    "write",
-    "glob",
-    "grep",
-    "web_fetch",
-    "web_search",
-];
 
 /// Each tenant's agents and environments, in the order they were made.
 #[derive(Debug, Default)]
@@ -42,8 +26,8 @@ pub(in crate::gateway::engine) struct Managed {
 struct Resources {
     /// Each agent's versions, oldest first (the last is the agent now), with the order it was
     /// made in.
-    agents: Vec<(u64, Vec<Value>)>,
-    environments: Vec<(u64, Value)>,
+    agents: Vec<(u64, Vec<Agent>)>,
+    environments: Vec<(u64, Environment)>,
 }
 
 /// A request parked until its tenant's resources are read.
@@ -65,396 +49,9 @@ struct Kept {
     json: Option<Value>,
 }
 
-/// A permission policy as given (`null`: the default).
-fn policy(value: Option<&Value>, default: &Value, at: &str) -> Result<Value, Refusal> {
-    match value {
-        None | Some(Value::Null) => Ok(default.clone()),
-        Some(v) => match v["type"].as_str() {
-            Some("always_allow" | "always_ask") => Ok(json!({"type": v["type"]})),
-            Some("auto") => Err(invalid(format!(
-                "{at}.permission_policy: `auto` is not supported by this gateway (use always_allow or always_ask)"
-            ))),
-            _ => Err(invalid(format!(
-                "{at}.permission_policy: must be {{\"type\": \"always_allow\" | \"always_ask\"}}"
-            ))),
-        },
-    }
-}
-
-/// `enabled` as given (`null`: the default).
-fn enabled(value: Option<&Value>, default: bool, at: &str) -> Result<bool, Refusal> {
-    match value {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(invalid(format!("{at}.enabled: must be a boolean"))),
-    }
-}
-
-/// An agent's `model`, resolved: always the object form.
-fn model(value: &Value) -> Result<Value, Refusal> {
-    let (id, given) = match value {
-        Value::String(id) if !id.is_empty() => return Ok(json!({"id": id})),
-        Value::Object(o) => match o.get("id") {
-            Some(Value::String(id)) if !id.is_empty() => (id.clone(), o),
-            _ => return Err(invalid("model.id: required")),
-        },
-        _ => return Err(invalid("model: a model name, or {\"id\": …}")),
-    };
-    let mut out = json!({"id": id});
-    match given.get("effort") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(level)) => out["effort"] = json!({"type": level}),
-        Some(v @ Value::Object(_)) if v["type"].is_string() => {
-            out["effort"] = json!({"type": v["type"]});
-        }
-        Some(_) => return Err(invalid("model.effort: a level or {\"type\": level}")),
-    }
-    for field in ["inference_geo", "speed"] {
-        match given.get(field) {
-            None | Some(Value::Null) => {}
-            Some(v @ Value::String(_)) => out[field] = v.clone(),
-            Some(_) => return Err(invalid(format!("model.{field}: must be a string"))),
-        }
-    }
-    Ok(out)
-}
-
-/// An agent's `tools`, resolved, checked against its `mcp_servers`' names.
-fn tools(value: &Value, servers: &[String]) -> Result<Value, Refusal> {
-    let Value::Array(list) = value else {
-        return Err(invalid("tools: must be an array"));
-    };
-    let mut out = Vec::new();
-    for (i, tool) in list.iter().enumerate() {
-        let at = format!("tools.{i}");
-        out.push(match tool["type"].as_str() {
-            Some("agent_toolset_20260401") => toolset(tool, &at)?,
-            Some("mcp_toolset") => {
-                let name = tool["mcp_server_name"].as_str().unwrap_or_default();
-                if !servers.iter().any(|s| s == name) {
-                    return Err(invalid(format!(
-                        "{at}.mcp_server_name: no MCP server {name:?} in mcp_servers"
-                    )));
-                }
-                let (default, configs) = configs(tool, json!({"type": "always_ask"}), &at)?;
-                let configs: Vec<Value> = configs
-                    .into_iter()
-                    .map(|(name, enabled, policy, _)| {
-                        json!({"name": name, "enabled": enabled, "permission_policy": policy})
-                    })
-                    .collect();
-                json!({"type": "mcp_toolset", "mcp_server_name": name,
-                       "default_config": default, "configs": configs})
-            }
-            Some("custom") => {
-                let name = tool["name"].as_str().unwrap_or_default();
-                let fits = (1..=128).contains(&name.len())
-                    && name
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-                if !fits {
-                    return Err(invalid(format!(
-                        "{at}.name: 1 to 128 letters, digits, '_' or '-'"
-                    )));
-                }
-                if !tool["description"].is_string() {
-                    return Err(invalid(format!("{at}.description: required")));
-                }
-                if tool["input_schema"]["type"] != "object" {
-                    return Err(invalid(format!(
-                        "{at}.input_schema: a JSON Schema of type \"object\""
-                    )));
-                }
-                json!({"type": "custom", "name": name, "description": tool["description"],
-                       "input_schema": tool["input_schema"]})
-            }
-            _ => {
-                return Err(invalid(format!(
-                    "{at}.type: agent_toolset_20260401, mcp_toolset or custom"
-                )))
-            }
-        });
-    }
-    Ok(Value::Array(out))
-}
-
-/// A toolset's `default_config` and `configs`, resolved: (name, enabled, policy, the config).
-#[allow(clippy::type_complexity)]
-fn configs(
-    tool: &Value,
-    default_policy: Value,
-    at: &str,
-) -> Result<(Value, Vec<(String, bool, Value, Value)>), Refusal> {
-    let given = &tool["default_config"];
-    let on = enabled(given.get("enabled"), true, &format!("{at}.default_config"))?;
-    let policy_now = policy(
-        given.get("permission_policy"),
-        &default_policy,
-        &format!("{at}.default_config"),
-    )?;
-    let default = json!({"enabled": on, "permission_policy": policy_now});
-    let mut out = Vec::new();
-    match &tool["configs"] {
-        Value::Null => {}
-        Value::Array(list) => {
-            for (j, config) in list.iter().enumerate() {
-                let at = format!("{at}.configs.{j}");
-                let Some(name) = config["name"].as_str() else {
-                    return Err(invalid(format!("{at}.name: required")));
-                };
-                let e = enabled(config.get("enabled"), on, &at)?;
-                let p = policy(config.get("permission_policy"), &policy_now, &at)?;
-                out.push((name.to_owned(), e, p, config.clone()));
-            }
-        }
-        _ => return Err(invalid(format!("{at}.configs: must be an array"))),
-    }
-    Ok((default, out))
-}
-
-/// The built-in toolset, resolved: every tool with its config.
-fn toolset(tool: &Value, at: &str) -> Result<Value, Refusal> {
-    let (default, given) = configs(tool, json!({"type": "always_allow"}), at)?;
-    for (name, ..) in &given {
-        if !AGENT_TOOLS.contains(&name.as_str()) {
-            return Err(invalid(format!(
-                "{at}.configs: no built-in tool {name:?} (bash, edit, read, write, glob, grep, web_fetch, web_search)"
-            )));
-        }
-    }
-    let configs: Vec<Value> = AGENT_TOOLS
-        .iter()
-        .map(|name| {
-            let mine = given.iter().find(|(n, ..)| n == name);
-            let (on, policy) = match mine {
-                Some((_, on, policy, _)) => (Value::Bool(*on), policy.clone()),
-                None => (
-                    default["enabled"].clone(),
-                    default["permission_policy"].clone(),
-                ),
-            };
-            let mut config = json!({"type": name, "name": name, "enabled": on,
-                                    "permission_policy": policy});
-            let extras: &[&str] = match *name {
-                "web_fetch" => &[
-                    "allowed_domains",
-                    "blocked_domains",
-                    "max_content_tokens",
-                    "url_sources",
-                ],
-                "web_search" => &["allowed_domains", "blocked_domains", "user_location"],
-                _ => &[],
-            };
-            for extra in extras {
-                if let Some(v) = mine.map(|(.., c)| &c[*extra]).filter(|v| !v.is_null()) {
-                    config[*extra] = v.clone();
-                }
-            }
-            if *name == "web_fetch" && config.get("url_sources").is_none() {
-                config["url_sources"] = Value::Null;
-            }
-            config
-        })
-        .collect();
-    Ok(json!({"type": "agent_toolset_20260401", "default_config": default, "configs": configs}))
-}
-
-/// An agent's `mcp_servers`, checked, and their names.
-fn mcp_servers(value: &Value) -> Result<(Value, Vec<String>), Refusal> {
-    let Value::Array(list) = value else {
-        return Err(invalid("mcp_servers: must be an array"));
-    };
-    let mut names: Vec<String> = Vec::new();
-    let mut out = Vec::new();
-    for (i, server) in list.iter().enumerate() {
-        let (Some("url"), Some(name), Some(url)) = (
-            server["type"].as_str(),
-            server["name"].as_str(),
-            server["url"].as_str(),
-        ) else {
-            return Err(invalid(format!(
-                "mcp_servers.{i}: {{\"type\": \"url\", \"name\": …, \"url\": …}}"
-            )));
-        };
-        if name.is_empty() || name.len() > 255 || names.iter().any(|n| n == name) {
-            return Err(invalid(format!(
-                "mcp_servers.{i}.name: 1 to 255 characters, each name once"
-            )));
-        }
-        names.push(name.to_owned());
-        out.push(json!({"type": "url", "name": name, "url": url}));
-    }
-    Ok((Value::Array(out), names))
-}
-
-/// The agent `current` (or a new one) with `body`'s fields: the fields as they will be kept.
-fn agent_fields(body: &Map<String, Value>, current: Option<&Value>) -> Result<Value, Refusal> {
-    let mut agent = current.cloned().unwrap_or_else(|| {
-        json!({"name": null, "description": null, "system": null, "model": null,
-               "tools": [], "mcp_servers": [], "skills": [], "metadata": {},
-               "multiagent": null, "execution_identity": {"type": "service_account"}})
-    });
-    match body.get("name") {
-        Some(Value::String(n)) if !n.is_empty() => agent["name"] = json!(n),
-        None if current.is_some() => {}
-        _ => return Err(invalid("name: required, a non-empty string")),
-    }
-    match body.get("model") {
-        Some(Value::Null) | None if current.is_some() && body.get("model").is_none() => {}
-        Some(v) if !v.is_null() => agent["model"] = model(v)?,
-        _ => return Err(invalid("model: required")),
-    }
-    for field in ["description", "system"] {
-        if let Some(v) = string_or_null(body, field)? {
-            agent[field] = match v {
-                Value::String(s) if s.is_empty() => Value::Null,
-                v => v,
-            };
-        }
-    }
-    if let Some(servers) = body.get("mcp_servers") {
-        agent["mcp_servers"] = match servers {
-            Value::Null => json!([]),
-            v => mcp_servers(v)?.0,
-        };
-    }
-    let names: Vec<String> = agent["mcp_servers"]
-        .as_array()
-        .map(|l| {
-            l.iter()
-                .filter_map(|s| s["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(t) = body.get("tools") {
-        agent["tools"] = match t {
-            Value::Null => json!([]),
-            v => tools(v, &names)?,
-        };
-    }
-    let referenced = |name: &str| {
-        agent["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["mcp_server_name"] == name))
-    };
-    if let Some(unused) = names.iter().find(|n| !referenced(n)) {
-        return Err(invalid(format!(
-            "mcp_servers: {unused:?} is not used by any mcp_toolset in tools"
-        )));
-    }
-    match body.get("skills") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(list)) if list.is_empty() => agent["skills"] = json!([]),
-        Some(_) => {
-            return Err(invalid(
-                "skills: not supported by this gateway (the local Claude Code runs no Anthropic or custom skills)",
-            ))
-        }
-    }
-    match body.get("multiagent") {
-        None | Some(Value::Null) => {}
-        Some(_) => {
-            return Err(invalid(
-                "multiagent: not supported by this gateway (a session runs one agent)",
-            ))
-        }
-    }
-    match body.get("execution_identity") {
-        None => {}
-        Some(Value::Null) => agent["execution_identity"] = json!({"type": "service_account"}),
-        Some(v) if v["type"] == "service_account" => {
-            agent["execution_identity"] = json!({"type": "service_account"});
-        }
-        Some(_) => {
-            return Err(invalid(
-                "execution_identity: only service_account (the gateway's own) is supported",
-            ))
-        }
-    }
-    if let Some(m) = body.get("metadata") {
-        agent["metadata"] = match (m, current) {
-            (Value::Null, _) => agent["metadata"].clone(),
-            (m, Some(_)) => metadata(m, current.map(|c| &c["metadata"]), true)?,
-            (m, None) => metadata(m, None, false)?,
-        };
-    }
-    Ok(agent)
-}
-
-/// The fields of an agent that make a version (its id, version and times are not).
-fn definition(agent: &Value) -> Value {
-    let mut d = agent.clone();
-    if let Value::Object(o) = &mut d {
-        for k in [
-            "id",
-            "type",
-            "version",
-            "created_at",
-            "updated_at",
-            "archived_at",
-        ] {
-            o.remove(k);
-        }
-    }
-    d
-}
-
-/// An environment's `config`, resolved (the local environment's), with what cannot apply here.
-fn environment_config(
-    value: Option<&Value>,
-    current: Option<&Value>,
-) -> Result<(Value, Vec<String>), Refusal> {
-    let default = json!({"type": "cloud", "networking": {"type": "unrestricted"},
-        "packages": {"type": "packages", "apt": [], "cargo": [], "gem": [], "go": [], "npm": [], "pip": []}});
-    let mut config = current.cloned().unwrap_or(default);
-    let Some(given) = value.filter(|v| !v.is_null()) else {
-        return Ok((config, Vec::new()));
-    };
-    match given["type"].as_str() {
-        Some("cloud") => {}
-        Some("self_hosted") => {
-            return Err(invalid(
-                "config.type: self_hosted environments are not supported by this gateway (its environment is the local machine: use cloud)",
-            ))
-        }
-        _ => return Err(invalid("config.type: cloud")),
-    }
-    let mut ignored = Vec::new();
-    match &given["networking"] {
-        Value::Null => {}
-        n @ Value::Object(_) => {
-            match n["type"].as_str() {
-                Some("unrestricted") => {}
-                Some("limited") => ignored.push("config.networking (limited)".to_owned()),
-                _ => return Err(invalid("config.networking.type: unrestricted or limited")),
-            }
-            config["networking"] = n.clone();
-        }
-        _ => return Err(invalid("config.networking: must be an object")),
-    }
-    match &given["packages"] {
-        Value::Null => {}
-        Value::Object(p) => {
-            for manager in ["apt", "cargo", "gem", "go", "npm", "pip"] {
-                match p.get(manager) {
-                    None | Some(Value::Null) => {}
-                    Some(Value::Array(list)) => {
-                        if !list.is_empty() {
-                            ignored.push(format!("config.packages.{manager}"));
-                        }
-                        config["packages"][manager] = Value::Array(list.clone());
-                    }
-                    Some(_) => {
-                        return Err(invalid(format!(
-                            "config.packages.{manager}: must be an array of strings"
-                        )))
-                    }
-                }
-            }
-        }
-        _ => return Err(invalid("config.packages: must be an object")),
-    }
-    Ok((config, ignored))
+/// The API's JSON of a resource.
+fn shown(resource: &impl serde::Serialize) -> Value {
+    serde_json::to_value(resource).unwrap_or_default()
 }
 
 impl Managed {
@@ -549,15 +146,11 @@ impl Gateway {
     fn keep(&mut self, tenant: &str, kind: &'static str, id: &str, kept: &mut Vec<Kept>) {
         let mine = self.managed.resources(tenant);
         let json = match kind {
-            "agent" => mine
-                .agents
-                .iter()
-                .find(|(_, v)| v[0]["id"] == id)
+            "agent" => (mine.agents.iter())
+                .find(|(_, v)| v[0].snapshot.id == id)
                 .map(|(order, v)| json!({"order": order, "data": v})),
-            _ => mine
-                .environments
-                .iter()
-                .find(|(_, e)| e["id"] == id)
+            _ => (mine.environments.iter())
+                .find(|(_, e)| e.id == id)
                 .map(|(order, e)| json!({"order": order, "data": e})),
         };
         kept.push(Kept {
@@ -608,20 +201,25 @@ impl Gateway {
             let mut mine = Resources::default();
             let mut sessions = Vec::new();
             for (kind, json) in resources {
-                let Ok(Value::Object(kept)) = serde_json::from_str::<Value>(&json) else {
+                // A record that does not read as its kind is passed over.
+                let Ok(Value::Object(mut kept)) = serde_json::from_str::<Value>(&json) else {
                     continue;
                 };
                 let order = kept.get("order").and_then(Value::as_u64).unwrap_or(0);
-                match (kind.as_str(), kept.get("data")) {
-                    ("agent", Some(Value::Array(versions))) if !versions.is_empty() => {
-                        mine.agents.push((order, versions.clone()));
+                let data = kept.remove("data").unwrap_or_default();
+                match kind.as_str() {
+                    "agent" => match serde_json::from_value::<Vec<Agent>>(data) {
+                        Ok(versions) if !versions.is_empty() => {
+                            mine.agents.push((order, versions));
+                        }
+                        _ => {}
+                    },
+                    "environment" => {
+                        if let Ok(e) = serde_json::from_value::<Environment>(data) {
+                            mine.environments.push((order, e));
+                        }
                     }
-                    ("environment", Some(e @ Value::Object(_))) => {
-                        mine.environments.push((order, e.clone()));
-                    }
-                    ("session", Some(data @ Value::Object(_))) => {
-                        sessions.push((order, data.clone()));
-                    }
+                    "session" => sessions.push((order, data)),
                     _ => {}
                 }
             }
@@ -674,68 +272,61 @@ impl Gateway {
         let archived = param(&params, "include_archived") == Some("true");
         match (head.method, route) {
             ("POST", Route::Agents) => {
-                let body = object()?;
-                let mut agent = agent_fields(&body, None)?;
+                let (definition, metadata) = agent_fields(&object()?, None)?;
                 let id = self.managed_id("agent_");
-                agent["id"] = json!(id);
-                agent["type"] = json!("agent");
-                agent["version"] = json!(1);
-                agent["created_at"] = json!(now);
-                agent["updated_at"] = json!(now);
-                agent["archived_at"] = Value::Null;
+                let agent = Agent {
+                    snapshot: AgentSnapshot {
+                        definition,
+                        id: id.clone(),
+                        kind: "agent".to_owned(),
+                        version: 1,
+                    },
+                    archived_at: None,
+                    created_at: now.clone(),
+                    metadata,
+                    updated_at: now,
+                };
                 let order = self.managed_order();
-                self.managed
-                    .resources(tenant)
-                    .agents
-                    .push((order, vec![agent.clone()]));
+                let shown = shown(&agent);
+                (self.managed.resources(tenant).agents).push((order, vec![agent]));
                 self.keep(tenant, "agent", &id, kept);
-                Ok((200, agent))
+                Ok((200, shown))
             }
             ("GET", Route::Agents) => {
                 let (gte, lte) = (
                     param(&params, "created_at[gte]").map(normalize_time),
                     param(&params, "created_at[lte]").map(normalize_time),
                 );
-                let items: Vec<Value> = self
-                    .managed
-                    .resources(tenant)
-                    .agents
-                    .iter()
+                let items: Vec<Value> = (self.managed.resources(tenant).agents.iter())
                     .rev()
                     .filter_map(|(_, v)| v.last())
-                    .filter(|a| archived || a["archived_at"].is_null())
+                    .filter(|a| archived || a.archived_at.is_none())
                     .filter(|a| {
-                        let at = a["created_at"].as_str().unwrap_or_default();
+                        let at = a.created_at.as_str();
                         gte.as_deref().is_none_or(|g| at >= g)
                             && lte.as_deref().is_none_or(|l| at <= l)
                     })
-                    .cloned()
+                    .map(shown)
                     .collect();
                 Ok((200, page(items, &params, 100)?))
             }
             ("GET", Route::Agent(id)) => {
-                let versions = self.agent_versions(tenant, id)?;
-                match param(&params, "version") {
-                    None => Ok((200, versions.last().cloned().unwrap_or_default())),
-                    Some(v) => {
-                        let n: usize = v
-                            .parse()
-                            .map_err(|_| invalid("version: a positive integer"))?;
-                        match n.checked_sub(1).and_then(|i| versions.get(i)) {
-                            Some(agent) => Ok((200, agent.clone())),
-                            None => Err(not_found(&format!("agent {id} version"), v)),
-                        }
-                    }
-                }
+                let version = match param(&params, "version") {
+                    None => None,
+                    Some(v) => Some(
+                        v.parse::<u64>()
+                            .map_err(|_| invalid("version: a positive integer"))?,
+                    ),
+                };
+                Ok((200, shown(&self.managed_agent(tenant, id, version)?)))
             }
             ("POST", Route::Agent(id)) => {
                 let body = object()?;
-                let versions = self.agent_versions(tenant, id)?;
-                let current = versions.last().cloned().unwrap_or_default();
-                if !current["archived_at"].is_null() {
+                let current = self.managed_agent(tenant, id, None)?;
+                if current.archived_at.is_some() {
                     return Err(invalid(format!("agent {id} is archived")));
                 }
-                let version = current["version"].as_u64().unwrap_or(1);
+                let version = current.snapshot.version;
                 match body.get("version") {
                     None | Some(Value::Null) => {}
                     Some(v) if v.as_u64() == Some(version) => {}
@@ -750,36 +341,34 @@ impl Gateway {
                         })
                     }
                 }
-                let updated = agent_fields(&body, Some(&current))?;
-                if definition(&updated) == definition(&current) {
-                    return Ok((200, current));
+                let (definition, metadata) = agent_fields(&body, Some(&current))?;
+                if definition == current.snapshot.definition && metadata == current.metadata {
+                    return Ok((200, shown(&current)));
                 }
-                let mut next = updated;
-                next["version"] = json!(version + 1);
-                next["updated_at"] = json!(now);
-                let versions = self.agent_versions_mut(tenant, id)?;
-                versions.push(next.clone());
+                let mut next = current;
+                next.snapshot.definition = definition;
+                next.metadata = metadata;
+                next.snapshot.version = version + 1;
+                next.updated_at = now;
+                let shown = shown(&next);
+                self.agent_versions_mut(tenant, id)?.push(next);
                 self.keep(tenant, "agent", id, kept);
-                Ok((200, next))
+                Ok((200, shown))
             }
             ("POST", Route::AgentArchive(id)) => {
                 let versions = self.agent_versions_mut(tenant, id)?;
                 let agent = versions.last_mut().expect("an agent has a version");
-                if !agent["archived_at"].is_null() {
-                    return Ok((200, agent.clone()));
+                if agent.archived_at.is_some() {
+                    return Ok((200, shown(agent)));
                 }
-                agent["archived_at"] = json!(now);
-                let agent = agent.clone();
+                agent.archived_at = Some(now);
+                let shown = shown(agent);
                 self.keep(tenant, "agent", id, kept);
-                Ok((200, agent))
+                Ok((200, shown))
             }
             ("GET", Route::AgentVersions(id)) => {
-                let items: Vec<Value> = self
-                    .agent_versions(tenant, id)?
-                    .iter()
-                    .rev()
-                    .cloned()
-                    .collect();
+                let versions = self.agent_versions_mut(tenant, id)?;
+                let items: Vec<Value> = versions.iter().rev().map(shown).collect();
                 Ok((200, page(items, &params, 100)?))
             }
             ("POST", Route::Environments) => {
@@ -790,51 +379,51 @@ impl Gateway {
                 else {
                     return Err(invalid("name: required, a non-empty string"));
                 };
-                let (config, ignored) = environment_config(body.get("config"), None)?;
+                let (config, ignored) = environments::config(body.get("config"), None)?;
                 warnings.extend(ignored);
-                let description = string_or_null(&body, "description")?.unwrap_or(Value::Null);
+                let description = string_or_null(&body, "description")?.flatten();
                 let metadata = match body.get("metadata") {
-                    None | Some(Value::Null) => json!({}),
+                    None | Some(Value::Null) => Default::default(),
                     Some(m) => metadata(m, None, false)?,
                 };
-                let scope = match body.get("scope") {
-                    None | Some(Value::Null) => json!("organization"),
-                    Some(v) if v == "organization" => v.clone(),
+                match body.get("scope") {
+                    None | Some(Value::Null) => {}
+                    Some(v) if v == "organization" => {}
                     Some(_) => return Err(invalid("scope: organization")),
-                };
+                }
                 let id = self.managed_id("env_");
-                let environment = json!({"id": id, "type": "environment", "name": name,
-                    "description": description, "config": config, "metadata": metadata,
-                    "scope": scope, "created_at": now, "updated_at": now, "archived_at": null});
+                let environment = Environment {
+                    archived_at: None,
+                    config,
+                    created_at: now.clone(),
+                    description,
+                    id: id.clone(),
+                    metadata,
+                    name: name.clone(),
+                    scope: "organization".to_owned(),
+                    kind: "environment".to_owned(),
+                    updated_at: now,
+                };
                 let order = self.managed_order();
-                self.managed
-                    .resources(tenant)
-                    .environments
-                    .push((order, environment.clone()));
+                let shown = shown(&environment);
+                (self.managed.resources(tenant).environments).push((order, environment));
                 self.keep(tenant, "environment", &id, kept);
-                Ok((200, environment))
+                Ok((200, shown))
             }
             ("GET", Route::Environments) => {
-                let items: Vec<Value> = self
-                    .managed
-                    .resources(tenant)
-                    .environments
-                    .iter()
+                let items: Vec<Value> = (self.managed.resources(tenant).environments.iter())
                     .rev()
                     .map(|(_, e)| e)
-                    .filter(|e| archived || e["archived_at"].is_null())
-                    .cloned()
+                    .filter(|e| archived || e.archived_at.is_none())
+                    .map(shown)
                     .collect();
                 Ok((200, page(items, &params, 100)?))
             }
-            ("GET", Route::Environment(id)) => {
-                let environment = self.environment(tenant, id)?;
-                Ok((200, environment.clone()))
-            }
+            ("GET", Route::Environment(id)) => Ok((200, shown(self.environment_mut(tenant, id)?))),
             ("POST", Route::Environment(id)) => {
                 let body = object()?;
-                let environment = self.environment(tenant, id)?.clone();
-                if !environment["archived_at"].is_null() {
+                let environment = self.environment_mut(tenant, id)?.clone();
+                if environment.archived_at.is_some() {
                     return Err(Refusal {
                         code: Some("environment_archived"),
                         ..invalid(format!("environment {id} is archived"))
@@ -842,27 +431,30 @@ impl Gateway {
                 }
                 let mut next = environment.clone();
                 if let Some(given) = body.get("config").filter(|c| !c.is_null()) {
-                    if given["type"].is_string() && given["type"] != environment["config"]["type"] {
+                    if given["type"]
+                        .as_str()
+                        .is_some_and(|t| t != environment.config.kind)
+                    {
                         return Err(Refusal {
                             code: Some("invalid_config_type_change"),
                             ..invalid("config.type: an environment's config type cannot change")
                         });
                     }
                     let (config, ignored) =
-                        environment_config(Some(given), Some(&environment["config"]))?;
+                        environments::config(Some(given), Some(&environment.config))?;
                     warnings.extend(ignored);
-                    next["config"] = config;
+                    next.config = config;
                 }
                 match body.get("name") {
                     None | Some(Value::Null) => {}
-                    Some(Value::String(n)) if !n.is_empty() => next["name"] = json!(n),
+                    Some(Value::String(n)) if !n.is_empty() => next.name = n.clone(),
                     Some(_) => return Err(invalid("name: a non-empty string")),
                 }
                 if let Some(d) = string_or_null(&body, "description")? {
-                    next["description"] = d;
+                    next.description = d;
                 }
                 if let Some(m) = body.get("metadata").filter(|m| !m.is_null()) {
-                    next["metadata"] = metadata(m, Some(&environment["metadata"]), true)?;
+                    next.metadata = metadata(m, Some(&environment.metadata), true)?;
                 }
                 match body.get("scope") {
                     None | Some(Value::Null) => {}
@@ -870,18 +462,15 @@ impl Gateway {
                     Some(_) => return Err(invalid("scope: organization")),
                 }
                 if next != environment {
-                    next["updated_at"] = json!(now);
+                    next.updated_at = now;
                     *self.environment_mut(tenant, id)? = next.clone();
                     self.keep(tenant, "environment", id, kept);
                 }
-                Ok((200, next))
+                Ok((200, shown(&next)))
             }
             ("DELETE", Route::Environment(id)) => {
-                self.environment(tenant, id)?;
-                self.managed
-                    .resources(tenant)
-                    .environments
-                    .retain(|(_, e)| e["id"] != id);
+                self.environment_mut(tenant, id)?;
+                (self.managed.resources(tenant).environments).retain(|(_, e)| e.id != id);
                 kept.push(Kept {
                     kind: "environment",
                     id: id.to_owned(),
@@ -891,13 +480,13 @@ impl Gateway {
             }
             ("POST", Route::EnvironmentArchive(id)) => {
                 let environment = self.environment_mut(tenant, id)?;
-                if !environment["archived_at"].is_null() {
-                    return Ok((200, environment.clone()));
+                if environment.archived_at.is_some() {
+                    return Ok((200, shown(environment)));
                 }
-                environment["archived_at"] = json!(now);
-                let environment = environment.clone();
+                environment.archived_at = Some(now);
+                let shown = shown(environment);
                 self.keep(tenant, "environment", id, kept);
-                Ok((200, environment))
+                Ok((200, shown))
             }
             (method, _) => Err(Refusal {
                 status: 405,
@@ -914,63 +503,40 @@ impl Gateway {
         tenant: &str,
         id: &str,
         version: Option<u64>,
-    ) -> Result<Value, Refusal> {
-        let versions = self.agent_versions(tenant, id)?;
+    ) -> Result<Agent, Refusal> {
+        let versions = self.agent_versions_mut(tenant, id)?;
         match version {
-            None => Ok(versions.last().cloned().unwrap_or_default()),
+            None => Ok(versions.last().cloned().expect("an agent has a version")),
             Some(n) => n
                 .checked_sub(1)
-                .and_then(|i| versions.get(i as usize))
+                .and_then(|i| versions.get(usize::try_from(i).ok()?))
                 .cloned()
                 .ok_or_else(|| not_found(&format!("agent {id} version"), &n.to_string())),
         }
     }
 
     /// An environment of `tenant`.
-    pub(super) fn managed_environment(&mut self, tenant: &str, id: &str) -> Result<Value, Refusal> {
-        self.environment(tenant, id).cloned()
+    pub(super) fn managed_environment(
+        &mut self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Environment, Refusal> {
+        self.environment_mut(tenant, id).map(|e| e.clone())
     }
 
-    fn agent_versions(&mut self, tenant: &str, id: &str) -> Result<&Vec<Value>, Refusal> {
-        self.managed
-            .resources(tenant)
-            .agents
-            .iter()
-            .find(|(_, v)| v[0]["id"] == id)
+    /// The versions of agent `id` of `tenant`, oldest first.
+    fn agent_versions_mut(&mut self, tenant: &str, id: &str) -> Result<&mut Vec<Agent>, Refusal> {
+        (self.managed.resources(tenant).agents.iter_mut())
+            .find(|(_, v)| v[0].snapshot.id == id)
             .map(|(_, v)| v)
             .ok_or_else(|| not_found("agent", id))
     }
 
-    fn agent_versions_mut(&mut self, tenant: &str, id: &str) -> Result<&mut Vec<Value>, Refusal> {
-        self.managed
-            .resources(tenant)
-            .agents
-            .iter_mut()
-            .find(|(_, v)| v[0]["id"] == id)
-            .map(|(_, v)| v)
-            .ok_or_else(|| not_found("agent", id))
-    }
-
-    fn environment(&mut self, tenant: &str, id: &str) -> Result<&Value, Refusal> {
-        self.managed
-            .resources(tenant)
-            .environments
-            .iter()
+    /// Environment `id` of `tenant`.
+    fn environment_mut(&mut self, tenant: &str, id: &str) -> Result<&mut Environment, Refusal> {
+        (self.managed.resources(tenant).environments.iter_mut())
             .map(|(_, e)| e)
-            .find(|e| e["id"] == id)
-            .ok_or_else(|| Refusal {
-                code: Some("environment_not_found"),
-                ..not_found("environment", id)
-            })
-    }
-
-    fn environment_mut(&mut self, tenant: &str, id: &str) -> Result<&mut Value, Refusal> {
-        self.managed
-            .resources(tenant)
-            .environments
-            .iter_mut()
-            .map(|(_, e)| e)
-            .find(|e| e["id"] == id)
+            .find(|e| e.id == id)
             .ok_or_else(|| Refusal {
                 code: Some("environment_not_found"),
                 ..not_found("environment", id)

@@ -4,6 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::agents::AgentSnapshot;
 use super::api::{invalid, json_object, metadata, not_found, page, param, query, Refusal};
 use super::state::{
     AgentSession, Confirmation, Event, EventBody, Message, Previews, Progress, SessionError,
@@ -23,20 +24,6 @@ use crate::session::PermissionDecision;
 pub(super) fn frame(event: &Event) -> Vec<u8> {
     let json = serde_json::to_value(event).unwrap_or_default();
     format!("id: {}\n{}", event.id, sse(event.body.kind(), &json)).into_bytes()
-}
-
-/// The custom tools of an agent's `tools`, as Messages API tools.
-fn custom_tools(agent: &Value) -> Vec<Value> {
-    agent["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|t| t["type"] == "custom")
-        .map(|t| {
-            json!({"name": t["name"], "description": t["description"],
-                   "input_schema": t["input_schema"]})
-        })
-        .collect()
 }
 
 /// A user event's content blocks, checked (text, image, document).
@@ -173,7 +160,7 @@ impl Gateway {
 
     /// What a session of `agent` runs of the agent's tools on this gateway, with what it
     /// leaves out (for the response's warning).
-    fn session_tools(&self, agent: &Value) -> (SessionTools, Vec<String>) {
+    fn session_tools(&self, agent: &AgentSnapshot) -> (SessionTools, Vec<String>) {
         SessionTools::of(
             agent,
             &self.config.enabled_tools,
@@ -311,7 +298,7 @@ impl Gateway {
                     .filter(|s| s.tenant == tenant)
                     .filter(|s| archived || s.view.archived_at.is_none())
                     .filter(|s| statuses.is_empty() || statuses.contains(&s.view.status.as_str()))
-                    .filter(|s| agent.is_none_or(|a| s.view.agent["id"] == a))
+                    .filter(|s| agent.is_none_or(|a| s.view.agent.id == a))
                     .collect();
                 mine.sort_by_key(|s| s.order);
                 let mut items: Vec<Value> = mine.into_iter().map(view).collect();
@@ -337,10 +324,7 @@ impl Gateway {
                 };
                 let metadata = match b.get("metadata").filter(|m| !m.is_null()) {
                     None => None,
-                    Some(m) => {
-                        let current = Value::Object(session.view.metadata.clone());
-                        Some(object_of(metadata(m, Some(&current), true)?))
-                    }
+                    Some(m) => Some(metadata(m, Some(&session.view.metadata), true)?),
                 };
                 for field in ["agent", "budget", "vault_ids"] {
                     if b.get(field).is_some_and(|v| !v.is_null()) {
@@ -462,14 +446,14 @@ impl Gateway {
             }
         };
         let agent = self.managed_agent(tenant, &agent_id, version)?;
-        if !agent["archived_at"].is_null() {
+        if agent.archived_at.is_some() {
             return Err(invalid(format!("agent {agent_id} is archived")));
         }
         let Some(Value::String(environment_id)) = body.get("environment_id") else {
             return Err(invalid("environment_id: required"));
         };
         let environment = self.managed_environment(tenant, environment_id)?;
-        if !environment["archived_at"].is_null() {
+        if environment.archived_at.is_some() {
             return Err(invalid(format!("environment {environment_id} is archived")));
         }
         for field in ["resources", "vault_ids", "budget"] {
@@ -489,7 +473,7 @@ impl Gateway {
         };
         let metadata = match body.get("metadata") {
             None | Some(Value::Null) => Map::new(),
-            Some(m) => object_of(metadata(m, None, false)?),
+            Some(m) => metadata(m, None, false)?,
         };
         let initial: Vec<Value> = match body.get("initial_events") {
             None | Some(Value::Null) => Vec::new(),
@@ -504,18 +488,13 @@ impl Gateway {
             }
             user_content(event)?;
         }
-        let (tools, left_out) = self.session_tools(&agent);
+        let snapshot = agent.snapshot;
+        let (tools, left_out) = self.session_tools(&snapshot);
         warnings.extend(left_out);
-        let mut snapshot = agent.clone();
-        if let Value::Object(o) = &mut snapshot {
-            for k in ["created_at", "updated_at", "archived_at", "metadata"] {
-                o.remove(k);
-            }
-        }
         let id = self.session_id("sesn_");
         let now = self.managed_now();
         let view = SessionView {
-            agent: snapshot,
+            agent: snapshot.clone(),
             archived_at: None,
             budget: None,
             created_at: now.clone(),
@@ -533,10 +512,10 @@ impl Gateway {
             vault_ids: Vec::new(),
         };
         let request = TurnRequest {
-            model: agent["model"]["id"].as_str().unwrap_or_default().to_owned(),
+            model: snapshot.definition.model.id.clone(),
             max_tokens: 32000,
-            system: agent["system"].as_str().map(str::to_owned),
-            tools: custom_tools(&agent),
+            system: snapshot.definition.system.clone(),
+            tools: snapshot.custom_tools(),
         };
         let order = self.managed_order();
         self.agent_sessions.by_id.insert(
@@ -651,14 +630,6 @@ impl Gateway {
         }
         self.next_turn(id);
         Ok((200, json!({"data": echoed})))
-    }
-}
-
-/// A JSON object's map (anything else: an empty one).
-fn object_of(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
     }
 }
 

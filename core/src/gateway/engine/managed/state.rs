@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::agents::AgentSnapshot;
 use super::tools::{SessionTools, ToolName};
 use crate::gateway::engine::RequestId;
 use crate::gateway::SessionId;
@@ -68,7 +69,7 @@ pub(super) struct AgentSession {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct SessionView {
     /// The agent's snapshot, as the agents' API shows an agent (less its times and metadata).
-    pub(super) agent: Value,
+    pub(super) agent: AgentSnapshot,
     pub(super) archived_at: Option<String>,
     /// Always `null`: budgets are not supported here.
     pub(super) budget: Option<Value>,

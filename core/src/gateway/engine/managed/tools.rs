@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value};
 
+use super::agents::{AgentSnapshot, Policy, Tool};
 use super::state::EventBody;
 
 /// The built-in tools of `agent_toolset_20260401` and the CLI tools that are them.
@@ -70,17 +71,12 @@ impl Permission {
     }
 }
 
-/// Whether a resolved `permission_policy` asks first.
-fn asks(policy: &Value) -> bool {
-    policy["type"] == "always_ask"
-}
-
 impl SessionTools {
     /// What a session of `agent` (as the session keeps its snapshot) runs on a gateway that
     /// enables the CLI tools `enabled`, takes URL MCP servers when `mcp_allowed`, and makes
     /// every tool ask when `always_ask`; with what it leaves out, in words for a warning.
     pub(super) fn of(
-        agent: &Value,
+        agent: &AgentSnapshot,
         enabled: &[String],
         mcp_allowed: bool,
         always_ask: bool,
@@ -88,14 +84,12 @@ impl SessionTools {
         let mut tools = SessionTools::default();
         let mut left_out = Vec::new();
         let mut not_enabled = Vec::new();
-        for toolset in agent["tools"].as_array().into_iter().flatten() {
-            match toolset["type"].as_str() {
-                Some("agent_toolset_20260401") => {
-                    for config in toolset["configs"].as_array().into_iter().flatten() {
-                        if config["enabled"] != true {
-                            continue;
-                        }
-                        let name = config["name"].as_str().unwrap_or_default();
+        let asks = |policy: Policy| always_ask || policy == Policy::AlwaysAsk;
+        for toolset in &agent.definition.tools {
+            match toolset {
+                Tool::BuiltIn { configs, .. } => {
+                    for config in configs.iter().filter(|c| c.config.enabled) {
+                        let name = config.name.as_str();
                         let Some((_, cli)) = BUILT_IN.iter().find(|(api, _)| *api == name) else {
                             continue;
                         };
@@ -103,42 +97,38 @@ impl SessionTools {
                             not_enabled.push(name.to_owned());
                             continue;
                         }
-                        let ask = always_ask || asks(&config["permission_policy"]);
+                        let ask = asks(config.config.permission_policy);
                         tools.built_in.push(((*cli).to_owned(), ask));
                     }
                 }
-                Some("mcp_toolset") => {
-                    let name = toolset["mcp_server_name"].as_str().unwrap_or_default();
-                    let url = agent["mcp_servers"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .find(|s| s["name"] == name)
-                        .and_then(|s| s["url"].as_str());
-                    let Some(url) = url else { continue };
+                Tool::Mcp {
+                    mcp_server_name: name,
+                    default_config,
+                    configs,
+                } => {
+                    let servers = &agent.definition.mcp_servers;
+                    let Some(server) = servers.iter().find(|s| &s.name == name) else {
+                        continue;
+                    };
                     if !mcp_allowed {
                         left_out.push(format!("MCP server {name} (not allowed on this gateway: ccwire serve --allow-mcp-servers)"));
                         continue;
                     }
-                    let default = &toolset["default_config"];
-                    let configs = toolset["configs"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|c| {
-                            let ask = always_ask || asks(&c["permission_policy"]);
-                            Some((c["name"].as_str()?.to_owned(), c["enabled"] == true, ask))
+                    let configs = (configs.iter())
+                        .map(|c| {
+                            let ask = asks(c.config.permission_policy);
+                            (c.name.clone(), c.config.enabled, ask)
                         })
                         .collect();
                     tools.mcp.push(McpToolset {
-                        name: name.to_owned(),
-                        url: url.to_owned(),
-                        enabled: default["enabled"] != false,
-                        ask: always_ask || asks(&default["permission_policy"]),
+                        name: name.clone(),
+                        url: server.url.clone(),
+                        enabled: default_config.enabled,
+                        ask: asks(default_config.permission_policy),
                         configs,
                     });
                 }
-                _ => {}
+                Tool::Custom { .. } => {}
             }
         }
         if !not_enabled.is_empty() {
@@ -328,8 +318,9 @@ fn result_content(content: &Value) -> Value {
 mod tests {
     use super::*;
 
-    fn agent() -> Value {
-        json!({"tools": [
+    /// An agent as a session keeps it, made from these fields as the API makes it.
+    fn agent() -> AgentSnapshot {
+        let body = json!({"name": "a", "model": "m", "tools": [
             {"type": "agent_toolset_20260401", "configs": [
                 {"name": "bash", "enabled": true, "permission_policy": {"type": "always_ask"}},
                 {"name": "read", "enabled": true, "permission_policy": {"type": "always_allow"}},
@@ -341,7 +332,15 @@ mod tests {
                           "permission_policy": {"type": "always_allow"}},
                          {"name": "drop", "enabled": false,
                           "permission_policy": {"type": "always_ask"}}]}],
-            "mcp_servers": [{"type": "url", "name": "docs", "url": "http://127.0.0.1:9/mcp"}]})
+            "mcp_servers": [{"type": "url", "name": "docs", "url": "http://127.0.0.1:9/mcp"}]});
+        let (definition, _) = super::super::agents::agent_fields(body.as_object().unwrap(), None)
+            .expect("an agent the API takes");
+        AgentSnapshot {
+            definition,
+            id: "agent_1".into(),
+            kind: "agent".into(),
+            version: 1,
+        }
     }
 
     #[test]
