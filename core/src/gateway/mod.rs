@@ -34,11 +34,11 @@ mod registry;
 mod translate;
 
 pub use engine::{
-    approval_route, managed_route, merge_node_answers, parse_request, prepare, tenant_id,
-    Admission, BodyError, CliSpec, ConfigError, ConversationKey, ConversationRecord, Ended,
-    Gateway, GatewayConfig, GatewayOutput, GatewayTimeout, HttpConfig, HttpHead, HttpResponse,
-    Prepared, PreparedRequest, RecordState, RequestId, ResumeSpec, RouteKey, StoreAnswer, StoreAsk,
-    TenantDirs, CLIENT_SERVER, STRIPPED_ENV,
+    fans_out, merge_node_answers, parse_request, prepare, tenant_id, Admission, BodyError, CliSpec,
+    ConfigError, ConversationKey, ConversationRecord, Ended, FanOut, Gateway, GatewayConfig,
+    GatewayOutput, GatewayTimeout, Held, Holder, HttpConfig, HttpHead, HttpResponse, Placed,
+    Placement, Prepared, PreparedRequest, RecordState, RequestId, ResumeSpec, RouteKey,
+    StoreAnswer, StoreAsk, TenantDirs, CLIENT_SERVER, STRIPPED_ENV,
 };
 pub use metrics::Histogram;
 pub use registry::{approval_route_key, Limits, ResumeReason, SessionId, HELD_CALL_TIMEOUT_TEXT};

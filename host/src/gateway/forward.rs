@@ -38,73 +38,46 @@ pub(super) async fn heartbeat(app: std::sync::Weak<App>, cluster: Cluster) {
     }
 }
 
-/// What a request's route key names, for the cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Held {
-    /// A conversation (or a new one).
-    Conversation,
-    /// A pending approval: where it waits, or nowhere.
-    Approval,
-    /// A tenant's Managed Agents resources.
-    Managed,
-}
-
-/// Where [`to_cluster`] sent a request.
-pub(super) enum Routed {
-    /// To another node: its response.
-    There(Response),
-    /// Nowhere: it is served here.
-    Here,
-    /// Nowhere, and what this node knew of it may be stale: it took the key's claim just
-    /// now, or the node that claims it cannot be reached.
-    Stale,
-}
-
-/// Sends a request to the node of the cluster that must serve it, if another: the live node
-/// that claims its route key (a key nobody holds is claimed here, but an approval's), or,
-/// while this node drains, any other for what it would start here.
+/// Sends a request to the node of the cluster that must serve it, as the gateway decides
+/// from the registry's answer ([`Gateway::placed`](ccwire_core::gateway::Gateway::placed)):
+/// the node that holds its key, or, while this one drains, any other. `None`: it is served
+/// here.
 pub(super) async fn to_cluster(
     app: &Arc<App>,
     cluster: &Cluster,
     parts: &axum::http::request::Parts,
     api: ccwire_core::api::Api,
-    route: RouteKey,
-    held: Held,
+    placement: &Placement,
+    tenant: &str,
     body: &Bytes,
-) -> Routed {
-    let draining = app.core().gateway.is_draining();
-    let claimed = match &route {
-        RouteKey::Conversation(key) => {
-            let take = held != Held::Approval && !draining;
-            match cluster.owner(key, take).await {
-                Ok(claimed) => claimed,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot look a request up in the cluster; serving it here");
-                    return Routed::Here;
-                }
+) -> Option<Response> {
+    let (holder, owner) = match &placement.key {
+        RouteKey::Conversation(key) => match cluster.owner(key, placement.claim).await {
+            Ok(Claimed::Elsewhere(owner)) => (Holder::Other, Some(owner)),
+            Ok(Claimed::Here { taken }) => (Holder::Here { taken }, None),
+            Err(error) => {
+                tracing::warn!(%error, "cannot look a request up in the cluster; serving it here");
+                (Holder::Unknown, None)
             }
-        }
-        RouteKey::New => Claimed::Here { taken: false },
+        },
+        RouteKey::New => (Holder::Here { taken: false }, None),
     };
-    let owner = match claimed {
-        Claimed::Elsewhere(owner) => owner,
-        Claimed::Here { taken: true } => return Routed::Stale,
-        Claimed::Here { taken: false } if draining && held != Held::Approval => {
-            // Another node starts what this one, draining, would refuse.
+    let placed = app.input(|gateway, _| gateway.placed(placement, tenant, holder));
+    let owner = match (placed, owner) {
+        (Placed::ToHolder, Some(owner)) => owner,
+        (Placed::ToAnyOther, _) => {
             let peers = cluster.peers().await.unwrap_or_default();
             let turn = app.next_request.fetch_add(1, Ordering::Relaxed) as usize;
-            match peers.get(turn % peers.len().max(1)) {
-                Some(peer) => peer.clone(),
-                None => return Routed::Here,
-            }
+            peers.get(turn % peers.len().max(1))?.clone()
         }
-        Claimed::Here { .. } => return Routed::Here,
+        _ => return None,
     };
     match forward(app, cluster, &owner, parts, body.clone()).await {
-        Ok(response) => Routed::There(response),
+        Ok(response) => Some(response),
         Err(error) if error.is_connect() => {
             tracing::info!(node = owner.node, %error, "the gateway a request belongs to is unreachable; serving it here");
-            Routed::Stale
+            app.input(|gateway, _| gateway.holder_unreachable(placement, tenant));
+            None
         }
         Err(error) => {
             tracing::warn!(node = owner.node, %error, "a forwarded request failed");
@@ -113,7 +86,7 @@ pub(super) async fn to_cluster(
                 owner.node
             );
             let error = ApiError::new(ApiErrorKind::Api, message);
-            Routed::There(response(
+            Some(response(
                 502,
                 vec![("content-type".into(), "application/json".into())],
                 error.body(api).to_string().into(),

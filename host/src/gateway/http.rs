@@ -81,30 +81,14 @@ pub(super) async fn handle(State(app): State<Arc<App>>, request: Request) -> Res
             .get(FORWARDED_BY)
             .is_some_and(|h| cluster.forwarded(h.as_bytes()));
         if !forwarded {
-            let route = match &parsed {
-                Some(Ok(prepared)) => Some((Held::Conversation, prepared.route_key(&tenant))),
-                _ => approval_route(head.path, &tenant)
-                    .map(|key| (Held::Approval, RouteKey::Conversation(key)))
-                    .or_else(|| {
-                        managed_route(head.path, &tenant)
-                            .map(|key| (Held::Managed, RouteKey::Conversation(key)))
-                    }),
-            };
-            if let Some((held, route)) = route {
-                let routed = to_cluster(&app, cluster, &parts, head.api(), route, held, bytes);
-                match routed.await {
-                    Routed::There(response) => return response,
-                    Routed::Stale if held == Held::Managed => {
-                        // What this gateway knew of the tenant's resources may be stale.
-                        app.core().gateway.forget_managed(&tenant);
-                    }
-                    Routed::Stale | Routed::Here => {}
+            let placement = app.core().gateway.placement(&head, &tenant, parsed.as_ref());
+            if let Some(placement) = placement {
+                let routed = to_cluster(&app, cluster, &parts, head.api(), &placement, &tenant, bytes);
+                if let Some(response) = routed.await {
+                    return response;
                 }
             }
-            if matches!(
-                head.path,
-                "/v1/approvals" | "/v1/approvals/events" | "/v1/conversations" | "/v1/stats"
-            ) {
+            if fans_out(head.path).is_some() {
                 let asked = parts.uri.path_and_query().map_or(head.path, |p| p.as_str());
                 merge = Some((cluster.clone(), parts.headers.clone(), asked.to_owned()));
             }

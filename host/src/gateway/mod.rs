@@ -28,10 +28,10 @@ use axum::response::Response;
 use axum::Router;
 use ccwire_core::api::{ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
-    approval_route, env_to_remove, managed_route, prepare, Admission, BodyError, CliSpec,
-    ConfigError, ConversationKey, ConversationRecord, Gateway, GatewayConfig, GatewayOutput,
-    HttpConfig, HttpHead, Prepared, RequestId, ResumeSpec, RouteKey, SessionId, StoreAnswer,
-    StoreAsk,
+    env_to_remove, fans_out, prepare, Admission, BodyError, CliSpec, ConfigError,
+    ConversationKey, ConversationRecord, Gateway, GatewayConfig, GatewayOutput, Holder,
+    HttpConfig, HttpHead, Placed, Placement, Prepared, RequestId, ResumeSpec, RouteKey,
+    SessionId, StoreAnswer, StoreAsk,
 };
 use futures::StreamExt;
 use serde_json::json;

@@ -196,7 +196,7 @@ impl<'a> From<Result<&'a [u8], BodyError>> for Prepared<'a> {
 /// The routing key of a request to `path` that answers `tenant`'s approval
 /// (`/v1/approvals/{id}`; see [`approval_route_key`](crate::gateway::approval_route_key)),
 /// for a host that forwards it to the gateway whose CLI waits for the answer.
-pub fn approval_route(path: &str, tenant: &str) -> Option<String> {
+pub(super) fn approval_route(path: &str, tenant: &str) -> Option<String> {
     match Route::parse(path)? {
         Route::Approval(id) => Some(crate::gateway::approval_route_key(tenant, id)),
         _ => None,
@@ -206,7 +206,7 @@ pub fn approval_route(path: &str, tenant: &str) -> Option<String> {
 /// The routing key of a request to `path` of the Managed Agents API (agents, environments),
 /// if it is one: one per tenant, so that the gateways of a cluster serve each tenant's
 /// resources from one of them (a digest; no key is in it).
-pub fn managed_route(path: &str, tenant: &str) -> Option<String> {
+pub(super) fn managed_route(path: &str, tenant: &str) -> Option<String> {
     super::managed::Route::parse(path)?;
     use sha2::Digest;
     let mut sha = sha2::Sha256::new();

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 mod approvals;
 mod closing;
+mod cluster;
 mod console;
 mod flights;
 mod http;
@@ -18,11 +19,11 @@ mod store;
 mod types;
 mod views;
 
+pub use cluster::{fans_out, FanOut, Held, Holder, Placed, Placement};
 pub use console::merge_node_answers;
 
 pub use http::{
-    approval_route, managed_route, prepare, Admission, BodyError, ConfigError, HttpConfig,
-    HttpHead, HttpResponse, Prepared,
+    prepare, Admission, BodyError, ConfigError, HttpConfig, HttpHead, HttpResponse, Prepared,
 };
 use prepared::prepare_request;
 pub use prepared::PreparedRequest;
@@ -46,6 +47,8 @@ use crate::session::{CommandError, Output, PermissionDecision, ReadyPrompt, Sess
 use crate::{Chunk, Timestamp};
 
 /// A request's id, chosen by the host; unique among the requests the gateway has not ended.
+/// A host numbers its requests below 2⁶²: the ids from there up are the gateway's own (the
+/// turns of Managed Agents sessions, which it makes of itself).
 pub type RequestId = u64;
 
 /// The name of the in-process MCP server that carries the client's tools: the model sees them

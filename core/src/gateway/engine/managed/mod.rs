@@ -28,7 +28,7 @@ use super::RequestId;
 
 /// The first id of the requests the gateway makes of itself for sessions' turns: ids from
 /// here on (2⁶²) are the gateway's own, far above any a host numbers its requests with.
-pub const TURNS_FROM: RequestId = 1 << 62;
+pub(in crate::gateway::engine) const TURNS_FROM: RequestId = 1 << 62;
 
 /// What a request of this API asks, from its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
