@@ -24,14 +24,14 @@ use super::translate::{
 /// What a request's routing needs that was computed ahead, off the endpoint: the request's
 /// `scope` ([`request_scope`]), its `hashes` (the history's and the hasher over all its
 /// messages) and whether the prompt a new session starts with is made already
-/// (`prompt_ready`: a `Start` route's prompt is left empty). A request that continues a stored
+/// (`prompt_ready`: a `Start` match's prompt is left empty). A request that continues a stored
 /// response has neither: the stored history goes in front of it first.
 pub(crate) struct Ahead<'a> {
     pub(crate) scope: &'a str,
     pub(crate) hashes: Option<Hashes>,
     pub(crate) prompt_ready: bool,
     /// A history no live session continues is looked up in the session store
-    /// ([`Route::Find`]) instead of rebuilt.
+    /// ([`Match::Find`]) instead of rebuilt.
     pub(crate) find: bool,
 }
 
@@ -151,9 +151,10 @@ impl SessionKind {
     }
 }
 
-/// What the host must do for a request.
+/// What a request's history matched: the live session it continues, a lookup in the session
+/// store, or a new session.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Route {
+pub enum Match {
     /// Continue a live session: answer these held calls, then send the prompt, if any.
     Continue {
         /// The session.
@@ -299,7 +300,7 @@ struct StoredResponse {
     touched: Timestamp,
 }
 
-/// A request being looked up in the session store ([`Route::Find`]).
+/// A request being looked up in the session store ([`Match::Find`]).
 #[derive(Debug)]
 struct Finding {
     scope: String,
@@ -570,7 +571,7 @@ impl Registry {
     }
 
     /// Moves a conversation's state from session `from` to session `to` (a CLI started ahead
-    /// takes the conversation that [`route`](Self::route) started as `from`).
+    /// takes the conversation that [`match_conversation`](Self::match_conversation) started as `from`).
     pub fn rekey(&mut self, from: SessionId, to: SessionId) {
         let Some(entry) = self.sessions.remove(&from) else {
             return;
@@ -609,19 +610,19 @@ impl Registry {
     #[cfg(test)]
     /// Routes a parsed request of any API: puts the stored history of a Responses request's
     /// `previous_response_id` in front of it ([`resolve_previous`](Self::resolve_previous)),
-    /// finds what it continues or starts ([`route`](Self::route)) in the scope of `tenant`,
+    /// finds what it continues or starts ([`match_conversation`](Self::match_conversation)) in the scope of `tenant`,
     /// and, for a Responses request with `store: true`, remembers to store its response under
     /// `response_id` when it ends ([`response_done`](Self::response_done)).
     ///
     /// # Errors
-    /// Those of [`resolve_previous`](Self::resolve_previous) and [`route`](Self::route).
-    pub fn route_request(
+    /// Those of [`resolve_previous`](Self::resolve_previous) and [`match_conversation`](Self::match_conversation).
+    pub fn match_request(
         &mut self,
         tenant: &str,
         request: &mut ApiRequest,
         response_id: &str,
         now: Timestamp,
-    ) -> Result<Route, ApiError> {
+    ) -> Result<Match, ApiError> {
         let scope = super::translate::request_scope(tenant, request);
         let ahead = Ahead {
             scope: &scope,
@@ -629,22 +630,22 @@ impl Registry {
             prompt_ready: false,
             find: false,
         };
-        self.route_prepared(tenant, request, ahead, response_id, now)
+        self.match_prepared(tenant, request, ahead, response_id, now)
     }
 
-    /// [`route_request`](Self::route_request) with what was computed ahead of it
+    /// [`match_request`](Self::match_request) with what was computed ahead of it
     /// ([`Ahead`]).
     ///
     /// # Errors
-    /// Those of [`route_request`](Self::route_request).
-    pub(crate) fn route_prepared(
+    /// Those of [`match_request`](Self::match_request).
+    pub(crate) fn match_prepared(
         &mut self,
         tenant: &str,
         request: &mut ApiRequest,
         ahead: Ahead<'_>,
         response_id: &str,
         now: Timestamp,
-    ) -> Result<Route, ApiError> {
+    ) -> Result<Match, ApiError> {
         let store = (request.api == Api::Responses && request.store).then(|| PendingStore {
             tenant: tenant.to_owned(),
             response_id: response_id.to_owned(),
@@ -659,26 +660,26 @@ impl Registry {
         } = ahead;
         self.resolve_previous(tenant, request, now)?;
         let hashes = hashes.unwrap_or_else(|| history_hashes(tenant, scope, &request.conversation));
-        let route = self.route_hashed(
+        let matched = self.match_hashed(
             &request.conversation,
             (tenant, scope),
             hashes,
             (prompt_ready, find),
             now,
         )?;
-        match &route {
-            Route::Continue { session, .. } | Route::Start { session, .. } => {
+        match &matched {
+            Match::Continue { session, .. } | Match::Start { session, .. } => {
                 if let Some(entry) = self.sessions.get_mut(session) {
                     entry.store = store;
                 }
             }
-            Route::Find { hash, .. } => {
+            Match::Find { hash, .. } => {
                 if let Some(finding) = self.finding.get_mut(hash) {
                     finding.store = store;
                 }
             }
         }
-        Ok(route)
+        Ok(matched)
     }
 
     #[cfg(test)]
@@ -688,13 +689,13 @@ impl Registry {
     /// # Errors
     /// 400 when the request's tool results do not match the calls the session waits for
     /// (naming the ids), 429 when the conversation is busy with another request.
-    pub fn route(
+    pub fn match_conversation(
         &mut self,
         scope: &str,
         conversation: &Conversation,
         now: Timestamp,
-    ) -> Result<Route, ApiError> {
-        self.route_hashed(
+    ) -> Result<Match, ApiError> {
+        self.match_hashed(
             conversation,
             (scope, scope),
             history_hashes(scope, scope, conversation),
@@ -703,15 +704,15 @@ impl Registry {
         )
     }
 
-    /// [`route`](Self::route) with the conversation's [`history_hashes`] computed ahead.
-    fn route_hashed(
+    /// [`match_conversation`](Self::match_conversation) with the conversation's [`history_hashes`] computed ahead.
+    fn match_hashed(
         &mut self,
         conversation: &Conversation,
         (tenant, scope): (&str, &str),
         hashes: Hashes,
         (prompt_ready, find): (bool, bool),
         now: Timestamp,
-    ) -> Result<Route, ApiError> {
+    ) -> Result<Match, ApiError> {
         let Hashes {
             live: hash,
             store,
@@ -728,7 +729,7 @@ impl Registry {
                 ));
             }
             let session = self.insert(scope, hasher, now);
-            return Ok(Route::Start {
+            return Ok(Match::Start {
                 session,
                 kind: SessionKind::New,
                 prompt: if prompt_ready {
@@ -757,13 +758,13 @@ impl Registry {
                         store: None,
                     },
                 );
-                return Ok(Route::Find {
+                return Ok(Match::Find {
                     hash: store,
                     diverged,
                 });
             }
             let (at, replaces) = diverged.unzip();
-            let mut route = self.rebuild(
+            let mut matched = self.rebuild(
                 scope,
                 hasher,
                 conversation,
@@ -771,10 +772,10 @@ impl Registry {
                 prompt_ready,
                 now,
             );
-            if let Route::Start { diverged, .. } = &mut route {
+            if let Match::Start { diverged, .. } = &mut matched {
                 *diverged = at;
             }
-            return Ok(route);
+            return Ok(matched);
         };
         let entry = self
             .sessions
@@ -850,7 +851,7 @@ impl Registry {
         entry.in_flight = Some(hasher);
         entry.last_active = now;
         let prompt = prompt_blocks(new);
-        Ok(Route::Continue {
+        Ok(Match::Continue {
             session,
             answers,
             prompt: (!prompt.is_empty()).then_some(prompt),
@@ -887,12 +888,12 @@ impl Registry {
         replaces: Option<SessionId>,
         prompt_ready: bool,
         now: Timestamp,
-    ) -> Route {
+    ) -> Match {
         if let Some(old) = replaces {
             self.close(old);
         }
         let session = self.insert(scope, hasher, now);
-        Route::Start {
+        Match::Start {
             session,
             kind: SessionKind::Rebuilt,
             prompt: if prompt_ready {
@@ -937,7 +938,7 @@ impl Registry {
         id
     }
 
-    /// The session store answered a [`Route::Find`] for the history `hash`: the request
+    /// The session store answered a [`Match::Find`] for the history `hash`: the request
     /// starts a session (busy until its response ends), whose id this gives; `None` when no
     /// request is looked up under `hash` (it went away: [`abandon`](Self::abandon)).
     pub fn found(&mut self, hash: &str, now: Timestamp) -> Option<SessionId> {
@@ -956,7 +957,7 @@ impl Registry {
 
     /// A response ended normally with the assistant `message`; `tool_calls` are the client
     /// tool calls in it. The request's messages and this message are the history the next
-    /// request continues; a response [`route_request`](Self::route_request) was asked to
+    /// request continues; a response [`match_request`](Self::match_request) was asked to
     /// store is stored. Returns that history's hash in the tenant's scope (what the session
     /// store finds the conversation by), or `None` (and does nothing) when the session has no
     /// request in flight: it was closed, or its response already ended.
@@ -1262,7 +1263,7 @@ mod tests {
     /// A session that answered `hi` with two tool calls, a and b.
     fn waiting_for_tools(gw: &mut Registry) -> (SessionId, Vec<Message>) {
         let c = conversation(vec![(Role::User, vec![text("hi")])]);
-        let Route::Start { session, kind, .. } = gw.route("k", &c, 0).unwrap() else {
+        let Match::Start { session, kind, .. } = gw.match_conversation("k", &c, 0).unwrap() else {
             panic!()
         };
         assert_eq!(kind, SessionKind::New);
@@ -1305,11 +1306,11 @@ mod tests {
             CallAction::Hold
         );
         let c = with_results(&history, vec![result("b", "B"), result("a", "A")]);
-        let Route::Continue {
+        let Match::Continue {
             session: s,
             answers,
             prompt,
-        } = gw.route("k", &c, 30).unwrap()
+        } = gw.match_conversation("k", &c, 30).unwrap()
         else {
             panic!()
         };
@@ -1333,12 +1334,12 @@ mod tests {
         let mut gw = Registry::new(Limits::default());
         let (session, history) = waiting_for_tools(&mut gw);
         let err = gw
-            .route("k", &with_results(&history, vec![result("a", "A")]), 30)
+            .match_conversation("k", &with_results(&history, vec![result("a", "A")]), 30)
             .unwrap_err();
         assert_eq!(err.status(), 400);
         assert!(err.message.contains('b'), "{}", err.message);
         let err = gw
-            .route(
+            .match_conversation(
                 "k",
                 &with_results(
                     &history,
@@ -1349,14 +1350,14 @@ mod tests {
             .unwrap_err();
         assert!(err.message.contains("zz"), "{}", err.message);
         // A corrected request still continues the session.
-        let route = gw
-            .route(
+        let matched = gw
+            .match_conversation(
                 "k",
                 &with_results(&history, vec![result("a", "A"), result("b", "B")]),
                 30,
             )
             .unwrap();
-        assert!(matches!(route, Route::Continue { session: s, .. } if s == session));
+        assert!(matches!(matched, Match::Continue { session: s, .. } if s == session));
     }
 
     #[test]
@@ -1364,21 +1365,21 @@ mod tests {
         let mut gw = Registry::new(Limits::default());
         let (session, history) = waiting_for_tools(&mut gw);
         let request = with_results(&history, vec![result("a", "A"), result("b", "B")]);
-        let route = gw.route("k", &request, 30).unwrap();
-        assert!(matches!(route, Route::Continue { session: s, .. } if s == session));
+        let matched = gw.match_conversation("k", &request, 30).unwrap();
+        assert!(matches!(matched, Match::Continue { session: s, .. } if s == session));
         // The client went away mid-answer; the CLI has the results, the retry cannot continue.
         gw.response_failed(session, 40);
-        let route = gw.route("k", &request, 50).unwrap();
+        let matched = gw.match_conversation("k", &request, 50).unwrap();
         assert!(
             matches!(
-                route,
-                Route::Start {
+                matched,
+                Match::Start {
                     kind: SessionKind::Rebuilt,
                     replaces: Some(s),
                     ..
                 } if s == session
             ),
-            "{route:?}"
+            "{matched:?}"
         );
     }
 
@@ -1405,16 +1406,16 @@ mod tests {
         let mut gw = Registry::new(Limits::default());
         let (_, history) = waiting_for_tools(&mut gw);
         let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
-        let route = gw.route("other-key", &c, 30).unwrap();
+        let matched = gw.match_conversation("other-key", &c, 30).unwrap();
         assert!(
             matches!(
-                route,
-                Route::Start {
+                matched,
+                Match::Start {
                     kind: SessionKind::Rebuilt,
                     ..
                 }
             ),
-            "{route:?}"
+            "{matched:?}"
         );
     }
 
@@ -1443,15 +1444,15 @@ mod tests {
         assert_eq!(gw.held_count(), 0);
         // The client's late results: the turn went on without them, so the history is rebuilt.
         let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
-        let route = gw.route("k", &c, 2000).unwrap();
-        let Route::Start {
+        let matched = gw.match_conversation("k", &c, 2000).unwrap();
+        let Match::Start {
             kind,
             replaces,
             prompt,
             ..
-        } = route
+        } = matched
         else {
-            panic!("{route:?}")
+            panic!("{matched:?}")
         };
         assert_eq!(kind, SessionKind::Rebuilt);
         assert_eq!(replaces, Some(session));
@@ -1501,13 +1502,13 @@ mod tests {
         let (session, history) = waiting_for_tools(&mut gw);
         assert_eq!(gw.poll_timeout(), Some((5010, RegistryTimeout::Idle)));
         let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
-        gw.route("k", &c, 4000).unwrap();
+        gw.match_conversation("k", &c, 4000).unwrap();
         assert_eq!(
             gw.poll_timeout(),
             None,
             "a busy session has no idle deadline"
         );
-        let err = gw.route("k", &c, 4001).unwrap_err();
+        let err = gw.match_conversation("k", &c, 4001).unwrap_err();
         assert_eq!(err.status(), 429);
         gw.response_failed(session, 4500);
         assert_eq!(
@@ -1635,7 +1636,7 @@ mod tests {
         );
         gw.tool_cancelled(session, "a");
         let c = with_results(&history, vec![result("a", "A"), result("b", "B")]);
-        let Route::Continue { answers, .. } = gw.route("k", &c, 30).unwrap() else {
+        let Match::Continue { answers, .. } = gw.match_conversation("k", &c, 30).unwrap() else {
             panic!()
         };
         assert_eq!(answers.len(), 1);
@@ -1653,13 +1654,13 @@ mod tests {
         }
     }
 
-    /// Routes a Responses request and ends its response with `reply`.
+    /// Matches a Responses request and ends its response with `reply`.
     fn respond(gw: &mut Registry, tenant: &str, body: Value, id: &str, reply: &str, now: u64) {
         let mut request = responses_request(body);
-        let route = gw.route_request(tenant, &mut request, id, now).unwrap();
-        let session = match route {
-            Route::Continue { session, .. } | Route::Start { session, .. } => session,
-            Route::Find { .. } => unreachable!("no lookups here"),
+        let matched = gw.match_request(tenant, &mut request, id, now).unwrap();
+        let session = match matched {
+            Match::Continue { session, .. } | Match::Start { session, .. } => session,
+            Match::Find { .. } => unreachable!("no lookups here"),
         };
         assert!(gw
             .response_done(session, &answer(reply), Vec::new(), now)

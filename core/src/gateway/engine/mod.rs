@@ -38,7 +38,7 @@ use store::{Finding, Opening};
 
 use super::metrics::{Gauges, Metrics};
 use super::registry::{
-    Action, Ahead, CallAction, IndexChange, Registry, ResumeReason, Route, SessionId, SessionKind,
+    Action, Ahead, CallAction, IndexChange, Match, Registry, ResumeReason, SessionId, SessionKind,
 };
 use super::translate::{check_request, prompt_content};
 use crate::api::response::{EncoderOptions, Outcome, ResponseEncoder};

@@ -131,11 +131,11 @@ impl Gateway {
         if let Some(id) = missing {
             return self.fetch_response(request, api, tenant, prepared, id);
         }
-        self.route(now, request, api, tenant, prepared);
+        self.serve_prepared(now, request, api, tenant, prepared);
     }
 
     /// [`serve`](Self::serve) with every stored response the request continues at hand.
-    pub(super) fn route(
+    pub(super) fn serve_prepared(
         &mut self,
         now: Timestamp,
         request: RequestId,
@@ -169,7 +169,7 @@ impl Gateway {
             prompt_ready: start_prompt.is_some(),
             find: self.config.store,
         };
-        let route = self.registry.route_prepared(
+        let route = self.registry.match_prepared(
             tenant,
             &mut parsed,
             ahead,
@@ -195,7 +195,7 @@ impl Gateway {
             session: managed,
         };
         match route {
-            Route::Find { hash, diverged } => self.find(request, opening, hash, diverged),
+            Match::Find { hash, diverged } => self.find(request, opening, hash, diverged),
             route => self.open(now, request, opening, route, None),
         }
     }
@@ -207,7 +207,7 @@ impl Gateway {
         now: Timestamp,
         request: RequestId,
         opening: Opening,
-        route: Route,
+        route: Match,
         resume: Option<ResumeSpec>,
     ) {
         let Opening {
@@ -228,7 +228,7 @@ impl Gateway {
         let tenant = tenant.as_str();
         if let (
             Some(_),
-            Route::Start {
+            Match::Start {
                 session, replaces, ..
             },
         ) = (self.draining, &route)
@@ -250,7 +250,7 @@ impl Gateway {
         let mut rebuilt_because = None;
         let (route, resume, start_prompt) = match (route, resume) {
             (
-                Route::Start {
+                Match::Start {
                     session,
                     kind: SessionKind::Rebuilt,
                     prompt,
@@ -264,7 +264,7 @@ impl Gateway {
                         Some(at) => ResumeReason::Diverged(at),
                         None => ResumeReason::History,
                     };
-                    let route = Route::Start {
+                    let route = Match::Start {
                         session,
                         kind: SessionKind::Resumed(reason),
                         prompt,
@@ -276,7 +276,7 @@ impl Gateway {
                 Err(why) => {
                     rebuilt_because = Some(why);
                     self.count(tenant, |m| *m.rebuilds.entry(why).or_default() += 1);
-                    let route = Route::Start {
+                    let route = Match::Start {
                         session,
                         kind: SessionKind::Rebuilt,
                         prompt,
@@ -289,8 +289,8 @@ impl Gateway {
             (route, resume) => (route, resume, start_prompt),
         };
         let kind = match &route {
-            Route::Continue { .. } | Route::Find { .. } => SessionKind::Continued,
-            Route::Start { kind, .. } => *kind,
+            Match::Continue { .. } | Match::Find { .. } => SessionKind::Continued,
+            Match::Start { kind, .. } => *kind,
         };
         headers.push(("x-ccwire-session".to_owned(), kind.as_str().to_owned()));
         if let Some(why) = rebuilt_because {
@@ -322,8 +322,8 @@ impl Gateway {
             structured: structured.as_ref().map(|s| s.answer.clone()),
         });
         match route {
-            Route::Find { .. } => unreachable!("a request looked up is opened once found"),
-            Route::Continue {
+            Match::Find { .. } => unreachable!("a request looked up is opened once found"),
+            Match::Continue {
                 session,
                 answers,
                 prompt,
@@ -354,7 +354,7 @@ impl Gateway {
                 self.sent_to_cli(request);
                 self.drain_session(now, session);
             }
-            Route::Start {
+            Match::Start {
                 session,
                 prompt,
                 replaces,

@@ -11,7 +11,7 @@ use super::types::{
 use super::{tenant_id, Gateway, GatewayOutput, PreparedRequest, Queued, RequestId, CLIENT_SERVER};
 use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::conversation::Block;
-use crate::gateway::registry::{busy, ResumeReason, Route, SessionId, SessionKind, StoredOut};
+use crate::gateway::registry::{busy, Match, ResumeReason, SessionId, SessionKind, StoredOut};
 use crate::gateway::translate::{
     prompt_blocks, rebuild_prompt, tool_results, transcript_lines, Structured, TranscriptContext,
 };
@@ -43,7 +43,7 @@ pub(super) struct Finding {
     pub(super) opening: Opening,
     /// Its history's hash in the tenant's scope.
     pub(super) hash: String,
-    /// Where its history parted from a live conversation's ([`Route::Find`]).
+    /// Where its history parted from a live conversation's ([`Match::Find`]).
     pub(super) diverged: Option<(usize, Option<SessionId>)>,
 }
 
@@ -218,7 +218,7 @@ impl Gateway {
         let replaces = replaces
             .flatten()
             .filter(|old| self.lives.contains_key(old) && !self.registry.is_idle(*old));
-        let route = Route::Start {
+        let route = Match::Start {
             session,
             kind,
             prompt,
@@ -302,7 +302,7 @@ impl Gateway {
                 return self.serve(now, request, api, &tenant, parsed);
             }
         }
-        self.route(now, request, api, &tenant, parsed);
+        self.serve_prepared(now, request, api, &tenant, parsed);
     }
 
     /// The session store could not answer a [`StoreAsk::Find`] or
