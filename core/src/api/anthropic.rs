@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use super::fields::*;
 use super::{
     check_base64, parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiErrorKind,
     ApiRequest, At, Thinking, ToolChoice, ToolFields, ToolSpecs,
@@ -77,15 +78,7 @@ pub fn estimate_input_tokens(conversation: &Conversation) -> u64 {
 
 fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
     let mut map = parse_object(body)?;
-    let model = match map.remove("model") {
-        Some(Value::String(m)) if !m.is_empty() => m,
-        _ => {
-            return Err(ApiError::invalid(
-                "model",
-                "model: a model name is required",
-            ))
-        }
-    };
+    let model = take_model(&mut map, "model: a model name is required")?;
     let max_tokens = match map.remove("max_tokens") {
         None if count => None,
         Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n > 0) => n.as_u64(),
@@ -102,27 +95,12 @@ fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
             ))
         }
     };
-    let stream = match map.remove("stream") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => b,
-        Some(_) => return Err(ApiError::invalid("stream", "stream: must be a boolean")),
-    };
+    let stream = take_bool(&mut map, "stream")?;
     let mut conversation = Conversation {
         system: system_text(map.remove("system"))?,
         ..Conversation::default()
     };
-    let Some(Value::Array(messages)) = map.remove("messages") else {
-        return Err(ApiError::invalid(
-            "messages",
-            "messages: an array of messages is required",
-        ));
-    };
-    if messages.is_empty() {
-        return Err(ApiError::invalid(
-            "messages",
-            "messages: at least one message is required",
-        ));
-    }
+    let messages = take_messages(&mut map)?;
     for (i, message) in messages.into_iter().enumerate() {
         let thinking = signed_thinking(&message);
         let (role, mut blocks) = message_blocks(i, message)?;
@@ -290,12 +268,7 @@ fn message_blocks(i: usize, message: Value) -> Result<(RoleOf, Vec<Block>), ApiE
                 format!("{at}.role: must be \"user\", \"assistant\" or \"system\", not {other:?}"),
             ))
         }
-        None => {
-            return Err(ApiError::invalid(
-                format!("{at}.role"),
-                format!("{at}.role: field required"),
-            ))
-        }
+        None => return Err(missing(&at, "role")),
     };
     let content = message.remove("content").unwrap_or(Value::Null);
     Ok((role, content_blocks(&At::Field(&at, "content"), content)?))
@@ -430,11 +403,7 @@ fn block(at: &At<'_>, item: Value) -> Result<Option<Block>, ApiError> {
 }
 
 fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
-    let items = match tools {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err(ApiError::invalid("tools", "tools: must be an array")),
-    };
+    let items = array_items(tools, "tools")?;
     let mut specs = ToolSpecs::default();
     for (i, mut tool) in items.into_iter().enumerate() {
         let at = At::Dot(&TOOLS, i);

@@ -2,6 +2,7 @@
 //! [`Conversation`], and errors in each API's own shape.
 
 pub mod anthropic;
+mod fields;
 pub mod guard;
 pub mod openai;
 pub mod replay;

@@ -2,9 +2,10 @@
 
 use serde_json::{json, Value};
 
+use super::fields::*;
 use super::{
-    parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiRequest, At, ToolChoice,
-    ToolFields, ToolSpecs,
+    parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiRequest, At, ToolFields,
+    ToolSpecs,
 };
 use crate::conversation::{push_block, Block, Conversation, Role, ToolSpec};
 
@@ -38,15 +39,7 @@ const TOOLS: At<'static> = At::Name("tools");
 /// An [`ApiError`] (400) naming the field at fault.
 pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
     let mut map = parse_object(body)?;
-    let model = match map.remove("model") {
-        Some(Value::String(m)) if !m.is_empty() => m,
-        _ => {
-            return Err(ApiError::invalid(
-                "model",
-                "you must provide a model parameter",
-            ))
-        }
-    };
+    let model = take_model(&mut map, "you must provide a model parameter")?;
     if let Some(n) = map.remove("n").filter(|n| !n.is_null()) {
         if n.as_u64() != Some(1) {
             return Err(ApiError::invalid("n", "n: only n=1 is supported"));
@@ -72,11 +65,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         Some(format) => super::output_format("response_format", &format)?,
         None => None,
     };
-    let stream = match map.remove("stream") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => b,
-        Some(_) => return Err(ApiError::invalid("stream", "stream: must be a boolean")),
-    };
+    let stream = take_bool(&mut map, "stream")?;
     let include_usage = match map.remove("stream_options") {
         None | Some(Value::Null) => false,
         Some(options) => options
@@ -88,18 +77,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         .iter()
         .filter_map(|k| map.remove(*k))
         .find_map(|v| v.as_u64());
-    let Some(Value::Array(messages)) = map.remove("messages") else {
-        return Err(ApiError::invalid(
-            "messages",
-            "messages: an array of messages is required",
-        ));
-    };
-    if messages.is_empty() {
-        return Err(ApiError::invalid(
-            "messages",
-            "messages: at least one message is required",
-        ));
-    }
+    let messages = take_messages(&mut map)?;
     let mut conversation = Conversation::default();
     let mut system: Vec<String> = Vec::new();
     for (i, message) in messages.into_iter().enumerate() {
@@ -130,7 +108,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
             "assistant" => conversation.push(Role::Assistant, assistant_blocks(&at, &message)?),
             "tool" => {
                 let Some(id) = message.get("tool_call_id").and_then(Value::as_str) else {
-                    return Err(ApiError::invalid(format!("{at}.tool_call_id"), format!("{at}.tool_call_id: field required")));
+                    return Err(missing(&at, "tool_call_id"));
                 };
                 let mut content = Vec::new();
                 push_block(&mut content, Block::Text { text: text_of(&at, message.get("content"))? });
@@ -143,7 +121,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
                     }],
                 );
             }
-            "" => return Err(ApiError::invalid(format!("{at}.role"), format!("{at}.role: field required"))),
+            "" => return Err(missing(&at, "role")),
             other => {
                 return Err(ApiError::invalid(
                     format!("{at}.role"),
@@ -162,7 +140,15 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         conversation.system = Some(system.join("\n\n"));
     }
     conversation.tools = tools(map.remove("tools"))?;
-    let tool_choice = tool_choice(map.remove("tool_choice"), &mut conversation)?;
+    let tool_choice = openai_tool_choice(
+        map.remove("tool_choice"),
+        &mut conversation,
+        &ChoiceShape {
+            function_name: "/function/name",
+            untyped_is_function: true,
+            allowed: ("/allowed_tools/tools", "/allowed_tools/mode"),
+        },
+    )?;
     let (effort, thinking) = match map.remove("reasoning_effort") {
         None | Some(Value::Null) => (None, None),
         Some(effort) => super::parse_openai_effort("reasoning_effort", &effort)?,
@@ -312,11 +298,7 @@ fn assistant_blocks(at: &At<'_>, message: &Value) -> Result<Vec<Block>, ApiError
 }
 
 fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
-    let items = match tools {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err(ApiError::invalid("tools", "tools: must be an array")),
-    };
+    let items = array_items(tools, "tools")?;
     let mut specs = ToolSpecs::default();
     for (i, mut tool) in items.into_iter().enumerate() {
         let at = At::Bracket(&TOOLS, i);
@@ -343,46 +325,4 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
         )?;
     }
     Ok(specs.into_vec())
-}
-
-/// `tool_choice`: `auto`, `required`, `none`, a function, or `allowed_tools` (which leaves
-/// only the tools it names in `conversation`).
-fn tool_choice(
-    choice: Option<Value>,
-    conversation: &mut Conversation,
-) -> Result<ToolChoice, ApiError> {
-    let invalid = super::openai_tool_choice_invalid;
-    match choice {
-        None | Some(Value::Null) => Ok(ToolChoice::Auto),
-        Some(Value::String(s)) => super::openai_tool_choice_word(&s),
-        Some(choice) => match choice.get("type").and_then(Value::as_str) {
-            Some("allowed_tools") => {
-                let names: Vec<&str> = choice
-                    .pointer("/allowed_tools/tools")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|t| {
-                        t.pointer("/function/name")
-                            .or_else(|| t.get("name"))
-                            .and_then(Value::as_str)
-                    })
-                    .collect();
-                let mode = choice
-                    .pointer("/allowed_tools/mode")
-                    .and_then(Value::as_str);
-                super::allowed_tools(conversation, &names, mode)
-            }
-            Some("function") | None => {
-                match choice.pointer("/function/name").and_then(Value::as_str) {
-                    Some(name) => Ok(ToolChoice::Tool(name.to_owned())),
-                    None => Err(ApiError::invalid(
-                        "tool_choice",
-                        "tool_choice.function.name: field required",
-                    )),
-                }
-            }
-            Some(_) => Err(invalid()),
-        },
-    }
 }

@@ -17,9 +17,10 @@
 
 use serde_json::{json, Map, Value};
 
+use super::fields::*;
 use super::{
-    parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiRequest, At, ToolChoice,
-    ToolFields, ToolSpecs,
+    parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiRequest, At, ToolFields,
+    ToolSpecs,
 };
 use crate::conversation::{push_block, Block, Conversation, Role, ToolSpec};
 
@@ -54,15 +55,7 @@ const TOOLS: At<'static> = At::Name("tools");
 /// An [`ApiError`] (400) naming the field at fault.
 pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
     let mut map = parse_object(body)?;
-    let model = match map.remove("model") {
-        Some(Value::String(m)) if !m.is_empty() => m,
-        _ => {
-            return Err(ApiError::invalid(
-                "model",
-                "model: a model name is required",
-            ))
-        }
-    };
+    let model = take_model(&mut map, "model: a model name is required")?;
     if map.remove("background").is_some_and(|b| b == true) {
         return Err(ApiError::invalid(
             "background",
@@ -88,11 +81,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         },
         None => None,
     };
-    let stream = match map.remove("stream") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => b,
-        Some(_) => return Err(ApiError::invalid("stream", "stream: must be a boolean")),
-    };
+    let stream = take_bool(&mut map, "stream")?;
     // `store` defaults to true in this API.
     let store = match map.remove("store") {
         None | Some(Value::Null) => true,
@@ -167,7 +156,15 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
     }
     let mut ignored: Vec<String> = Vec::new();
     conversation.tools = tools(map.remove("tools"), &mut ignored)?;
-    let tool_choice = tool_choice(map.remove("tool_choice"), &mut conversation)?;
+    let tool_choice = openai_tool_choice(
+        map.remove("tool_choice"),
+        &mut conversation,
+        &ChoiceShape {
+            function_name: "/name",
+            untyped_is_function: false,
+            allowed: ("/tools", "/mode"),
+        },
+    )?;
     let (mut effort, mut thinking, mut show_thinking) = (None, None, false);
     if let Some(reasoning) = map.remove("reasoning").filter(|r| !r.is_null()) {
         if let Some(value) = reasoning.get("effort").filter(|e| !e.is_null()) {
@@ -261,12 +258,7 @@ fn push_item(
                         ),
                     ))
                 }
-                None => {
-                    return Err(ApiError::invalid(
-                        format!("{at}.role"),
-                        format!("{at}.role: field required"),
-                    ))
-                }
+                None => return Err(missing(&at, "role")),
             }
         }
         "function_call" => {
@@ -420,11 +412,7 @@ fn text_only(at: &At<'_>, content: Value) -> Result<String, ApiError> {
 /// The function tools; tools of other types (hosted tools such as `web_search`, which the
 /// gateway cannot offer) are left out and named in `ignored`.
 fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec>, ApiError> {
-    let items = match tools {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err(ApiError::invalid("tools", "tools: must be an array")),
-    };
+    let items = array_items(tools, "tools")?;
     let mut specs = ToolSpecs::default();
     for (i, mut tool) in items.into_iter().enumerate() {
         let at = At::Bracket(&TOOLS, i);
@@ -451,38 +439,4 @@ fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec
         )?;
     }
     Ok(specs.into_vec())
-}
-
-/// `tool_choice`: `auto`, `required`, `none`, a function, or `allowed_tools` (which leaves
-/// only the tools it names in `conversation`).
-fn tool_choice(
-    choice: Option<Value>,
-    conversation: &mut Conversation,
-) -> Result<ToolChoice, ApiError> {
-    let invalid = super::openai_tool_choice_invalid;
-    match choice {
-        None | Some(Value::Null) => Ok(ToolChoice::Auto),
-        Some(Value::String(s)) => super::openai_tool_choice_word(&s),
-        Some(choice) => match choice.get("type").and_then(Value::as_str) {
-            Some("function") => match choice.get("name").and_then(Value::as_str) {
-                Some(name) => Ok(ToolChoice::Tool(name.to_owned())),
-                None => Err(ApiError::invalid(
-                    "tool_choice",
-                    "tool_choice.name: field required",
-                )),
-            },
-            Some("allowed_tools") => {
-                let names: Vec<&str> = choice
-                    .get("tools")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|t| t.get("name").and_then(Value::as_str))
-                    .collect();
-                let mode = choice.get("mode").and_then(Value::as_str);
-                super::allowed_tools(conversation, &names, mode)
-            }
-            _ => Err(invalid()),
-        },
-    }
 }
