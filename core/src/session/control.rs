@@ -408,14 +408,7 @@ impl State {
     // ---- CLI → host answers and cancellations --------------------------------------------
 
     pub fn on_cli_response(&mut self, msg: &WireMessage<'_>, text: &str) {
-        let Some(body) = msg
-            .response
-            .and_then(|raw| serde_json::from_str::<ControlResponseBody<'_>>(raw.get()).ok())
-        else {
-            self.invalid(
-                "a control_response needs `response.subtype` and `response.request_id`",
-                text,
-            );
+        let Some(body) = self.response_body(msg, text) else {
             return;
         };
         let request_id = body.request_id.as_ref();
@@ -537,6 +530,24 @@ impl State {
     }
 
     /// A control request the host sent: its answer is awaited (until the request deadline).
+    /// The body of a `control_response` (either way); one without its subtype and request id
+    /// is reported as invalid.
+    fn response_body<'m>(
+        &mut self,
+        msg: &WireMessage<'m>,
+        text: &str,
+    ) -> Option<ControlResponseBody<'m>> {
+        let body = (msg.response)
+            .and_then(|raw| serde_json::from_str::<ControlResponseBody<'m>>(raw.get()).ok());
+        if body.is_none() {
+            self.invalid(
+                "a control_response needs `response.subtype` and `response.request_id`",
+                text,
+            );
+        }
+        body
+    }
+
     pub fn host_request(&mut self, now: Timestamp, request_id: String, subtype: String) {
         self.outgoing.push(Outgoing {
             request_id,
@@ -546,14 +557,7 @@ impl State {
     }
 
     pub fn on_host_response(&mut self, msg: &WireMessage<'_>, text: &str) {
-        let Some(body) = msg
-            .response
-            .and_then(|raw| serde_json::from_str::<ControlResponseBody<'_>>(raw.get()).ok())
-        else {
-            self.invalid(
-                "a control_response needs `response.subtype` and `response.request_id`",
-                text,
-            );
+        let Some(body) = self.response_body(msg, text) else {
             return;
         };
         let Some(req) = self.take_incoming(&body.request_id) else {
