@@ -3,7 +3,7 @@
 //! ([`resources`]), and sessions ([`sessions`]): an agent's
 //! conversation with its event log, each turn of which is a Messages request the gateway
 //! makes of itself ([`turns`]), so a session's CLI is found, held and resumed like any
-//! conversation's. Its state is typed ([`state`]); JSON is read where a request comes in and
+//! conversation's. Its state is typed ([`state`], its log [`events`]); JSON is read where a request comes in and
 //! written where an answer or a stored record goes out. Every resource belongs to the
 //! tenant (API key) that made it.
 //!
@@ -13,6 +13,7 @@
 mod agents;
 mod api;
 mod environments;
+mod events;
 mod resources;
 mod sessions;
 mod state;

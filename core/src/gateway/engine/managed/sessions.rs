@@ -1,15 +1,13 @@
 //! The Managed Agents API's sessions (`/v1/sessions`) as the API shows them: made, listed,
 //! changed, archived and deleted; their events sent, listed and streamed; kept in the session
-//! store and read back. How a session's turns run is [`turns`](super::turns).
+//! store and read back. How a session's turns run is the `turns` module's.
 
 use serde_json::{json, Map, Value};
 
 use super::agents::AgentSnapshot;
 use super::api::{invalid, json_object, metadata, not_found, page, param, query, Refusal};
-use super::state::{
-    AgentSession, Confirmation, Event, EventBody, Message, Previews, Progress, SessionError,
-    SessionView, Status, StopReason, TurnRequest, Usage,
-};
+use super::events::{Confirmation, Event, EventBody, SessionError, StopReason};
+use super::state::{AgentSession, Previews, Progress, SessionView, Status, TurnRequest, Usage};
 use super::tools::SessionTools;
 use super::SessionRoute;
 use crate::gateway::engine::approvals::sse;
@@ -630,13 +628,5 @@ impl Gateway {
         }
         self.next_turn(id);
         Ok((200, json!({"data": echoed})))
-    }
-}
-
-/// A user's message of a session's conversation.
-pub(super) fn user_message(content: Vec<Value>) -> Message {
-    Message {
-        role: super::state::Role::User,
-        content,
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::agents::AgentSnapshot;
+use super::events::Event;
 use super::tools::{SessionTools, ToolName};
 use crate::gateway::engine::RequestId;
 use crate::gateway::SessionId;
@@ -141,6 +142,14 @@ pub(super) struct Message {
     pub(super) content: Vec<Value>,
 }
 
+/// A user's message of a session's conversation.
+pub(super) fn user_message(content: Vec<Value>) -> Message {
+    Message {
+        role: Role::User,
+        content,
+    }
+}
+
 /// Who said a [`Message`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -158,181 +167,6 @@ pub(super) struct CustomCall(
     /// The model's `tool_use` id.
     pub(super) String,
 );
-
-/// An event of a session's log.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct Event {
-    pub(super) id: String,
-    /// When the gateway took it (`null` for a user's message until its turn takes it).
-    pub(super) processed_at: Option<String>,
-    #[serde(flatten)]
-    pub(super) body: EventBody,
-}
-
-/// What an [`Event`] says, by its `type`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "type")]
-pub(super) enum EventBody {
-    #[serde(rename = "user.message")]
-    UserMessage { content: Vec<Value> },
-    #[serde(rename = "user.interrupt")]
-    UserInterrupt {},
-    #[serde(rename = "user.custom_tool_result")]
-    UserCustomToolResult {
-        custom_tool_use_id: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        content: Option<Value>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        is_error: Option<bool>,
-    },
-    #[serde(rename = "user.tool_confirmation")]
-    UserToolConfirmation {
-        tool_use_id: String,
-        result: Confirmation,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        deny_message: Option<String>,
-    },
-    #[serde(rename = "agent.message")]
-    AgentMessage { content: Vec<Value> },
-    #[serde(rename = "agent.thinking")]
-    AgentThinking {},
-    #[serde(rename = "agent.tool_use")]
-    AgentToolUse {
-        name: String,
-        input: Value,
-        evaluated_permission: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        evaluation: Option<Value>,
-    },
-    #[serde(rename = "agent.mcp_tool_use")]
-    AgentMcpToolUse {
-        name: String,
-        mcp_server_name: String,
-        input: Value,
-        evaluated_permission: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        evaluation: Option<Value>,
-    },
-    #[serde(rename = "agent.tool_result")]
-    AgentToolResult {
-        tool_use_id: String,
-        content: Value,
-        is_error: bool,
-    },
-    #[serde(rename = "agent.mcp_tool_result")]
-    AgentMcpToolResult {
-        mcp_tool_use_id: String,
-        content: Value,
-        is_error: bool,
-    },
-    #[serde(rename = "agent.custom_tool_use")]
-    AgentCustomToolUse { name: Value, input: Value },
-    #[serde(rename = "span.model_request_start")]
-    ModelRequestStart {},
-    #[serde(rename = "span.model_request_end")]
-    ModelRequestEnd {
-        model_request_start_id: String,
-        is_error: bool,
-        model_usage: ModelUsage,
-    },
-    #[serde(rename = "session.status_idle")]
-    Idle {
-        stop_reason: StopReason,
-        stop_details: Option<Value>,
-    },
-    #[serde(rename = "session.status_running")]
-    Running {},
-    #[serde(rename = "session.status_terminated")]
-    Terminated {},
-    #[serde(rename = "session.error")]
-    Error { error: SessionError },
-}
-
-impl EventBody {
-    /// The event's `type`.
-    pub(super) fn kind(&self) -> &'static str {
-        match self {
-            EventBody::UserMessage { .. } => "user.message",
-            EventBody::UserInterrupt {} => "user.interrupt",
-            EventBody::UserCustomToolResult { .. } => "user.custom_tool_result",
-            EventBody::UserToolConfirmation { .. } => "user.tool_confirmation",
-            EventBody::AgentMessage { .. } => "agent.message",
-            EventBody::AgentThinking {} => "agent.thinking",
-            EventBody::AgentToolUse { .. } => "agent.tool_use",
-            EventBody::AgentMcpToolUse { .. } => "agent.mcp_tool_use",
-            EventBody::AgentToolResult { .. } => "agent.tool_result",
-            EventBody::AgentMcpToolResult { .. } => "agent.mcp_tool_result",
-            EventBody::AgentCustomToolUse { .. } => "agent.custom_tool_use",
-            EventBody::ModelRequestStart {} => "span.model_request_start",
-            EventBody::ModelRequestEnd { .. } => "span.model_request_end",
-            EventBody::Idle { .. } => "session.status_idle",
-            EventBody::Running {} => "session.status_running",
-            EventBody::Terminated {} => "session.status_terminated",
-            EventBody::Error { .. } => "session.error",
-        }
-    }
-
-    /// The event that says a session is idle for `reason`.
-    pub(super) fn idle(reason: StopReason) -> EventBody {
-        EventBody::Idle {
-            stop_reason: reason,
-            stop_details: None,
-        }
-    }
-}
-
-/// A user's answer to a tool call waiting for confirmation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(super) enum Confirmation {
-    Allow,
-    Deny,
-}
-
-/// Why a session went idle.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub(super) enum StopReason {
-    /// The turn ended (or was interrupted).
-    EndTurn,
-    /// Calls wait for the user: results of custom tools, or confirmations.
-    RequiresAction { event_ids: Vec<String> },
-    /// The turn failed.
-    RetriesExhausted,
-}
-
-/// The tokens one model request used.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-pub(super) struct ModelUsage {
-    pub(super) input_tokens: u64,
-    pub(super) output_tokens: u64,
-    pub(super) cache_creation_input_tokens: u64,
-    pub(super) cache_read_input_tokens: u64,
-}
-
-impl ModelUsage {
-    /// The counts of a Messages API `usage` object (missing ones 0).
-    pub(super) fn of(usage: &Map<String, Value>) -> ModelUsage {
-        let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
-        ModelUsage {
-            input_tokens: count("input_tokens"),
-            output_tokens: count("output_tokens"),
-            cache_creation_input_tokens: count("cache_creation_input_tokens"),
-            cache_read_input_tokens: count("cache_read_input_tokens"),
-        }
-    }
-}
-
-/// A `session.error`'s error.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct SessionError {
-    /// `unknown_error`, `model_overloaded_error`, `model_request_failed_error`.
-    #[serde(rename = "type")]
-    pub(super) kind: String,
-    pub(super) message: String,
-    /// Always `{"type": "exhausted"}`: the gateway does not try again.
-    pub(super) retry_status: Value,
-}
 
 /// The previews of events being produced that a stream opted into (`event_deltas`): they go
 /// to that stream only, never into the session's log.

@@ -5,7 +5,6 @@
 use serde_json::{json, Value};
 
 use super::agents::{AgentSnapshot, Policy, Tool};
-use super::state::EventBody;
 
 /// The built-in tools of `agent_toolset_20260401` and the CLI tools that are them.
 const BUILT_IN: [(&str, &str); 8] = [
@@ -244,50 +243,6 @@ pub(super) enum ToolName {
     Mcp { server: String, tool: String },
 }
 
-impl ToolName {
-    /// The event of a call with `input`, decided `permission`.
-    pub(super) fn use_event(&self, input: Value, permission: Permission) -> EventBody {
-        let input = match input {
-            Value::Object(_) => input,
-            _ => json!({}),
-        };
-        let evaluated_permission = permission.evaluated().to_owned();
-        let evaluation = Some(permission.evaluation()).filter(|e| !e.is_null());
-        match self {
-            ToolName::BuiltIn(name) => EventBody::AgentToolUse {
-                name: name.clone(),
-                input,
-                evaluated_permission,
-                evaluation,
-            },
-            ToolName::Mcp { server, tool } => EventBody::AgentMcpToolUse {
-                name: tool.clone(),
-                mcp_server_name: server.clone(),
-                input,
-                evaluated_permission,
-                evaluation,
-            },
-        }
-    }
-
-    /// The event of the result of the call whose event is `use_id`.
-    pub(super) fn result_event(&self, use_id: &str, content: &Value, is_error: bool) -> EventBody {
-        let content = result_content(content);
-        match self {
-            ToolName::BuiltIn(_) => EventBody::AgentToolResult {
-                tool_use_id: use_id.to_owned(),
-                content,
-                is_error,
-            },
-            ToolName::Mcp { .. } => EventBody::AgentMcpToolResult {
-                mcp_tool_use_id: use_id.to_owned(),
-                content,
-                is_error,
-            },
-        }
-    }
-}
-
 /// The API's name of a built-in CLI tool.
 fn api_name(cli: &str) -> Option<&'static str> {
     BUILT_IN
@@ -296,26 +251,9 @@ fn api_name(cli: &str) -> Option<&'static str> {
         .map(|(api, _)| *api)
 }
 
-/// A tool result's content as the API's blocks: text and images as they are, anything else
-/// as its JSON text.
-fn result_content(content: &Value) -> Value {
-    match content {
-        Value::Null => json!([]),
-        Value::String(text) => json!([{"type": "text", "text": text}]),
-        Value::Array(blocks) => blocks
-            .iter()
-            .map(|b| match b["type"].as_str() {
-                Some("text") => json!({"type": "text", "text": b["text"]}),
-                Some("image") => json!({"type": "image", "source": b["source"]}),
-                _ => json!({"type": "text", "text": b.to_string()}),
-            })
-            .collect(),
-        other => json!([{"type": "text", "text": other.to_string()}]),
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::events::EventBody;
     use super::*;
 
     /// An agent as a session keeps it, made from these fields as the API makes it.
@@ -391,20 +329,33 @@ mod tests {
     fn events_name_tools_as_the_api_does() {
         let (p, name) = SessionTools::default().permission("Bash");
         let json = |body: EventBody| serde_json::to_value(body).unwrap();
-        let event = json(name.use_event(json!({"command": "ls"}), Permission::Ask));
+        let event = json(EventBody::tool_use(
+            &name,
+            json!({"command": "ls"}),
+            Permission::Ask,
+        ));
         assert_eq!(p, Permission::Deny);
         assert_eq!(event["name"], "bash");
         assert_eq!(event["evaluated_permission"], "ask");
         assert_eq!(event["evaluation"]["type"], "always_ask");
-        let result = json(name.result_event("sevt_1", &json!("a\nb"), false));
+        let result = json(EventBody::tool_result(
+            &name,
+            "sevt_1",
+            &json!("a\nb"),
+            false,
+        ));
         assert_eq!(result["type"], "agent.tool_result");
         assert_eq!(result["content"][0]["text"], "a\nb");
         let mcp = ToolName::Mcp {
             server: "s".into(),
             tool: "t".into(),
         };
-        let result =
-            json(mcp.result_event("sevt_2", &json!([{"type": "text", "text": "x"}]), true));
+        let result = json(EventBody::tool_result(
+            &mcp,
+            "sevt_2",
+            &json!([{"type": "text", "text": "x"}]),
+            true,
+        ));
         assert_eq!(result["mcp_tool_use_id"], "sevt_2");
         assert_eq!(result["is_error"], true);
     }

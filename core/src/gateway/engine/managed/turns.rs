@@ -7,11 +7,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::sessions::user_message;
-use super::state::{
-    Confirming, CustomCall, EventBody, Message, ModelUsage, Previews, Progress, Role, SessionError,
-    Span, StopReason,
-};
+use super::events::{EventBody, ModelUsage, SessionError, StopReason};
+use super::state::{user_message, Confirming, CustomCall, Message, Previews, Progress, Role, Span};
 use super::tools::{Permission, ToolName};
 use super::TURNS_FROM;
 use crate::api::Api;
@@ -313,7 +310,8 @@ impl Gateway {
                 server: false,
             } => {
                 if let Some((event, tool)) = progress.calls.get(use_id) {
-                    let result = tool.result_event(event, &content.to_value(), *is_error);
+                    let result =
+                        EventBody::tool_result(tool, event, &content.to_value(), *is_error);
                     self.session_event(&id, None, result);
                 }
             }
@@ -370,7 +368,7 @@ impl Gateway {
         input: Value,
         permission: Permission,
     ) -> String {
-        let event = self.session_event(id, None, tool.use_event(input, permission));
+        let event = self.session_event(id, None, EventBody::tool_use(&tool, input, permission));
         if let Some(session) = self.agent_sessions.by_id.get_mut(id) {
             (session.progress.calls).insert(use_id.to_owned(), (event.id.clone(), tool));
         }
