@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use crate::json::Json;
 
-/// A prompt for [`Session::send_user_message`].
+/// A prompt for [`Session::send_user_message`](super::Session::send_user_message).
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserMessage {
     /// A string or a list of content blocks (text, image, …).
@@ -77,7 +77,7 @@ pub(super) fn user_frame(message: UserMessage) -> Value {
     Value::Object(frame)
 }
 
-/// A prompt's content serialized ahead of [`Session::send_ready_prompt`]: the work linear in
+/// A prompt's content serialized ahead of [`Session::send_ready_prompt`](super::Session::send_ready_prompt): the work linear in
 /// its size, done where it holds nothing up.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ReadyPrompt {

@@ -32,7 +32,7 @@ pub struct EncoderOptions {
     pub previous_response_id: Option<String>,
     /// Responses API: whether the response is stored, echoed in the response.
     pub store: bool,
-    /// Show the model's thinking ([`ApiRequest::show_thinking`](super::ApiRequest)):
+    /// Show the model's thinking ([`ApiRequest::show_thinking`](super::super::ApiRequest)):
     /// Anthropic `thinking` / `redacted_thinking` blocks, Chat Completions `reasoning_content`,
     /// Responses `reasoning` items with the thinking as their summary. Without it, thinking is
     /// left out, as the APIs do when it was not asked for.

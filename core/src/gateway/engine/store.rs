@@ -1,4 +1,4 @@
-//! Conversations kept in a session store ([`GatewayConfig::store`]): every CLI's transcript
+//! Conversations kept in a session store ([`GatewayConfig::store`](super::GatewayConfig::store)): every CLI's transcript
 //! as it writes it, each conversation's record as its responses end, and the resume of a
 //! history no live CLI continues by a new CLI that reads the stored transcript.
 

@@ -31,11 +31,15 @@ impl Registry {
         self.match_prepared(tenant, request, ahead, response_id, now)
     }
 
-    /// [`match_request`](Self::match_request) with what was computed ahead of it
-    /// ([`Ahead`]).
+    /// Matches a request of any API with what was computed ahead of it ([`Ahead`]): puts
+    /// the stored history of a Responses request's `previous_response_id` in front of it,
+    /// finds what it continues or starts in the scope of `tenant`, and, for a Responses
+    /// request with `store: true`, remembers to store its response under `response_id`.
     ///
     /// # Errors
-    /// Those of [`match_request`](Self::match_request).
+    /// Those of [`resolve_previous`](Self::resolve_previous); 400 when the request's tool
+    /// results do not match the calls the session waits for, 429 when the conversation is
+    /// busy with another request.
     pub(crate) fn match_prepared(
         &mut self,
         tenant: &str,
@@ -102,7 +106,8 @@ impl Registry {
         )
     }
 
-    /// [`match_conversation`](Self::match_conversation) with the conversation's [`history_hashes`] computed ahead.
+    /// Finds what a conversation continues, or starts, with its [`history_hashes`] computed
+    /// ahead.
     fn match_hashed(
         &mut self,
         conversation: &Conversation,

@@ -25,7 +25,7 @@ mod matching;
 mod stored;
 
 /// What a request's routing needs that was computed ahead, off the endpoint: the request's
-/// `scope` ([`request_scope`]), its `hashes` (the history's and the hasher over all its
+/// `scope` ([`request_scope`](super::translate::request_scope)), its `hashes` (the history's and the hasher over all its
 /// messages) and whether the prompt a new session starts with is made already
 /// (`prompt_ready`: a `Start` match's prompt is left empty). A request that continues a stored
 /// response has neither: the stored history goes in front of it first.
@@ -344,7 +344,7 @@ pub struct Registry {
     /// Requests looked up in the session store, by their history's hash in the tenant's scope.
     finding: BTreeMap<String, Finding>,
     /// Changes of the routing index, kept for a host that shares it (see
-    /// [`Endpoint`]'s scale-out notes); `None` when nobody reads them.
+    /// [`Gateway::route_key`](super::Gateway::route_key)); `None` when nobody reads them.
     index_changes: Option<Vec<IndexChange>>,
     /// Responses stored since [`take_stored`](Self::take_stored) was last called, for a
     /// session store to keep too; `None` when nobody reads them.
@@ -352,7 +352,7 @@ pub struct Registry {
 }
 
 /// A change of what this gateway serves: a key a front router may look up to find the gateway
-/// that holds a conversation (see [`Endpoint::route_key`]).
+/// that holds a conversation (see [`Gateway::route_key`](super::Gateway::route_key)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IndexChange {
     /// Requests with this key belong here now.
@@ -415,7 +415,7 @@ impl Registry {
     }
 
     /// Moves a conversation's state from session `from` to session `to` (a CLI started ahead
-    /// takes the conversation that [`match_conversation`](Self::match_conversation) started as `from`).
+    /// takes the conversation that [`match_prepared`](Self::match_prepared) started as `from`).
     pub fn rekey(&mut self, from: SessionId, to: SessionId) {
         let Some(entry) = self.sessions.remove(&from) else {
             return;
@@ -448,7 +448,7 @@ impl Registry {
 
     /// A response ended normally with the assistant `message`; `tool_calls` are the client
     /// tool calls in it. The request's messages and this message are the history the next
-    /// request continues; a response [`match_request`](Self::match_request) was asked to
+    /// request continues; a response [`match_prepared`](Self::match_prepared) was asked to
     /// store is stored. Returns that history's hash in the tenant's scope (what the session
     /// store finds the conversation by), or `None` (and does nothing) when the session has no
     /// request in flight: it was closed, or its response already ended.
