@@ -4,8 +4,8 @@ use serde_json::{Map, Value};
 
 use super::fields::*;
 use super::{
-    check_base64, parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiErrorKind,
-    ApiRequest, At, Thinking, ToolChoice, ToolFields, ToolSpecs,
+    check_base64, parse_object, url_image_source, Api, ApiError, ApiErrorKind, ApiRequest, At,
+    Thinking, ToolChoice, ToolSpecs,
 };
 use crate::conversation::{push_block, strip_volatile, Block, Conversation, Role, ToolSpec};
 
@@ -420,19 +420,7 @@ fn tools(tools: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
                 ),
             ));
         }
-        let schema = tool.get_mut("input_schema").map(Value::take);
-        push_tool_spec(
-            &mut specs,
-            ToolFields {
-                at: &at,
-                prefix: "",
-                schema_field: "input_schema",
-                schema_required: true,
-                name: tool.get("name").and_then(Value::as_str),
-                description: tool.get("description").and_then(Value::as_str),
-                schema,
-            },
-        )?;
+        push_flat_tool(&mut specs, &at, &mut tool, "input_schema", true)?;
     }
     Ok(specs.into_vec())
 }

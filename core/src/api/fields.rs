@@ -3,7 +3,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{allowed_tools, openai_tool_choice_invalid, openai_tool_choice_word, ToolChoice};
+use super::{
+    allowed_tools, openai_tool_choice_invalid, openai_tool_choice_word, push_tool_spec, At,
+    ToolChoice, ToolFields, ToolSpecs,
+};
 use super::{ApiError, Conversation};
 
 /// The required `model`: a non-empty string (`message`: the error, in the API's words).
@@ -113,4 +116,28 @@ fn function_choice(choice: &Value, shape: &ChoiceShape) -> Result<ToolChoice, Ap
             ),
         )),
     }
+}
+
+/// A tool whose `name`, `description` and schema (`schema_field`) are its own fields
+/// (Messages, Responses), added to `specs`.
+pub(crate) fn push_flat_tool(
+    specs: &mut ToolSpecs,
+    at: &At<'_>,
+    tool: &mut Value,
+    schema_field: &'static str,
+    schema_required: bool,
+) -> Result<(), ApiError> {
+    let schema = tool.get_mut(schema_field).map(Value::take);
+    push_tool_spec(
+        specs,
+        ToolFields {
+            at,
+            prefix: "",
+            schema_field,
+            schema_required,
+            name: tool.get("name").and_then(Value::as_str),
+            description: tool.get("description").and_then(Value::as_str),
+            schema,
+        },
+    )
 }

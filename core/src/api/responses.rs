@@ -18,10 +18,7 @@
 use serde_json::{json, Map, Value};
 
 use super::fields::*;
-use super::{
-    parse_object, push_tool_spec, url_image_source, Api, ApiError, ApiRequest, At, ToolFields,
-    ToolSpecs,
-};
+use super::{parse_object, url_image_source, Api, ApiError, ApiRequest, At, ToolSpecs};
 use crate::conversation::{push_block, Block, Conversation, Role, ToolSpec};
 
 /// Request fields known to be accepted and ignored (the CLI decides them, or they ask for
@@ -424,19 +421,7 @@ fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec
             }
             None => return Err(ApiError::invalid(&at, format!("{at}.type: field required"))),
         }
-        let schema = tool.get_mut("parameters").map(Value::take);
-        push_tool_spec(
-            &mut specs,
-            ToolFields {
-                at: &at,
-                prefix: "",
-                schema_field: "parameters",
-                schema_required: false,
-                name: tool.get("name").and_then(Value::as_str),
-                description: tool.get("description").and_then(Value::as_str),
-                schema,
-            },
-        )?;
+        push_flat_tool(&mut specs, &at, &mut tool, "parameters", false)?;
     }
     Ok(specs.into_vec())
 }

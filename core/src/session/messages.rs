@@ -70,12 +70,19 @@ impl State {
 
     // ---- assistant frames ----------------------------------------------------------------
 
-    pub fn on_assistant(&mut self, msg: &WireMessage<'_>, text: &str) {
-        let Some(api) = msg
-            .message
-            .and_then(|raw| serde_json::from_str::<ApiMessage<'_>>(raw.get()).ok())
-        else {
+    /// A frame's `message`, as the Messages API writes one; a frame without one is reported
+    /// as invalid.
+    fn api_message<'m>(&mut self, msg: &WireMessage<'m>, text: &str) -> Option<ApiMessage<'m>> {
+        let api =
+            (msg.message).and_then(|raw| serde_json::from_str::<ApiMessage<'m>>(raw.get()).ok());
+        if api.is_none() {
             self.invalid("`message` must be a Messages API message", text);
+        }
+        api
+    }
+
+    pub fn on_assistant(&mut self, msg: &WireMessage<'_>, text: &str) {
+        let Some(api) = self.api_message(msg, text) else {
             return;
         };
         let message_id = api.id.as_deref().unwrap_or_default().to_owned();
@@ -496,11 +503,7 @@ impl State {
     // ---- user frames from the CLI --------------------------------------------------------
 
     pub fn on_user_frame(&mut self, msg: &WireMessage<'_>, text: &str) {
-        let Some(api) = msg
-            .message
-            .and_then(|raw| serde_json::from_str::<ApiMessage<'_>>(raw.get()).ok())
-        else {
-            self.invalid("`message` must be a Messages API message", text);
+        let Some(api) = self.api_message(msg, text) else {
             return;
         };
         let parent = msg.parent_tool_use_id.as_deref();

@@ -241,6 +241,30 @@ impl Gateway {
             .push_back(GatewayOutput::RemoveDir { path: dir });
     }
 
+    /// What a request of the sessions' routes changed (`answer`, a POST's or a DELETE's),
+    /// kept in the session store before the answer ends.
+    fn persist_changed(
+        &mut self,
+        request: RequestId,
+        route: SessionRoute<'_>,
+        tenant: &str,
+        answer: &Result<(u16, Value), Refusal>,
+    ) {
+        let Ok((_, value)) = answer else {
+            return;
+        };
+        let id = match route {
+            SessionRoute::AgentSessions => value["id"].as_str().map(str::to_owned),
+            SessionRoute::AgentSession(id)
+            | SessionRoute::Archive(id)
+            | SessionRoute::Events(id) => Some(id.to_owned()),
+            SessionRoute::Stream(_) => None,
+        };
+        if let Some(id) = id {
+            self.persist_session(tenant, &id, Some(request));
+        }
+    }
+
     /// A request of the sessions' routes, answered: `None` for a stream, kept open. What it
     /// changed is kept in the session store before the answer ends.
     pub(super) fn handle_session(
@@ -252,35 +276,10 @@ impl Gateway {
         body: &[u8],
         warnings: &mut Vec<String>,
     ) -> Option<Result<(u16, Value), Refusal>> {
-        let answer = self.session_answer(request, route, head, tenant, body, warnings)?;
-        if let (Ok((_, value)), "POST" | "DELETE") = (&answer, head.method) {
-            let id = match route {
-                SessionRoute::AgentSessions => value["id"].as_str().map(str::to_owned),
-                SessionRoute::AgentSession(id)
-                | SessionRoute::Archive(id)
-                | SessionRoute::Events(id) => Some(id.to_owned()),
-                SessionRoute::Stream(_) => None,
-            };
-            if let Some(id) = id {
-                self.persist_session(tenant, &id, Some(request));
-            }
-        }
-        Some(answer)
-    }
-
-    fn session_answer(
-        &mut self,
-        request: RequestId,
-        route: SessionRoute<'_>,
-        head: &HttpHead<'_>,
-        tenant: &str,
-        body: &[u8],
-        warnings: &mut Vec<String>,
-    ) -> Option<Result<(u16, Value), Refusal>> {
         let params = &query(head.query);
         let object = || json_object(body);
         let view = |s: &AgentSession| serde_json::to_value(&s.view).unwrap_or_default();
-        Some(match (head.method, route) {
+        let answer = match (head.method, route) {
             ("POST", SessionRoute::AgentSessions) => {
                 object().and_then(|b| self.create_session(tenant, &b, warnings))
             }
@@ -417,7 +416,11 @@ impl Gateway {
                 message: format!("this route does not take {method}"),
                 code: None,
             }),
-        })
+        };
+        if matches!(head.method, "POST" | "DELETE") {
+            self.persist_changed(request, route, tenant, &answer);
+        }
+        Some(answer)
     }
 
     fn create_session(
