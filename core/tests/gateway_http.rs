@@ -109,6 +109,29 @@ fn the_head_decides_refusals_before_any_body_is_read() {
     let rebound = ("host", "attacker.example:8080");
     let (status, _, _) = refused(admit(&f, "GET", "/health", &[rebound]), "");
     assert_eq!(status, 403);
+    // A body declared over the limit: 413 at once, in the API's shape, and the connection
+    // closes (the body may still come); one within it is read.
+    let huge = ("content-length", "99999999999");
+    let (status, close, body) = refused(
+        admit(&f, "POST", "/v1/messages", &[key, JSON, huge]),
+        "connection",
+    );
+    assert_eq!((status, close.as_deref()), (413, Some("close")));
+    assert_eq!(body["error"]["type"], "request_too_large");
+    let (status, _, body) = refused(
+        admit(&f, "POST", "/v1/chat/completions", &[key, JSON, huge]),
+        "",
+    );
+    assert_eq!(status, 413);
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("larger than"));
+    let fits = ("content-length", "1000");
+    assert!(matches!(
+        admit(&f, "POST", "/v1/messages", &[key, JSON, fits]),
+        Admission::Admit { .. }
+    ));
     // Health needs no key; the API routes admit the key's tenant.
     assert_eq!(
         admit(&f, "GET", "/health", &[]),

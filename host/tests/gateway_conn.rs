@@ -362,6 +362,32 @@ async fn a_body_that_stalls_gets_a_408() {
     gw.stop().await;
 }
 
+/// A head that declares a body over the gateway's limit is answered from the head: the
+/// gateway does not wait for a body it would refuse (here it would wait an hour).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_declared_too_large_gets_a_413_from_the_head() {
+    let gw = start(ConnOptions {
+        body_timeout: Duration::from_secs(3600),
+        ..ConnOptions::default()
+    })
+    .await;
+    let addr = gw.server().addr();
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /v1/messages HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         anthropic-version: 2023-06-01\r\ncontent-length: 99999999999\r\n\r\n{{\"model\":"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+
+    let answer = until_closed(&mut stream, Duration::from_secs(30)).await;
+
+    assert!(answer.starts_with("HTTP/1.1 413 "), "{answer}");
+    assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
+    let body = body_of(&answer);
+    assert_eq!(body["error"]["type"], "request_too_large", "{answer}");
+    gw.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_100_kb_header_gets_a_431() {
     let gw = start(ConnOptions::default()).await;

@@ -345,8 +345,9 @@ impl Gateway {
 
     /// Decides on a request from its head alone: browser-borne requests the operator did not
     /// allow are refused before anything else, CORS preflights of allowed origins answered,
-    /// unknown paths (404), wrong methods (405), bodies that are not JSON (415) and missing or
-    /// wrong API keys (401) refused. Changes nothing.
+    /// unknown paths (404), wrong methods (405), bodies that are not JSON (415), missing or
+    /// wrong API keys (401) and a `Content-Length` over [`max_body`](Self::max_body) (413)
+    /// refused. Changes nothing.
     pub fn admit(&self, head: &HttpHead<'_>) -> Admission {
         let front = &self.front;
         let api = head.api();
@@ -412,6 +413,21 @@ impl Gateway {
         } else {
             String::new()
         };
+        // A body declared larger than the gateway takes is refused from the head, at once:
+        // the connection cannot carry another request (the body may still come).
+        let declared = head
+            .header("content-length")
+            .and_then(|l| l.trim().parse::<u64>().ok());
+        if declared.is_some_and(|length| length > front.config.max_body as u64) {
+            let message = format!(
+                "the request body is larger than {} bytes",
+                front.config.max_body
+            );
+            let error = ApiError::new(ApiErrorKind::RequestTooLarge, message);
+            let mut headers = cors;
+            headers.push(("connection".to_owned(), "close".to_owned()));
+            return Admission::Respond(error_response(api, &error, headers));
+        }
         Admission::Admit { tenant, cors }
     }
 
