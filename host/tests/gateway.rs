@@ -395,8 +395,43 @@ async fn the_model_s_errors_keep_their_status_in_each_api_s_shape() {
                     "fake: this request is refused",
                 ),
             )
+            .on_prompt(
+                "PLEASE-TOO-LONG",
+                Reply::error(
+                    400,
+                    "invalid_request_error",
+                    "prompt is too long: 250000 tokens > 200000 maximum",
+                ),
+            )
             .when(Match::Any, Reply::Echo),
     );
+    // A prompt over the model's context: a 400 in each API's shape, which no SDK retries (the
+    // CLI's words for it, with what it tried).
+    let too_long = |content: &str| json!([{"role": "user", "content": content}]);
+    let history = json!([{"role": "user", "content": "hello one"},
+        {"role": "assistant", "content": "hi there"},
+        {"role": "user", "content": "PLEASE-TOO-LONG again"}]);
+    for (path, request) in [
+        ("/v1/messages", anthropic(too_long("PLEASE-TOO-LONG"))),
+        ("/v1/messages", anthropic(history)),
+        (
+            "/v1/chat/completions",
+            json!({"model": "gpt-4o", "messages": too_long("PLEASE-TOO-LONG")}),
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "gpt-4o", "input": "PLEASE-TOO-LONG"}),
+        ),
+    ] {
+        let (status, _, body) = gw.call(path, &request, None).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert_eq!(
+            body["error"]["type"], "invalid_request_error",
+            "{path}: {body}"
+        );
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("Prompt is too long"), "{path}: {body}");
+    }
     let overloaded = json!([{"role": "user", "content": "PLEASE-OVERLOAD now"}]);
     let (status, _, body) = gw.call("/v1/messages", &anthropic(overloaded), None).await;
     assert_eq!(status, 529, "{body}");

@@ -81,9 +81,20 @@ pub(super) async fn handle(State(app): State<Arc<App>>, request: Request) -> Res
             .get(FORWARDED_BY)
             .is_some_and(|h| cluster.forwarded(h.as_bytes()));
         if !forwarded {
-            let placement = app.core().gateway.placement(&head, &tenant, parsed.as_ref());
+            let placement = app
+                .core()
+                .gateway
+                .placement(&head, &tenant, parsed.as_ref());
             if let Some(placement) = placement {
-                let routed = to_cluster(&app, cluster, &parts, head.api(), &placement, &tenant, bytes);
+                let routed = to_cluster(
+                    &app,
+                    cluster,
+                    &parts,
+                    head.api(),
+                    &placement,
+                    &tenant,
+                    bytes,
+                );
                 if let Some(response) = routed.await {
                     return response;
                 }

@@ -28,10 +28,9 @@ use axum::response::Response;
 use axum::Router;
 use ccwire_core::api::{ApiError, ApiErrorKind};
 use ccwire_core::gateway::{
-    env_to_remove, fans_out, prepare, Admission, BodyError, CliSpec, ConfigError,
-    ConversationKey, ConversationRecord, Gateway, GatewayConfig, GatewayOutput, Holder,
-    HttpConfig, HttpHead, Placed, Placement, Prepared, RequestId, ResumeSpec, RouteKey,
-    SessionId, StoreAnswer, StoreAsk,
+    env_to_remove, fans_out, prepare, Admission, BodyError, CliSpec, ConfigError, ConversationKey,
+    ConversationRecord, Gateway, GatewayConfig, GatewayOutput, Holder, HttpConfig, HttpHead,
+    Placed, Placement, Prepared, RequestId, ResumeSpec, RouteKey, SessionId, StoreAnswer, StoreAsk,
 };
 use futures::StreamExt;
 use serde_json::json;

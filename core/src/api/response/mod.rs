@@ -724,6 +724,9 @@ fn turn_error(
     let kind = match status {
         // The model API's account cannot pay: the CLI's and the API's own words for it.
         _ if is_billing(&message) || errors.iter().any(|e| is_billing(e)) => ApiErrorKind::Billing,
+        // A prompt over the model's context is the request's fault (whatever the CLI reports
+        // with it): retrying cannot help.
+        _ if message.starts_with(PROMPT_TOO_LONG) => ApiErrorKind::InvalidRequest,
         Some(402) => ApiErrorKind::Billing,
         Some(400) => ApiErrorKind::InvalidRequest,
         Some(401) => ApiErrorKind::Authentication,
@@ -749,6 +752,9 @@ fn turn_error(
         _ => error,
     }
 }
+
+/// How the CLI begins its message for a prompt over the model's context window.
+const PROMPT_TOO_LONG: &str = "Prompt is too long";
 
 /// Whether an error text is the model API refusing for want of credit or usage allowance, in
 /// the words of the API ("Your credit balance is too low…") or of the CLI ("Credit balance is
@@ -794,5 +800,24 @@ fn content_message(chunk: &Chunk) -> Option<&str> {
         | Chunk::ThinkingDelta { message_id, .. }
         | Chunk::ThinkingRedacted { message_id, .. } => Some(message_id),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prompt_over_the_context_is_a_400_whatever_status_the_cli_gives() {
+        let none = crate::Json::from_value(&serde_json::json!([]));
+        let long = "Prompt is too long · automatic compaction failed: the summary is too long";
+        for status in [(None, None), (None, Some("api_error")), (Some(500), None)] {
+            let error = turn_error(Some(long), Some("success"), status, &none, None);
+            assert_eq!(error.kind, ApiErrorKind::InvalidRequest, "{status:?}");
+            assert_eq!(error.kind.status(), 400);
+        }
+        // Other failures keep what the CLI reported.
+        let error = turn_error(Some("boom"), Some("error"), (Some(500), None), &none, None);
+        assert_eq!(error.kind.status(), 500);
     }
 }
