@@ -417,3 +417,72 @@ fn an_odd_conversation_id_is_a_404_without_asking_the_store() {
     assert_eq!(status, 404, "{body}");
     assert_eq!(asked(&sim), 1);
 }
+
+/// The operator's console: the admin key lists and streams every tenant's approvals (each
+/// naming its tenant) and answers any of them; a tenant's key only its own; no key nothing.
+#[test]
+fn the_admin_key_sees_and_answers_every_tenant_s_approvals() {
+    let mut sim = Sim::new(GatewayConfig {
+        console: true,
+        approvals: true,
+        enabled_tools: vec!["Bash".to_owned()],
+        approval_timeout_ms: 60_000,
+        http: ccwire_core::gateway::HttpConfig {
+            api_keys: vec!["alice".into(), "bob".into()],
+            admin_key: Some("root".into()),
+            ..ccwire_core::gateway::HttpConfig::default()
+        },
+        ..GatewayConfig::default()
+    });
+    let root = [("authorization", "Bearer root")];
+    let stream = sim.http("GET", "/v1/approvals/events", &root, "").unwrap();
+    let alices = bash(&mut sim, "alice", "ls");
+    let bobs = bash(&mut sim, "bob", "pwd");
+
+    let all = console_json(&mut sim, "root", "/v1/approvals");
+    let mut tenants: Vec<String> = (all["data"].as_array().unwrap().iter())
+        .map(|a| a["tenant"].as_str().unwrap().to_owned())
+        .collect();
+    tenants.sort();
+    let mut expected = ["alice", "bob"].map(ccwire_core::gateway::tenant_id);
+    expected.sort();
+    assert_eq!(tenants, expected, "{all}");
+    let own = console_json(&mut sim, "bob", "/v1/approvals");
+    assert_eq!(own["data"].as_array().unwrap().len(), 1, "{own}");
+    assert_eq!(
+        own["data"][0].get("tenant"),
+        None,
+        "a tenant is not told its own id"
+    );
+    assert_eq!(console(&mut sim, "nobody", "/v1/approvals").0, 401);
+    // Both came on the operator's stream.
+    let text = sim.response(stream).text();
+    assert_eq!(text.matches("event: approval\n").count(), 2, "{text}");
+
+    // The operator answers Bob's; Alice cannot answer it, nor Bob Alice's.
+    let bob_id = own["data"][0]["id"].as_str().unwrap().to_owned();
+    let alice_id = (all["data"].as_array().unwrap().iter())
+        .find(|a| a["id"] != bob_id.as_str())
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let post = |sim: &mut Sim, key: &str, id: &str| {
+        let auth = format!("Bearer {key}");
+        let headers = [JSON, ("authorization", auth.as_str())];
+        let path = format!("/v1/approvals/{id}");
+        let request = sim
+            .http("POST", &path, &headers, r#"{"behavior": "allow"}"#)
+            .unwrap();
+        sim.response(request).status
+    };
+    assert_eq!(post(&mut sim, "alice", &bob_id), 404);
+    assert_eq!(post(&mut sim, "bob", &alice_id), 404);
+    assert_eq!(post(&mut sim, "root", &bob_id), 200);
+    assert!(sim.response(bobs).ended);
+    assert!(!sim.response(alices).ended);
+    let text = sim.response(stream).text();
+    assert!(text.contains("event: resolved\n"), "{text}");
+    assert_eq!(post(&mut sim, "alice", &alice_id), 200);
+    assert!(sim.response(alices).ended);
+}

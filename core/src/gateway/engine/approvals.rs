@@ -31,11 +31,15 @@ impl Gateway {
     /// `GET /v1/approvals`: the permission requests of `tenant`'s conversations waiting for an
     /// answer, oldest first.
     pub fn approvals(&self, tenant: &str) -> Value {
-        let data: Vec<Value> = self
-            .approvals
-            .iter()
-            .filter(|(_, a)| a.tenant == tenant)
-            .map(|(id, a)| self.approval_json(id, a))
+        self.approvals_in(Some(tenant))
+    }
+
+    /// [`approvals`](Self::approvals) of a tenant (`Some`) or, for the operator, of every
+    /// tenant (`None`: each names its tenant's id).
+    pub(super) fn approvals_in(&self, scope: Option<&str>) -> Value {
+        let data: Vec<Value> = (self.approvals.iter())
+            .filter(|(_, a)| scope.is_none_or(|t| a.tenant == t))
+            .map(|(id, a)| self.approval_json(id, a, scope.is_none()))
             .collect();
         json!({"object": "list", "data": data})
     }
@@ -73,8 +77,21 @@ impl Gateway {
         id: &str,
         body: &[u8],
     ) -> Result<Value, ApiError> {
+        self.answer_approval_in(now, Some(tenant), id, body)
+    }
+
+    /// [`answer_approval`](Self::answer_approval) as a tenant (`Some`), or as the operator, who
+    /// answers any tenant's (`None`).
+    pub(super) fn answer_approval_in(
+        &mut self,
+        now: Timestamp,
+        scope: Option<&str>,
+        id: &str,
+        body: &[u8],
+    ) -> Result<Value, ApiError> {
         self.now = now;
-        if self.approvals.get(id).is_none_or(|a| a.tenant != tenant) {
+        let theirs = |a: &Approval| scope.is_some_and(|t| a.tenant != t);
+        if self.approvals.get(id).is_none_or(theirs) {
             return Err(ApiError::new(
                 ApiErrorKind::NotFound,
                 format!("no pending approval {id:?}"),
@@ -135,24 +152,34 @@ impl Gateway {
     /// (`event: approval`, the pending ones first) and go (`event: resolved`), with
     /// keep-alives, until the client goes away or the gateway drains.
     pub fn handle_approval_events(&mut self, now: Timestamp, request: RequestId, tenant: &str) {
+        self.approval_events_in(now, request, Some(tenant));
+    }
+
+    /// [`handle_approval_events`](Self::handle_approval_events) of a tenant (`Some`) or, for
+    /// the operator, of every tenant (`None`).
+    pub(super) fn approval_events_in(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        scope: Option<&str>,
+    ) {
         self.now = now;
         let mut frames = String::new();
         for (id, approval) in &self.approvals {
-            if approval.tenant == tenant {
-                frames.push_str(&sse("approval", &self.approval_json(id, approval)));
+            if scope.is_none_or(|t| approval.tenant == t) {
+                let json = self.approval_json(id, approval, scope.is_none());
+                frames.push_str(&sse("approval", &json));
             }
         }
         if frames.is_empty() {
             frames.push_str(": no approval is pending\n\n");
         }
-        self.open_watch(
-            request,
-            Watch::Approvals(tenant.to_owned()),
-            frames.into_bytes(),
-        );
+        let watch = Watch::Approvals(scope.map(str::to_owned));
+        self.open_watch(request, watch, frames.into_bytes());
     }
 
-    pub(super) fn approval_json(&self, id: &str, a: &Approval) -> Value {
+    /// An approval as the API shows it (with its tenant's id for the operator, `whose`).
+    pub(super) fn approval_json(&self, id: &str, a: &Approval, whose: bool) -> Value {
         let unix = |t: Timestamp| self.config.unix_epoch_ms.saturating_add(t);
         let mut json = json!({
             "id": id,
@@ -167,6 +194,9 @@ impl Gateway {
         });
         if let Some(node) = &self.config.node {
             json["node"] = Value::from(node.as_str());
+        }
+        if whose {
+            json["tenant"] = Value::from(tenant_id(&a.tenant));
         }
         json
     }
@@ -234,14 +264,15 @@ impl Gateway {
             created: now,
             deadline: now.saturating_add(self.config.approval_timeout_ms),
         };
-        let event = self.approval_json(&id, &approval);
         let tenant = approval.tenant.clone();
         if self.config.publish_index {
-            let key = approval_route_key(&tenant, &id);
+            let key = approval_route_key(&id);
             self.outputs.push_back(GatewayOutput::Claim { key });
         }
-        self.approvals.insert(id, approval);
-        self.approval_event(&tenant, "approval", &event);
+        self.approvals.insert(id.clone(), approval);
+        self.approval_event(&tenant, "approval", |gateway, whose| {
+            gateway.approval_json(&id, &gateway.approvals[&id], whose)
+        });
     }
 
     /// Answers an approval's permission request and tells the watchers.
@@ -279,23 +310,32 @@ impl Gateway {
     pub(super) fn forget_approval(&mut self, id: &str, how: &str) {
         if let Some(approval) = self.approvals.remove(id) {
             if self.config.publish_index {
-                let key = approval_route_key(&approval.tenant, id);
+                let key = approval_route_key(id);
                 self.outputs.push_back(GatewayOutput::Release { key });
             }
             self.approval_event(
                 &approval.tenant,
                 "resolved",
-                &json!({"id": id, "behavior": how}),
+                |_, _| json!({"id": id, "behavior": how}),
             );
         }
     }
 
-    pub(super) fn approval_event(&mut self, tenant: &str, event: &str, data: &Value) {
-        let frame = sse(event, data);
+    /// Sends `event` to the streams of `tenant`'s approvals (`data` as it sees it) and to the
+    /// operator's (as the operator sees it: `whose`).
+    pub(super) fn approval_event(
+        &mut self,
+        tenant: &str,
+        event: &str,
+        data: impl Fn(&Gateway, bool) -> Value,
+    ) {
+        let theirs = sse(event, &data(self, false));
+        let operator = sse(event, &data(self, true));
         self.send_to_watches(
-            |w| matches!(w, Watch::Approvals(t) if t == tenant),
-            frame.as_bytes(),
+            |w| matches!(w, Watch::Approvals(Some(t)) if t == tenant),
+            theirs.as_bytes(),
         );
+        self.send_to_watches(|w| matches!(w, Watch::Approvals(None)), operator.as_bytes());
     }
 }
 

@@ -96,7 +96,7 @@ impl Gateway {
                 (prepared.route_key(tenant), Held::Conversation)
             }
             (Route::Approval(_), _) => (
-                RouteKey::Conversation(approval_route(head.path, tenant)?),
+                RouteKey::Conversation(approval_route(head.path)?),
                 Held::Approval,
             ),
             (Route::Managed(_), _) => (

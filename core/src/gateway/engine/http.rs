@@ -193,12 +193,12 @@ impl<'a> From<Result<&'a [u8], BodyError>> for Prepared<'a> {
     }
 }
 
-/// The routing key of a request to `path` that answers `tenant`'s approval
-/// (`/v1/approvals/{id}`; see [`approval_route_key`](crate::gateway::approval_route_key)),
-/// for a host that forwards it to the gateway whose CLI waits for the answer.
-pub(super) fn approval_route(path: &str, tenant: &str) -> Option<String> {
+/// The routing key of a request to `path` that answers an approval (`/v1/approvals/{id}`;
+/// see [`approval_route_key`](crate::gateway::approval_route_key)), for a host that forwards
+/// it to the gateway whose CLI waits for the answer.
+pub(super) fn approval_route(path: &str) -> Option<String> {
     match Route::parse(path)? {
-        Route::Approval(id) => Some(crate::gateway::approval_route_key(tenant, id)),
+        Route::Approval(id) => Some(crate::gateway::approval_route_key(id)),
         _ => None,
     }
 }
@@ -488,15 +488,25 @@ impl Gateway {
                 let models = self.models();
                 self.respond_json(request, 200, &models);
             }
-            Route::Approvals => {
-                let list = self.approvals(tenant);
-                self.respond_json(request, 200, &list);
+            // A tenant's key sees and answers its own approvals, the operator's every one.
+            Route::Approvals | Route::ApprovalEvents | Route::Approval(_) => {
+                let scope = match self.front.scope(head) {
+                    Ok(scope) => scope,
+                    Err(e) => return self.respond_error(request, api, &[], &e),
+                };
+                let scope = scope.as_deref();
+                match route {
+                    Route::Approvals => {
+                        let list = self.approvals_in(scope);
+                        self.respond_json(request, 200, &list);
+                    }
+                    Route::Approval(id) => match self.answer_approval_in(now, scope, id, body) {
+                        Ok(decided) => self.respond_json(request, 200, &decided),
+                        Err(e) => self.respond_error(request, api, &[], &e),
+                    },
+                    _ => self.approval_events_in(now, request, scope),
+                }
             }
-            Route::ApprovalEvents => self.handle_approval_events(now, request, tenant),
-            Route::Approval(id) => match self.answer_approval(now, tenant, id, body) {
-                Ok(decided) => self.respond_json(request, 200, &decided),
-                Err(e) => self.respond_error(request, api, &[], &e),
-            },
             Route::Metrics => self.handle_metrics(request, head),
             Route::Health => self.handle_health(request, head),
             Route::Drain => self.admin_drain(now, request, head),

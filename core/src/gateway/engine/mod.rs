@@ -137,8 +137,8 @@ impl FirstPrompt {
 /// What an event stream watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Watch {
-    /// A tenant's approvals.
-    Approvals(String),
+    /// A tenant's approvals (`None`: every tenant's, for the operator).
+    Approvals(Option<String>),
     /// A Managed Agents session (its id), with the previews it opted into (`event_deltas`).
     AgentSession(String, managed::Previews),
     /// A live conversation's chunks, for the console.

@@ -83,14 +83,20 @@ impl<'a> Route<'a> {
         }
     }
 
-    /// Whether the caller needs an API key. `/metrics`, the console's views and
-    /// `/admin/drain` check the key themselves (a tenant's key sees its own, the admin key
-    /// all); `/health` gives its status to anyone and details with a key; the console's page
-    /// is for anyone.
+    /// Whether the caller needs a tenant's API key. `/metrics`, the approvals, the console's
+    /// views and `/admin/drain` check the key themselves (a tenant's key sees its own, the
+    /// admin key all); `/health` gives its status to anyone and details with a key; the
+    /// console's page is for anyone.
     pub(super) fn needs_key(self) -> bool {
         !matches!(
             self,
-            Route::Metrics | Route::Health | Route::Drain | Route::Console(_)
+            Route::Metrics
+                | Route::Health
+                | Route::Drain
+                | Route::Console(_)
+                | Route::Approvals
+                | Route::ApprovalEvents
+                | Route::Approval(_)
         )
     }
 }

@@ -373,14 +373,13 @@ pub fn stored_response_key(tenant: &str, response_id: &str) -> String {
     crate::conversation::hex(&sha.finalize())
 }
 
-/// The routing key of a pending approval (`POST /v1/approvals/{id}`): a digest, as a stored
-/// response's is.
-pub fn approval_route_key(tenant: &str, id: &str) -> String {
+/// The routing key of a pending approval (`POST /v1/approvals/{id}`): a digest of its id,
+/// which is unguessable and the gateway's own (so the operator, who answers any tenant's,
+/// reaches it too; whose it is, is checked where it waits).
+pub fn approval_route_key(id: &str) -> String {
     use sha2::Digest;
     let mut sha = sha2::Sha256::new();
-    sha.update(b"ccwire-approval-v1\0");
-    sha.update(tenant.as_bytes());
-    sha.update(b"\0");
+    sha.update(b"ccwire-approval-v2\0");
     sha.update(id.as_bytes());
     crate::conversation::hex(&sha.finalize())
 }
