@@ -4,7 +4,7 @@
 // origin the gateway allows. Screenshots go to www/test-artifacts/.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
@@ -29,6 +29,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const artifacts = join(here, "..", "test-artifacts");
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const OTHER_KEY = "console-other-key";
+const ADMIN_KEY = "console-admin-key";
 
 let www, fake, gateway, home, browser, profile;
 const pageErrors = [];
@@ -52,13 +53,20 @@ before(async () => {
       kind: "tool_use",
       calls: [{ name: "Bash", input: { command: "touch denied-from-the-console.txt", description: "Create a file" } }],
     }),
+    onPrompt("CONSOLE-ADMIN", {
+      kind: "tool_use",
+      calls: [{ name: "Bash", input: { command: "touch approved-by-the-operator.txt", description: "Create a file" } }],
+    }),
     onPrompt("CONSOLE-SELF", {
       kind: "tool_use",
       calls: [{ name: "Bash", input: { command: "touch approved-on-the-gateway-s-page.txt", description: "Create a file" } }],
     }),
     onAny(echo()),
   );
+  const adminKeyFile = join(home, "admin-key");
+  writeFileSync(adminKeyFile, `${ADMIN_KEY}\n`, { mode: 0o600 });
   gateway = await Gateway.start(home, fake, [
+    "--admin-key-file", adminKeyFile,
     "--console",
     "--approvals", "http",
     "--enable-tool", "Bash",
@@ -163,6 +171,25 @@ test("another key sees none of the first key's conversations", async () => {
   await page.locator("#none").waitFor({ state: "visible" });
   assert.equal(await page.locator("#conversations tbody tr").count(), 0);
   await page.screenshot({ path: join(artifacts, "console-other-key.png"), fullPage: true });
+  await page.close();
+});
+
+test("the admin key sees every key's conversations and approves another key's call", async () => {
+  const page = await consolePage(ADMIN_KEY);
+  const answer = ask("CONSOLE-ADMIN please");
+  const row = page.locator("#conversations tbody tr[data-state=waiting_for_approval]");
+  await row.first().waitFor({ timeout: 30_000 });
+  // The tenant's id names whose it is.
+  assert.match(await row.first().locator(".tenant").textContent(), /^k[0-9a-f]{24}/);
+  await row.first().click();
+  const card = page.locator(".tool-card", { hasText: "touch approved-by-the-operator.txt" });
+  await card.locator(".approval button.allow").waitFor({ timeout: 15_000 });
+  await page.screenshot({ path: join(artifacts, "console-admin.png"), fullPage: true });
+  await card.locator(".approval button.allow").click();
+  const body = await answer;
+  assert.equal(body.stop_reason, "end_turn", JSON.stringify(body));
+  assert.ok(existsSync(join(home, "work", "approved-by-the-operator.txt")), "the approved command ran");
+  await page.locator(".tool-card[data-status=success]", { hasText: "touch approved-by-the-operator.txt" }).waitFor({ timeout: 15_000 });
   await page.close();
 });
 
