@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use ccwire_core::api::replay::ReplayResponses;
 use ccwire_core::api::Api;
+use ccwire_core::gateway::fair_share;
 use ccwire_core::{Chunk, ErrorKind, Replayer, SessionConfig};
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -129,11 +130,13 @@ struct ServeArgs {
     /// The most responses produced at once; more requests wait in a queue.
     #[arg(long, default_value_t = 64)]
     max_concurrent: usize,
-    /// The most responses produced at once for one API key.
+    /// The most responses produced at once for one API key (default: with several keys, half
+    /// of --max-concurrent).
     #[arg(long)]
     max_concurrent_per_key: Option<usize>,
     /// The most live CLI sessions of one API key; a new conversation over it closes that key's
-    /// conversation least recently used that waits for nothing, else gets a 429.
+    /// conversation least recently used that waits for nothing, else gets a 429 (default: with
+    /// several keys, half of --max-sessions, so that no key crowds the others out).
     #[arg(long)]
     max_sessions_per_key: Option<usize>,
     /// The most requests waiting for a free turn; one more gets a 429.
@@ -427,8 +430,10 @@ fn serve(args: ServeArgs) -> ExitCode {
             enabled_tools: args.enable_tools,
             default_model: args.default_model,
             max_concurrent: args.max_concurrent,
-            max_concurrent_per_key: args.max_concurrent_per_key.unwrap_or(usize::MAX),
-            max_sessions_per_key: args.max_sessions_per_key.unwrap_or(usize::MAX),
+            max_concurrent_per_key: (args.max_concurrent_per_key)
+                .unwrap_or_else(|| fair_share(args.max_concurrent, api_keys.len())),
+            max_sessions_per_key: (args.max_sessions_per_key)
+                .unwrap_or_else(|| fair_share(args.max_sessions, api_keys.len())),
             max_queue: args.max_queue,
             queue_timeout_ms: seconds(args.queue_timeout),
             pool: args.pool,

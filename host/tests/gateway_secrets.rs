@@ -287,3 +287,38 @@ fn a_secret_given_twice_or_a_file_that_cannot_be_read_stops_it_before_it_serves(
         assert_no_secret("the output", &output);
     }
 }
+
+/// Several keys share the gateway fairly by default: each key at most half of the live
+/// conversations and of the responses at once, as the start-up lines say; one key alone, or
+/// caps given, as given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_keys_each_get_a_fair_share_of_the_caps_by_default() {
+    let state = tempfile::tempdir().unwrap();
+    let keys = [
+        ("CCWIRE_API_KEYS", "key-one,key-two"),
+        ("CCWIRE_ADMIN_KEY", ADMIN_KEY),
+    ];
+    let serve = Serve::start(&state, &["--max-sessions", "10"], &keys).await;
+    assert_eq!(serve.drain(ADMIN_KEY).await, 202);
+    let output = serve.exited().await;
+    let line = "at most 10 live conversations and 64 responses at once; each key 5 and 32";
+    assert!(output.contains(line), "{output}");
+
+    let state = tempfile::tempdir().unwrap();
+    let args = ["--max-sessions-per-key", "9", "--max-sessions", "10"];
+    let serve = Serve::start(&state, &args, &keys).await;
+    assert_eq!(serve.drain(ADMIN_KEY).await, 202);
+    let output = serve.exited().await;
+    assert!(output.contains("; each key 9 and 32"), "{output}");
+
+    let state = tempfile::tempdir().unwrap();
+    let one = [
+        ("CCWIRE_API_KEYS", "key-one"),
+        ("CCWIRE_ADMIN_KEY", ADMIN_KEY),
+    ];
+    let serve = Serve::start(&state, &[], &one).await;
+    assert_eq!(serve.drain(ADMIN_KEY).await, 202);
+    let output = serve.exited().await;
+    let line = "at most 64 live conversations and 64 responses at once; each key 64 and 64";
+    assert!(output.contains(line), "{output}");
+}

@@ -34,7 +34,7 @@ mod registry;
 mod translate;
 
 pub use engine::{
-    fans_out, merge_node_answers, parse_request, prepare, tenant_id, Admission, BodyError, CliSpec,
+    fair_share, fans_out, merge_node_answers, parse_request, prepare, tenant_id, Admission, BodyError, CliSpec,
     ConfigError, ConversationKey, ConversationRecord, Ended, FanOut, Gateway, GatewayConfig,
     GatewayOutput, GatewayTimeout, Held, Holder, HttpConfig, HttpHead, HttpResponse, Placed,
     Placement, Prepared, PreparedRequest, RecordState, RequestId, ResumeSpec, RouteKey,

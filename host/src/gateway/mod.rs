@@ -717,6 +717,21 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
     if let Some(why) = &server.app.no_sandbox {
         eprintln!("ccwire serve: warning: the CLIs run without the OS sandbox: {why}");
     }
+    let engine = &server.app.options.engine;
+    let per_key = match (engine.max_sessions_per_key, engine.max_concurrent_per_key) {
+        (usize::MAX, usize::MAX) => String::new(),
+        (sessions, concurrent) => {
+            let most = |n: usize| match n {
+                usize::MAX => "no cap".to_owned(),
+                n => n.to_string(),
+            };
+            format!("; each key {} and {}", most(sessions), most(concurrent))
+        }
+    };
+    eprintln!(
+        "ccwire serve: at most {} live conversations and {} responses at once{per_key}",
+        engine.max_sessions, engine.max_concurrent
+    );
     if let Some(dir) = &server.app.options.state_dir {
         eprintln!(
             "ccwire serve: tenants' homes under {}",

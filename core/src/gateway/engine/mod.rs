@@ -28,7 +28,7 @@ pub use http::{
 use prepared::prepare_request;
 pub use prepared::PreparedRequest;
 pub use types::{
-    tenant_id, CliSpec, ConversationKey, ConversationRecord, GatewayConfig, GatewayOutput,
+    fair_share, tenant_id, CliSpec, ConversationKey, ConversationRecord, GatewayConfig, GatewayOutput,
     GatewayTimeout, RecordState, ResumeSpec, RouteKey, StoreAnswer, StoreAsk, TenantDirs,
 };
 

@@ -189,6 +189,18 @@ impl GatewayConfig {
     }
 }
 
+/// A tenant's fair share of a gateway-wide cap of `total` shared by `keys` API keys: all of it
+/// with one key (or none), else half of it (at least one), so that no tenant crowds the
+/// others out (the default of [`GatewayConfig::max_sessions_per_key`] and
+/// [`GatewayConfig::max_concurrent_per_key`] in `ccwire serve`).
+pub fn fair_share(total: usize, keys: usize) -> usize {
+    if keys <= 1 {
+        total
+    } else {
+        total.div_ceil(2).max(1)
+    }
+}
+
 impl Default for GatewayConfig {
     fn default() -> Self {
         GatewayConfig {
