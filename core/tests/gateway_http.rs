@@ -638,6 +638,41 @@ fn agents_have_versions_pages_and_tenants() {
     assert_eq!(configs[1]["permission_policy"]["type"], "always_allow");
     assert!(created["created_at"].as_str().unwrap().ends_with('Z'));
 
+    // What a session's CLI would take on its command line is bounded, with a 400 that says so.
+    let servers: Vec<Value> = (0..17)
+        .map(|i| json!({"type": "url", "name": format!("s{i}"), "url": "https://mcp.example/"}))
+        .collect();
+    let toolsets: Vec<Value> = (0..17)
+        .map(|i| json!({"type": "mcp_toolset", "mcp_server_name": format!("s{i}")}))
+        .collect();
+    let many = json!({"name": "Many", "model": "claude-sonnet-4-6", "mcp_servers": servers,
+        "tools": toolsets});
+    let (status, _, error) = managed(&mut e, "alice", "POST", "/v1/agents", many);
+    assert_eq!(status, 400, "{error}");
+    assert!(error["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("mcp_servers: at most 16"));
+    let long = json!({"name": "Long", "model": "claude-sonnet-4-6",
+        "mcp_servers": [{"type": "url", "name": "s", "url": format!("https://{}", "x".repeat(3000))}],
+        "tools": [{"type": "mcp_toolset", "mcp_server_name": "s"}]});
+    let (status, _, error) = managed(&mut e, "alice", "POST", "/v1/agents", long);
+    assert_eq!(status, 400, "{error}");
+    assert!(error["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains(".url: at most 2048"));
+    let configs: Vec<Value> = (0..129).map(|i| json!({"name": format!("t{i}")})).collect();
+    let crowded = json!({"name": "Crowded", "model": "claude-sonnet-4-6",
+        "mcp_servers": [{"type": "url", "name": "s", "url": "https://mcp.example/"}],
+        "tools": [{"type": "mcp_toolset", "mcp_server_name": "s", "configs": configs}]});
+    let (status, _, error) = managed(&mut e, "alice", "POST", "/v1/agents", crowded);
+    assert_eq!(status, 400, "{error}");
+    assert!(error["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("at most 128 configs"));
+
     // Another tenant sees none of it.
     let (status, _, _) = managed(
         &mut e,

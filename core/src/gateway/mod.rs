@@ -34,10 +34,10 @@ mod registry;
 mod translate;
 
 pub use engine::{
-    fair_share, fans_out, merge_node_answers, parse_request, prepare, tenant_id, Admission, BodyError, CliSpec,
-    ConfigError, ConversationKey, ConversationRecord, Ended, FanOut, Gateway, GatewayConfig,
-    GatewayOutput, GatewayTimeout, Held, Holder, HttpConfig, HttpHead, HttpResponse, Placed,
-    Placement, Prepared, PreparedRequest, RecordState, RequestId, ResumeSpec, RouteKey,
+    fair_share, fans_out, merge_node_answers, parse_request, prepare, tenant_id, Admission,
+    BodyError, CliSpec, ConfigError, ConversationKey, ConversationRecord, Ended, FanOut, Gateway,
+    GatewayConfig, GatewayOutput, GatewayTimeout, Held, Holder, HttpConfig, HttpHead, HttpResponse,
+    Placed, Placement, Prepared, PreparedRequest, RecordState, RequestId, ResumeSpec, RouteKey,
     StoreAnswer, StoreAsk, TenantDirs, CLIENT_SERVER, STRIPPED_ENV,
 };
 pub use metrics::Histogram;

@@ -28,8 +28,9 @@ pub use http::{
 use prepared::prepare_request;
 pub use prepared::PreparedRequest;
 pub use types::{
-    fair_share, tenant_id, CliSpec, ConversationKey, ConversationRecord, GatewayConfig, GatewayOutput,
-    GatewayTimeout, RecordState, ResumeSpec, RouteKey, StoreAnswer, StoreAsk, TenantDirs,
+    fair_share, tenant_id, CliSpec, ConversationKey, ConversationRecord, GatewayConfig,
+    GatewayOutput, GatewayTimeout, RecordState, ResumeSpec, RouteKey, StoreAnswer, StoreAsk,
+    TenantDirs,
 };
 
 use approvals::Approval;

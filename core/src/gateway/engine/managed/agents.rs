@@ -21,6 +21,14 @@ pub(super) const AGENT_TOOLS: [&str; 8] = [
     "web_search",
 ];
 
+/// The most URL MCP servers an agent names, the longest URL, the most MCP tool configs in all
+/// its toolsets and the longest tool name: a session's CLI takes its servers and the tools it
+/// turns off on its command line, where one argument holds at most 128 KiB.
+const MAX_MCP_SERVERS: usize = 16;
+const MAX_URL: usize = 2048;
+const MAX_MCP_CONFIGS: usize = 128;
+const MAX_TOOL_NAME: usize = 128;
+
 /// An agent (one version of it) as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(super) struct Agent {
@@ -234,6 +242,7 @@ fn tools(value: &Value, servers: &[McpServer]) -> Result<Vec<Tool>, Refusal> {
         return Err(invalid("tools: must be an array"));
     };
     let mut out = Vec::new();
+    let mut mcp_configs = 0;
     for (i, tool) in list.iter().enumerate() {
         let at = format!("tools.{i}");
         out.push(match tool["type"].as_str() {
@@ -246,6 +255,12 @@ fn tools(value: &Value, servers: &[McpServer]) -> Result<Vec<Tool>, Refusal> {
                     )));
                 }
                 let (default_config, configs) = configs(tool, Policy::AlwaysAsk, &at)?;
+                mcp_configs += configs.len();
+                if mcp_configs > MAX_MCP_CONFIGS {
+                    return Err(invalid(format!(
+                        "tools: at most {MAX_MCP_CONFIGS} configs in all mcp_toolsets (this gateway passes them on a command line)"
+                    )));
+                }
                 let configs = (configs.into_iter())
                     .map(|(name, config, _)| McpConfig { name, config })
                     .collect();
@@ -310,6 +325,11 @@ fn configs<'a>(tool: &'a Value, default_policy: Policy, at: &str) -> Result<Conf
                 let Some(name) = config["name"].as_str() else {
                     return Err(invalid(format!("{at}.name: required")));
                 };
+                if name.is_empty() || name.len() > MAX_TOOL_NAME {
+                    return Err(invalid(format!(
+                        "{at}.name: 1 to {MAX_TOOL_NAME} characters"
+                    )));
+                }
                 let resolved = ToolConfig {
                     enabled: enabled(config.get("enabled"), default.enabled, &at)?,
                     permission_policy: policy(
@@ -379,6 +399,11 @@ fn mcp_servers(value: &Value) -> Result<Vec<McpServer>, Refusal> {
     let Value::Array(list) = value else {
         return Err(invalid("mcp_servers: must be an array"));
     };
+    if list.len() > MAX_MCP_SERVERS {
+        return Err(invalid(format!(
+            "mcp_servers: at most {MAX_MCP_SERVERS} servers (this gateway passes them on a command line)"
+        )));
+    }
     let mut out: Vec<McpServer> = Vec::new();
     for (i, server) in list.iter().enumerate() {
         let (Some("url"), Some(name), Some(url)) = (
@@ -393,6 +418,11 @@ fn mcp_servers(value: &Value) -> Result<Vec<McpServer>, Refusal> {
         if name.is_empty() || name.len() > 255 || out.iter().any(|s| s.name == name) {
             return Err(invalid(format!(
                 "mcp_servers.{i}.name: 1 to 255 characters, each name once"
+            )));
+        }
+        if url.len() > MAX_URL {
+            return Err(invalid(format!(
+                "mcp_servers.{i}.url: at most {MAX_URL} bytes"
             )));
         }
         out.push(McpServer {
