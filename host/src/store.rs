@@ -207,8 +207,32 @@ impl DirStore {
             text.push_str(line);
             text.push('\n');
         }
-        let mut file = open_private(&dir.join("transcript.jsonl"), true)?;
+        let path = dir.join("transcript.jsonl");
+        // A line a crash cut short stays alone on its line: what follows starts on a new one.
+        if !ends_with_newline(&path)? {
+            text.insert(0, '\n');
+        }
+        let mut file = open_private(&path, true)?;
         file.write_all(text.as_bytes())
+    }
+
+    /// Sets a conversation's record aside (`record.json.broken`, its index entry removed) and
+    /// says why, once: the conversation is then as if it were not stored, and its next request
+    /// is served from the history it carries.
+    fn set_aside(&self, dir: &Path, index: &Path, why: &str) {
+        let _ = std::fs::remove_file(index);
+        match std::fs::rename(dir.join("record.json"), dir.join("record.json.broken")) {
+            Ok(()) => tracing::warn!(
+                conversation = %dir.display(),
+                "a stored conversation cannot be resumed ({why}): its record is set aside as \
+                 record.json.broken, and its next request is served from the history it carries"
+            ),
+            Err(error) => tracing::warn!(
+                conversation = %dir.display(),
+                %error,
+                "a stored conversation cannot be resumed ({why}), nor its record set aside"
+            ),
+        }
     }
 
     fn save_sync(&self, record: &ConversationRecord) -> io::Result<()> {
@@ -245,14 +269,29 @@ impl DirStore {
             tenant: tenant.to_owned(),
             id: id.trim().to_owned(),
         };
-        let bytes = match std::fs::read(self.conversation_dir(&key)?.join("record.json")) {
+        let dir = self.conversation_dir(&key)?;
+        let bytes = match std::fs::read(dir.join("record.json")) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        let record: ConversationRecord = serde_json::from_slice(&bytes)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        Ok((record.hash == hash && record.key == key).then_some(record))
+        let index = self.index_file(tenant, hash)?;
+        let record: ConversationRecord = match serde_json::from_slice(&bytes) {
+            Ok(record) => record,
+            Err(e) => {
+                self.set_aside(&dir, &index, &format!("its record does not read: {e}"));
+                return Ok(None);
+            }
+        };
+        if record.hash != hash || record.key != key {
+            return Ok(None);
+        }
+        // A record is worth its transcript: without a whole line of it, nothing resumes.
+        if !has_a_line(&dir.join("transcript.jsonl"))? {
+            self.set_aside(&dir, &index, "its transcript is missing");
+            return Ok(None);
+        }
+        Ok(Some(record))
     }
 
     fn load_sync(&self, key: &ConversationKey) -> io::Result<Option<Vec<String>>> {
@@ -267,9 +306,10 @@ impl DirStore {
             Some(end) => &text[..end],
             None => "",
         };
+        // A line cut short mid-file (a crash before the line after it) is left out.
         let lines: Vec<String> = whole
             .split('\n')
-            .filter(|l| !l.trim().is_empty())
+            .filter(|l| serde_json::from_str::<serde::de::IgnoredAny>(l).is_ok())
             .map(str::to_owned)
             .collect();
         Ok((!lines.is_empty()).then_some(lines))
@@ -540,6 +580,36 @@ pub(crate) fn private_dir(dir: &Path) -> io::Result<()> {
         .create(dir)
 }
 
+/// Whether the file at `path` is empty, absent, or ends with a newline.
+fn ends_with_newline(path: &Path) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(true);
+    }
+    let mut last = [0u8];
+    file.read_exact_at(&mut last, len - 1)?;
+    Ok(last[0] == b'\n')
+}
+
+/// Whether the file at `path` holds a whole line.
+fn has_a_line(path: &Path) -> io::Result<bool> {
+    use std::io::BufRead;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let mut first = Vec::new();
+    io::BufReader::new(file).read_until(b'\n', &mut first)?;
+    Ok(first.ends_with(b"\n"))
+}
+
 /// Opens a file owner-only, to append to or to write anew.
 fn open_private(path: &Path, append: bool) -> io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -671,6 +741,52 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&file).unwrap().permissions().mode();
         assert_eq!(mode & 0o077, 0, "owner-only");
+    }
+
+    #[tokio::test]
+    async fn a_record_that_cannot_resume_is_set_aside_and_a_torn_line_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DirStore::new(dir.path().join("store"), Duration::from_secs(3600));
+        let conversation = |id: &str| dir.path().join("store/local").join(id);
+        // A record that does not read: not found (no error to retry), set aside, once.
+        let a = record("c-1", "h1");
+        store.append(&a.key, vec!["{}".into()]).await.unwrap();
+        store.save(&a).await.unwrap();
+        std::fs::write(conversation("c-1").join("record.json"), b"{\"key\": tr").unwrap();
+        assert_eq!(store.find("local", "h1").await.unwrap(), None);
+        assert!(conversation("c-1").join("record.json.broken").exists());
+        assert!(!dir.path().join("store/local/index/h1").exists());
+        assert_eq!(store.find("local", "h1").await.unwrap(), None);
+        // A record whose transcript is gone: the same.
+        let b = record("c-2", "h2");
+        store.append(&b.key, vec!["{}".into()]).await.unwrap();
+        store.save(&b).await.unwrap();
+        std::fs::remove_file(conversation("c-2").join("transcript.jsonl")).unwrap();
+        assert_eq!(store.find("local", "h2").await.unwrap(), None);
+        assert!(conversation("c-2").join("record.json.broken").exists());
+        // A line a crash cut short: the next append starts on a line of its own, and the
+        // torn line is left out of what is read back.
+        let c = record("c-3", "h3");
+        store
+            .append(&c.key, vec![r#"{"n":1}"#.into()])
+            .await
+            .unwrap();
+        let file = conversation("c-3").join("transcript.jsonl");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
+        f.write_all(br#"{"n":"#).unwrap();
+        store
+            .append(&c.key, vec![r#"{"n":3}"#.into()])
+            .await
+            .unwrap();
+        store.save(&c).await.unwrap();
+        assert_eq!(store.find("local", "h3").await.unwrap(), Some(c.clone()));
+        assert_eq!(
+            store.load(&c.key).await.unwrap(),
+            Some(vec![r#"{"n":1}"#.to_owned(), r#"{"n":3}"#.to_owned()])
+        );
     }
 
     #[tokio::test]

@@ -713,3 +713,66 @@ async fn a_transcript_the_store_cannot_give_back_is_a_503_to_retry_not_a_500() {
     );
     gw.stop().await;
 }
+
+/// The directory store heals: a conversation whose stored record does not read, or whose
+/// transcript is gone, goes on from the history its request carries (the record set aside,
+/// once, instead of a 503 or a 500 on every retry); one whose transcript ends in a line a crash
+/// cut short resumes from the store, the torn line left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_record_a_lost_transcript_and_a_torn_line_each_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gw::start(with_store(dir.path(), 300)).await;
+    let url = gw.url("");
+    let mut conversations: Vec<Vec<Value>> = Vec::new();
+    for word in ["MANGO", "KIWI", "PAPAYA"] {
+        let mut messages = Vec::new();
+        turn(&gw.http, &url, &mut messages, &format!("Remember {word}")).await;
+        conversations.push(messages);
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    // Each conversation's directory in the store, by the word its transcript holds.
+    let mut dirs = std::collections::BTreeMap::new();
+    for tenant in std::fs::read_dir(dir.path()).unwrap().flatten() {
+        for entry in std::fs::read_dir(tenant.path()).unwrap().flatten() {
+            let transcript = entry.path().join("transcript.jsonl");
+            let Ok(text) = std::fs::read_to_string(&transcript) else {
+                continue;
+            };
+            for word in ["MANGO", "KIWI", "PAPAYA"] {
+                if text.contains(word) {
+                    dirs.insert(word, entry.path());
+                }
+            }
+        }
+    }
+    assert_eq!(dirs.len(), 3, "{dirs:?}");
+    std::fs::write(dirs["MANGO"].join("record.json"), b"{\"key\": {\"ten").unwrap();
+    std::fs::remove_file(dirs["KIWI"].join("transcript.jsonl")).unwrap();
+    let mut torn = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dirs["PAPAYA"].join("transcript.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut torn, b"{\"type\":\"user\",\"mess").unwrap();
+
+    for (messages, word) in conversations.iter_mut().zip(["MANGO", "KIWI", "PAPAYA"]) {
+        let from = gw.fake.model_calls().len();
+        let kinds = turn(&gw.http, &url, messages, "What did I ask you to remember?").await;
+        let call = &gw.fake.model_calls()[from];
+        assert!(
+            call.body["messages"].to_string().contains(word),
+            "{word}: the model has the history: {kinds:?}"
+        );
+        if word == "PAPAYA" {
+            assert_eq!(kinds[0].0, "resumed", "{kinds:?}");
+        }
+    }
+    assert!(dirs["MANGO"].join("record.json.broken").exists());
+    assert!(dirs["KIWI"].join("record.json.broken").exists());
+    let metrics = metrics(&gw).await;
+    assert!(
+        !metrics.contains("ccwire_store_failures_total{op=\"find\"}"),
+        "{metrics}"
+    );
+    gw.stop().await;
+}
