@@ -154,13 +154,42 @@ pub(super) enum Flushed {
 /// again every two seconds and before anything else of its conversation: a record is saved
 /// only once every line before it is kept, so a store that comes back after a failure has
 /// lost nothing the gateway acknowledged (while the gateway lives).
+/// Forgets the session store's old conversations at the start and hourly.
+async fn sweeper(store: Arc<dyn ConversationStore>) {
+    let mut sweep = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        sweep.tick().await;
+        match store.sweep().await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(
+                    conversations = n,
+                    "the session store forgot old conversations"
+                )
+            }
+            Err(error) => tracing::warn!(%error, "cannot sweep the session store"),
+        }
+    }
+}
+
+/// A task aborted when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 pub(super) async fn store_worker(
     app: std::sync::Weak<App>,
     store: Arc<dyn ConversationStore>,
     cluster: Option<Cluster>,
     mut ops: mpsc::UnboundedReceiver<StoreOp>,
 ) {
-    let mut sweep = tokio::time::interval(Duration::from_secs(3600));
+    // The sweep of old conversations runs beside the worker, never holding up its writes.
+    let sweeping = tokio::spawn(sweeper(store.clone()));
+    let _stop_sweeping = AbortOnDrop(sweeping);
     let mut retry = tokio::time::interval(Duration::from_secs(2));
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut backlog = Backlog::default();
@@ -195,14 +224,6 @@ pub(super) async fn store_worker(
                     return;
                 }
             },
-            _ = sweep.tick() => {
-                match store.sweep().await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(conversations = n, "the session store forgot old conversations"),
-                    Err(error) => tracing::warn!(%error, "cannot sweep the session store"),
-                }
-                continue;
-            }
             _ = retry.tick(), if !backlog.is_empty() || !routes.is_empty() => {
                 if !routes.is_empty() && flush_routes(cluster.as_ref(), &mut routes).await {
                     tracing::info!("the cluster registry has the claims it could not take before");
