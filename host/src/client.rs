@@ -362,7 +362,7 @@ impl Client {
     /// When the CLI cannot start, dies, or does not answer in time.
     pub async fn connect(options: ClientOptions) -> Result<Client, ClientError> {
         let mut claude = options.claude.clone();
-        claude.permission_prompts |= options.permission.is_some();
+        claude.args.permission_prompts |= options.permission.is_some();
         let mut servers = Vec::new();
         let mut tools: HashMap<(String, String), ToolHandler> = HashMap::new();
         for server in &options.tool_servers {
@@ -376,11 +376,13 @@ impl Client {
             }
             servers.push(definition);
             if !claude
+                .args
                 .sdk_mcp_servers
                 .iter()
                 .any(|(n, _)| n == &server.name)
             {
                 claude
+                    .args
                     .sdk_mcp_servers
                     .push((server.name.clone(), Map::new()));
             }
@@ -390,11 +392,13 @@ impl Client {
             held.insert(server.name.clone());
             servers.push(server.clone());
             if !claude
+                .args
                 .sdk_mcp_servers
                 .iter()
                 .any(|(n, _)| n == &server.name)
             {
                 claude
+                    .args
                     .sdk_mcp_servers
                     .push((server.name.clone(), Map::new()));
             }
@@ -423,7 +427,7 @@ impl Client {
         let start = Instant::now();
         let matchers: Vec<HookMatcher> = options.hooks.iter().map(|h| h.matcher.clone()).collect();
         // The options' large values, then the app's own fields (which win).
-        let mut initialize = claude.initialize();
+        let mut initialize = claude.args.initialize();
         initialize.extend(options.initialize.clone());
         if !options.dialog_kinds.is_empty() {
             initialize
