@@ -17,7 +17,7 @@
 //!
 //! # async fn run() -> Result<(), ccwire_host::ClientError> {
 //! let mut options = ClientOptions::default();
-//! options.claude.include_partial_messages = true; // token streaming
+//! options.claude.args.include_partial_messages = true; // token streaming
 //! let mut client = Client::connect(options).await?;
 //! let mut turn = client.query("Say hi.").await?;
 //! while let Some(chunk) = turn.next().await {
@@ -30,23 +30,22 @@
 //! # }
 //! ```
 //!
-//! The command line it starts the CLI with, from [`ClaudeOptions`] (the same flags
-//! `ccwire serve` and the npm package's client use):
+//! The command line it starts the CLI with, from the [`CliArgs`] of [`ClaudeOptions`] (the
+//! same flags `ccwire serve` and the npm package's client use):
 //!
 //! ```
-//! use ccwire_host::{ClaudeOptions, SystemPrompt};
+//! use ccwire_host::{ClaudeOptions, CliArgs, SystemPrompt};
 //!
 //! let options = ClaudeOptions {
-//!     model: Some("sonnet".into()),
-//!     system_prompt: SystemPrompt::Append("Answer briefly.".into()),
-//!     allowed_tools: vec!["Read".into()],
+//!     args: CliArgs {
+//!         model: Some("sonnet".into()),
+//!         system_prompt: SystemPrompt::Append("Answer briefly.".into()),
+//!         allowed_tools: vec!["Read".into()],
+//!         ..CliArgs::default()
+//!     },
 //!     ..ClaudeOptions::default()
 //! };
-//! let args: Vec<String> = options
-//!     .args()
-//!     .into_iter()
-//!     .map(|a| a.to_string_lossy().into_owned())
-//!     .collect();
+//! let args = options.args.to_args();
 //! assert_eq!(&args[..5], ["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]);
 //! assert!(args.windows(2).any(|w| w == ["--model", "sonnet"]));
 //! // No settings file (hooks, skills, plugins) loads unless named.
@@ -81,7 +80,7 @@ pub mod sandbox;
 pub mod store;
 pub mod tree;
 
-pub use claude::{find_cli, ClaudeOptions, CliNotFound, SystemPrompt, Thinking};
+pub use claude::{find_cli, ClaudeOptions, CliArgs, CliNotFound, SystemPrompt, Thinking};
 pub use client::{
     Client, ClientError, ClientHandle, ClientOptions, ControlAnswer, Event, Hook,
     PermissionRequest, Tool, ToolServer, Turn,

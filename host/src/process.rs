@@ -117,7 +117,13 @@ impl CliProcess {
     pub fn spawn(options: &ClaudeOptions) -> Result<CliProcess, SpawnError> {
         let path = find_cli(options.claude.as_deref())?;
         let (set, remove) = options.env_changes();
-        CliProcess::spawn_command(&path, options.args(), options.cwd.as_deref(), set, remove)
+        CliProcess::spawn_command(
+            &path,
+            options.args.to_args(),
+            options.cwd.as_deref(),
+            set,
+            remove,
+        )
     }
 
     /// Starts `path` with exactly these arguments, in `cwd`, with the variables in `set` added

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use ccwire_core::{Chunk, PermissionDecision, ToolStatus, UserMessage};
 use ccwire_host::client::PermissionRequest;
 use ccwire_host::record::{Direction, TranscriptWriter};
-use ccwire_host::{ClaudeOptions, Client, ClientError, ClientOptions};
+use ccwire_host::{ClaudeOptions, CliArgs, Client, ClientError, ClientOptions};
 use clap::ValueEnum;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -113,14 +113,15 @@ pub fn run(args: RunArgs) -> ExitCode {
 async fn run_prompt(args: RunArgs) -> Result<bool, ClientError> {
     let claude = ClaudeOptions {
         claude: args.claude.clone(),
-        model: args.model.clone(),
-        include_partial_messages: true,
-        setting_sources: Some(
-            (args.setting_sources.iter())
+        args: CliArgs {
+            model: args.model.clone(),
+            include_partial_messages: true,
+            setting_sources: (args.setting_sources.iter())
                 .filter(|s| !s.is_empty())
                 .cloned()
                 .collect(),
-        ),
+            ..CliArgs::default()
+        },
         ..ClaudeOptions::default()
     };
     let mode = args.permission;

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use ccwire_core::{Chunk, McpCallResult, PermissionDecision, ToolStatus};
 use ccwire_host::client::Tool;
-use ccwire_host::{ClaudeOptions, Client, ClientError, ClientOptions, Event, SystemPrompt};
+use ccwire_host::{
+    ClaudeOptions, CliArgs, Client, ClientError, ClientOptions, Event, SystemPrompt,
+};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
 use serde_json::{json, Value};
@@ -40,10 +42,13 @@ impl Harness {
         ClientOptions {
             claude: ClaudeOptions {
                 claude: Some(claude_path()),
-                model: Some(MODEL.into()),
-                max_turns: 6,
-                system_prompt: SystemPrompt::Custom(String::new()),
-                include_partial_messages: true,
+                args: CliArgs {
+                    model: Some(MODEL.into()),
+                    max_turns: 6,
+                    system_prompt: SystemPrompt::Custom(String::new()),
+                    include_partial_messages: true,
+                    ..CliArgs::default()
+                },
                 cwd: Some(self.home.workdir()),
                 env: self
                     .home
@@ -52,7 +57,6 @@ impl Harness {
                     .map(|(k, v)| (k.into(), v.into()))
                     .collect(),
                 env_remove: inherited_to_remove().into_iter().map(Into::into).collect(),
-                ..ClaudeOptions::default()
             },
             record: Some(transcript),
             initialize_timeout: Some(Duration::from_secs(30)),
@@ -425,7 +429,7 @@ async fn an_in_process_mcp_tool_written_in_rust_is_called() {
         },
     );
     let mut options = h.options().tool_server("calc", vec![add]);
-    options.claude.allowed_tools = vec!["mcp__calc__add".into()];
+    options.claude.args.allowed_tools = vec!["mcp__calc__add".into()];
     let mut client = Client::connect(options).await.unwrap();
     let mut seen = Seen::default();
     let chunks = seen.turn(&mut client, "add 2 and 3").await;
@@ -559,7 +563,7 @@ async fn two_turns_run_on_one_process_and_resume_works_in_a_new_one() {
 
     // A new process resumes the session: the model sees the earlier turns.
     let mut options = h.options();
-    options.claude.resume = Some(session_id.clone());
+    options.claude.args.resume = Some(session_id.clone());
     let mut resumed = Client::connect(options).await.unwrap();
     assert_ne!(resumed.pid(), pid);
     let mut seen = Seen::default();
@@ -729,7 +733,7 @@ async fn every_typed_host_request_is_answered_by_the_cli() {
     client.close().await;
 }
 
-/// An external stdio MCP server given in `ClaudeOptions::mcp_servers`: the model calls its
+/// An external stdio MCP server given in `CliArgs::mcp_servers`: the model calls its
 /// tools, and when one asks the user a question (an MCP elicitation) the client's
 /// `on_elicitation` handler answers it.
 #[tokio::test]
@@ -751,24 +755,23 @@ async fn an_external_mcp_server_s_elicitation_is_answered_by_the_client() {
             json!({"action": "accept", "content": {"folder": "inbox"}})
         }
     });
-    options.claude.mcp_servers = vec![(
+    options.claude.args.mcp_servers = vec![(
         "ask".into(),
         json!({"type": "stdio", "command": "node", "args": [server]}),
     )];
-    options.claude.strict_mcp_config = true;
-    options.claude.allowed_tools = vec!["mcp__ask__ask".into(), "mcp__ask__echo".into()];
+    options.claude.args.strict_mcp_config = true;
+    options.claude.args.allowed_tools = vec!["mcp__ask__ask".into(), "mcp__ask__echo".into()];
     // The rest of the CLI's settings, which the CLI must accept as given.
     let extra = h.home.workdir().join("extra");
     std::fs::create_dir_all(&extra).unwrap();
-    options.claude.add_dirs = vec![extra];
-    options.claude.settings = Some(r#"{"cleanupPeriodDays": 30}"#.into());
-    options.claude.setting_sources = Some(vec![]);
-    options.claude.fallback_model = Some("claude-haiku-4-5".into());
-    options.claude.betas = vec!["context-1m-2025-08-07".into()];
-    options.claude.max_budget_usd = Some(5.0);
-    options.claude.effort = Some("high".into());
-    options.claude.thinking = Some(ccwire_host::Thinking::Budget(2048));
-    options.claude.agents =
+    options.claude.args.add_dirs = vec![extra.to_str().unwrap().to_owned()];
+    options.claude.args.settings = Some(r#"{"cleanupPeriodDays": 30}"#.into());
+    options.claude.args.fallback_model = Some("claude-haiku-4-5".into());
+    options.claude.args.betas = vec!["context-1m-2025-08-07".into()];
+    options.claude.args.max_budget_usd = Some(5.0);
+    options.claude.args.effort = Some("high".into());
+    options.claude.args.thinking = Some(ccwire_host::Thinking::Budget(2048));
+    options.claude.args.agents =
         Some(json!({"reviewer": {"description": "Reviews", "prompt": "Review."}}));
     let mut client = Client::connect(options).await.unwrap();
     let mut seen = Seen::default();
@@ -808,7 +811,7 @@ async fn an_external_mcp_server_s_elicitation_is_answered_by_the_client() {
 async fn a_cli_that_dies_at_start_reports_its_exit_and_stderr() {
     let mut h = Harness::new(Script::new()).await;
     let mut options = h.options();
-    options.claude.extra_args = vec!["--no-such-flag-for-ccwire".into()];
+    options.claude.args.extra_args = vec!["--no-such-flag-for-ccwire".into()];
     let error = match Client::connect(options).await {
         Ok(_) => panic!("the CLI took a flag it does not know"),
         Err(error) => error,
@@ -871,8 +874,8 @@ async fn a_large_system_prompt_and_an_output_schema_reach_the_model() {
     );
     assert!(prompt.len() > 1 << 20);
     let mut options = h.options();
-    options.claude.system_prompt = SystemPrompt::Custom(prompt);
-    options.claude.json_schema = Some(json!({
+    options.claude.args.system_prompt = SystemPrompt::Custom(prompt);
+    options.claude.args.json_schema = Some(json!({
         "type": "object",
         "properties": {"answer": {"type": "integer"}},
         "required": ["answer"],

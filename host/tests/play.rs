@@ -159,7 +159,7 @@ async fn hooks_and_in_process_tools_are_played_with_the_host_s_own_ids() {
                 json!({})
             }
         });
-    options.claude.allowed_tools = vec!["Bash".into()];
+    options.claude.args.allowed_tools = vec!["Bash".into()];
     let mut client = Client::connect(options).await.unwrap();
     let turn = client.query("Echo something in the shell.").await.unwrap();
     // The hook answers are compared by meaning (--verify): the reason text must match too.

@@ -141,7 +141,7 @@ async fn main() {
     let results = phase(&http, &url, &mut histories, |i| {
         // The client's result for the call its last response ended with.
         vec![json!({"role": "user", "content": [{"type": "tool_result",
-            "tool_use_id": "toolu_fake_1", "content": format!("value {i}")}]})]
+            "tool_use_id": "toolu_1", "content": format!("value {i}")}]})]
     })
     .await;
     let tools_rss = rss_kib(pid);
@@ -150,7 +150,7 @@ async fn main() {
         .filter(|h| {
             h.last()
                 .and_then(|m| m["content"][0]["text"].as_str())
-                .is_some_and(|t| t.starts_with("looked up: value "))
+                .is_some_and(|t| t.starts_with("done: value "))
         })
         .count();
 

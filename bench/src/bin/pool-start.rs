@@ -81,7 +81,7 @@ async fn spawned_ahead(n: usize, fake: &FakeAnthropic, home: &OfflineHome, run: 
     let mut clients = join_all((0..n).map(|_| {
         let mut options = ClientOptions::default();
         options.claude.claude = Some(claude_path());
-        options.claude.model = Some(MODEL.to_owned());
+        options.claude.args.model = Some(MODEL.to_owned());
         options.claude.cwd = Some(home.workdir());
         options.claude.env = home
             .env(&fake.base_url())
@@ -89,8 +89,8 @@ async fn spawned_ahead(n: usize, fake: &FakeAnthropic, home: &OfflineHome, run: 
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
         options.claude.env_remove = inherited_to_remove().into_iter().map(Into::into).collect();
-        options.claude.tools = Some(Vec::new());
-        options.claude.include_partial_messages = true;
+        options.claude.args.tools = Some(Vec::new());
+        options.claude.args.include_partial_messages = true;
         Client::connect(options)
     }))
     .await

@@ -137,7 +137,7 @@ impl Conversation<'_> {
                 let text = answer
                     .as_ref()
                     .and_then(|a| a["content"][0]["text"].as_str());
-                if text == Some(&format!("looked up: value {index}")) {
+                if text == Some(&format!("done: value {index}")) {
                     self.tally.round_trips.fetch_add(1, Ordering::Relaxed);
                 } else {
                     self.tally.error(format!("round trip answered {answer:?}"));

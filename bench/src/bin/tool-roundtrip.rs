@@ -274,7 +274,7 @@ async fn main() {
     lookup.definition.annotations = Some(json!({"readOnlyHint": true}));
     let mut options = ClientOptions::default().tool_server("client", vec![lookup]);
     options.claude.claude = Some(claude_path());
-    options.claude.model = Some("claude-sonnet-4-5-20250929".to_owned());
+    options.claude.args.model = Some("claude-sonnet-4-5-20250929".to_owned());
     options.claude.cwd = Some(home.workdir());
     options.claude.env = home
         .env(&fake.base_url())
@@ -284,13 +284,13 @@ async fn main() {
     options.claude.env_remove = inherited_to_remove().into_iter().map(Into::into).collect();
     // The MCP server as the gateway declares its own (docs/HOLD.md, "What ccwire does").
     let config = json!({"alwaysLoad": true, "disableAutoBackground": true});
-    options.claude.sdk_mcp_servers = vec![(
+    options.claude.args.sdk_mcp_servers = vec![(
         "client".to_owned(),
         config.as_object().expect("an object").clone(),
     )];
-    options.claude.allowed_tools = vec!["mcp__client".into()];
-    options.claude.tools = Some(Vec::new());
-    options.claude.include_partial_messages = true;
+    options.claude.args.allowed_tools = vec!["mcp__client".into()];
+    options.claude.args.tools = Some(Vec::new());
+    options.claude.args.include_partial_messages = true;
     let mut client = Client::connect(options).await.expect("the CLI starts");
 
     // Warm every path up: the first turn of each spawns its process.

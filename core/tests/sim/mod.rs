@@ -1,7 +1,8 @@
 //! The gateway engine in simulation, the harness the `gateway_sim*` tests share: clients,
-//! CLIs and a clock driven in one thread, time jumping from deadline to deadline. Each fake CLI
-//! speaks the wire as CLI 2.1.330 does in the corpus (partial messages, held `tools/call`s,
-//! interrupts).
+//! CLIs and a clock driven in one thread, time jumping from deadline to deadline. Each CLI is
+//! the fake of `tests/src/fake_cli.rs`, the one the `fake-claude` binary runs: it speaks the
+//! wire as CLI 2.1.330 does in the corpus (partial messages, held `tools/call`s, permission
+//! prompts, interrupts).
 #![allow(dead_code, unused_imports)] // each test file uses its own part of it
 
 pub use std::collections::{BTreeMap, VecDeque};
@@ -16,313 +17,51 @@ pub use serde_json::{json, Value};
 
 // ---- a fake CLI -------------------------------------------------------------------------
 
-/// A CLI that answers prompts: `lookup: a, b` makes the model call the client's `lookup`
-/// tool once per key (in one message, so the calls are parallel), `bash: COMMAND` asks
-/// permission for a Bash call (`bash: COMMAND | blocked: PATH` names PATH as the blocked
-/// path), `stall` starts a message and stops there, anything else is echoed.
-#[derive(Debug, Default)]
-pub struct FakeCli {
+// The fake CLI the `fake-claude` binary runs too: one file, included as it is (the core cannot
+// depend on `ccwire-tests`, which depends on it).
+#[path = "../../../tests/src/fake_cli.rs"]
+mod fake_cli;
+
+pub use fake_cli::user_text;
+
+/// A session's fake CLI: the shared fake (`tests/src/fake_cli.rs`), and every line written to
+/// its stdin. A line it does not expect fails the test.
+#[derive(Debug)]
+pub struct SimCli {
     /// Every line written to its stdin.
     pub stdin: Vec<Value>,
-    pub messages: u32,
-    pub calls: u32,
-    /// `tools/call`s waiting for the host: control request id → (JSON-RPC id, tool_use id).
-    pub pending: BTreeMap<String, (u64, String)>,
-    /// Results of the current turn's calls, in the order they came.
-    pub results: Vec<(String, String, bool)>,
-    /// The model's message stalled mid-stream.
-    pub stalled: bool,
-    /// A permission request waiting for the host: control request id → tool_use id.
-    pub asking: BTreeMap<String, String>,
-    /// Its session's id, when started with `--session-mirror`: each prompt is mirrored as a
-    /// transcript line.
-    pub mirror: Option<String>,
+    pub cli: fake_cli::FakeCli,
 }
 
-impl FakeCli {
-    /// Takes what the host wrote, returns what the CLI prints.
-    pub fn write(&mut self, bytes: &[u8]) -> Vec<String> {
+impl SimCli {
+    /// A fake CLI started with `args`, as the simulation's: it lists the model `sonnet`, and
+    /// mirrors only the prompts, to transcripts under `/home/.claude/projects/-work`.
+    pub fn new(args: &[String]) -> SimCli {
+        let config = fake_cli::Config {
+            model: ("sonnet", "Sonnet (fake)"),
+            projects_dir: "/home/.claude/projects/-work".to_owned(),
+            transcript: fake_cli::Transcript::Prompts,
+        };
+        SimCli {
+            stdin: Vec::new(),
+            cli: fake_cli::FakeCli::new(config, args),
+        }
+    }
+
+    /// Takes what the host wrote at `now`, returns what the CLI prints.
+    pub fn write(&mut self, now: u64, bytes: &[u8]) -> Vec<String> {
         let mut out = Vec::new();
         for line in String::from_utf8(bytes.to_vec()).unwrap().lines() {
             let message: Value = serde_json::from_str(line).expect("the host writes JSON lines");
-            self.stdin.push(message.clone());
-            self.take(&message, &mut out);
+            self.stdin.push(message);
+            out.extend(self.cli.handle_line(now, line));
+            assert!(
+                self.cli.unexpected.is_empty(),
+                "the fake CLI got a line it does not expect: {:?}",
+                self.cli.unexpected
+            );
         }
         out
-    }
-
-    pub fn take(&mut self, message: &Value, out: &mut Vec<String>) {
-        match message["type"].as_str() {
-            Some("control_request") => {
-                let id = message["request_id"].as_str().unwrap();
-                match message["request"]["subtype"].as_str() {
-                    Some("initialize") => out.push(control_ok(
-                        id,
-                        json!({
-                            "models": [{"value": "sonnet", "displayName": "Sonnet (fake)"}]
-                        }),
-                    )),
-                    Some("interrupt") => self.interrupt(id, out),
-                    other => panic!("the fake CLI got an unexpected control request {other:?}"),
-                }
-            }
-            Some("user") => {
-                let text = user_text(&message["message"]["content"]);
-                self.prompt(&text, out);
-            }
-            Some("control_response") => {
-                let id = message["response"]["request_id"].as_str().unwrap();
-                if let Some(tool_use_id) = self.asking.remove(id) {
-                    let answer = &message["response"]["response"];
-                    let (text, is_error) = match answer["behavior"].as_str() {
-                        Some("allow") => {
-                            let input = answer.get("updatedInput").cloned().unwrap_or(Value::Null);
-                            let command = input["command"].as_str().unwrap_or("?").to_owned();
-                            let rules = answer["updatedPermissions"].as_array().map_or(0, Vec::len);
-                            (format!("ran {command} (rules {rules})"), false)
-                        }
-                        _ => (
-                            format!("denied: {}", answer["message"].as_str().unwrap_or("")),
-                            true,
-                        ),
-                    };
-                    self.results.push((tool_use_id, text, is_error));
-                    self.after_tools(out);
-                    return;
-                }
-                let Some((_, tool_use_id)) = self.pending.remove(id) else {
-                    return;
-                };
-                let result = &message["response"]["response"]["mcp_response"]["result"];
-                let text = result["content"][0]["text"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned();
-                let is_error = result["isError"].as_bool().unwrap_or(false);
-                self.results.push((tool_use_id, text, is_error));
-                if self.pending.is_empty() {
-                    self.after_tools(out);
-                }
-            }
-            other => panic!("the fake CLI got an unexpected line type {other:?}"),
-        }
-    }
-
-    pub fn prompt(&mut self, text: &str, out: &mut Vec<String>) {
-        out.push(line(
-            json!({"type": "system", "subtype": "init", "session_id": "fake-session"}),
-        ));
-        if let Some(id) = &self.mirror {
-            out.push(line(json!({"type": "transcript_mirror",
-                "filePath": format!("/home/.claude/projects/-work/{id}.jsonl"),
-                "entries": [{"type": "user", "message": {"role": "user", "content": text}}]})));
-            // A subagent's transcript is not the conversation's.
-            out.push(line(json!({"type": "transcript_mirror",
-                "filePath": format!("/home/.claude/projects/-work/{id}/subagents/agent-1.jsonl"),
-                "entries": [{"type": "user"}]})));
-        }
-        if let Some(keys) = text.strip_prefix("lookup: ") {
-            let keys: Vec<&str> = keys.split(", ").collect();
-            let ids: Vec<String> = keys
-                .iter()
-                .map(|_| {
-                    self.calls += 1;
-                    format!("toolu_{}", self.calls)
-                })
-                .collect();
-            let blocks: Vec<Value> = keys
-                .iter()
-                .zip(&ids)
-                .map(|(key, id)| {
-                    json!({"type": "tool_use", "id": id, "name": "mcp__client__lookup",
-                           "input": {"key": key}})
-                })
-                .collect();
-            self.message(blocks, "tool_use", out);
-            for (key, id) in keys.iter().zip(&ids) {
-                let rpc = u64::from(self.calls) + 100;
-                let request_id = format!("cli_call_{id}");
-                self.pending.insert(request_id.clone(), (rpc, id.clone()));
-                out.push(line(json!({
-                    "type": "control_request", "request_id": request_id,
-                    "request": {"subtype": "mcp_message", "server_name": "client", "message": {
-                        "method": "tools/call", "jsonrpc": "2.0", "id": rpc,
-                        "params": {"name": "lookup", "arguments": {"key": key},
-                                   "_meta": {"claudecode/toolUseId": id}}}}
-                })));
-            }
-        } else if let Some(command) = text.strip_prefix("bash: ") {
-            let (command, blocked) = match command.split_once(" | blocked: ") {
-                Some((command, path)) => (command, Some(path)),
-                None => (command, None),
-            };
-            self.calls += 1;
-            let id = format!("toolu_{}", self.calls);
-            let input = json!({"command": command});
-            self.message(
-                vec![json!({"type": "tool_use", "id": id, "name": "Bash", "input": input})],
-                "tool_use",
-                out,
-            );
-            let request_id = format!("perm_{}", self.calls);
-            self.asking.insert(request_id.clone(), id.clone());
-            out.push(line(json!({
-                "type": "control_request", "request_id": request_id,
-                "request": {"subtype": "can_use_tool", "tool_name": "Bash", "input": input,
-                    "tool_use_id": id, "permission_suggestions": [{"type": "addRules",
-                    "rules": [{"toolName": "Bash", "ruleContent": command}],
-                    "behavior": "allow", "destination": "session"}],
-                    "blocked_path": blocked}
-            })));
-        } else if text == "stall" {
-            self.messages += 1;
-            self.stalled = true;
-            out.push(stream_event(
-                self.messages,
-                json!({"type": "message_start", "message": {
-                    "id": format!("msg_{}", self.messages), "type": "message", "role": "assistant",
-                    "model": "fake", "content": [], "stop_reason": null,
-                    "usage": {"input_tokens": 12, "output_tokens": 1}}}),
-            ));
-        } else {
-            self.message(
-                vec![json!({"type": "text", "text": format!("echo: {text}")})],
-                "end_turn",
-                out,
-            );
-            out.push(result("success", false, &format!("echo: {text}")));
-        }
-    }
-
-    pub fn after_tools(&mut self, out: &mut Vec<String>) {
-        let results: Vec<Value> = self
-            .results
-            .iter()
-            .map(|(id, text, is_error)| {
-                json!({"type": "tool_result", "tool_use_id": id, "content": text, "is_error": is_error})
-            })
-            .collect();
-        out.push(line(
-            json!({"type": "user", "message": {"role": "user", "content": results},
-                             "parent_tool_use_id": null, "session_id": "fake-session"}),
-        ));
-        let text = format!(
-            "done: {}",
-            self.results
-                .drain(..)
-                .map(|(_, text, _)| text)
-                .collect::<Vec<_>>()
-                .join(" | ")
-        );
-        self.message(vec![json!({"type": "text", "text": text})], "end_turn", out);
-        out.push(result("success", false, &text));
-    }
-
-    pub fn interrupt(&mut self, id: &str, out: &mut Vec<String>) {
-        for (request_id, (rpc, _)) in std::mem::take(&mut self.pending) {
-            out.push(line(json!({
-                "type": "control_request", "request_id": format!("cancel_{request_id}"),
-                "request": {"subtype": "mcp_message", "server_name": "client", "message": {
-                    "jsonrpc": "2.0", "method": "notifications/cancelled",
-                    "params": {"requestId": rpc, "reason": "AbortError: remote-cancel"}}}
-            })));
-        }
-        self.results.clear();
-        out.push(control_ok(id, json!({"still_queued": []})));
-        if std::mem::take(&mut self.stalled) {
-            out.push(line(
-                json!({"type": "user", "message": {"role": "user", "content": [
-                {"type": "text", "text": "[Request interrupted by user]"}]},
-                "parent_tool_use_id": null, "session_id": "fake-session"}),
-            ));
-        }
-        out.push(result("error_during_execution", true, ""));
-    }
-
-    /// One model message, streamed as partial messages and then whole.
-    pub fn message(&mut self, blocks: Vec<Value>, stop: &str, out: &mut Vec<String>) {
-        self.messages += 1;
-        let n = self.messages;
-        let id = format!("msg_{n}");
-        out.push(stream_event(
-            n,
-            json!({"type": "message_start", "message": {
-            "id": id, "type": "message", "role": "assistant", "model": "fake", "content": [],
-            "stop_reason": null, "usage": {"input_tokens": 12, "output_tokens": 1,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
-        ));
-        for (index, block) in blocks.iter().enumerate() {
-            let (start, delta) = match block["type"].as_str() {
-                Some("text") => (
-                    json!({"type": "text", "text": ""}),
-                    json!({"type": "text_delta", "text": block["text"]}),
-                ),
-                _ => (
-                    json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
-                    json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
-                ),
-            };
-            out.push(stream_event(
-                n,
-                json!({"type": "content_block_start", "index": index, "content_block": start}),
-            ));
-            out.push(stream_event(
-                n,
-                json!({"type": "content_block_delta", "index": index, "delta": delta}),
-            ));
-            out.push(stream_event(
-                n,
-                json!({"type": "content_block_stop", "index": index}),
-            ));
-        }
-        out.push(line(json!({"type": "assistant", "message": {
-            "id": id, "type": "message", "role": "assistant", "model": "fake", "content": blocks,
-            "stop_reason": null, "usage": {"input_tokens": 12, "output_tokens": 5}},
-            "parent_tool_use_id": null, "session_id": "fake-session"})));
-        out.push(stream_event(
-            n,
-            json!({"type": "message_delta",
-            "delta": {"stop_reason": stop, "stop_sequence": null},
-            "usage": {"input_tokens": 12, "output_tokens": 5,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}),
-        ));
-        out.push(stream_event(n, json!({"type": "message_stop"})));
-    }
-}
-
-pub fn line(value: Value) -> String {
-    format!("{value}\n")
-}
-
-pub fn control_ok(id: &str, response: Value) -> String {
-    line(json!({"type": "control_response",
-                "response": {"subtype": "success", "request_id": id, "response": response}}))
-}
-
-pub fn stream_event(message: u32, event: Value) -> String {
-    line(
-        json!({"type": "stream_event", "event": event, "session_id": "fake-session",
-                "parent_tool_use_id": null, "api_message_id": format!("msg_{message}")}),
-    )
-}
-
-pub fn result(subtype: &str, is_error: bool, text: &str) -> String {
-    line(
-        json!({"type": "result", "subtype": subtype, "is_error": is_error, "result": text,
-                "stop_reason": "end_turn", "num_turns": 1, "session_id": "fake-session",
-                "usage": {"input_tokens": 12, "output_tokens": 5}}),
-    )
-}
-
-pub fn user_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
     }
 }
 
@@ -358,7 +97,7 @@ impl Response {
 pub struct Sim {
     pub now: u64,
     pub gateway: Gateway,
-    pub clis: BTreeMap<SessionId, FakeCli>,
+    pub clis: BTreeMap<SessionId, SimCli>,
     pub specs: BTreeMap<SessionId, CliSpec>,
     pub closed: Vec<SessionId>,
     /// Directories the gateway asked to delete, with how many sessions were closed before.
@@ -485,23 +224,12 @@ impl Sim {
                                 .handle_spawn_failed(self.now, session, "no such file");
                             continue;
                         }
-                        let mirror = spec.args.iter().find_map(|a| {
-                            a.strip_prefix("--session-id=")
-                                .or_else(|| a.strip_prefix("--resume="))
-                                .map(str::to_owned)
-                        });
+                        self.clis.insert(session, SimCli::new(&spec.args));
                         self.specs.insert(session, spec);
-                        self.clis.insert(
-                            session,
-                            FakeCli {
-                                mirror,
-                                ..FakeCli::default()
-                            },
-                        );
                     }
                     GatewayOutput::Write { session, bytes } => {
                         let cli = self.clis.get_mut(&session).expect("written after spawn");
-                        for l in cli.write(&bytes) {
+                        for l in cli.write(self.now, &bytes) {
                             stdout.push_back((session, l));
                         }
                     }
@@ -692,7 +420,7 @@ impl Sim {
         self.trace.push(json!({"in": input}).to_string());
     }
 
-    pub fn cli(&self, session: SessionId) -> &FakeCli {
+    pub fn cli(&self, session: SessionId) -> &SimCli {
         &self.clis[&session]
     }
 }

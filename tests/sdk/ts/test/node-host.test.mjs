@@ -57,7 +57,7 @@ test('the arguments are the ones the Rust ClaudeOptions gives', () => {
     // A client's own option: not the CLI's.
     cwd: '/tmp',
   });
-  // The same list as host/src/claude.rs's `the_npm_client_builds_the_same_arguments`.
+  // The same list as core/src/args.rs's `the_npm_client_builds_the_same_arguments`.
   const config = args.indexOf('--mcp-config') + 1;
   assert.deepEqual(JSON.parse(args[config]), {
     mcpServers: { calc: { type: 'sdk', name: 'calc' }, files: { type: 'stdio', command: 'files-server' } },
@@ -71,7 +71,7 @@ test('the arguments are the ones the Rust ClaudeOptions gives', () => {
     '--setting-sources=', '--max-thinking-tokens', '4096',
     '--include-partial-messages', '--resume=-id', '--add-dir', '/data',
   ]);
-  // What can be large goes in `initialize` (the Rust `ClaudeOptions::initialize`).
+  // What can be large goes in `initialize` (the Rust `CliArgs::initialize`).
   assert.deepEqual(claudeInitialize({ systemPrompt: '', model: 'sonnet' }), { systemPrompt: [''] });
   assert.deepEqual(
     claudeInitialize({ systemPrompt: { append: 'More.' }, agents: { a: { description: 'd', prompt: 'p' } }, jsonSchema: { type: 'object' } }),
