@@ -325,7 +325,7 @@ pub fn main() -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    use ccwire_host::gateway::{serve, GatewayOptions};
+    use ccwire_host::serve::{serve, GatewayOptions};
     crate::run::init_tracing();
     // Keys and the conversations' content live in this process: no other process of the same
     // user (a tool the CLI runs, say) may read its memory or environment through /proc.
@@ -346,7 +346,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     let code_tools: Vec<&String> = args
         .enable_tools
         .iter()
-        .filter(|t| ccwire_host::gateway::CODE_TOOLS.contains(&t.as_str()))
+        .filter(|t| ccwire_host::serve::CODE_TOOLS.contains(&t.as_str()))
         .collect();
     if !args.api_keys.is_empty() && !code_tools.is_empty() {
         eprintln!(
@@ -453,13 +453,13 @@ fn serve(args: ServeArgs) -> ExitCode {
             },
             ..ccwire_core::gateway::GatewayConfig::default()
         },
-        conn: ccwire_host::gateway::ConnOptions {
+        conn: ccwire_host::serve::ConnOptions {
             header_timeout: duration(args.header_timeout),
             body_timeout: duration(args.body_timeout),
             idle_timeout: duration(args.idle_timeout),
             max_connections: args.max_connections,
             max_connections_per_ip: args.max_connections_per_ip,
-            ..ccwire_host::gateway::ConnOptions::default()
+            ..ccwire_host::serve::ConnOptions::default()
         },
         cwd: args.cwd,
         store: None,

@@ -54,29 +54,29 @@
 //!
 //! ## Features
 //!
-//! - `gateway`: `ccwire serve` as a library (`gateway::Server`, the OS sandbox, the session
+//! - `serve`: `ccwire serve` as a library ([`serve::Server`], the OS sandbox, the session
 //!   store), with its HTTP server and client (axum, hyper, reqwest).
-//! - `cli` (default, with `gateway`): the `ccwire` binary (clap, the terminal's log, the
+//! - `cli` (default, with `serve`): the `ccwire` binary (clap, the terminal's log, the
 //!   mimalloc allocator).
 //!
 //! An app that only drives the CLI with [`Client`] depends on it with
 //! `default-features = false`: none of the above is built.
 
-#[cfg(feature = "gateway")]
+#[cfg(feature = "serve")]
 pub mod beneath;
 pub mod claude;
 pub mod client;
-#[cfg(feature = "gateway")]
+#[cfg(feature = "serve")]
 pub mod cluster;
-#[cfg(feature = "gateway")]
+#[cfg(feature = "serve")]
 pub mod egress;
-#[cfg(feature = "gateway")]
-pub mod gateway;
 pub mod process;
 pub mod record;
-#[cfg(feature = "gateway")]
+#[cfg(feature = "serve")]
 pub mod sandbox;
-#[cfg(feature = "gateway")]
+#[cfg(feature = "serve")]
+pub mod serve;
+#[cfg(feature = "serve")]
 pub mod store;
 pub mod tree;
 

@@ -191,7 +191,7 @@ fn sweep(doomed: impl Fn(&str) -> bool) -> usize {
     killed
 }
 
-#[cfg(feature = "gateway")]
+#[cfg(feature = "serve")]
 /// Makes this process the reaper of the orphans of its descendants (Linux's child subreaper)
 /// and reaps them as they end, so that a CLI's leftover processes end under the gateway (and
 /// not as zombies). Only for a process whose children are all
@@ -217,7 +217,7 @@ pub(crate) fn adopt_orphans() -> io::Result<()> {
     Ok(())
 }
 
-#[cfg(feature = "gateway")]
+#[cfg(feature = "serve")]
 /// Reaps the children of this process that have ended and that no
 /// [`CliProcess`](crate::process::CliProcess) waits for.
 fn reap_adopted() {
@@ -289,7 +289,7 @@ fn pids() -> Vec<u32> {
         .collect()
 }
 
-#[cfg(feature = "gateway")]
+#[cfg(feature = "serve")]
 /// The children of this process (of any of its threads).
 fn children() -> Vec<u32> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {

@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use ccwire_core::gateway::{Limits, HELD_CALL_TIMEOUT_TEXT};
-use ccwire_host::gateway::{GatewayOptions, Server};
+use ccwire_host::serve::{GatewayOptions, Server};
 use ccwire_tests::{Match, Reply, Script};
 use futures::StreamExt;
 use serde_json::{json, Value};

@@ -7,7 +7,7 @@ mod support;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use ccwire_host::gateway::{ConnOptions, GatewayOptions};
+use ccwire_host::serve::{ConnOptions, GatewayOptions};
 use serde_json::Value;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -8,8 +8,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ccwire_host::gateway::GatewayOptions;
 use ccwire_host::sandbox::SandboxMode;
+use ccwire_host::serve::GatewayOptions;
 use ccwire_host::{ClaudeOptions, Client, ClientOptions};
 use ccwire_tests::cli::{claude_path, inherited_to_remove};
 use ccwire_tests::{Match, Reply, Script};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ccwire_core::gateway::{ConversationKey, ConversationRecord};
-use ccwire_host::gateway::GatewayOptions;
+use ccwire_host::serve::GatewayOptions;
 use ccwire_host::store::{ConversationStore, DirStore};
 use ccwire_tests::cli::OfflineHome;
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccwire_host::gateway::{GatewayOptions, Server};
 use ccwire_host::sandbox::SandboxMode;
+use ccwire_host::serve::{GatewayOptions, Server};
 use ccwire_host::store::{ConversationStore, DirStore};
 use ccwire_tests::redis::RedisServer;
 use ccwire_tests::{Match, Reply, Script};

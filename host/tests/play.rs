@@ -335,7 +335,7 @@ fn run_survives_each_fault_with_the_right_error() {
 /// says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_serves_a_played_cli_and_reports_one_that_is_killed() {
-    use ccwire_host::gateway::{GatewayOptions, Server};
+    use ccwire_host::serve::{GatewayOptions, Server};
     let dir = tempfile::tempdir().unwrap();
     let http = reqwest::Client::new();
     let body = json!({"model": "sonnet", "max_tokens": 100,
@@ -376,7 +376,7 @@ async fn the_gateway_serves_a_played_cli_and_reports_one_that_is_killed() {
 /// the CLI does not settle it is closed — nothing is left behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_closes_a_cli_that_stalls() {
-    use ccwire_host::gateway::{GatewayOptions, Server};
+    use ccwire_host::serve::{GatewayOptions, Server};
     let dir = tempfile::tempdir().unwrap();
     let mut options = GatewayOptions {
         claude: Some(player(dir.path(), "a_text", &["--fault", "stall@4"])),
@@ -729,7 +729,7 @@ async fn a_client_gets_each_fault_as_what_it_is_and_no_process_is_left() {
 /// the client's error; and after shutdown no CLI is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_answers_each_fault_as_what_it_is_and_leaves_no_process() {
-    use ccwire_host::gateway::{GatewayOptions, Server};
+    use ccwire_host::serve::{GatewayOptions, Server};
     let dir = tempfile::tempdir().unwrap();
     let http = reqwest::Client::new();
     let duplicate = format!("duplicate@{}", line_with("b_bash_allow", "can_use_tool"));

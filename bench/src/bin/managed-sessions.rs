@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ccwire_bench::percentile;
-use ccwire_host::gateway::{GatewayOptions, Server};
+use ccwire_host::serve::{GatewayOptions, Server};
 use ccwire_host::store::{ConversationStore, DirStore};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};

@@ -19,7 +19,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::time::{Duration, Instant};
 
-use ccwire_host::gateway::{GatewayOptions, Server};
+use ccwire_host::serve::{GatewayOptions, Server};
 use ccwire_host::{Client, ClientOptions};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};

@@ -14,8 +14,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::Instant;
 
 use ccwire_bench::{hello_turn, percentile, sibling};
-use ccwire_host::gateway::{GatewayOptions, Server};
 use ccwire_host::sandbox::SandboxMode;
+use ccwire_host::serve::{GatewayOptions, Server};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
 

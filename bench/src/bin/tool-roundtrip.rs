@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use ccwire_core::McpCallResult;
 use ccwire_host::client::Tool;
-use ccwire_host::gateway::{GatewayOptions, Server};
+use ccwire_host::serve::{GatewayOptions, Server};
 use ccwire_host::{Client, ClientOptions};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script};

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use ccwire_host::gateway::{GatewayOptions, Server};
+use ccwire_host::serve::{GatewayOptions, Server};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
 use ccwire_tests::{FakeAnthropic, Match, Reply, Script, ToolCall};
 use serde_json::{json, Value};

@@ -202,7 +202,11 @@ impl InFlight {
 ///                              Respond(response) => send it,
 ///                              Admit { tenant, cors } => read at most gateway.max_body() bytes,
 ///                          }
-///         request body  => gateway.handle_http(now, req, head, tenant, body),
+///         request body  => (in a cluster: gateway.placement(head, tenant, prepared) names
+///                          the key whose holder serves it; ask the registry, then
+///                          gateway.placed(placement, tenant, holder) says: forward it to the
+///                          holder, to any other node, or serve it here)
+///                          gateway.handle_http(now, req, head, tenant, body),
 ///                          (the body read and prepared first with `prepare`, off any lock)
 ///         an API body   => gateway.handle_request(now, req, api, tenant, body),
 ///                          (a host that routes and authenticates itself)
@@ -262,7 +266,7 @@ impl InFlight {
 ///
 /// A host that scales out writes claims and releases to a shared registry (a Redis hash of key
 /// → gateway address, with the gateway's liveness as a TTL) and, for a request whose key another
-/// gateway claims, forwards it there. A key nobody claims (the owner died or expired it) is
+/// gateway claims, forwards it there, as [`Gateway::placement`] and [`Gateway::placed`] decide. A key nobody claims (the owner died or expired it) is
 /// served here: resumed from the session store when the gateways share one, else from the
 /// history the request carries, as after a restart. The in-memory registry of one
 /// gateway is the default; a shared one is a backend of the host, not a change of this engine.
