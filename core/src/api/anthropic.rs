@@ -276,18 +276,7 @@ fn message_blocks(i: usize, message: Value) -> Result<(RoleOf, Vec<Block>), ApiE
 
 /// The text of a `system` message: a string or text blocks.
 fn system_message_text(at: &At<'_>, content: Value) -> Result<String, ApiError> {
-    let blocks = content_blocks(at, content)?;
-    let mut text = String::new();
-    for block in blocks {
-        let Block::Text { text: t } = block else {
-            return Err(ApiError::invalid(
-                at,
-                format!("{at}: a system message holds text only"),
-            ));
-        };
-        text.push_str(&t);
-    }
-    Ok(text)
+    text_only(at, content_blocks(at, content)?, "system")
 }
 
 /// Reads message content (a string or blocks) into canonical blocks.

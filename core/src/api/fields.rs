@@ -8,6 +8,7 @@ use super::{
     ToolChoice, ToolFields, ToolSpecs,
 };
 use super::{ApiError, Conversation};
+use crate::conversation::Block;
 
 /// The required `model`: a non-empty string (`message`: the error, in the API's words).
 pub(crate) fn take_model(map: &mut Map<String, Value>, message: &str) -> Result<String, ApiError> {
@@ -140,4 +141,19 @@ pub(crate) fn push_flat_tool(
             schema,
         },
     )
+}
+
+/// The text of a message that holds text only (`what`: which, for the error), from its blocks.
+pub(crate) fn text_only(at: &At<'_>, blocks: Vec<Block>, what: &str) -> Result<String, ApiError> {
+    let mut text = String::new();
+    for block in blocks {
+        let Block::Text { text: t } = block else {
+            return Err(ApiError::invalid(
+                at,
+                format!("{at}: a {what} message holds text only"),
+            ));
+        };
+        text.push_str(&t);
+    }
+    Ok(text)
 }

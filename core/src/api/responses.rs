@@ -226,7 +226,7 @@ fn push_item(
                     conversation.push(Role::Assistant, parts(&content_at, content)?);
                 }
                 Some("system" | "developer") => {
-                    let text = text_only(&content_at, content)?;
+                    let text = instructions_text(&content_at, content)?;
                     if conversation.messages.is_empty() {
                         system.push(text);
                     } else {
@@ -392,18 +392,8 @@ fn parts(at: &At<'_>, content: Value) -> Result<Vec<Block>, ApiError> {
 }
 
 /// The text of a system or developer message.
-fn text_only(at: &At<'_>, content: Value) -> Result<String, ApiError> {
-    let mut text = String::new();
-    for block in parts(at, content)? {
-        let Block::Text { text: t } = block else {
-            return Err(ApiError::invalid(
-                at,
-                format!("{at}: a system or developer message holds text only"),
-            ));
-        };
-        text.push_str(&t);
-    }
-    Ok(text)
+fn instructions_text(at: &At<'_>, content: Value) -> Result<String, ApiError> {
+    text_only(at, parts(at, content)?, "system or developer")
 }
 
 /// The function tools; tools of other types (hosted tools such as `web_search`, which the

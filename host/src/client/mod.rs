@@ -72,33 +72,13 @@ impl Client {
                 );
             }
             servers.push(definition);
-            if !claude
-                .args
-                .sdk_mcp_servers
-                .iter()
-                .any(|(n, _)| n == &server.name)
-            {
-                claude
-                    .args
-                    .sdk_mcp_servers
-                    .push((server.name.clone(), Map::new()));
-            }
+            declare_sdk_server(&mut claude.args, &server.name);
         }
         let mut held = HashSet::new();
         for server in &options.held_tool_servers {
             held.insert(server.name.clone());
             servers.push(server.clone());
-            if !claude
-                .args
-                .sdk_mcp_servers
-                .iter()
-                .any(|(n, _)| n == &server.name)
-            {
-                claude
-                    .args
-                    .sdk_mcp_servers
-                    .push((server.name.clone(), Map::new()));
-            }
+            declare_sdk_server(&mut claude.args, &server.name);
         }
         let config = SessionConfig {
             seed: seed(),
@@ -361,4 +341,11 @@ fn seed() -> u64 {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u32(std::process::id());
     hasher.finish()
+}
+
+/// Names in-process MCP server `name` on the CLI's command line, once.
+fn declare_sdk_server(args: &mut ccwire_core::args::CliArgs, name: &str) {
+    if !args.sdk_mcp_servers.iter().any(|(n, _)| n == name) {
+        args.sdk_mcp_servers.push((name.to_owned(), Map::new()));
+    }
 }
