@@ -239,7 +239,13 @@ impl Gateway {
         };
         // A Managed Agents session's CLI: the agent's policy answers, or the session's user.
         if let Some(turn) = live.request.filter(|r| self.agent_sessions.is_turn(*r)) {
-            return self.session_permission(now, session, turn, chunk);
+            let asked = super::managed::PermissionAsked {
+                request_id,
+                tool_use_id: tool_use_id.as_deref(),
+                tool_name,
+                input,
+            };
+            return self.session_permission(now, session, turn, asked);
         }
         if !self.config.approvals {
             let decision = PermissionDecision::deny(

@@ -42,7 +42,7 @@ impl Gateway {
                 parsed,
                 ..
             } = queued;
-            self.serve(now, request, api, &tenant, parsed);
+            self.serve(now, request, (api, &tenant), parsed, false);
         }
         for request in std::mem::take(&mut self.watchers).into_keys() {
             self.outputs.push_back(GatewayOutput::End { request });

@@ -49,11 +49,11 @@ impl Gateway {
         // Draining, nothing waits: a new conversation gets its 503 at once, a running one's
         // next turn goes ahead (only the live sessions' turns remain to be served).
         if self.draining.is_some() {
-            return self.serve(now, request, api, tenant, parsed);
+            return self.serve(now, request, (api, tenant), parsed, false);
         }
         // Requests wait their turn in order: none overtakes one already waiting.
         if self.queue.is_empty() && self.has_room(tenant) {
-            return self.serve(now, request, api, tenant, parsed);
+            return self.serve(now, request, (api, tenant), parsed, false);
         }
         if self.queue.len() >= self.config.max_queue {
             let error = ApiError::new(
@@ -103,46 +103,35 @@ impl Gateway {
                 continue;
             }
             let queued = self.queue.remove(i).expect("in range");
+            let tenant = &queued.tenant;
             self.serve(
                 now,
                 queued.request,
-                queued.api,
-                &queued.tenant,
+                (queued.api, tenant),
                 queued.parsed,
+                false,
             );
         }
     }
 
-    /// Routes a valid request and starts its response.
+    /// Routes a valid request and starts its response. A stored response this gateway does
+    /// not hold (it expired here, or was stored before a restart) is read from the session
+    /// store first, unless `chained` (every stored response it continues is at hand).
     pub(super) fn serve(
         &mut self,
         now: Timestamp,
         request: RequestId,
-        api: Api,
-        tenant: &str,
+        (api, tenant): (Api, &str),
         prepared: PreparedRequest,
+        chained: bool,
     ) {
-        // A stored response this gateway does not hold (it expired here, or was stored
-        // before a restart) is read from the session store first.
         let previous = prepared.request.previous_response_id.as_deref();
         let missing = previous
-            .filter(|_| self.config.store)
+            .filter(|_| self.config.store && !chained)
             .and_then(|id| self.registry.missing_link(tenant, id));
         if let Some(id) = missing {
             return self.fetch_response(request, api, tenant, prepared, id);
         }
-        self.serve_prepared(now, request, api, tenant, prepared);
-    }
-
-    /// [`serve`](Self::serve) with every stored response the request continues at hand.
-    pub(super) fn serve_prepared(
-        &mut self,
-        now: Timestamp,
-        request: RequestId,
-        api: Api,
-        tenant: &str,
-        prepared: PreparedRequest,
-    ) {
         let PreparedRequest {
             request: mut parsed,
             scope,

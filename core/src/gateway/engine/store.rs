@@ -299,10 +299,10 @@ impl Gateway {
             // Held again, the chain goes on to its next link; one the store gave but that
             // cannot be held ends here.
             if self.registry.missing_link(&tenant, &previous) != Some(id) {
-                return self.serve(now, request, api, &tenant, parsed);
+                return self.serve(now, request, (api, &tenant), parsed, false);
             }
         }
-        self.serve_prepared(now, request, api, &tenant, parsed);
+        self.serve(now, request, (api, &tenant), parsed, true);
     }
 
     /// The session store could not answer a [`StoreAsk::Find`] or

@@ -24,6 +24,7 @@ pub(super) use api::{param, query};
 pub(super) use resources::Managed;
 pub(super) use state::{AgentSessions, Previews};
 pub(super) use tools::SessionTools;
+pub(super) use turns::PermissionAsked;
 
 use super::RequestId;
 

@@ -18,6 +18,15 @@ use crate::gateway::SessionId;
 use crate::session::PermissionDecision;
 use crate::{Chunk, Timestamp};
 
+/// A permission request of a session's CLI: its control request, and the call it asks for.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::gateway::engine) struct PermissionAsked<'a> {
+    pub(in crate::gateway::engine) request_id: &'a String,
+    pub(in crate::gateway::engine) tool_use_id: Option<&'a str>,
+    pub(in crate::gateway::engine) tool_name: &'a String,
+    pub(in crate::gateway::engine) input: &'a crate::Json,
+}
+
 /// How long a turn waits before it is tried again when the session's CLI is still settling an
 /// interrupted turn (ms).
 const RETRY_MS: u64 = 300;
@@ -383,18 +392,14 @@ impl Gateway {
         now: Timestamp,
         cli: SessionId,
         request: RequestId,
-        chunk: &Chunk,
+        asked: PermissionAsked<'_>,
     ) {
-        let Chunk::PermissionRequest {
+        let PermissionAsked {
             request_id,
             tool_use_id,
             tool_name,
             input,
-            ..
-        } = chunk
-        else {
-            return;
-        };
+        } = asked;
         let Some(id) = self.agent_sessions.turns.get(&request).cloned() else {
             return;
         };
@@ -418,15 +423,15 @@ impl Gateway {
             }
             return;
         }
-        let known = (tool_use_id.as_ref())
+        let known = tool_use_id
             .and_then(|u| session.progress.calls.get(u))
             .map(|(event, _)| event.clone());
         let event = match known {
             Some(event) => event,
             None => {
                 self.said(&id);
-                let use_id = tool_use_id.clone().unwrap_or_else(|| request_id.clone());
-                self.tool_use(&id, &use_id, tool, input.to_value(), permission)
+                let use_id = tool_use_id.unwrap_or(request_id);
+                self.tool_use(&id, use_id, tool, input.to_value(), permission)
             }
         };
         let deadline = now.saturating_add(self.config.approval_timeout_ms);
