@@ -2,8 +2,11 @@
 //!
 //! ```text
 //! cargo build --release -p ccwire-host -p ccwire-tests --bins
-//! cargo run --release -p ccwire-bench --bin gateway-load [CONVERSATIONS]
+//! cargo run --release -p ccwire-bench --bin gateway-load [CONVERSATIONS] [SERVE ARGS…]
 //! ```
+//!
+//! Further arguments go to `ccwire serve` (`--sandbox off --no-store`: the gateway alone,
+//! without the OS sandbox's processes and the session store's writes).
 //!
 //! The `ccwire` binary serves on loopback with a light stand-in for the CLI (`fake-claude`
 //! from `ccwire-tests`, which answers at once, with partial messages, and calls the client's
@@ -98,19 +101,23 @@ async fn main() {
     raise_fd_limit();
     let home = tempfile::tempdir().expect("a home");
     let limit = (n + 50).to_string();
-    let (mut gateway, addr) = serve_fake(
-        home.path(),
-        &[
-            "--max-sessions",
-            &limit,
-            "--max-concurrent",
-            &limit,
-            "--max-queue",
-            &limit,
-            "--queue-timeout",
-            "600",
-        ],
-    );
+    let connections = (2 * n).to_string();
+    let extra: Vec<String> = std::env::args().skip(2).collect();
+    let mut args = vec![
+        "--max-sessions",
+        &limit,
+        "--max-concurrent",
+        &limit,
+        "--max-queue",
+        &limit,
+        "--queue-timeout",
+        "600",
+        // Every client here is one loopback address.
+        "--max-connections-per-ip",
+        &connections,
+    ];
+    args.extend(extra.iter().map(String::as_str));
+    let (mut gateway, addr) = serve_fake(home.path(), &args);
     let pid = gateway.id();
     let url = format!("http://{addr}/v1/messages");
     let http = reqwest::Client::builder()

@@ -48,6 +48,11 @@ fn frames(response: reqwest::Response) -> tokio::sync::mpsc::UnboundedReceiver<(
     rx
 }
 
+/// The event a frame names (`event: NAME`, after its `id:` line), if it names one.
+fn event(frame: &str) -> Option<&str> {
+    frame.lines().find_map(|l| l.strip_prefix("event: "))
+}
+
 async fn post(http: &reqwest::Client, url: &str, body: Value) -> Value {
     http.post(url)
         .json(&body)
@@ -152,11 +157,11 @@ async fn main() {
         let mut first_at = None;
         loop {
             let (at, frame) = seen.recv().await.expect("the stream goes on");
-            if frame.starts_with("event: user.") || frame.starts_with(':') {
+            let Some(name) = event(&frame).filter(|e| !e.starts_with("user.")) else {
                 continue;
-            }
+            };
             first_at.get_or_insert(at);
-            if frame.starts_with("event: session.status_idle") {
+            if name == "session.status_idle" {
                 if i > 0 {
                     first.push(ms(first_at.unwrap_or(at) - start));
                     idle.push(ms(at - start));
@@ -199,7 +204,7 @@ async fn main() {
         post(&http, &events, say(format!("fan {i}"))).await;
         loop {
             let (_, frame) = seen.recv().await.expect("the stream goes on");
-            if frame.starts_with("event: session.status_idle") {
+            if event(&frame) == Some("session.status_idle") {
                 break;
             }
         }
@@ -210,10 +215,11 @@ async fn main() {
         let mut idles = 0;
         while idles < turns {
             let (_, frame) = rx.recv().await.expect("a stream goes on");
-            if frame.starts_with("event: ") {
+            let name = event(&frame);
+            if name.is_some() {
                 delivered += 1;
             }
-            if frame.starts_with("event: session.status_idle") {
+            if name == Some("session.status_idle") {
                 idles += 1;
             }
         }
