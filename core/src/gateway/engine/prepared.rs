@@ -32,6 +32,17 @@ pub struct PreparedRequest {
     /// The hashes of its history and the hasher over all its messages; `None` when it
     /// continues a stored response, whose history goes first.
     pub(super) hashes: Option<Hashes>,
+    /// What its CLI is set up with and first told.
+    pub(super) offer: Offer,
+    /// A Managed Agents session's turn: the session, whose conversation it continues alone,
+    /// and the agent's tools its CLI runs. `None` for a client's request.
+    pub(super) session: Option<SessionTurn>,
+}
+
+/// What a request's CLI is set up with and first told, made ahead of the engine's lock: its
+/// client tools, the prompt a new session starts with, and its structured-output mode.
+#[derive(Debug)]
+pub(super) struct Offer {
     /// The names the model sees for its client tools, with the client's own.
     pub(super) client_tools: BTreeMap<String, String>,
     /// Its tools as the client MCP server offers them (enabled built-ins included: they are
@@ -44,9 +55,6 @@ pub struct PreparedRequest {
     pub(super) start_prompt: Option<ReadyPrompt>,
     /// The structured-output mode it asks for, if any.
     pub(super) structured: Option<Structured>,
-    /// A Managed Agents session's turn: the session, whose conversation it continues alone,
-    /// and the agent's tools its CLI runs. `None` for a client's request.
-    pub(super) session: Option<SessionTurn>,
 }
 
 /// What a Managed Agents session's turn adds to its Messages request.
@@ -116,15 +124,18 @@ impl PreparedRequest {
             serde_json::to_writer(ShaWriter(&mut sha), &tools).expect("tools serialize");
             crate::conversation::hex(&sha.finalize())
         };
-        PreparedRequest {
-            request,
-            scope,
-            hashes,
+        let offer = Offer {
             client_tools,
             tools,
             tools_digest,
             start_prompt,
             structured,
+        };
+        PreparedRequest {
+            request,
+            scope,
+            hashes,
+            offer,
             session,
         }
     }

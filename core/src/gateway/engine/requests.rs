@@ -1,6 +1,7 @@
 //! A request to its conversation: the queue and the caps, the live CLI it continues (or the
 //! store's, or a new one) and the turn it opens.
 
+use super::prepared::Offer;
 use super::*;
 
 impl Gateway {
@@ -136,11 +137,7 @@ impl Gateway {
             request: mut parsed,
             scope,
             hashes,
-            client_tools,
-            tools,
-            tools_digest,
-            start_prompt,
-            structured,
+            offer,
             session: managed,
         } = prepared;
         let mut headers = Vec::new();
@@ -155,7 +152,7 @@ impl Gateway {
         let ahead = Ahead {
             scope: &scope,
             hashes,
-            prompt_ready: start_prompt.is_some(),
+            prompt_ready: offer.start_prompt.is_some(),
             find: self.config.store,
         };
         let route = self.registry.match_prepared(
@@ -173,11 +170,7 @@ impl Gateway {
             api,
             tenant: tenant.to_owned(),
             parsed,
-            client_tools,
-            tools,
-            tools_digest,
-            start_prompt,
-            structured,
+            offer,
             headers,
             response_id,
             previous_response_id,
@@ -203,16 +196,19 @@ impl Gateway {
             api,
             tenant,
             parsed,
-            client_tools,
-            tools,
-            tools_digest,
-            start_prompt,
-            structured,
+            offer,
             mut headers,
             response_id,
             previous_response_id,
             session: managed,
         } = opening;
+        let Offer {
+            client_tools,
+            tools,
+            tools_digest,
+            start_prompt,
+            structured,
+        } = offer;
         let managed_id = managed.as_ref().map(|m| m.id.as_str());
         let tenant = tenant.as_str();
         if let (

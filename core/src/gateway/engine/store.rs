@@ -2,9 +2,7 @@
 //! as it writes it, each conversation's record as its responses end, and the resume of a
 //! history no live CLI continues by a new CLI that reads the stored transcript.
 
-use std::collections::BTreeMap;
-
-use super::prepared::SessionTurn;
+use super::prepared::{Offer, SessionTurn};
 use super::types::{
     ConversationKey, ConversationRecord, RecordState, ResumeSpec, StoreAnswer, StoreAsk, TenantDirs,
 };
@@ -13,10 +11,8 @@ use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::conversation::Block;
 use crate::gateway::registry::{busy, Match, ResumeReason, SessionId, SessionKind, StoredOut};
 use crate::gateway::translate::{
-    prompt_blocks, rebuild_prompt, tool_results, transcript_lines, Structured, TranscriptContext,
+    prompt_blocks, rebuild_prompt, tool_results, transcript_lines, TranscriptContext,
 };
-use crate::mcp::McpTool;
-use crate::session::ReadyPrompt;
 use crate::{Json, Timestamp};
 
 /// A routed request, what its response needs before its session is known.
@@ -25,11 +21,7 @@ pub(super) struct Opening {
     pub(super) api: Api,
     pub(super) tenant: String,
     pub(super) parsed: ApiRequest,
-    pub(super) client_tools: BTreeMap<String, String>,
-    pub(super) tools: Vec<McpTool>,
-    pub(super) tools_digest: String,
-    pub(super) start_prompt: Option<ReadyPrompt>,
-    pub(super) structured: Option<Structured>,
+    pub(super) offer: Offer,
     pub(super) headers: Vec<(String, String)>,
     pub(super) response_id: Option<String>,
     pub(super) previous_response_id: Option<String>,
@@ -186,7 +178,7 @@ impl Gateway {
                     self.close(now, old);
                 }
                 let n = opening.parsed.conversation.history_len();
-                opening.start_prompt = None;
+                opening.offer.start_prompt = None;
                 // Where this gateway's CLI reads it (another gateway sharing the store may
                 // have kept it from elsewhere).
                 let path = self
@@ -206,7 +198,7 @@ impl Gateway {
                 )
             }
             _ => {
-                let prompt = match opening.start_prompt {
+                let prompt = match opening.offer.start_prompt {
                     Some(_) => Vec::new(),
                     None => rebuild_prompt(messages),
                 };
