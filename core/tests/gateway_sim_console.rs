@@ -5,9 +5,10 @@ mod sim;
 
 use sim::*;
 
-#[test]
-fn the_console_lists_a_key_s_live_conversations_and_streams_their_chunks() {
-    let mut sim = Sim::new(GatewayConfig {
+/// A gateway with the console and approvals, Bash enabled, keys `alice` and `bob` and the
+/// admin key `root`.
+fn console_sim() -> Sim {
+    Sim::new(GatewayConfig {
         console: true,
         approvals: true,
         enabled_tools: vec!["Bash".to_owned()],
@@ -18,7 +19,12 @@ fn the_console_lists_a_key_s_live_conversations_and_streams_their_chunks() {
             ..ccwire_core::gateway::HttpConfig::default()
         },
         ..GatewayConfig::default()
-    });
+    })
+}
+
+#[test]
+fn the_console_lists_a_key_s_live_conversations_and_streams_their_chunks() {
+    let mut sim = console_sim();
     let turn = bash(&mut sim, "alice", "ls");
 
     // Alice sees her conversation, waiting for a person; Bob nothing; the admin all.
@@ -422,18 +428,7 @@ fn an_odd_conversation_id_is_a_404_without_asking_the_store() {
 /// naming its tenant) and answers any of them; a tenant's key only its own; no key nothing.
 #[test]
 fn the_admin_key_sees_and_answers_every_tenant_s_approvals() {
-    let mut sim = Sim::new(GatewayConfig {
-        console: true,
-        approvals: true,
-        enabled_tools: vec!["Bash".to_owned()],
-        approval_timeout_ms: 60_000,
-        http: ccwire_core::gateway::HttpConfig {
-            api_keys: vec!["alice".into(), "bob".into()],
-            admin_key: Some("root".into()),
-            ..ccwire_core::gateway::HttpConfig::default()
-        },
-        ..GatewayConfig::default()
-    });
+    let mut sim = console_sim();
     let root = [("authorization", "Bearer root")];
     let stream = sim.http("GET", "/v1/approvals/events", &root, "").unwrap();
     let alices = bash(&mut sim, "alice", "ls");

@@ -19,6 +19,19 @@ async fn start(conn: ConnOptions) -> Gw {
 }
 
 /// Reads until the gateway closes the connection, for at most `within`.
+/// A connection that sent a Messages request's head, declaring a body of `length` bytes, and
+/// the first few bytes of it.
+async fn body_begun(gw: &Gw, length: u64) -> TcpStream {
+    let addr = gw.server().addr();
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /v1/messages HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         anthropic-version: 2023-06-01\r\ncontent-length: {length}\r\n\r\n{{\"model\":"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream
+}
+
 async fn until_closed(stream: &mut TcpStream, within: Duration) -> String {
     let mut bytes = Vec::new();
     tokio::time::timeout(within, stream.read_to_end(&mut bytes))
@@ -331,14 +344,8 @@ async fn a_body_that_stalls_gets_a_408() {
         ..ConnOptions::default()
     })
     .await;
-    let addr = gw.server().addr();
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let request = format!(
-        "POST /v1/messages HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
-         anthropic-version: 2023-06-01\r\ncontent-length: 100\r\n\r\n{{\"model\":"
-    );
     let sent = Instant::now();
-    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut stream = body_begun(&gw, 100).await;
 
     let answer = until_closed(&mut stream, Duration::from_secs(5)).await;
 
@@ -371,13 +378,7 @@ async fn a_body_declared_too_large_gets_a_413_from_the_head() {
         ..ConnOptions::default()
     })
     .await;
-    let addr = gw.server().addr();
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let request = format!(
-        "POST /v1/messages HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
-         anthropic-version: 2023-06-01\r\ncontent-length: 99999999999\r\n\r\n{{\"model\":"
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut stream = body_begun(&gw, 99_999_999_999).await;
 
     let answer = until_closed(&mut stream, Duration::from_secs(30)).await;
 
