@@ -11,6 +11,8 @@
 //   from the file's folder;
 // - the gateway's run loop (the doc of `Gateway`) leaves out an input (`handle_*`) or an output
 //   (`GatewayOutput` variant) of the engine;
+// - a section of BENCHMARKS.md has no command block, or a command there names a benchmark
+//   program (`--bin NAME`, `node PATH`, a script path) that is not in the repository;
 // - such a name is followed by a section number (`§3.3`, `§3–§5`) that no numbered heading of
 //   that doc has. In a Markdown file a bare `§N` names a section of the file itself.
 //
@@ -243,6 +245,49 @@ for (const file of [...files].sort()) {
   for (const i of inputs) {
     if (!loop.includes(`.${i}(`)) offend(`${engine}/mod.rs`, 1, `the run loop does not name the input ${i}`);
   }
+}
+
+// Every section of BENCHMARKS.md says the commands that produce its rows, and they exist.
+{
+  const file = "BENCHMARKS.md";
+  const lines = readFileSync(path.join(root, file), "utf8").split("\n");
+  let section = null;
+  let commands = 0;
+  let fenced = false;
+  let folder = "";
+  const endSection = () => {
+    if (section && commands === 0) offend(file, section.line, `the section "${section.title}" says no command that produces it`);
+  };
+  lines.forEach((text, i) => {
+    if (text.startsWith("```")) {
+      fenced = !fenced;
+      folder = "";
+      return;
+    }
+    if (!fenced && text.startsWith("## ")) {
+      endSection();
+      section = { title: text.slice(3), line: i + 1 };
+      commands = 0;
+      return;
+    }
+    if (!fenced || !section) return;
+    const command = text.replace(/#.*$/, "").trim();
+    if (!command) return;
+    commands++;
+    const cd = command.match(/(?:^|&&\s*)cd\s+(\S+)/);
+    if (cd) folder = cd[1].replace(/^\(/, "");
+    for (const m of command.matchAll(/--bin\s+([\w-]+)/g)) {
+      const found = ["bench", "tests", "host"].some((crate) => existsSync(path.join(root, crate, "src/bin", `${m[1]}.rs`)));
+      if (!found) offend(file, i + 1, `no program ${m[1]} (src/bin/${m[1]}.rs of bench, tests or host)`);
+    }
+    for (const m of command.matchAll(/\bnode\s+([\w./-]+\.m?js)/g)) {
+      if (!existsSync(path.join(root, folder, m[1]))) offend(file, i + 1, `no script ${path.join(folder, m[1])}`);
+    }
+    for (const m of command.matchAll(/(?:^|\s|&&\s*)((?:bench|scripts)\/[\w./-]+\.sh)\b/g)) {
+      if (!existsSync(path.join(root, m[1]))) offend(file, i + 1, `no script ${m[1]}`);
+    }
+  });
+  endSection();
 }
 
 if (offenders.length > 0) {
