@@ -93,6 +93,9 @@ pub(super) enum EventBody {
     Terminated {},
     #[serde(rename = "session.error")]
     Error { error: SessionError },
+    /// The last word of a deleted session's streams (not logged: the log goes with it).
+    #[serde(rename = "session.deleted")]
+    Deleted {},
 }
 
 impl EventBody {
@@ -116,6 +119,7 @@ impl EventBody {
             EventBody::Running {} => "session.status_running",
             EventBody::Terminated {} => "session.status_terminated",
             EventBody::Error { .. } => "session.error",
+            EventBody::Deleted {} => "session.deleted",
         }
     }
 
@@ -162,6 +166,18 @@ impl EventBody {
                 mcp_tool_use_id: use_id.to_owned(),
                 content,
                 is_error,
+            },
+        }
+    }
+
+    /// A `session.error` of `kind` (`unknown_error`, `model_overloaded_error`,
+    /// `model_request_failed_error`) saying `message`; the gateway does not try again.
+    pub(super) fn error(kind: &str, message: String) -> EventBody {
+        EventBody::Error {
+            error: SessionError {
+                kind: kind.to_owned(),
+                message,
+                retry_status: json!({"type": "exhausted"}),
             },
         }
     }

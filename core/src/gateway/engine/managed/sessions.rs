@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::agents::AgentSnapshot;
 use super::api::{invalid, json_object, metadata, not_found, page, param, query, Refusal};
-use super::events::{Confirmation, Event, EventBody, SessionError, StopReason};
+use super::events::{Confirmation, Event, EventBody, StopReason};
 use super::state::{AgentSession, Previews, Progress, SessionView, Status, TurnRequest, Usage};
 use super::tools::SessionTools;
 use super::SessionRoute;
@@ -137,12 +137,9 @@ impl Gateway {
         }
         self.agent_sessions.by_id.insert(id.clone(), session);
         if cut {
-            let error = SessionError {
-                kind: "unknown_error".to_owned(),
-                message: "the gateway stopped during this turn; send a message to go on".to_owned(),
-                retry_status: json!({"type": "exhausted"}),
-            };
-            self.session_event(&id, None, EventBody::Error { error });
+            let message = "the gateway stopped during this turn; send a message to go on";
+            let error = EventBody::error("unknown_error", message.to_owned());
+            self.session_event(&id, None, error);
             self.session_status(&id, EventBody::idle(StopReason::RetriesExhausted));
             self.persist_session(tenant, &id, None);
         }
@@ -346,13 +343,14 @@ impl Gateway {
                     self.discard_session_dir(tenant, id);
                     self.agent_sessions.by_id.remove(id);
                     // Its streams end with the API's last word.
-                    let gone = json!({"type": "session.deleted", "id": self.session_id("sevt_"),
-                        "processed_at": self.managed_now()});
-                    let last = sse("session.deleted", &gone);
-                    let last = format!("id: {}\n{last}", gone["id"].as_str().unwrap_or_default());
+                    let gone = Event {
+                        id: self.session_id("sevt_"),
+                        processed_at: Some(self.managed_now()),
+                        body: EventBody::Deleted {},
+                    };
                     self.end_watches(
                         |w| matches!(w, Watch::AgentSession(s, _) if s == id),
-                        Some(last.as_bytes()),
+                        Some(&frame(&gone)),
                     );
                     (200, json!({"id": id, "type": "session_deleted"}))
                 })

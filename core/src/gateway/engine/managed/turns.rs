@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::events::{EventBody, ModelUsage, SessionError, StopReason};
+use super::events::{EventBody, ModelUsage, StopReason};
 use super::state::{user_message, Confirming, CustomCall, Message, Previews, Progress, Role, Span};
 use super::tools::{Permission, ToolName};
 use super::TURNS_FROM;
@@ -35,17 +35,6 @@ const RETRY_MS: u64 = 300;
 fn preview_frame(preview: &Value) -> Vec<u8> {
     let name = preview["type"].as_str().unwrap_or("message");
     sse(name, preview).into_bytes()
-}
-
-/// What a failed turn's `session.error` says: `kind` and `message`, not tried again.
-fn turn_error(kind: &str, message: String) -> EventBody {
-    EventBody::Error {
-        error: SessionError {
-            kind: kind.to_owned(),
-            message,
-            retry_status: json!({"type": "exhausted"}),
-        },
-    }
 }
 
 impl Gateway {
@@ -544,7 +533,7 @@ impl Gateway {
             } else {
                 "model_request_failed_error"
             };
-            self.session_event(id, None, turn_error(kind, message));
+            self.session_event(id, None, EventBody::error(kind, message));
             self.session_status(id, EventBody::idle(StopReason::RetriesExhausted));
             return;
         }
