@@ -689,6 +689,13 @@ async fn close_all(app: &Arc<App>) {
 /// # Errors
 /// When the server cannot start.
 pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), ServeError> {
+    // Watched before the first connection is taken: a SIGTERM that comes as soon as the
+    // gateway answers drains it, rather than ending it unclean by the default action.
+    use tokio::signal::unix::{signal, SignalKind};
+    let (mut term, mut interrupt) = (
+        signal(SignalKind::terminate())?,
+        signal(SignalKind::interrupt())?,
+    );
     let server = Server::start(addr, options).await?;
     // Its only children from here on are CLIs: it can be the reaper of their orphans.
     if let Err(err) = crate::tree::adopt_orphans() {
@@ -745,9 +752,8 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
             );
         }
     }
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
+        _ = interrupt.recv() => {}
         _ = term.recv() => {}
         () = server.app.drain_asked.notified() => {}
     }
