@@ -582,6 +582,8 @@ struct FuzzStore {
     records: Vec<crate::gateway::ConversationRecord>,
     transcripts: BTreeMap<String, Vec<String>>,
     asked: Vec<GatewayOutput>,
+    /// Requests whose response waits for a record kept.
+    kept: Vec<RequestId>,
 }
 
 impl FuzzStore {
@@ -592,8 +594,11 @@ impl FuzzStore {
                 let lines = self.transcripts.entry(key.id).or_default();
                 lines.extend(entries.iter().map(|e| e.get().to_owned()));
             }
-            GatewayOutput::Store(StoreAsk::Save { record, .. }) => {
+            GatewayOutput::Store(StoreAsk::Save { record, request }) => {
                 self.records.retain(|r| r.key != record.key);
+                if let Some(request) = request {
+                    self.kept.push(request);
+                }
                 self.records.push(record);
             }
             asked @ (GatewayOutput::Store(StoreAsk::Find { .. })
@@ -607,6 +612,14 @@ impl FuzzStore {
 
     /// Answers everything asked so far, or fails it all (`fail`).
     fn answer(&mut self, gateway: &mut Gateway, now: u64, fail: bool) {
+        for request in std::mem::take(&mut self.kept) {
+            let answer = if fail {
+                StoreAnswer::NotKept { request }
+            } else {
+                StoreAnswer::Kept { request }
+            };
+            gateway.handle_store(now, answer);
+        }
         for asked in std::mem::take(&mut self.asked) {
             match asked {
                 GatewayOutput::Store(StoreAsk::Find {

@@ -329,3 +329,86 @@ fn a_chain_of_stored_responses_is_read_back_link_by_link_after_a_restart() {
         json!([{"type": "text", "text": "Three"}])
     );
 }
+
+/// A turn is acknowledged only once its record is kept: the response's end (its whole body,
+/// or its stream's last events) waits for the store, and a store that cannot keep it makes
+/// the turn fail with a 503 (an error event in a started stream), never a success a gateway
+/// killed a moment later would lose.
+#[test]
+fn a_turn_ends_only_once_its_record_is_kept() {
+    let mut sim = with_store(GatewayConfig {
+        keep_timeout_ms: 5_000,
+        ..GatewayConfig::default()
+    });
+    let kept = sim.send(
+        Api::Anthropic,
+        "t",
+        anthropic(json!([{"role": "user", "content": "One"}]), false),
+    );
+    assert_eq!(sim.response(kept).status, 200, "a healthy store");
+
+    // The store cannot keep records: the whole answer becomes a 503 to retry.
+    sim.store.as_mut().unwrap().down = Some(true);
+    let history = |last: &str| {
+        json!([{"role": "user", "content": "One"}, {"role": "assistant", "content": "echo: One"},
+               {"role": "user", "content": last}])
+    };
+    let refused = sim.send(Api::Anthropic, "t", anthropic(history("Two"), false));
+    let response = sim.response(refused);
+    assert_eq!(response.status, 503, "{}", response.text());
+    assert!(
+        response.text().contains("session store"),
+        "{}",
+        response.text()
+    );
+    assert_eq!(response.header("retry-after"), Some("2"));
+    assert!(!response.text().contains("echo: Two"), "no answer given");
+    // The CLI that has the turn the store does not is closed: the retry goes on from the
+    // conversation as the store kept it.
+    assert_eq!(sim.closed, [1]);
+
+    // A stream that has begun ends with the API's error event instead of `message_stop`.
+    let streamed = sim.send(Api::Anthropic, "t", anthropic(history("Three"), true));
+    let response = sim.response(streamed);
+    assert!(response.ended);
+    let types: Vec<Value> = events(&response.text())
+        .iter()
+        .map(|e| e["type"].clone())
+        .collect();
+    assert!(types.contains(&json!("message_start")), "{types:?}");
+    assert_eq!(types.last(), Some(&json!("error")), "{types:?}");
+    assert!(!types.contains(&json!("message_stop")), "{types:?}");
+    assert_eq!(
+        response.header("x-ccwire-session"),
+        Some("resumed"),
+        "from the record kept before the failed turn"
+    );
+    assert_eq!(sim.closed, [1, 2]);
+
+    // A store that does not answer: the answer waits, then fails at the deadline.
+    sim.store.as_mut().unwrap().down = Some(false);
+    let hung = sim.send(
+        Api::OpenAi,
+        "t",
+        json!({"model": "claude-sonnet-4-5",
+        "messages": [{"role": "user", "content": "Four"}]}),
+    );
+    assert!(!sim.response(hung).ended, "waits for the store");
+    assert_eq!(sim.response(hung).status, 0, "nothing told yet");
+    sim.advance(5_000);
+    let response = sim.response(hung);
+    assert_eq!(response.status, 503, "{}", response.text());
+    assert!(response.ended);
+    // An answer after the deadline changes nothing.
+    sim.gateway
+        .handle_store(sim.now, StoreAnswer::Kept { request: hung });
+    sim.run();
+    assert_eq!(sim.response(hung).status, 503);
+    assert!(
+        sim.gateway
+            .metrics()
+            .contains("ccwire_store_failures_total{op=\"turn\"} 3"),
+        "{}",
+        sim.gateway.metrics()
+    );
+}

@@ -15,7 +15,9 @@
 //!   ways.
 //!
 //! Then the time to first byte of a turn on a live session against a new conversation, which
-//! spawns and initializes a CLI process first.
+//! spawns and initializes a CLI process first; then what a session store adds to a turn (a
+//! turn's response ends once the store keeps its record): the same turns with a directory
+//! store and with a Redis server, and the time to the 503 while Redis is down.
 
 // The allocator of the `ccwire` binary, so the gateway here runs as it does there.
 #[global_allocator]
@@ -23,9 +25,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use ccwire_host::serve::{GatewayOptions, Server};
+use ccwire_host::store::{ConversationStore, DirStore, RedisStore};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
-use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
+use ccwire_tests::{FakeAnthropic, Match, Reply, RedisServer, Script};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tracing_subscriber::filter::Targets;
@@ -187,18 +192,7 @@ async fn main() {
     )
     .await;
     let home = OfflineHome::new();
-    let server = Server::start(
-        "127.0.0.1:0".parse().expect("an address"),
-        GatewayOptions {
-            claude: Some(claude_path()),
-            cwd: Some(home.workdir()),
-            env: home.env(&fake.base_url()),
-            env_remove: inherited_to_remove(),
-            ..GatewayOptions::default()
-        },
-    )
-    .await
-    .expect("the gateway starts");
+    let server = gateway(&home, &fake, None).await;
     let http = reqwest::Client::new();
     println!(
         "gateway-latency: {turns} warm turns per API, zero-delay fake model, CLI {}",
@@ -261,6 +255,114 @@ async fn main() {
         worst / 1000.0,
         if cold / warm >= 10.0 { "met" } else { "NOT met" },
         cold / warm
+    );
+    server.shutdown().await;
+
+    stores(&home, &fake, &http, &log, turns).await;
+}
+
+/// A gateway in this process in front of the real CLI, with `store`.
+async fn gateway(
+    home: &OfflineHome,
+    fake: &FakeAnthropic,
+    store: Option<Arc<dyn ConversationStore>>,
+) -> Server {
+    Server::start(
+        "127.0.0.1:0".parse().expect("an address"),
+        GatewayOptions {
+            claude: Some(claude_path()),
+            cwd: Some(home.workdir()),
+            env: home.env(&fake.base_url()),
+            env_remove: inherited_to_remove(),
+            store,
+            ..GatewayOptions::default()
+        },
+    )
+    .await
+    .expect("the gateway starts")
+}
+
+/// What a session store adds to a turn: the same warm turns without one, with a directory
+/// store and with Redis (the end of each response waits for its record); then the time to the
+/// 503 of a turn while Redis is down.
+async fn stores(
+    home: &OfflineHome,
+    fake: &FakeAnthropic,
+    http: &reqwest::Client,
+    log: &WireLog,
+    turns: usize,
+) {
+    let ttl = Duration::from_secs(3600);
+    let dir = tempfile::tempdir().expect("a directory");
+    let mut redis = RedisServer::start();
+    let redis_store = RedisStore::connect(&redis.url(), ttl)
+        .await
+        .expect("Redis answers");
+    println!();
+    println!("| session store (Anthropic, streamed) | turns | CLI's own last byte p50 | added to last byte p50 / p90 / max | store's part of p50 |");
+    println!("|---|---|---|---|---|");
+    let mut none = 0.0;
+    let stores: [(&str, Option<Arc<dyn ConversationStore>>); 3] = [
+        ("none", None),
+        ("directory", Some(Arc::new(DirStore::new(dir.path(), ttl)))),
+        ("Redis", Some(Arc::new(redis_store))),
+    ];
+    let mut redis_gateway = None;
+    for (name, store) in stores {
+        let server = gateway(home, fake, store).await;
+        let url = format!("http://{}/v1/messages", server.addr());
+        let mut messages = vec![json!({"role": "user", "content": format!("Kept in {name}.")})];
+        let (_, mut body) = turn(http, &url, &request("anthropic", &messages), log).await;
+        let mut added = Vec::new();
+        let mut cli = Vec::new();
+        for i in 1..=turns {
+            messages.push(json!({"role": "assistant", "content": streamed_text(&body)}));
+            messages.push(json!({"role": "user", "content": format!("And turn {i}.")}));
+            let (t, next) = turn(http, &url, &request("anthropic", &messages), log).await;
+            added.push(t.client_last - t.cli_last);
+            cli.push(t.cli_last);
+            body = next;
+        }
+        let p50 = percentile(&mut added, 0.5);
+        if name == "none" {
+            none = p50;
+        }
+        println!(
+            "| {name} | {turns} | {:.1} ms | {:.2} / {:.2} / {:.2} ms | {:+.2} ms |",
+            percentile(&mut cli, 0.5) / 1000.0,
+            p50 / 1000.0,
+            percentile(&mut added, 0.9) / 1000.0,
+            percentile(&mut added, 1.0) / 1000.0,
+            (p50 - none) / 1000.0,
+        );
+        if name == "Redis" {
+            redis_gateway = Some((server, messages, body));
+        } else {
+            server.shutdown().await;
+        }
+    }
+
+    // Redis down: the live CLI answers, the turn cannot be kept, the client gets a 503.
+    let (server, mut messages, body) = redis_gateway.expect("the Redis gateway");
+    redis.stop();
+    let url = format!("http://{}/v1/messages", server.addr());
+    messages.push(json!({"role": "assistant", "content": streamed_text(&body)}));
+    messages.push(json!({"role": "user", "content": "Redis is down."}));
+    let mut plain = request("anthropic", &messages);
+    plain["stream"] = json!(false);
+    let mut to_503 = Vec::new();
+    for _ in 0..8 {
+        let sent = Instant::now();
+        let response = http.post(&url).json(&plain).send().await.expect("an answer");
+        assert_eq!(response.status(), 503, "a turn that cannot be kept");
+        to_503.push(micros(sent.elapsed()));
+    }
+    println!();
+    println!(
+        "Redis down: {} turns each answered 503, p50 {:.1} ms / max {:.1} ms from request to the 503 (the first: the live CLI's turn, then not kept; the others: the lookup refused at once)",
+        to_503.len(),
+        percentile(&mut to_503.clone(), 0.5) / 1000.0,
+        percentile(&mut to_503, 1.0) / 1000.0,
     );
     server.shutdown().await;
 }

@@ -124,6 +124,9 @@ pub struct SimStore {
     pub responses: BTreeMap<(String, String), String>,
     /// The Managed Agents API's resources: (tenant, kind, id) → JSON.
     pub managed: BTreeMap<(String, String, String), String>,
+    /// The store is down: records are not kept (a response waiting for one fails), or not
+    /// answered at all (`Some(false)`: a store that hangs).
+    pub down: Option<bool>,
 }
 
 impl Sim {
@@ -263,12 +266,24 @@ impl Sim {
                         let lines = store.transcripts.entry(key.id).or_default();
                         lines.extend(entries.iter().map(|e| e.to_value()));
                     }
-                    GatewayOutput::Store(StoreAsk::Save { record, .. }) => {
+                    GatewayOutput::Store(StoreAsk::Save { record, request }) => {
                         let store = self.store.as_mut().expect("a store");
-                        store.records.retain(|_, r| r.key != record.key);
-                        let at = (record.key.tenant.clone(), record.hash.clone());
-                        store.records.insert(at, record.clone());
-                        store.saves.push(record);
+                        let answer = match (store.down, request) {
+                            (Some(false), _) => None,
+                            (Some(true), request) => {
+                                request.map(|request| StoreAnswer::NotKept { request })
+                            }
+                            (None, request) => {
+                                store.records.retain(|_, r| r.key != record.key);
+                                let at = (record.key.tenant.clone(), record.hash.clone());
+                                store.records.insert(at, record.clone());
+                                store.saves.push(record);
+                                request.map(|request| StoreAnswer::Kept { request })
+                            }
+                        };
+                        if let Some(answer) = answer {
+                            self.gateway.handle_store(self.now, answer);
+                        }
                     }
                     GatewayOutput::Store(StoreAsk::Find {
                         request,

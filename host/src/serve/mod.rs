@@ -351,10 +351,10 @@ impl App {
                 self.to_store(StoreOp::Release(key));
             }
             GatewayOutput::Store(ask) => {
-                // A response ends once what it changed is kept: a gateway killed after its
-                // client has the answer loses no turn.
+                // A Managed Agents resource's response ends once it is kept. (A turn's
+                // response waits in the engine for its record: `StoreAnswer::Kept`.)
                 let waiting = match &ask {
-                    StoreAsk::Save { request, .. } | StoreAsk::Managed { request, .. } => *request,
+                    StoreAsk::Managed { request, .. } => *request,
                     _ => None,
                 };
                 let done = waiting.map(|request| {

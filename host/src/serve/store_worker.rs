@@ -54,6 +54,11 @@ impl NotResumed {
 /// so a stuck store holds no request forever.
 pub(super) const STORE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long the end of a turn's response waits for its record (and the transcript lines
+/// before it) to be kept; past it, the turn fails with a 503 and what was not written of its
+/// conversation is dropped.
+pub(super) const KEEP_WAIT: Duration = Duration::from_secs(20);
+
 /// A session store call, bounded by [`STORE_TIMEOUT`].
 pub(super) async fn bounded<T>(
     call: impl std::future::Future<Output = std::io::Result<T>>,
@@ -89,6 +94,11 @@ impl Backlog {
             queue.pop_back();
         }
         queue.push_back(write);
+    }
+
+    /// Drops what is queued of a conversation.
+    fn forget(&mut self, key: &ConversationKey) {
+        self.0.remove(key);
     }
 
     /// Writes a conversation's queue in order; at the first failure, the rest is kept (or,
@@ -245,12 +255,29 @@ pub(super) async fn store_worker(
                 backlog.push(&key, Unwritten::Lines(lines));
                 flushed(&app, &key, backlog.flush(store.as_ref(), &key).await);
             }
-            StoreOp::Ask(StoreAsk::Save { record, .. }, done) => {
+            StoreOp::Ask(StoreAsk::Save { record, request }, _) => {
                 let key = record.key.clone();
                 backlog.push(&key, Unwritten::Record(record));
-                flushed(&app, &key, backlog.flush(store.as_ref(), &key).await);
-                if let Some(done) = done {
-                    let _ = done.send(());
+                // The response waiting for this record ends as its turn made it only once
+                // the record, and every line before it, is kept. If they cannot be, the turn
+                // fails, and nothing written of it later may make it look kept: what is
+                // queued of its conversation (all since its last kept record) is dropped.
+                let written = match request {
+                    Some(_) => tokio::time::timeout(KEEP_WAIT, backlog.flush(store.as_ref(), &key))
+                        .await
+                        .unwrap_or(Flushed::Failed),
+                    None => backlog.flush(store.as_ref(), &key).await,
+                };
+                flushed(&app, &key, written);
+                if request.is_some() && written == Flushed::Failed {
+                    backlog.forget(&key);
+                }
+                if let (Some(request), Some(app)) = (request, app.upgrade()) {
+                    let answer = match written {
+                        Flushed::Written => StoreAnswer::Kept { request },
+                        Flushed::Failed | Flushed::Superseded => StoreAnswer::NotKept { request },
+                    };
+                    app.input(|gateway, now| gateway.handle_store(now, answer));
                 }
             }
             StoreOp::Ask(

@@ -467,6 +467,15 @@ impl ResponseEncoder {
         out
     }
 
+    /// The frames that end a started stream with `error`, whatever its outcome: a host that
+    /// holds back the frames of a finished response, until something outside the turn
+    /// confirms it, sends these instead when that fails.
+    pub fn failure(&mut self, error: &ApiError) -> Vec<String> {
+        let mut out = Vec::new();
+        self.wire.fail(&self.draft, error, &mut out);
+        out
+    }
+
     /// The tokens of the response so far: the sum over its model messages of what each
     /// reported at its start (input, cache) and in its `message_delta` (output). Only
     /// streamed messages report usage (the CLI's `--include-partial-messages`, which the

@@ -204,6 +204,8 @@ impl Gateway {
         let Some(flight) = self.requests.get_mut(&request) else {
             return;
         };
+        // Where this response's end begins, should it wait for the store to keep its turn.
+        let mark = self.outputs.len();
         if flight.stream && !frames.is_empty() {
             flight.next_ping = Some(now.saturating_add(self.config.ping_every_ms));
             if !flight.responded {
@@ -232,15 +234,32 @@ impl Gateway {
             return;
         }
         let mut flight = self.requests.remove(&request).expect("looked up above");
-        self.end_flight(now, request, &mut flight);
+        let headers = flight.headers.clone();
+        if self.end_flight(now, request, &mut flight) {
+            let failure = flight.encoder.failure(&keeping::not_kept());
+            self.hold_end(
+                (request, flight.session),
+                mark,
+                flight.api,
+                headers,
+                failure,
+            );
+        }
         // Freed by the host where it holds nothing up: its client tool names can be many.
         self.retire(Retired::Response(Box::new(flight)));
     }
 
     /// A response whose turn has an outcome: the conversation's bookkeeping, then the end of
-    /// its stream or its whole answer.
-    pub(super) fn end_flight(&mut self, now: Timestamp, request: RequestId, flight: &mut InFlight) {
+    /// its stream or its whole answer. Whether the session store was asked to keep the turn
+    /// (its end then waits for the answer).
+    pub(super) fn end_flight(
+        &mut self,
+        now: Timestamp,
+        request: RequestId,
+        flight: &mut InFlight,
+    ) -> bool {
         self.turn_freed = true;
+        let mut keeping = false;
         let session = flight.session;
         let done = matches!(
             flight.encoder.outcome(),
@@ -286,7 +305,7 @@ impl Gateway {
                 // client's: it is not resumed.
                 self.close(now, session);
             } else if let Some(hash) = hash {
-                self.save_record(session, hash, pending, request);
+                keeping = self.save_record(session, hash, pending, request);
             }
         } else if self
             .lives
@@ -300,7 +319,7 @@ impl Gateway {
         if flight.responded {
             self.outputs.push_back(GatewayOutput::End { request });
             self.ended(request);
-            return;
+            return keeping;
         }
         match (flight.encoder.body(), flight.encoder.outcome()) {
             (Some(body), _) => {
@@ -328,6 +347,7 @@ impl Gateway {
                 self.respond_error(request, flight.api, &flight.headers, &error);
             }
         }
+        keeping
     }
 
     /// Moves the routing index's changes, and the responses stored for the session store,

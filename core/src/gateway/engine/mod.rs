@@ -10,6 +10,7 @@ mod cluster;
 mod console;
 mod flights;
 mod http;
+mod keeping;
 mod managed;
 mod pool;
 mod prepared;
@@ -319,6 +320,8 @@ pub struct Gateway {
     fetching: BTreeMap<RequestId, Queued>,
     /// Conversation ids given out ([`conversation_id`](Self::conversation_id)).
     next_conversation: u64,
+    /// Responses whose end waits for the session store to keep their turn.
+    keeping: BTreeMap<RequestId, keeping::Keeping>,
 }
 
 /// When a request came and, for the added-latency histogram, when its turn reached the CLI
@@ -385,6 +388,7 @@ impl Gateway {
             finding: BTreeMap::new(),
             fetching: BTreeMap::new(),
             next_conversation: 0,
+            keeping: BTreeMap::new(),
         })
     }
 
@@ -610,6 +614,7 @@ impl Gateway {
             self.settle_approval(now, &id, decision, "expired");
         }
         self.retry_turns(now);
+        self.keeping_due(now);
         for (&request, (_, next_ping)) in &mut self.watchers {
             if *next_ping <= now {
                 *next_ping = now.saturating_add(self.config.ping_every_ms);
@@ -696,6 +701,9 @@ impl Gateway {
         }
         for (&request, (_, at)) in &self.watchers {
             consider(*at, GatewayTimeout::Ping { request });
+        }
+        if let Some((&request, keeping)) = self.keeping.iter().min_by_key(|(_, k)| k.deadline) {
+            consider(keeping.deadline, GatewayTimeout::Keep { request });
         }
         if let Some(until) = self.draining.filter(|_| !self.lives.is_empty()) {
             consider(until, GatewayTimeout::Drain);

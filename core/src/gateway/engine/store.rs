@@ -116,6 +116,8 @@ impl Gateway {
             }
             StoreAnswer::LookupFailed { request } => self.store_lookup_failed(now, request),
             StoreAnswer::WriteFailed => self.store_write_failed(),
+            StoreAnswer::Kept { request } => self.kept(now, request, true),
+            StoreAnswer::NotKept { request } => self.kept(now, request, false),
             StoreAnswer::ResumeUnavailable { session } => {
                 self.store_resume_unavailable(now, session);
             }
@@ -422,26 +424,28 @@ impl Gateway {
 
     /// A session's response ended: its conversation's record says which history continues
     /// it (`hash`, in the tenant's scope) and which client tool calls wait for results.
+    /// Whether the store is asked to keep it for the response of `request` (a client's: a
+    /// Managed Agents session's turn keeps its session's own record).
     pub(super) fn save_record(
         &mut self,
         session: SessionId,
         hash: String,
         pending: Vec<String>,
         request: RequestId,
-    ) {
+    ) -> bool {
         if !self.config.store {
-            return;
+            return false;
         }
         let wall = self.config.unix_epoch_ms.saturating_add(self.now);
         let Some(live) = self.lives.get(&session) else {
-            return;
+            return false;
         };
         let Some(transcript) = live
             .transcript
             .clone()
             .or_else(|| self.transcript_path(&live.tenant, None, &live.cli_id))
         else {
-            return;
+            return false;
         };
         let record = ConversationRecord {
             key: ConversationKey {
@@ -458,10 +462,12 @@ impl Gateway {
         if let Some(live) = self.lives.get_mut(&session) {
             live.record = Some(record.clone());
         }
+        let client = !self.agent_sessions.is_turn(request);
         self.outputs.push_back(GatewayOutput::Store(StoreAsk::Save {
             record,
-            request: Some(request),
+            request: client.then_some(request),
         }));
+        client
     }
 
     /// A session's CLI is being closed or has ended: its record says why, so the request that

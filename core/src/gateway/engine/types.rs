@@ -101,6 +101,10 @@ pub struct GatewayConfig {
     /// ([`StoreAsk::Find`]) and resumed exactly by a new CLI. Off: such a history is
     /// rebuilt as one prompt.
     pub store: bool,
+    /// How long the end of a turn's response waits for the session store to keep its
+    /// conversation's record ([`StoreAnswer::Kept`]) before the turn fails with a 503 (ms):
+    /// a backstop for a host that never answers (`ccwire serve` answers within 20 s).
+    pub keep_timeout_ms: u64,
 }
 
 /// A tenant's directories under [`GatewayConfig::tenant_root`]: `<root>/<id>/home` (its
@@ -233,6 +237,7 @@ impl Default for GatewayConfig {
             setting_sources: Vec::new(),
             http: super::HttpConfig::default(),
             store: false,
+            keep_timeout_ms: 60_000,
         }
     }
 }
@@ -474,8 +479,8 @@ pub enum StoreAsk {
     Save {
         /// The record.
         record: ConversationRecord,
-        /// The request whose response ended with this record: a host that ends the response
-        /// (its `End`) only once the record is kept loses no turn to a crash.
+        /// The request whose response ended with this record: the end of that response waits
+        /// for [`StoreAnswer::Kept`] or [`StoreAnswer::NotKept`].
         request: Option<RequestId>,
     },
     /// Find the stored conversation of `tenant` (its id) whose history hashes to `hash`, and
@@ -617,6 +622,22 @@ pub enum StoreAnswer {
     /// A write failed (the host keeps what it could not write and tries again with the
     /// conversation's next write): counted in `/metrics`.
     WriteFailed,
+    /// The record of a [`StoreAsk::Save`] naming `request` is kept, with every line of its
+    /// transcript before it: the response ends as its turn made it.
+    Kept {
+        /// The request whose response waits for it.
+        request: RequestId,
+    },
+    /// The record of a [`StoreAsk::Save`] naming `request` could not be kept (the store
+    /// failed, or another gateway has taken the conversation over): the response ends with a
+    /// 503 that asks to retry, so its client is not told the turn succeeded, and the
+    /// conversation's CLI is closed without saving it. The host writes nothing more of what
+    /// it was asked to keep of that conversation since its last kept record: the store keeps
+    /// the conversation as it was before the turn, which the retry goes on from.
+    NotKept {
+        /// The request whose response waits for it.
+        request: RequestId,
+    },
     /// The store could not give the transcript a new CLI was to resume (it failed or did not
     /// answer in time): the CLI is not started, and its request gets a 503 that asks to retry
     /// shortly.
@@ -687,6 +708,11 @@ pub enum GatewayTimeout {
     /// A Managed Agents session's turn is due again (its CLI was settling an interrupted
     /// turn).
     ManagedTurn,
+    /// A response has waited as long as it may for the session store to keep its turn.
+    Keep {
+        /// The request.
+        request: RequestId,
+    },
     /// A request has waited in the queue as long as it may.
     Queued {
         /// The request.
@@ -719,6 +745,12 @@ impl std::fmt::Display for GatewayTimeout {
             GatewayTimeout::Drain => write!(f, "the end of the drain's grace period"),
             GatewayTimeout::Approval => write!(f, "an approval's deadline"),
             GatewayTimeout::ManagedTurn => write!(f, "a session's turn is due again"),
+            GatewayTimeout::Keep { request } => {
+                write!(
+                    f,
+                    "request {request} has waited for the store to keep its turn too long"
+                )
+            }
             GatewayTimeout::Queued { request } => {
                 write!(f, "request {request} has waited for a free turn too long")
             }

@@ -1,0 +1,134 @@
+//! Responses whose turn waits to be kept: with a session store, the end of a turn's response
+//! (its last frames, or its whole body) reaches the client only once the store has kept the
+//! conversation's record ([`StoreAnswer::Kept`]). A store that cannot keep it
+//! ([`StoreAnswer::NotKept`], or no answer by [`GatewayConfig::keep_timeout_ms`]) makes the
+//! turn fail with a 503 that asks to retry: a client is never told a turn succeeded that a
+//! gateway killed a moment later would lose. The conversation's CLI, which has the turn the
+//! store does not, is closed without saving it: the retry goes on from what the store kept.
+
+use super::*;
+
+/// A response held until the store keeps its conversation's record.
+#[derive(Debug)]
+pub(super) struct Keeping {
+    /// When it fails if the store has not answered.
+    pub(super) deadline: Timestamp,
+    /// The conversation's CLI.
+    session: SessionId,
+    /// Its end as the turn made it: what the client gets once the record is kept.
+    done: Vec<GatewayOutput>,
+    /// Its end as a failure: what the client gets when the record cannot be kept.
+    failed: Vec<GatewayOutput>,
+}
+
+/// The error of a turn whose record the session store could not keep.
+pub(super) fn not_kept() -> ApiError {
+    ApiError::new(
+        ApiErrorKind::Unavailable,
+        "the session store could not keep this conversation, so this turn is not kept; retry \
+         shortly",
+    )
+    .retry_after(2)
+}
+
+impl Gateway {
+    /// Holds the outputs of `request` from `mark` on (its response's end) until the store
+    /// answers the save of its record. `failure` are the frames that end its stream with an
+    /// error, should the record not be kept; `headers` its extra headers.
+    pub(super) fn hold_end(
+        &mut self,
+        (request, session): (RequestId, SessionId),
+        mark: usize,
+        api: Api,
+        headers: Vec<(String, String)>,
+        failure: Vec<String>,
+    ) {
+        let mut done = Vec::new();
+        let mut at = mark;
+        while at < self.outputs.len() {
+            if self.outputs[at].request() == Some(request) {
+                done.extend(self.outputs.remove(at));
+            } else {
+                at += 1;
+            }
+        }
+        let head_held = done
+            .iter()
+            .any(|o| matches!(o, GatewayOutput::Respond { .. }));
+        let failed = if head_held {
+            let response = http::error_response(api, &not_kept(), headers);
+            vec![
+                GatewayOutput::Respond {
+                    request,
+                    status: response.status,
+                    headers: response.headers,
+                },
+                GatewayOutput::Body {
+                    request,
+                    bytes: response.body,
+                },
+                GatewayOutput::End { request },
+            ]
+        } else {
+            vec![
+                GatewayOutput::Body {
+                    request,
+                    bytes: failure.concat().into_bytes(),
+                },
+                GatewayOutput::End { request },
+            ]
+        };
+        let deadline = self.now.saturating_add(self.config.keep_timeout_ms);
+        self.keeping.insert(
+            request,
+            Keeping {
+                deadline,
+                session,
+                done,
+                failed,
+            },
+        );
+    }
+
+    /// The store answered the save of `request`'s record: its response ends, as the turn made
+    /// it (`kept`) or with a 503 (and its CLI is closed, the record it would save forgotten).
+    pub(super) fn kept(&mut self, now: Timestamp, request: RequestId, kept: bool) {
+        self.now = now;
+        let Some(keeping) = self.keeping.remove(&request) else {
+            return;
+        };
+        if kept {
+            self.outputs.extend(keeping.done);
+            return;
+        }
+        *self.metrics.store_failures.entry("turn").or_default() += 1;
+        self.outputs.extend(keeping.failed);
+        if let Some(live) = self.lives.get_mut(&keeping.session) {
+            live.record = None;
+            self.close(now, keeping.session);
+        }
+    }
+
+    /// Fails the held responses whose store has not answered by now.
+    pub(super) fn keeping_due(&mut self, now: Timestamp) {
+        let due: Vec<RequestId> = (self.keeping.iter())
+            .filter(|(_, k)| k.deadline <= now)
+            .map(|(request, _)| *request)
+            .collect();
+        for request in due {
+            self.kept(now, request, false);
+        }
+    }
+}
+
+impl GatewayOutput {
+    /// The request an output answers, if it answers one.
+    fn request(&self) -> Option<RequestId> {
+        match self {
+            GatewayOutput::Respond { request, .. }
+            | GatewayOutput::Body { request, .. }
+            | GatewayOutput::End { request } => Some(*request),
+            _ => None,
+        }
+    }
+}
