@@ -359,7 +359,7 @@ async fn stores(
     }
     println!();
     println!(
-        "Redis down: {} turns each answered 503, p50 {:.1} ms / max {:.1} ms from request to the 503 (the first: the live CLI's turn, then not kept; the others: the lookup refused at once)",
+        "Redis down: {} turns each answered 503, p50 {:.1} ms / max {:.1} ms from request to the 503 (the first: the live CLI's turn, then not kept; the others: the lookup failing)",
         to_503.len(),
         percentile(&mut to_503.clone(), 0.5) / 1000.0,
         percentile(&mut to_503, 1.0) / 1000.0,
