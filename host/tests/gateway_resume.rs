@@ -699,8 +699,10 @@ async fn a_transcript_the_store_cannot_give_back_is_a_503_to_retry_not_a_500() {
         "{body}"
     );
 
-    // Back: the same request resumes it.
+    // Back: the same request, sent again after the `retry-after` (before it, a store that has
+    // just failed is not called again), resumes it.
     store.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let again = gw
         .post("/v1/messages", &anthropic(json!(messages)), None)
         .await;

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use ccwire_host::serve::{GatewayOptions, Server};
 use ccwire_host::store::{ConversationStore, DirStore, RedisStore};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
-use ccwire_tests::{FakeAnthropic, Match, Reply, RedisServer, Script};
+use ccwire_tests::{FakeAnthropic, Match, RedisServer, Reply, Script};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tracing_subscriber::filter::Targets;
@@ -353,7 +353,12 @@ async fn stores(
     let mut to_503 = Vec::new();
     for _ in 0..8 {
         let sent = Instant::now();
-        let response = http.post(&url).json(&plain).send().await.expect("an answer");
+        let response = http
+            .post(&url)
+            .json(&plain)
+            .send()
+            .await
+            .expect("an answer");
         assert_eq!(response.status(), 503, "a turn that cannot be kept");
         to_503.push(micros(sent.elapsed()));
     }

@@ -59,17 +59,63 @@ pub(super) const STORE_TIMEOUT: Duration = Duration::from_secs(30);
 /// conversation is dropped.
 pub(super) const KEEP_WAIT: Duration = Duration::from_secs(20);
 
-/// A session store call, bounded by [`STORE_TIMEOUT`].
-pub(super) async fn bounded<T>(
-    call: impl std::future::Future<Output = std::io::Result<T>>,
-) -> std::io::Result<T> {
-    tokio::time::timeout(STORE_TIMEOUT, call)
-        .await
-        .unwrap_or_else(|_| {
-            Err(std::io::Error::other(
-                "the session store did not answer in time",
-            ))
-        })
+/// How long after a failed call the store is not called again (but for the backlog's next
+/// try): calls meanwhile fail at once, so that while the store is down each request gets its
+/// 503 without waiting in line behind the calls that wait out the store's own timeouts.
+pub(super) const FAIL_FAST: Duration = Duration::from_secs(2);
+
+/// The session store's calls: each bounded by [`STORE_TIMEOUT`], and failed at once for
+/// [`FAIL_FAST`] after one failed.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Calls {
+    failed_at: Arc<Mutex<Option<tokio::time::Instant>>>,
+}
+
+impl Calls {
+    /// Whether a call failed less than [`FAIL_FAST`] ago.
+    fn failing(&self) -> bool {
+        let failed_at = *self.failed_at.lock().expect("calls lock");
+        failed_at.is_some_and(|at| at.elapsed() < FAIL_FAST)
+    }
+
+    /// Makes `call`, unless the store failed a moment ago.
+    pub(super) async fn call<T>(
+        &self,
+        call: impl std::future::Future<Output = std::io::Result<T>>,
+    ) -> std::io::Result<T> {
+        if self.failing() {
+            return Err(std::io::Error::other(
+                "the session store failed a moment ago",
+            ));
+        }
+        self.attempt(call).await
+    }
+
+    /// Makes `call` whatever happened before (the backlog's tries, which find when the store
+    /// is back).
+    async fn attempt<T>(
+        &self,
+        call: impl std::future::Future<Output = std::io::Result<T>>,
+    ) -> std::io::Result<T> {
+        let result = tokio::time::timeout(STORE_TIMEOUT, call)
+            .await
+            .unwrap_or_else(|_| {
+                Err(std::io::Error::other(
+                    "the session store did not answer in time",
+                ))
+            });
+        let failed = match &result {
+            Ok(_) => false,
+            // The store answered about one conversation (not its id, not there, not readable,
+            // taken over): not a store that fails.
+            Err(e) => {
+                use std::io::ErrorKind::{InvalidData, InvalidInput, NotFound};
+                !is_superseded(e) && !matches!(e.kind(), InvalidInput | InvalidData | NotFound)
+            }
+        };
+        *self.failed_at.lock().expect("calls lock") = failed.then(tokio::time::Instant::now);
+        result
+    }
 }
 
 /// A write the session store has not taken yet.
@@ -78,18 +124,22 @@ pub(super) enum Unwritten {
     Record(ConversationRecord),
 }
 
-/// Each conversation's writes the session store has not taken yet, in order.
+/// Each conversation's writes the session store has not taken yet, in order, and the
+/// store's calls.
 #[derive(Default)]
-pub(super) struct Backlog(HashMap<ConversationKey, std::collections::VecDeque<Unwritten>>);
+pub(super) struct Backlog {
+    queues: HashMap<ConversationKey, std::collections::VecDeque<Unwritten>>,
+    calls: Calls,
+}
 
 impl Backlog {
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.queues.is_empty()
     }
 
     /// Queues a write; a record replaces a record queued before it (the newer one says all).
     fn push(&mut self, key: &ConversationKey, write: Unwritten) {
-        let queue = self.0.entry(key.clone()).or_default();
+        let queue = self.queues.entry(key.clone()).or_default();
         if let (Unwritten::Record(_), Some(Unwritten::Record(_))) = (&write, queue.back()) {
             queue.pop_back();
         }
@@ -98,25 +148,41 @@ impl Backlog {
 
     /// Drops what is queued of a conversation.
     fn forget(&mut self, key: &ConversationKey) {
-        self.0.remove(key);
+        self.queues.remove(key);
     }
 
     /// Writes a conversation's queue in order; at the first failure, the rest is kept (or,
     /// when another gateway has taken the conversation over, dropped).
     async fn flush(&mut self, store: &dyn ConversationStore, key: &ConversationKey) -> Flushed {
-        let Some(queue) = self.0.get_mut(key) else {
+        self.flush_with(store, key, false).await
+    }
+
+    /// [`flush`](Self::flush), calling the store even if it failed a moment ago (`retry`).
+    async fn flush_with(
+        &mut self,
+        store: &dyn ConversationStore,
+        key: &ConversationKey,
+        retry: bool,
+    ) -> Flushed {
+        let Some(queue) = self.queues.get_mut(key) else {
             return Flushed::Written;
         };
         while let Some(write) = queue.front() {
-            let written = match write {
-                Unwritten::Lines(lines) => bounded(store.append(key, lines.clone())).await,
-                Unwritten::Record(record) => bounded(store.save(record)).await,
+            let write = async {
+                match write {
+                    Unwritten::Lines(lines) => store.append(key, lines.clone()).await,
+                    Unwritten::Record(record) => store.save(record).await,
+                }
+            };
+            let written = match retry {
+                true => self.calls.attempt(write).await,
+                false => self.calls.call(write).await,
             };
             match written {
                 Ok(()) => {}
                 Err(error) if is_superseded(&error) => {
                     tracing::warn!(%error, "a conversation moved to another gateway");
-                    self.0.remove(key);
+                    self.queues.remove(key);
                     return Flushed::Superseded;
                 }
                 Err(error) => {
@@ -126,17 +192,17 @@ impl Backlog {
             }
             queue.pop_front();
         }
-        self.0.remove(key);
+        self.queues.remove(key);
         Flushed::Written
     }
 
     /// Writes every queue; whether all were written (or dropped), and the conversations
     /// found taken over by another gateway.
     async fn flush_all(&mut self, store: &dyn ConversationStore) -> (bool, Vec<ConversationKey>) {
-        let keys: Vec<ConversationKey> = self.0.keys().cloned().collect();
+        let keys: Vec<ConversationKey> = self.queues.keys().cloned().collect();
         let mut moved = Vec::new();
         for key in keys {
-            match self.flush(store, &key).await {
+            match self.flush_with(store, &key, true).await {
                 Flushed::Written => {}
                 Flushed::Superseded => moved.push(key),
                 Flushed::Failed => return (false, moved),
@@ -203,6 +269,7 @@ pub(super) async fn store_worker(
     let mut retry = tokio::time::interval(Duration::from_secs(2));
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut backlog = Backlog::default();
+    let calls = backlog.calls.clone();
     // Claims (true) and releases the cluster registry could not take yet, in order.
     let mut routes = std::collections::VecDeque::<(bool, String)>::new();
     let write_failed = |app: &std::sync::Weak<App>| {
@@ -288,7 +355,10 @@ pub(super) async fn store_worker(
                 },
                 _,
             ) => {
-                if let Err(error) = bounded(store.save_response(&tenant, &id, response)).await {
+                if let Err(error) = calls
+                    .call(store.save_response(&tenant, &id, response))
+                    .await
+                {
                     tracing::warn!(%error, response = %id, "cannot keep a stored response");
                     write_failed(&app);
                 }
@@ -302,7 +372,7 @@ pub(super) async fn store_worker(
                 _,
             ) => {
                 // An id that is no store key (a client's invention) is no stored response.
-                let found = match bounded(store.load_response(&tenant, &id)).await {
+                let found = match calls.call(store.load_response(&tenant, &id)).await {
                     Err(error) if error.kind() == std::io::ErrorKind::InvalidInput => Ok(None),
                     found => found,
                 };
@@ -313,7 +383,7 @@ pub(super) async fn store_worker(
                 }
             }
             StoreOp::Ask(StoreAsk::Pool { settings }, _) => {
-                if let Err(error) = bounded(store.save_pool(settings)).await {
+                if let Err(error) = calls.call(store.save_pool(settings)).await {
                     tracing::warn!(%error, "cannot keep the warm pool's settings");
                 }
             }
@@ -325,7 +395,7 @@ pub(super) async fn store_worker(
                 },
                 _,
             ) => {
-                let found = bounded(store.find(&tenant, &hash)).await;
+                let found = calls.call(store.find(&tenant, &hash)).await;
                 let answer = |record| StoreAnswer::Found { request, record };
                 let failed = "cannot look a conversation up in the session store";
                 if !answer_lookup(&app, request, found, failed, answer) {
@@ -336,7 +406,7 @@ pub(super) async fn store_worker(
                 // (What this gateway could not write of a conversation taken over since is
                 // dropped: the store's transcript is the one to resume.)
                 let loaded = if backlog.flush(store.as_ref(), &spec.key).await != Flushed::Failed {
-                    bounded(store.load(&spec.key)).await
+                    calls.call(store.load(&spec.key)).await
                 } else {
                     Err(std::io::Error::other(
                         "what the gateway keeps of it cannot be written to the session store",
@@ -369,7 +439,10 @@ pub(super) async fn store_worker(
                 done,
             ) => {
                 // Answered only once kept or failed: the client learns which.
-                if let Err(error) = bounded(store.save_managed(&tenant, &kind, &id, json)).await {
+                if let Err(error) = calls
+                    .call(store.save_managed(&tenant, &kind, &id, json))
+                    .await
+                {
                     tracing::warn!(%error, resource = %id, "cannot keep a Managed Agents resource");
                     write_failed(&app);
                 }
@@ -387,9 +460,9 @@ pub(super) async fn store_worker(
             ) => {
                 // Reads for the console, after the writes before them, but not holding up
                 // the writes after them.
-                let (store, app) = (store.clone(), app.clone());
+                let (store, app, calls) = (store.clone(), app.clone(), calls.clone());
                 tokio::spawn(async move {
-                    let listed = bounded(store.list(tenant.as_deref(), limit)).await;
+                    let listed = calls.call(store.list(tenant.as_deref(), limit)).await;
                     let Some(app) = app.upgrade() else {
                         return;
                     };
@@ -410,9 +483,9 @@ pub(super) async fn store_worker(
                 });
             }
             StoreOp::Ask(StoreAsk::Load { request, key }, _) => {
-                let (store, app) = (store.clone(), app.clone());
+                let (store, app, calls) = (store.clone(), app.clone(), calls.clone());
                 tokio::spawn(async move {
-                    let read = bounded(store.peek(&key)).await;
+                    let read = calls.call(store.peek(&key)).await;
                     let Some(app) = app.upgrade() else {
                         return;
                     };
@@ -431,7 +504,7 @@ pub(super) async fn store_worker(
                 });
             }
             StoreOp::Ask(StoreAsk::LoadManaged { request, tenant }, _) => {
-                let loaded = bounded(store.load_managed(&tenant)).await;
+                let loaded = calls.call(store.load_managed(&tenant)).await;
                 let Some(app) = app.upgrade() else {
                     return;
                 };
@@ -516,4 +589,43 @@ pub(super) async fn flush_routes(
         routes.pop_front();
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A store down: the first call waits out its failure; the calls right after fail at once
+    /// without reaching it, but for the backlog's tries, and one that succeeds ends that.
+    #[tokio::test]
+    async fn a_store_that_just_failed_is_not_called_again_for_a_moment() {
+        let calls = Calls::default();
+        let made = AtomicUsize::new(0);
+        let made = &made;
+        let down = |kind: std::io::ErrorKind| async move {
+            made.fetch_add(1, Ordering::SeqCst);
+            Err::<(), _>(std::io::Error::new(kind, "down"))
+        };
+        // A conversation's own trouble (an id, a record that does not read) is not an outage.
+        for kind in [
+            std::io::ErrorKind::InvalidInput,
+            std::io::ErrorKind::InvalidData,
+        ] {
+            assert!(calls.call(down(kind)).await.is_err());
+            assert!(!calls.failing());
+        }
+        assert!(calls.call(down(std::io::ErrorKind::Other)).await.is_err());
+        assert_eq!(made.load(Ordering::SeqCst), 3);
+        let fast = calls.call(down(std::io::ErrorKind::Other)).await;
+        assert!(fast.unwrap_err().to_string().contains("a moment ago"));
+        assert_eq!(made.load(Ordering::SeqCst), 3, "not called");
+        // The backlog's try reaches the store, and finds it back.
+        let back = calls.attempt(async { Ok::<_, std::io::Error>(7) }).await;
+        assert_eq!(back.unwrap(), 7);
+        assert!(calls
+            .call(async { Ok::<_, std::io::Error>(()) })
+            .await
+            .is_ok());
+    }
 }
