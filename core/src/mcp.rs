@@ -146,6 +146,36 @@ pub(crate) fn answer_handshake(
     }
 }
 
+/// The whole `control_response` line (its newline included) that answers the CLI's
+/// `tools/list` request `request_id` to server `server_name`, serialized straight from the
+/// server's tools (no JSON value tree of them); `None` for any other request, or a server not
+/// registered.
+pub(crate) fn tools_list_line(
+    servers: &[McpServer],
+    server_name: &str,
+    request_id: &str,
+    rpc: &crate::wire::JsonRpc<'_>,
+) -> Option<Vec<u8>> {
+    let (Some("tools/list"), Some(id)) = (rpc.method.as_deref(), rpc.id) else {
+        return None;
+    };
+    let server = servers.iter().find(|s| s.name == server_name)?;
+    let mut line = Vec::with_capacity(256 + server.tools.len() * 64);
+    line.extend_from_slice(
+        br#"{"type":"control_response","response":{"subtype":"success","request_id":"#,
+    );
+    serde_json::to_writer(&mut line, request_id).expect("a string serializes");
+    line.extend_from_slice(br#","response":{"mcp_response":{"jsonrpc":"2.0","id":"#);
+    line.extend_from_slice(id.get().as_bytes());
+    line.extend_from_slice(br#","result":{"tools":"#);
+    serde_json::to_writer(&mut line, &server.tools).expect("tools serialize");
+    line.extend_from_slice(
+        b"}}}}}
+",
+    );
+    Some(line)
+}
+
 /// A JSON-RPC error message.
 pub(crate) fn rpc_error(id: Option<&Value>, code: i64, message: &str) -> Value {
     let mut error = json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}});
@@ -158,4 +188,44 @@ pub(crate) fn rpc_error(id: Option<&Value>, code: i64, message: &str) -> Value {
 /// The `tools/call` answer for a result.
 pub(crate) fn call_result(id: &Value, result: &McpCallResult) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": {"content": result.content, "isError": result.is_error}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `tools/list` line written straight from the tools says what the value-built answer
+    /// says, and only `tools/list` of a registered server is written that way.
+    #[test]
+    fn a_tools_list_line_is_the_answer_as_json_values_build_it() {
+        let mut tool = McpTool::new(
+            "lookup",
+            "Looks \"things\" up.\n",
+            json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        );
+        tool.meta = Some(json!({"anthropic/alwaysLoad": true}));
+        tool.extra.insert("title".into(), json!("Lookup"));
+        let servers = [McpServer::new("client").with_tool(tool)];
+        let frame = r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}"#;
+        let rpc: crate::wire::JsonRpc<'_> = serde_json::from_str(frame).unwrap();
+        let line = tools_list_line(&servers, "client", "req_\"1", &rpc).unwrap();
+        assert_eq!(line.last(), Some(&b'\n'));
+        assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
+        let written: Value = serde_json::from_slice(&line).unwrap();
+        let answer = answer_handshake(
+            &servers,
+            "client",
+            Some("tools/list"),
+            Some(&json!(7)),
+            None,
+        );
+        let expected = json!({"type": "control_response", "response": {"subtype": "success",
+            "request_id": "req_\"1", "response": {"mcp_response": answer}}});
+        assert_eq!(written, expected);
+
+        assert!(tools_list_line(&servers, "other", "r", &rpc).is_none());
+        let ping: crate::wire::JsonRpc<'_> =
+            serde_json::from_str(r#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#).unwrap();
+        assert!(tools_list_line(&servers, "client", "r", &ping).is_none());
+    }
 }

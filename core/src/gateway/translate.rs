@@ -148,27 +148,15 @@ pub struct Hashes {
     pub store: String,
     /// The hasher over all its messages, in the tenant's scope.
     pub hasher: HistoryHasher,
+    /// The hashes in the tenant's scope of its shorter histories (each ending with an
+    /// assistant message before the last), longest first, with their lengths in messages:
+    /// where a history that matches nothing parted from a conversation. Made in the same pass
+    /// as the others, ahead of the engine (a history can be tens of megabytes).
+    pub prefixes: Vec<(usize, String)>,
 }
 
 /// A conversation's [`Hashes`] for `tenant`, in the request's `scope`.
 pub fn history_hashes(tenant: &str, scope: &str, conversation: &Conversation) -> Hashes {
-    let n = conversation.history_len();
-    let mut hasher = HistoryHasher::new(tenant);
-    hasher.extend(&conversation.messages[..n]);
-    let store = hasher.finish();
-    hasher.extend(&conversation.messages[n..]);
-    Hashes {
-        live: live_hash(scope, &store),
-        store,
-        hasher,
-    }
-}
-
-/// The hashes in `tenant`'s scope of a conversation's shorter histories (each ending with an
-/// assistant message before the last), longest first, with their lengths in messages: where
-/// a history that matches nothing parted from a conversation. Made only for such a history,
-/// off the path of the requests that continue.
-pub fn prefix_hashes(tenant: &str, conversation: &Conversation) -> Vec<(usize, String)> {
     let n = conversation.history_len();
     let mut hasher = HistoryHasher::new(tenant);
     let mut prefixes = Vec::new();
@@ -179,7 +167,14 @@ pub fn prefix_hashes(tenant: &str, conversation: &Conversation) -> Vec<(usize, S
         }
     }
     prefixes.reverse();
-    prefixes
+    let store = hasher.finish();
+    hasher.extend(&conversation.messages[n..]);
+    Hashes {
+        live: live_hash(scope, &store),
+        store,
+        hasher,
+        prefixes,
+    }
 }
 
 /// A history's hash in a request's `scope`, from its hash in the tenant's: what a live session
@@ -592,7 +587,7 @@ pub fn transcript_lines(
     thinking: &[(usize, Vec<Value>)],
     context: &TranscriptContext<'_>,
     uuid: impl Fn(usize) -> String,
-) -> Vec<String> {
+) -> Vec<crate::Json> {
     let mut lines = Vec::with_capacity(messages.len());
     let mut parent: Option<String> = None;
     for (i, message) in messages.iter().enumerate() {
@@ -610,40 +605,57 @@ pub fn transcript_lines(
             .collect();
         let id = uuid(i);
         let timestamp = iso_time(context.wall_ms.saturating_add(i as u64));
+        // Built by moving each part in (`json!` would copy it): a history can be tens of
+        // megabytes.
         let (kind, message) = match message.role {
-            Role::User => ("user", json!({"role": "user", "content": content})),
+            Role::User => (
+                "user",
+                object([("role", "user".into()), ("content", Value::Array(content))]),
+            ),
             Role::Assistant => {
                 let calls = content.iter().any(|b| b["type"] == "tool_use");
-                let message = json!({
-                    "id": format!("msg_{}", id.replace('-', "")),
-                    "type": "message",
-                    "role": "assistant",
-                    "model": context.model,
-                    "content": content,
-                    "stop_reason": if calls { "tool_use" } else { "end_turn" },
-                    "stop_sequence": null,
-                    "usage": {"input_tokens": 0, "output_tokens": 0},
-                });
+                let message = object([
+                    ("id", format!("msg_{}", id.replace('-', "")).into()),
+                    ("type", "message".into()),
+                    ("role", "assistant".into()),
+                    ("model", context.model.into()),
+                    ("content", Value::Array(content)),
+                    (
+                        "stop_reason",
+                        if calls { "tool_use" } else { "end_turn" }.into(),
+                    ),
+                    ("stop_sequence", Value::Null),
+                    ("usage", json!({"input_tokens": 0, "output_tokens": 0})),
+                ]);
                 ("assistant", message)
             }
         };
-        let entry = json!({
-            "parentUuid": parent,
-            "isSidechain": false,
-            "type": kind,
-            "message": message,
-            "uuid": id,
-            "timestamp": timestamp,
-            "userType": "external",
-            "entrypoint": "sdk-cli",
-            "cwd": context.cwd,
-            "sessionId": context.session_id,
-            "version": crate::args::TESTED_CLI_VERSION,
-        });
-        lines.push(entry.to_string());
+        let entry = object([
+            (
+                "parentUuid",
+                parent.take().map_or(Value::Null, Value::String),
+            ),
+            ("isSidechain", false.into()),
+            ("type", kind.into()),
+            ("message", message),
+            ("uuid", id.clone().into()),
+            ("timestamp", timestamp.into()),
+            ("userType", "external".into()),
+            ("entrypoint", "sdk-cli".into()),
+            ("cwd", context.cwd.into()),
+            ("sessionId", context.session_id.into()),
+            ("version", crate::args::TESTED_CLI_VERSION.into()),
+        ]);
+        let raw = serde_json::value::to_raw_value(&entry).expect("a Value always serializes");
+        lines.push(crate::Json::canonical(&raw));
         parent = Some(id);
     }
     lines
+}
+
+/// A JSON object of `fields`, each value moved in.
+fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 /// A block as a transcript holds it.
@@ -746,7 +758,7 @@ mod transcript_tests {
         let lines = transcript_lines(&messages, &thinking, &context, |i| format!("u{i}"));
         let entries: Vec<Value> = lines
             .iter()
-            .map(|l| serde_json::from_str(l).unwrap())
+            .map(|l| serde_json::from_str(l.get()).unwrap())
             .collect();
         assert_eq!(entries[0]["parentUuid"], Value::Null);
         assert_eq!(entries[1]["parentUuid"], "u0");

@@ -391,6 +391,14 @@ impl State {
         if self.mode != Mode::Driver {
             return;
         }
+        if let Some(line) = mcp::tools_list_line(&self.config.mcp_servers, server, &request_id, rpc)
+        {
+            // Written straight from the tools: a client's tools can be hundreds of thousands,
+            // too many to copy into JSON values first.
+            self.write_line(line);
+            self.host_answered(&request_id, true, &Value::Null);
+            return;
+        }
         let id: Option<Value> = rpc.id.and_then(|raw| serde_json::from_str(raw.get()).ok());
         let params: Option<Value> = rpc
             .params

@@ -536,19 +536,19 @@ impl Gateway {
             tenant: tenant_id(tenant),
             id,
         };
+        let text = lines.iter().map(|l| l.get().to_owned()).collect();
         if self.config.store {
-            let entries = lines.iter().filter_map(|l| Json::parse(l).ok()).collect();
             self.outputs
                 .push_back(GatewayOutput::Store(StoreAsk::Append {
                     key: key.clone(),
-                    entries,
+                    entries: lines,
                 }));
         }
         let spec = ResumeSpec {
             key,
             path,
             system_prompt: request.conversation.system.clone(),
-            lines,
+            lines: text,
         };
         Ok((spec, prompt_blocks(&messages[n..])))
     }

@@ -64,7 +64,7 @@ impl Registry {
         let hashes = hashes.unwrap_or_else(|| history_hashes(tenant, scope, &request.conversation));
         let matched = self.match_hashed(
             &request.conversation,
-            (tenant, scope),
+            scope,
             hashes,
             (prompt_ready, find),
             now,
@@ -99,7 +99,7 @@ impl Registry {
     ) -> Result<Match, ApiError> {
         self.match_hashed(
             conversation,
-            (scope, scope),
+            scope,
             history_hashes(scope, scope, conversation),
             (false, false),
             now,
@@ -111,7 +111,7 @@ impl Registry {
     fn match_hashed(
         &mut self,
         conversation: &Conversation,
-        (tenant, scope): (&str, &str),
+        scope: &str,
         hashes: Hashes,
         (prompt_ready, find): (bool, bool),
         now: Timestamp,
@@ -120,6 +120,7 @@ impl Registry {
             live: hash,
             store,
             hasher,
+            prefixes,
         } = hashes;
         let n = conversation.history_len();
         let new = &conversation.messages[n..];
@@ -151,7 +152,7 @@ impl Registry {
         // order) continues the live session whose calls its tool results answer, all of them.
         let holding = || self.holding(scope, &given);
         let Some(session) = self.by_hash.get(&hash).copied().or_else(holding) else {
-            let diverged = self.diverged(scope, &prefix_hashes(tenant, conversation));
+            let diverged = self.diverged(scope, &prefixes);
             if find {
                 self.finding.insert(
                     store.clone(),

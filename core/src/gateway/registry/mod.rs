@@ -18,7 +18,7 @@ use crate::mcp::McpCallResult;
 use crate::Timestamp;
 
 use super::translate::{
-    history_hashes, live_hash, prefix_hashes, prompt_blocks, rebuild_prompt, tool_results, Hashes,
+    history_hashes, live_hash, prompt_blocks, rebuild_prompt, tool_results, Hashes,
 };
 
 mod matching;
