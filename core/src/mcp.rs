@@ -18,6 +18,9 @@ pub struct McpServer {
     /// The tools listed by `tools/list`.
     #[serde(default)]
     pub tools: Vec<McpTool>,
+    /// `tools` as JSON, serialized ahead of the session ([`with_listed`](Self::with_listed)).
+    #[serde(skip)]
+    listed: Option<std::sync::Arc<str>>,
 }
 
 fn default_version() -> String {
@@ -53,6 +56,23 @@ impl McpServer {
             name: name.into(),
             version: default_version(),
             tools: Vec::new(),
+            listed: None,
+        }
+    }
+
+    /// Creates a server of `tools`, `listed` their JSON (`serde_json::to_string(&tools)`)
+    /// made ahead: `tools/list` is answered with it as it is, so that a session with hundreds
+    /// of thousands of tools does not serialize them where its host waits (a `tools` changed
+    /// afterwards is not listed).
+    pub fn with_listed(
+        name: impl Into<String>,
+        tools: Vec<McpTool>,
+        listed: std::sync::Arc<str>,
+    ) -> McpServer {
+        McpServer {
+            tools,
+            listed: Some(listed),
+            ..McpServer::new(name)
         }
     }
 
@@ -168,7 +188,10 @@ pub(crate) fn tools_list_line(
     line.extend_from_slice(br#","response":{"mcp_response":{"jsonrpc":"2.0","id":"#);
     line.extend_from_slice(id.get().as_bytes());
     line.extend_from_slice(br#","result":{"tools":"#);
-    serde_json::to_writer(&mut line, &server.tools).expect("tools serialize");
+    match &server.listed {
+        Some(listed) => line.extend_from_slice(listed.as_bytes()),
+        None => serde_json::to_writer(&mut line, &server.tools).expect("tools serialize"),
+    }
     line.extend_from_slice(
         b"}}}}}
 ",
@@ -222,6 +245,15 @@ mod tests {
         let expected = json!({"type": "control_response", "response": {"subtype": "success",
             "request_id": "req_\"1", "response": {"mcp_response": answer}}});
         assert_eq!(written, expected);
+
+        // Listed as serialized ahead, the same line.
+        let tools = servers[0].tools.clone();
+        let listed = serde_json::to_string(&tools).unwrap().into();
+        let ahead = [McpServer::with_listed("client", tools, listed)];
+        assert_eq!(
+            tools_list_line(&ahead, "client", "req_\"1", &rpc).unwrap(),
+            line
+        );
 
         assert!(tools_list_line(&servers, "other", "r", &rpc).is_none());
         let ping: crate::wire::JsonRpc<'_> =

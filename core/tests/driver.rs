@@ -34,11 +34,9 @@ fn servers_of(recorded: &[Line]) -> Vec<McpServer> {
             }
             let tools = &m["response"]["response"]["mcp_response"]["result"]["tools"];
             let tools: Vec<McpTool> = serde_json::from_value(tools.clone()).unwrap();
-            servers.push(McpServer {
-                name: server.clone(),
-                version: "1.0.0".into(),
-                tools,
-            });
+            let mut listed = McpServer::new(server.clone());
+            listed.tools = tools;
+            servers.push(listed);
         }
     }
     servers

@@ -263,8 +263,9 @@ fn a_history_that_parts_from_a_live_conversation_says_where_and_frees_its_cli() 
             .contains(&format!("--resume={}", resume.key.id)),
         "a store or not, the CLI resumes what was written for it"
     );
-    assert_eq!(resume.lines.len(), 4);
-    assert!(resume.lines[1].contains("mcp__client__lookup"));
+    let lines = resume.written.as_ref().expect("a written history").lines();
+    assert_eq!(lines.len(), 4);
+    assert!(lines[1].get().contains("mcp__client__lookup"));
     assert!(sim
         .gateway
         .metrics()

@@ -42,4 +42,6 @@ pub use engine::{
 };
 pub use metrics::Histogram;
 pub use registry::{approval_route_key, Limits, ResumeReason, SessionId, HELD_CALL_TIMEOUT_TEXT};
-pub use translate::{env_to_remove, mcp_result, CODE_TOOLS, OWN_ENV_PREFIX, PASSED_ENV};
+pub use translate::{
+    env_to_remove, mcp_result, WrittenHistory, CODE_TOOLS, OWN_ENV_PREFIX, PASSED_ENV,
+};

@@ -576,6 +576,48 @@ pub struct TranscriptContext<'a> {
     pub server: &'a str,
 }
 
+/// A history the gateway writes as the transcript a new CLI resumes
+/// ([`ResumeSpec::written`](crate::gateway::ResumeSpec::written)): the messages and what the
+/// transcript's entries say of them, taken while the engine decides; its lines are made where
+/// nothing waits for them ([`lines`](Self::lines)).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WrittenHistory {
+    /// The messages, as the request gave them.
+    pub messages: Vec<Message>,
+    /// The signed thinking the client sent back, by message index.
+    pub thinking: Vec<(usize, Vec<Value>)>,
+    /// The CLI session's id.
+    pub session_id: String,
+    /// The CLI's working directory.
+    pub cwd: String,
+    /// The model named on assistant messages.
+    pub model: String,
+    /// When the messages were written (Unix ms).
+    pub wall_ms: u64,
+    /// The MCP server the client's tools are offered by.
+    pub server: String,
+    /// Each entry's id, by message index.
+    pub uuids: Vec<String>,
+}
+
+impl Eq for WrittenHistory {}
+
+impl WrittenHistory {
+    /// The transcript's lines.
+    pub fn lines(&self) -> Vec<crate::Json> {
+        let context = TranscriptContext {
+            session_id: &self.session_id,
+            cwd: &self.cwd,
+            model: &self.model,
+            wall_ms: self.wall_ms,
+            server: &self.server,
+        };
+        transcript_lines(&self.messages, &self.thinking, &context, |i| {
+            self.uuids[i].clone()
+        })
+    }
+}
+
 /// A history written as the session transcript the CLI keeps (one JSON object per line, each
 /// message an entry chained to the one before by `parentUuid`), so a CLI started with
 /// `--resume` goes on from it and the model sees the messages as they were: text, images, tool

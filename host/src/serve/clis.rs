@@ -196,20 +196,42 @@ impl App {
         );
         let (done, written) = tokio::sync::oneshot::channel();
         let home = spec.tenant.as_ref().map(|d| PathBuf::from(&d.home));
-        if resume.lines.is_empty() {
-            self.to_store(StoreOp::Resume {
+        match resume.written.clone() {
+            None => self.to_store(StoreOp::Resume {
                 spec: resume.clone(),
                 home,
                 done,
-            });
-        } else {
-            // A transcript the gateway wrote: no store to read.
-            let resume = resume.clone();
-            tokio::task::spawn_blocking(move || {
-                let path = PathBuf::from(&resume.path);
-                let written = materialize(&resume.lines, &path, &resume.key.id, home.as_deref());
-                let _ = done.send(written.map_err(|e| NotResumed::failed(e.to_string())));
-            });
+            }),
+            Some(history) => {
+                // A history the gateway writes: its lines made here, off the engine's lock, kept
+                // in the store (before anything its CLI writes) and written where the CLI
+                // reads them.
+                let (app, key, path) = (self.clone(), resume.key.clone(), resume.path.clone());
+                tokio::spawn(async move {
+                    let made = tokio::task::spawn_blocking(move || history.lines()).await;
+                    let Ok(entries) = made else {
+                        let _ = done.send(Err(NotResumed::failed("the transcript was not made")));
+                        return;
+                    };
+                    let lines: Vec<String> = entries.iter().map(|e| e.get().to_owned()).collect();
+                    app.to_store(StoreOp::Ask(
+                        StoreAsk::Append {
+                            key: key.clone(),
+                            entries,
+                        },
+                        None,
+                    ));
+                    let written = tokio::task::spawn_blocking(move || {
+                        materialize(&lines, &PathBuf::from(&path), &key.id, home.as_deref())
+                    })
+                    .await;
+                    let written = match written {
+                        Ok(written) => written.map_err(|e| NotResumed::failed(e.to_string())),
+                        Err(e) => Err(NotResumed::failed(e.to_string())),
+                    };
+                    let _ = done.send(written);
+                });
+            }
         }
         let app = self.clone();
         tokio::spawn(async move {

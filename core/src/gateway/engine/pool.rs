@@ -55,7 +55,7 @@ impl Gateway {
     pub(super) fn cli_for(
         &self,
         request: &ApiRequest,
-        tools: Vec<McpTool>,
+        (tools, listed): (Vec<McpTool>, std::sync::Arc<str>),
         structured: Option<&Structured>,
         tenant: &str,
         turn: Option<&SessionTurn>,
@@ -67,6 +67,7 @@ impl Gateway {
         // client's tools themselves are not offered, nor are any for `tool_choice: none`.
         let forced = structured.is_some_and(|s| s.answer.is_call());
         let offered = !forced && request.tool_choice != ToolChoice::None;
+        let all = tools.len();
         let external: Vec<McpTool> = tools
             .into_iter()
             .filter(|t| offered && !enabled.contains(&t.name))
@@ -90,9 +91,14 @@ impl Gateway {
         let mut servers = Vec::new();
         if !external.is_empty() {
             args.allowed_tools.push(format!("mcp__{CLIENT_SERVER}"));
-            let mut server = McpServer::new(CLIENT_SERVER);
-            server.tools = external;
-            servers.push(server);
+            // Listed as serialized ahead when every tool is offered (else serialized then).
+            servers.push(if external.len() == all {
+                McpServer::with_listed(CLIENT_SERVER, external, listed)
+            } else {
+                let mut server = McpServer::new(CLIENT_SERVER);
+                server.tools = external;
+                server
+            });
             let extra = json!({"alwaysLoad": true, "disableAutoBackground": true});
             let Value::Object(extra) = extra else {
                 unreachable!("an object")

@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 use super::managed::SessionTools;
 use super::{RouteKey, CLIENT_SERVER};
 use crate::api::{Api, ApiError, ApiRequest};
-use crate::conversation::ShaWriter;
 use crate::gateway::registry::stored_response_key;
 use crate::gateway::translate::{
     client_tool_names, history_hashes, prompt_blocks, prompt_content, rebuild_prompt,
@@ -48,6 +47,8 @@ pub(super) struct Offer {
     /// Its tools as the client MCP server offers them (enabled built-ins included: they are
     /// left out when its CLI starts).
     pub(super) tools: Vec<McpTool>,
+    /// The tools' JSON, as `tools/list` lists them.
+    pub(super) listed: std::sync::Arc<str>,
     /// SHA-256 (hex) of the tools' JSON: the part of a CLI's settings they make.
     pub(super) tools_digest: String,
     /// The prompt a new session for it starts with — its messages, or for a history the
@@ -118,15 +119,19 @@ impl PreparedRequest {
                 tool
             })
             .collect();
+        // Serialized here, ahead of the engine: the digest, and what the CLI's `tools/list`
+        // is answered with.
+        let listed: std::sync::Arc<str> = serde_json::to_string(&tools)
+            .expect("tools serialize")
+            .into();
         let tools_digest = {
             use sha2::Digest;
-            let mut sha = sha2::Sha256::new();
-            serde_json::to_writer(ShaWriter(&mut sha), &tools).expect("tools serialize");
-            crate::conversation::hex(&sha.finalize())
+            crate::conversation::hex(&sha2::Sha256::digest(listed.as_bytes()))
         };
         let offer = Offer {
             client_tools,
             tools,
+            listed,
             tools_digest,
             start_prompt,
             structured,

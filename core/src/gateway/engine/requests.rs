@@ -205,6 +205,7 @@ impl Gateway {
         let Offer {
             client_tools,
             tools,
+            listed,
             tools_digest,
             start_prompt,
             structured,
@@ -350,7 +351,7 @@ impl Gateway {
                 }
                 let cli = self.cli_for(
                     &parsed,
-                    tools,
+                    (tools, listed),
                     structured.as_ref(),
                     tenant,
                     managed.as_ref(),

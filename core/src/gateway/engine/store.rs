@@ -10,9 +10,7 @@ use super::{tenant_id, Gateway, GatewayOutput, PreparedRequest, Queued, RequestI
 use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::conversation::Block;
 use crate::gateway::registry::{busy, Match, ResumeReason, SessionId, SessionKind, StoredOut};
-use crate::gateway::translate::{
-    prompt_blocks, rebuild_prompt, tool_results, transcript_lines, TranscriptContext,
-};
+use crate::gateway::translate::{prompt_blocks, rebuild_prompt, tool_results, WrittenHistory};
 use crate::{Json, Timestamp};
 
 /// A routed request, what its response needs before its session is known.
@@ -190,7 +188,7 @@ impl Gateway {
                     key: record.key,
                     path,
                     system_prompt: opening.parsed.conversation.system.clone(),
-                    lines: Vec::new(),
+                    written: None,
                 };
                 replaces = None;
                 (
@@ -501,8 +499,9 @@ impl Gateway {
     }
 
     /// A history no CLI wrote, written as the transcript a new CLI resumes: the spec of that
-    /// CLI's start and the request's new messages, its first prompt. (The transcript goes to
-    /// the session store too.) `Err` says why it cannot be: the new messages carry tool
+    /// CLI's start and the request's new messages, its first prompt. (The host makes the
+    /// transcript's lines, off the engine's lock, and keeps them in the session store too:
+    /// [`ResumeSpec::written`].) `Err` says why it cannot be: the new messages carry tool
     /// results (for calls no CLI made), or the transcript's place cannot be told (no tenant
     /// directories).
     pub(super) fn write_history(
@@ -521,34 +520,27 @@ impl Gateway {
         let path = self
             .transcript_path(tenant, session, &id)
             .ok_or("working_directory")?;
-        let context = TranscriptContext {
-            session_id: &id,
-            cwd: &cwd,
-            model: &request.model,
+        // Its lines are made by the host, off the engine's lock.
+        let written = WrittenHistory {
+            uuids: (0..n)
+                .map(|i| self.uuid(&[b"entry", id.as_bytes(), &(i as u64).to_le_bytes()]))
+                .collect(),
+            messages: messages[..n].to_vec(),
+            thinking: request.conversation.thinking.clone(),
+            session_id: id.clone(),
+            cwd,
+            model: request.model.clone(),
             wall_ms: self.config.unix_epoch_ms.saturating_add(self.now),
-            server: CLIENT_SERVER,
+            server: CLIENT_SERVER.to_owned(),
         };
-        let thinking = &request.conversation.thinking;
-        let lines = transcript_lines(&messages[..n], thinking, &context, |i| {
-            self.uuid(&[b"entry", id.as_bytes(), &(i as u64).to_le_bytes()])
-        });
-        let key = ConversationKey {
-            tenant: tenant_id(tenant),
-            id,
-        };
-        let text = lines.iter().map(|l| l.get().to_owned()).collect();
-        if self.config.store {
-            self.outputs
-                .push_back(GatewayOutput::Store(StoreAsk::Append {
-                    key: key.clone(),
-                    entries: lines,
-                }));
-        }
         let spec = ResumeSpec {
-            key,
+            key: ConversationKey {
+                tenant: tenant_id(tenant),
+                id,
+            },
             path,
             system_prompt: request.conversation.system.clone(),
-            lines: text,
+            written: Some(std::sync::Arc::new(written)),
         };
         Ok((spec, prompt_blocks(&messages[n..])))
     }

@@ -276,10 +276,13 @@ pub struct ResumeSpec {
     pub path: String,
     /// The system prompt the conversation goes on with (`None`: Claude Code's own).
     pub system_prompt: Option<String>,
-    /// The transcript to write, when the gateway wrote it from a history no CLI wrote
-    /// (few-shot examples, an edited past); empty: the stored one.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub lines: Vec<String>,
+    /// The history to write as the transcript, when no CLI wrote it (few-shot examples, an
+    /// edited past); `None`: the stored one. The host makes it into lines
+    /// ([`WrittenHistory::lines`](crate::gateway::WrittenHistory::lines), off the engine's lock: a history can be tens of megabytes),
+    /// appends them to the session store (with one) and writes them to `path` before the CLI
+    /// starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<std::sync::Arc<crate::gateway::WrittenHistory>>,
 }
 
 impl ResumeSpec {
