@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo build --release -p ccwire-host -p ccwire-tests --bins
-//! cargo run --release -p ccwire-bench --bin stall [SECONDS] [ROUNDS]
+//! cargo run --release -p ccwire-bench --bin stall [SECONDS] [ROUNDS] [SERVE ARGS…]
 //! ```
 //!
 //! The gateway runs `fake-claude` (from `ccwire-tests`) as its CLI. One client streams turns
@@ -217,6 +217,8 @@ async fn main() {
     let rounds: usize = args
         .next()
         .map_or(2, |a| a.parse().expect("ROUNDS is a number"));
+    // Further arguments go to `ccwire serve` (`--no-store`, …).
+    let extra: Vec<String> = args.collect();
     raise_fd_limit();
     let history = history_body(32 * 1024 * 1024);
     let small_tools = tools_body(900_000, true);
@@ -237,7 +239,10 @@ async fn main() {
             "256",
             "--idle-ttl",
             "2",
-        ],
+        ]
+        .into_iter()
+        .chain(extra.iter().map(String::as_str))
+        .collect::<Vec<_>>(),
     );
     let url = format!("http://{addr}/v1/messages");
     let case = Arc::new(AtomicUsize::new(0));

@@ -204,9 +204,11 @@ impl App {
             }),
             Some(history) => {
                 // A history the gateway writes: its lines made here, off the engine's lock, kept
-                // in the store (before anything its CLI writes) and written where the CLI
-                // reads them.
-                let (app, key, path) = (self.clone(), resume.key.clone(), resume.path.clone());
+                // in the store before its CLI starts (beside the store's worker: a new
+                // conversation's first lines, which can be tens of megabytes, hold up no other
+                // conversation's writes) and written where the CLI reads them.
+                let store = self.options.store.clone();
+                let (key, path) = (resume.key.clone(), resume.path.clone());
                 tokio::spawn(async move {
                     let made = tokio::task::spawn_blocking(move || history.lines()).await;
                     let Ok(entries) = made else {
@@ -214,13 +216,23 @@ impl App {
                         return;
                     };
                     let lines: Vec<String> = entries.iter().map(|e| e.get().to_owned()).collect();
-                    app.to_store(StoreOp::Ask(
-                        StoreAsk::Append {
-                            key: key.clone(),
-                            entries,
-                        },
-                        None,
-                    ));
+                    drop(entries);
+                    if let Some(store) = store {
+                        let kept = tokio::time::timeout(
+                            super::store_worker::STORE_TIMEOUT,
+                            store.append(&key, lines.clone()),
+                        )
+                        .await;
+                        let error = match kept {
+                            Ok(Ok(())) => None,
+                            Ok(Err(error)) => Some(error.to_string()),
+                            Err(_) => Some("the session store did not answer in time".to_owned()),
+                        };
+                        if let Some(error) = error {
+                            let _ = done.send(Err(NotResumed::unavailable(error)));
+                            return;
+                        }
+                    }
                     let written = tokio::task::spawn_blocking(move || {
                         materialize(&lines, &PathBuf::from(&path), &key.id, home.as_deref())
                     })
