@@ -202,13 +202,7 @@ async fn a_request_on_any_gateway_of_a_cluster_reaches_the_cli_that_runs_its_con
     // A stream passes through as it comes.
     messages.push(json!({"role": "user", "content": "Say it as a stream."}));
     let body = json!({"model": MODEL, "max_tokens": 256, "stream": true, "tools": [lookup_tool()], "messages": messages});
-    let response = http
-        .post(format!("{}/v1/messages", urls[1]))
-        .header("x-api-key", "key-one")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let response = as_key_one(&http, &urls[1], &body).await;
     assert_eq!(response.status(), 200);
     assert_eq!(header(&response, "content-type"), "text/event-stream");
     assert_eq!(header(&response, "x-ccwire-node"), "one");
@@ -552,13 +546,7 @@ async fn a_draining_gateway_sends_new_conversations_to_the_others_and_finishes_i
     let mut messages = vec![json!({"role": "user", "content": TURNS[1]})];
     let body =
         json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
-    let response = http
-        .post(format!("{}/v1/messages", urls[0]))
-        .header("x-api-key", "key-one")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let response = as_key_one(&http, &urls[0], &body).await;
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["stop_reason"], "tool_use", "{answer}");
     let drain = http
@@ -590,13 +578,7 @@ async fn a_draining_gateway_sends_new_conversations_to_the_others_and_finishes_i
     messages.push(json!({"role": "user", "content": results}));
     let body =
         json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
-    let response = http
-        .post(format!("{}/v1/messages", urls[1]))
-        .header("x-api-key", "key-one")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let response = as_key_one(&http, &urls[1], &body).await;
     assert_eq!(
         (
             header(&response, "x-ccwire-node"),
@@ -656,13 +638,7 @@ async fn a_cluster_whose_redis_restarts_gets_clear_503s_then_goes_on_where_it_wa
         json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": next});
     for (url, said) in [(&urls[0], "could not keep"), (&urls[1], "is unavailable")] {
         // Gateway two can neither find where it runs nor read it: a clear 503 too.
-        let response = http
-            .post(format!("{url}/v1/messages"))
-            .header("x-api-key", "key-one")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let response = as_key_one(&http, url, &body).await;
         assert_eq!(response.status(), 503);
         assert_eq!(header(&response, "retry-after"), "2");
         let answer: Value = response.json().await.unwrap();
@@ -710,13 +686,7 @@ async fn a_gateway_killed_during_a_redis_outage_loses_no_acknowledged_turn() {
         next.push(json!({"role": "user", "content": texts[1]}));
         let body = json!({"model": MODEL, "max_tokens": 1024, "stream": stream,
                           "tools": [lookup_tool()], "messages": next});
-        let response = http
-            .post(format!("{url}/v1/messages"))
-            .header("x-api-key", "key-one")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let response = as_key_one(&http, &url, &body).await;
         let status = response.status().as_u16();
         let text = response.text().await.unwrap();
         assert!(
@@ -752,6 +722,16 @@ async fn a_gateway_killed_during_a_redis_outage_loses_no_acknowledged_turn() {
     assert_eq!(users.len(), 3, "{last:?}");
     assert!(calls.len() > from);
     drop(two);
+}
+
+/// A Messages request to the gateway at `url` as tenant `key-one`.
+async fn as_key_one(http: &reqwest::Client, url: &str, body: &Value) -> reqwest::Response {
+    http.post(format!("{url}/v1/messages"))
+        .header("x-api-key", "key-one")
+        .json(body)
+        .send()
+        .await
+        .unwrap()
 }
 
 /// The data of the next event `kind` among an SSE stream's `frames` (20 s at most).

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ccwire_tests::cli::OfflineHome;
-use ccwire_tests::FakeAnthropic;
-use serde_json::{json, Value};
+use ccwire_tests::{big_requests, FakeAnthropic};
+use serde_json::Value;
 use support::*;
 
 /// The longest `/health` may take while the big requests are served: about a millisecond on
@@ -24,41 +24,6 @@ const HEALTH_BOUND: Duration = Duration::from_millis(1500);
 /// on its own, at most 0.75 s here (its CLI shares the cores with the big requests' CLIs and
 /// the fake model), and 4–5 s before.
 const TURN_BOUND: Duration = Duration::from_millis(3000);
-
-fn tools_body(n: usize) -> Vec<u8> {
-    let mut body = format!(r#"{{"model":"{MODEL}","max_tokens":64,"tools":["#);
-    for i in 0..n {
-        if i > 0 {
-            body.push(',');
-        }
-        body.push_str(&format!(
-            r#"{{"name":"tool_{i}","description":"Tool {i}.","input_schema":{{"type":"object","properties":{{"x":{{"type":"string"}}}}}}}}"#
-        ));
-    }
-    body.push_str(r#"],"messages":[{"role":"user","content":"Hello."}]}"#);
-    body.into_bytes()
-}
-
-fn history_body(bytes: usize) -> Vec<u8> {
-    let filler = "The quick brown fox jumps over the lazy dog. ".repeat(23);
-    let mut messages = Vec::new();
-    let mut size = 0;
-    while size + 2048 < bytes {
-        let role = if messages.len() % 2 == 0 {
-            "user"
-        } else {
-            "assistant"
-        };
-        let message = json!({"role": role, "content": format!("{}: {filler}", messages.len())});
-        size += message.to_string().len() + 1;
-        messages.push(message);
-    }
-    if messages.len() % 2 == 1 {
-        messages.pop();
-    }
-    messages.push(json!({"role": "user", "content": "Summarise the conversation."}));
-    serde_json::to_vec(&json!({"model": MODEL, "max_tokens": 64, "messages": messages})).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_request_holds_up_neither_another_tenant_nor_health() {
@@ -138,7 +103,10 @@ async fn a_huge_request_holds_up_neither_another_tenant_nor_health() {
     });
 
     let mut took = Vec::new();
-    for body in [tools_body(150_000), history_body(32 * 1024 * 1024)] {
+    for body in [
+        big_requests::with_tools(MODEL, 150_000),
+        big_requests::with_history(MODEL, 32 * 1024 * 1024),
+    ] {
         let sent = Instant::now();
         let response = http
             .post(format!("{url}/v1/messages"))

@@ -2,6 +2,7 @@
 //! the real CLI run offline against it, a fake CLI (the `fake-claude` binary and the gateway
 //! simulation's), and a real Redis server.
 
+pub mod big_requests;
 pub mod cli;
 pub mod fake_anthropic;
 pub mod fake_cli;

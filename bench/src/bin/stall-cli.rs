@@ -19,47 +19,11 @@ use std::time::{Duration, Instant};
 
 use ccwire_bench::{percentile, sibling};
 use ccwire_tests::cli::{claude_path, inherited_to_remove, OfflineHome};
-use ccwire_tests::{FakeAnthropic, Match, Reply, Script};
+use ccwire_tests::{big_requests, FakeAnthropic, Match, Reply, Script};
 use serde_json::{json, Value};
 
 const MODEL: &str = "claude-sonnet-4-5-20250929";
 const PHASES: [&str; 3] = ["before", "during the big requests", "after"];
-
-fn tools_body(n: usize) -> Vec<u8> {
-    let mut body = format!(r#"{{"model":"{MODEL}","max_tokens":64,"tools":["#);
-    for i in 0..n {
-        if i > 0 {
-            body.push(',');
-        }
-        body.push_str(&format!(
-            r#"{{"name":"tool_{i}","description":"Tool {i}.","input_schema":{{"type":"object","properties":{{"x":{{"type":"string"}}}}}}}}"#
-        ));
-    }
-    body.push_str(r#"],"messages":[{"role":"user","content":"Hello."}]}"#);
-    body.into_bytes()
-}
-
-fn history_body(bytes: usize) -> Vec<u8> {
-    let filler = "The quick brown fox jumps over the lazy dog. ".repeat(23);
-    let mut messages = Vec::new();
-    let mut size = 0;
-    while size + 2048 < bytes {
-        let role = if messages.len() % 2 == 0 {
-            "user"
-        } else {
-            "assistant"
-        };
-        let message = json!({"role": role, "content": format!("{}: {filler}", messages.len())});
-        size += message.to_string().len() + 1;
-        messages.push(message);
-    }
-    if messages.len() % 2 == 1 {
-        messages.pop();
-    }
-    messages.push(json!({"role": "user", "content": "Summarise the conversation."}));
-    serde_json::to_vec(&json!({"model": MODEL, "max_tokens": 64, "messages": messages}))
-        .expect("JSON")
-}
 
 /// Samples by phase: (phase, milliseconds).
 type Samples = Arc<Mutex<Vec<(usize, f64)>>>;
@@ -174,8 +138,11 @@ async fn main() {
     let mut took = Vec::new();
     for _ in 0..rounds {
         for (name, body) in [
-            ("150,000 tools", tools_body(150_000)),
-            ("32 MiB history", history_body(32 * 1024 * 1024)),
+            ("150,000 tools", big_requests::with_tools(MODEL, 150_000)),
+            (
+                "32 MiB history",
+                big_requests::with_history(MODEL, 32 * 1024 * 1024),
+            ),
         ] {
             let size = body.len() as f64 / (1024.0 * 1024.0);
             let sent = Instant::now();
