@@ -464,6 +464,8 @@ pub fn gateway(data: &[u8]) {
         publish_index: shape & 8 != 0,
         console: shape & 64 != 0,
         store: shape & 128 != 0,
+        // A quota some turns cross (each line counts with its newline).
+        store_quota: (shape & 2 != 0).then_some(600),
         http: HttpConfig {
             api_keys: keys,
             admin_key: Some("a".to_owned()),
@@ -584,6 +586,8 @@ struct FuzzStore {
     asked: Vec<GatewayOutput>,
     /// Requests whose response waits for a record kept.
     kept: Vec<RequestId>,
+    /// The bytes of each tenant's transcripts.
+    usage: BTreeMap<String, u64>,
 }
 
 impl FuzzStore {
@@ -593,6 +597,10 @@ impl FuzzStore {
             GatewayOutput::Store(StoreAsk::Append { key, entries }) => {
                 let lines = self.transcripts.entry(key.id).or_default();
                 lines.extend(entries.iter().map(|e| e.get().to_owned()));
+                let added: usize = entries.iter().map(|e| e.get().len() + 1).sum();
+                *self.usage.entry(key.tenant.clone()).or_default() += added as u64;
+                self.asked
+                    .push(GatewayOutput::Store(StoreAsk::Usage { tenant: key.tenant }));
             }
             GatewayOutput::Store(StoreAsk::Save { record, request }) => {
                 self.records.retain(|r| r.key != record.key);
@@ -605,7 +613,8 @@ impl FuzzStore {
             | GatewayOutput::Store(StoreAsk::FindResponse { .. })
             | GatewayOutput::Store(StoreAsk::LoadManaged { .. })
             | GatewayOutput::Store(StoreAsk::List { .. })
-            | GatewayOutput::Store(StoreAsk::Load { .. })) => self.asked.push(asked),
+            | GatewayOutput::Store(StoreAsk::Load { .. })
+            | GatewayOutput::Store(StoreAsk::Usage { .. })) => self.asked.push(asked),
             _ => {}
         }
     }
@@ -676,6 +685,13 @@ impl FuzzStore {
                         Ok(self.transcripts.get(&key.id).cloned())
                     };
                     gateway.handle_store(now, StoreAnswer::TranscriptLoaded { request, lines });
+                }
+                // (A store that fails says nothing; one that works has forgotten some.)
+                GatewayOutput::Store(StoreAsk::Usage { tenant }) if !fail => {
+                    let used = self.usage.entry(tenant.clone()).or_default();
+                    *used = *used * 3 / 4;
+                    let bytes = *used;
+                    gateway.handle_store(now, StoreAnswer::Usage { tenant, bytes });
                 }
                 _ => {}
             }

@@ -413,3 +413,53 @@ fn a_turn_ends_only_once_its_record_is_kept() {
         sim.gateway.metrics()
     );
 }
+
+#[test]
+fn a_key_whose_stored_conversations_fill_its_quota_gets_a_413_until_they_expire() {
+    let mut sim = with_store(GatewayConfig {
+        store_quota: Some(200),
+        ..GatewayConfig::default()
+    });
+    let turn = |sim: &mut Sim, tenant: &str, text: &str| {
+        let body = anthropic(json!([{"role": "user", "content": text}]), false);
+        sim.send(Api::Anthropic, tenant, body)
+    };
+    // Under the quota, turns go on; the one that takes the key over it is still served.
+    let first = turn(&mut sim, "a", "One");
+    assert_eq!(sim.response(first).status, 200);
+    let long = "x".repeat(300);
+    let over = turn(&mut sim, "a", &long);
+    assert_eq!(sim.response(over).status, 200);
+    let used = sim.store.as_ref().unwrap().usage[&tenant_id("a")];
+    assert!(used >= 200, "{used}");
+    // Over it: a 413 in the API's shape, before any CLI work.
+    let clis = sim.specs.len();
+    let refused = turn(&mut sim, "a", "Three");
+    let response = sim.response(refused);
+    assert_eq!(response.status, 413, "{}", response.text());
+    let body = response.json();
+    assert_eq!(body["error"]["type"], "request_too_large");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("take {used} bytes")) && message.contains("limit of 200 bytes"),
+        "{message}"
+    );
+    assert_eq!(sim.specs.len(), clis, "no CLI started");
+    // Another key's turns go on.
+    let other = turn(&mut sim, "b", "Hi");
+    assert_eq!(sim.response(other).status, 200);
+    // Its old conversations expire; the gateway hears it when it asks again, which it does
+    // at most every 10 seconds while it refuses the key.
+    sim.store.as_mut().unwrap().usage.insert(tenant_id("a"), 0);
+    let refused = turn(&mut sim, "a", "Four");
+    assert_eq!(sim.response(refused).status, 413, "not asked again yet");
+    sim.advance(10_000);
+    let refused = turn(&mut sim, "a", "Five");
+    assert_eq!(
+        sim.response(refused).status,
+        413,
+        "asked: this one's answer comes after"
+    );
+    let again = turn(&mut sim, "a", "Six");
+    assert_eq!(sim.response(again).status, 200);
+}

@@ -7,6 +7,9 @@ use std::process::ExitCode;
 use ccwire_core::api::replay::ReplayResponses;
 use ccwire_core::api::Api;
 use ccwire_core::gateway::fair_share;
+
+/// The default of `--store-quota` for a gateway with several API keys.
+const DEFAULT_STORE_QUOTA: u64 = 1 << 30;
 use ccwire_core::{Chunk, ErrorKind, Replayer, SessionConfig};
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -120,6 +123,11 @@ struct ServeArgs {
     /// Seconds the session store keeps a conversation nobody continued.
     #[arg(long, value_name = "SECS", default_value_t = 7.0 * 24.0 * 3600.0)]
     store_ttl: f64,
+    /// The most bytes the session store keeps of one API key's conversation transcripts: a
+    /// turn of a key at or over it gets a 413 until its old conversations expire (default:
+    /// with several keys, 1 GiB; 0: no limit).
+    #[arg(long, value_name = "BYTES")]
+    store_quota: Option<u64>,
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 32 * 1024 * 1024)]
     max_body: usize,
@@ -434,6 +442,11 @@ fn serve(args: ServeArgs) -> ExitCode {
                 .unwrap_or_else(|| fair_share(args.max_concurrent, api_keys.len())),
             max_sessions_per_key: (args.max_sessions_per_key)
                 .unwrap_or_else(|| fair_share(args.max_sessions, api_keys.len())),
+            store_quota: match args.store_quota {
+                Some(0) => None,
+                Some(bytes) => Some(bytes),
+                None => (api_keys.len() > 1).then_some(DEFAULT_STORE_QUOTA),
+            },
             max_queue: args.max_queue,
             queue_timeout_ms: seconds(args.queue_timeout),
             pool: args.pool,

@@ -610,8 +610,11 @@ struct LoadsFail {
 type Fut<'a, T> = futures::future::BoxFuture<'a, std::io::Result<T>>;
 
 impl ConversationStore for LoadsFail {
-    fn append<'a>(&'a self, key: &'a ConversationKey, lines: Vec<String>) -> Fut<'a, ()> {
+    fn append<'a>(&'a self, key: &'a ConversationKey, lines: Vec<String>) -> Fut<'a, u64> {
         self.inner.append(key, lines)
+    }
+    fn usage<'a>(&'a self, tenant: &'a str) -> Fut<'a, u64> {
+        self.inner.usage(tenant)
     }
     fn save<'a>(&'a self, record: &'a ConversationRecord) -> Fut<'a, ()> {
         self.inner.save(record)
@@ -659,8 +662,8 @@ impl ConversationStore for LoadsFail {
     fn load_pool(&self) -> Fut<'_, Option<String>> {
         self.inner.load_pool()
     }
-    fn sweep(&self) -> Fut<'_, usize> {
-        self.inner.sweep()
+    fn sweep(&self, budget: usize) -> Fut<'_, ccwire_host::store::Swept> {
+        self.inner.sweep(budget)
     }
 }
 
@@ -776,5 +779,41 @@ async fn a_corrupt_record_a_lost_transcript_and_a_torn_line_each_go_on() {
         !metrics.contains("ccwire_store_failures_total{op=\"find\"}"),
         "{metrics}"
     );
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_over_its_store_quota_gets_a_413_from_its_next_turn_on_after_a_restart_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let quota = |dir: &std::path::Path| {
+        let store = with_store(dir, u64::MAX);
+        move |options: &mut GatewayOptions| {
+            store(options);
+            options.engine.store_quota = Some(2000);
+        }
+    };
+    let post = |gw: &Gw, text: &str| {
+        let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 100,
+                          "messages": [{"role": "user", "content": text}]});
+        gw.http.post(gw.url("/v1/messages")).json(&body).send()
+    };
+    let gw = Gw::start(quota(dir.path())).await;
+    // The first turn writes more than 2,000 bytes of transcript (the CLI's own lines).
+    assert_eq!(post(&gw, "One").await.unwrap().status(), 200);
+    let refused = post(&gw, "Two").await.unwrap();
+    assert_eq!(refused.status(), 413);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "request_too_large", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("limit of 2000 bytes per key"), "{message}");
+    let calls = gw.fake.model_calls().len();
+    assert_eq!(calls, 1, "the refused turn reached no model");
+    gw.stop().await;
+
+    // A gateway started again asks the store when the key comes back: the first turn goes
+    // ahead, the next is refused.
+    let gw = Gw::start(quota(dir.path())).await;
+    assert_eq!(post(&gw, "Three").await.unwrap().status(), 200);
+    assert_eq!(post(&gw, "Four").await.unwrap().status(), 413);
     gw.stop().await;
 }

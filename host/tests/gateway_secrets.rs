@@ -289,8 +289,8 @@ fn a_secret_given_twice_or_a_file_that_cannot_be_read_stops_it_before_it_serves(
 }
 
 /// Several keys share the gateway fairly by default: each key at most half of the live
-/// conversations and of the responses at once, as the start-up lines say; one key alone, or
-/// caps given, as given.
+/// conversations and of the responses at once, and 1 GiB of the session store, as the
+/// start-up lines say; one key alone, or caps given, as given.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn several_keys_each_get_a_fair_share_of_the_caps_by_default() {
     let state = tempfile::tempdir().unwrap();
@@ -303,6 +303,8 @@ async fn several_keys_each_get_a_fair_share_of_the_caps_by_default() {
     let output = serve.exited().await;
     let line = "at most 10 live conversations and 64 responses at once; each key 5 and 32";
     assert!(output.contains(line), "{output}");
+    let line = "the session store keeps at most 1073741824 bytes of each key's conversations";
+    assert!(output.contains(line), "{output}");
 
     let state = tempfile::tempdir().unwrap();
     let args = ["--max-sessions-per-key", "9", "--max-sessions", "10"];
@@ -310,6 +312,15 @@ async fn several_keys_each_get_a_fair_share_of_the_caps_by_default() {
     assert_eq!(serve.drain(ADMIN_KEY).await, 202);
     let output = serve.exited().await;
     assert!(output.contains("; each key 9 and 32"), "{output}");
+
+    let state = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&state, &["--store-quota", "5000"], &keys).await;
+    assert_eq!(serve.drain(ADMIN_KEY).await, 202);
+    let output = serve.exited().await;
+    assert!(
+        output.contains("keeps at most 5000 bytes of each key's"),
+        "{output}"
+    );
 
     let state = tempfile::tempdir().unwrap();
     let one = [
@@ -321,4 +332,8 @@ async fn several_keys_each_get_a_fair_share_of_the_caps_by_default() {
     let output = serve.exited().await;
     let line = "at most 64 live conversations and 64 responses at once; each key 64 and 64";
     assert!(output.contains(line), "{output}");
+    assert!(
+        !output.contains("bytes of each key's"),
+        "no quota: {output}"
+    );
 }

@@ -146,6 +146,48 @@ async fn a_conversation_left_alone_past_the_ttl_is_forgotten_by_redis() {
 }
 
 #[tokio::test]
+async fn each_tenant_s_transcripts_are_counted_once_across_gateways_until_they_expire() {
+    let redis = RedisServer::start();
+    let ttl = Duration::from_secs(3);
+    let one = RedisStore::connect(&redis.url(), ttl).await.unwrap();
+    let other = RedisStore::connect(&redis.url(), ttl).await.unwrap();
+    let c1 = record("t1", "c1", "h1").key;
+    let c2 = record("t1", "c2", "h2").key;
+    // Each line counts with its newline: `{"uuid":"a"}` is 12 bytes.
+    assert_eq!(one.append(&c1, lines(&["a", "b"])).await.unwrap(), 26);
+    // A batch retried after its answer was lost is not counted twice.
+    assert_eq!(one.append(&c1, lines(&["b"])).await.unwrap(), 26);
+    assert_eq!(
+        other
+            .append(&record("t2", "c1", "h1").key, lines(&["a"]))
+            .await
+            .unwrap(),
+        13,
+        "another tenant's own"
+    );
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert_eq!(
+        other.append(&c2, lines(&["c"])).await.unwrap(),
+        39,
+        "both gateways' writes"
+    );
+    // c1, last written more than the time-to-live ago, has expired: it no longer counts.
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    assert_eq!(one.load(&c1).await.unwrap(), None);
+    assert_eq!(one.append(&c2, lines(&["d"])).await.unwrap(), 26);
+    assert_eq!(
+        other.usage("t1").await.unwrap(),
+        26,
+        "asked without a write"
+    );
+    assert_eq!(
+        other.usage("t3").await.unwrap(),
+        0,
+        "a tenant with nothing kept"
+    );
+}
+
+#[tokio::test]
 async fn a_server_gone_fails_calls_quickly_and_one_back_has_what_it_acknowledged() {
     let mut redis = RedisServer::start();
     // The URL's password is sent (a server that needs none refuses it) and never shown.

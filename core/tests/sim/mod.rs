@@ -9,8 +9,8 @@ pub use std::collections::{BTreeMap, VecDeque};
 
 pub use ccwire_core::api::Api;
 pub use ccwire_core::gateway::{
-    Admission, CliSpec, ConversationRecord, Gateway, GatewayConfig, GatewayOutput, HttpHead,
-    Limits, RecordState, RequestId, RouteKey, SessionId, StoreAnswer, StoreAsk,
+    tenant_id, Admission, CliSpec, ConversationRecord, Gateway, GatewayConfig, GatewayOutput,
+    HttpHead, Limits, RecordState, RequestId, RouteKey, SessionId, StoreAnswer, StoreAsk,
     HELD_CALL_TIMEOUT_TEXT,
 };
 pub use serde_json::{json, Value};
@@ -127,6 +127,9 @@ pub struct SimStore {
     /// The store is down: records are not kept (a response waiting for one fails), or not
     /// answered at all (`Some(false)`: a store that hangs).
     pub down: Option<bool>,
+    /// The bytes each tenant's transcripts take (each line and its newline), as a store
+    /// counts them for its quota.
+    pub usage: BTreeMap<String, u64>,
 }
 
 impl Sim {
@@ -265,6 +268,20 @@ impl Sim {
                         let store = self.store.as_mut().expect("a store");
                         let lines = store.transcripts.entry(key.id).or_default();
                         lines.extend(entries.iter().map(|e| e.to_value()));
+                        let added: usize = entries.iter().map(|e| e.get().len() + 1).sum();
+                        let used = store.usage.entry(key.tenant.clone()).or_default();
+                        *used += added as u64;
+                        let answer = StoreAnswer::Usage {
+                            tenant: key.tenant,
+                            bytes: *used,
+                        };
+                        self.gateway.handle_store(self.now, answer);
+                    }
+                    GatewayOutput::Store(StoreAsk::Usage { tenant }) => {
+                        let store = self.store.as_ref().expect("a store");
+                        let bytes = store.usage.get(&tenant).copied().unwrap_or(0);
+                        let answer = StoreAnswer::Usage { tenant, bytes };
+                        self.gateway.handle_store(self.now, answer);
                     }
                     GatewayOutput::Store(StoreAsk::Save { record, request }) => {
                         let store = self.store.as_mut().expect("a store");

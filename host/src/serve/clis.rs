@@ -209,6 +209,7 @@ impl App {
                 // conversation's writes) and written where the CLI reads them.
                 let store = self.options.store.clone();
                 let (key, path) = (resume.key.clone(), resume.path.clone());
+                let usage = self.clone();
                 tokio::spawn(async move {
                     let made = tokio::task::spawn_blocking(move || history.lines()).await;
                     let Ok(entries) = made else {
@@ -224,7 +225,16 @@ impl App {
                         )
                         .await;
                         let error = match kept {
-                            Ok(Ok(())) => None,
+                            Ok(Ok(bytes)) => {
+                                if usage.options.engine.store_quota.is_some() {
+                                    let tenant = key.tenant.clone();
+                                    usage.input(|gateway, now| {
+                                        let answer = StoreAnswer::Usage { tenant, bytes };
+                                        gateway.handle_store(now, answer)
+                                    });
+                                }
+                                None
+                            }
                             Ok(Err(error)) => Some(error.to_string()),
                             Err(_) => Some("the session store did not answer in time".to_owned()),
                         };

@@ -739,6 +739,12 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
         "ccwire serve: at most {} live conversations and {} responses at once{per_key}",
         engine.max_sessions, engine.max_concurrent
     );
+    if let (Some(_), Some(quota)) = (&server.app.options.store, engine.store_quota) {
+        eprintln!(
+            "ccwire serve: the session store keeps at most {quota} bytes of each key's \
+             conversations (--store-quota)"
+        );
+    }
     if let Some(dir) = &server.app.options.state_dir {
         eprintln!(
             "ccwire serve: tenants' homes under {}",

@@ -130,6 +130,8 @@ pub(super) enum Unwritten {
 pub(super) struct Backlog {
     queues: HashMap<ConversationKey, std::collections::VecDeque<Unwritten>>,
     calls: Calls,
+    /// What the store said each tenant's transcripts take, since the engine last heard it.
+    usage: HashMap<String, u64>,
 }
 
 impl Backlog {
@@ -170,8 +172,8 @@ impl Backlog {
         while let Some(write) = queue.front() {
             let write = async {
                 match write {
-                    Unwritten::Lines(lines) => store.append(key, lines.clone()).await,
-                    Unwritten::Record(record) => store.save(record).await,
+                    Unwritten::Lines(lines) => store.append(key, lines.clone()).await.map(Some),
+                    Unwritten::Record(record) => store.save(record).await.map(|()| None),
                 }
             };
             let written = match retry {
@@ -179,7 +181,10 @@ impl Backlog {
                 false => self.calls.call(write).await,
             };
             match written {
-                Ok(()) => {}
+                Ok(None) => {}
+                Ok(Some(used)) => {
+                    self.usage.insert(key.tenant.clone(), used);
+                }
                 Err(error) if is_superseded(&error) => {
                     tracing::warn!(%error, "a conversation moved to another gateway");
                     self.queues.remove(key);
@@ -223,28 +228,55 @@ pub(super) enum Flushed {
     Superseded,
 }
 
-/// Carries out the session store's work in order; a lookup's answer goes to the gateway. Ends
-/// when the gateway shuts down. Forgets old conversations at its start and hourly.
-///
-/// What the store could not take (transcript lines, a record) is kept, in order, and written
-/// again every two seconds and before anything else of its conversation: a record is saved
-/// only once every line before it is kept, so a store that comes back after a failure has
-/// lost nothing the gateway acknowledged (while the gateway lives).
-/// Forgets the session store's old conversations at the start and hourly.
+/// How many conversations (and index entries, and stored responses) one step of the sweep
+/// looks at, and the pause between steps: a store of any size is swept a little at a time.
+const SWEEP_STEP: usize = 256;
+const SWEEP_PAUSE: Duration = Duration::from_millis(20);
+
+/// Forgets the session store's old conversations at the start and hourly, in steps.
 async fn sweeper(store: Arc<dyn ConversationStore>) {
     let mut sweep = tokio::time::interval(Duration::from_secs(3600));
     loop {
         sweep.tick().await;
-        match store.sweep().await {
-            Ok(0) => {}
-            Ok(n) => {
-                tracing::info!(
-                    conversations = n,
-                    "the session store forgot old conversations"
-                )
+        let mut forgotten = 0;
+        loop {
+            match store.sweep(SWEEP_STEP).await {
+                Ok(step) => {
+                    forgotten += step.forgotten;
+                    if step.done {
+                        break;
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot sweep the session store");
+                    break;
+                }
             }
-            Err(error) => tracing::warn!(%error, "cannot sweep the session store"),
+            tokio::time::sleep(SWEEP_PAUSE).await;
         }
+        if forgotten > 0 {
+            tracing::info!(
+                conversations = forgotten,
+                "the session store forgot old conversations"
+            );
+        }
+    }
+}
+
+/// Tells the engine what the store said each tenant's transcripts take (when it has a quota
+/// to check them against).
+fn report_usage(app: &std::sync::Weak<App>, backlog: &mut Backlog) {
+    if backlog.usage.is_empty() {
+        return;
+    }
+    let usage = std::mem::take(&mut backlog.usage);
+    let app = app.upgrade();
+    if let Some(app) = app.filter(|app| app.options.engine.store_quota.is_some()) {
+        app.input(|gateway, now| {
+            for (tenant, bytes) in usage {
+                gateway.handle_store(now, StoreAnswer::Usage { tenant, bytes });
+            }
+        });
     }
 }
 
@@ -257,6 +289,13 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// Carries out the session store's work in order; a lookup's answer goes to the gateway. Ends
+/// when the gateway shuts down. Forgets old conversations at its start and hourly.
+///
+/// What the store could not take (transcript lines, a record) is kept, in order, and written
+/// again every two seconds and before anything else of its conversation: a record is saved
+/// only once every line before it is kept, so a store that comes back after a failure has
+/// lost nothing the gateway acknowledged (while the gateway lives).
 pub(super) async fn store_worker(
     app: std::sync::Weak<App>,
     store: Arc<dyn ConversationStore>,
@@ -292,6 +331,7 @@ pub(super) async fn store_worker(
             Flushed::Superseded => superseded(app, key),
         };
     loop {
+        report_usage(&app, &mut backlog);
         let op = tokio::select! {
             op = ops.recv() => match op {
                 Some(op) => op,
@@ -339,6 +379,7 @@ pub(super) async fn store_worker(
                 if request.is_some() && written == Flushed::Failed {
                     backlog.forget(&key);
                 }
+                report_usage(&app, &mut backlog);
                 if let (Some(request), Some(app)) = (request, app.upgrade()) {
                     let answer = match written {
                         Flushed::Written => StoreAnswer::Kept { request },
@@ -380,6 +421,16 @@ pub(super) async fn store_worker(
                 let failed = "cannot read a stored response from the session store";
                 if !answer_lookup(&app, request, found, failed, answer) {
                     return;
+                }
+            }
+            StoreOp::Ask(StoreAsk::Usage { tenant }, _) => {
+                match calls.call(store.usage(&tenant)).await {
+                    Ok(bytes) => {
+                        backlog.usage.insert(tenant, bytes);
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot read a tenant's usage of the session store")
+                    }
                 }
             }
             StoreOp::Ask(StoreAsk::Pool { settings }, _) => {

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 
-use super::{component, ConversationStore, Superseded};
+use super::{component, ConversationStore, Superseded, Swept};
 
 /// The session store in a Redis server (`redis://`, `rediss://` for TLS, `redis+unix://`;
 /// user, password and database as the URL gives them), shared by every gateway that names it.
@@ -28,6 +28,8 @@ use super::{component, ConversationStore, Superseded};
 /// | `ccwire:{T}:s:<id>` | string | a response stored for `previous_response_id` |
 /// | `ccwire:{T}:m` | hash | the Managed Agents API's resources, `<kind>:<id>` → JSON (no expiry) |
 /// | `ccwire:{T}:recent` | sorted set | its conversations by when each was last saved (the console's list) |
+/// | `ccwire:{T}:u:b` | hash | the bytes of each of its transcripts, and (`*`) their sum: its usage |
+/// | `ccwire:{T}:u:at` | sorted set | its transcripts by when each was last appended to (the usage's expiry) |
 /// | `ccwire:tenants` | set | every tenant with a conversation kept (the admin's list) |
 /// | `ccwire:pool` | string | the warm pool's settings |
 ///
@@ -99,19 +101,67 @@ impl fmt::Debug for RedisStore {
     }
 }
 
-/// Appends a batch unless the transcript already ends with its last line; 0 (and nothing
-/// written) when the conversation's fencing token is newer than the writer's. KEYS:
-/// transcript, token. ARGV: ttl, the writer's token, the lines.
+/// Lua that takes up to 64 transcripts last appended to longer than `ttl` ago out of a
+/// tenant's usage (`sizes`, `appended`), and sets `now` (the server's clock, in seconds).
+macro_rules! forget_expired_lua {
+    () => {
+        r"
+local now = tonumber(redis.call('TIME')[1])
+local gone = redis.call('ZRANGEBYSCORE', appended, '-inf', '(' .. (now - tonumber(ttl)), 'LIMIT', 0, 64)
+for _, id in ipairs(gone) do
+  redis.call('HINCRBY', sizes, '*', -tonumber(redis.call('HGET', sizes, id) or '0'))
+  redis.call('HDEL', sizes, id)
+  redis.call('ZREM', appended, id)
+end
+"
+    };
+}
+
+/// Appends a batch unless the transcript already ends with its last line, and counts its
+/// bytes (each line and its newline) in the tenant's usage; returns the bytes the tenant's
+/// transcripts take, or -1 (and nothing written) when the conversation's fencing token is
+/// newer than the writer's. The usage counts each transcript appended to within the
+/// time-to-live (by the server's clock): those older leave it as they are found, a few at
+/// a time. KEYS: transcript, token, the tenant's sizes (a hash: conversation → bytes, `*` →
+/// their sum), their last appends (a sorted set). ARGV: ttl, the writer's token, the
+/// conversation's id, the lines.
 static APPEND: LazyLock<Script> = LazyLock::new(|| Script::new(APPEND_LUA));
-const APPEND_LUA: &str = r"
-if tonumber(redis.call('GET', KEYS[2]) or '0') > tonumber(ARGV[2]) then return 0 end
-local last = redis.call('LINDEX', KEYS[1], -1)
-if last ~= ARGV[#ARGV] then
-  for i = 3, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+const APPEND_LUA: &str = concat!(
+    r"
+if tonumber(redis.call('GET', KEYS[2]) or '0') > tonumber(ARGV[2]) then return -1 end
+local added = 0
+if #ARGV >= 4 and redis.call('LINDEX', KEYS[1], -1) ~= ARGV[#ARGV] then
+  for i = 4, #ARGV do
+    redis.call('RPUSH', KEYS[1], ARGV[i])
+    added = added + #ARGV[i] + 1
+  end
 end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
-return 1
-";
+local sizes, appended, ttl = KEYS[3], KEYS[4], ARGV[1]
+",
+    forget_expired_lua!(),
+    r"
+if added > 0 then redis.call('HINCRBY', sizes, ARGV[3], added) end
+local total = redis.call('HINCRBY', sizes, '*', added)
+redis.call('ZADD', appended, now, ARGV[3])
+redis.call('EXPIRE', sizes, ttl)
+redis.call('EXPIRE', appended, ttl)
+return total
+"
+);
+
+/// The bytes a tenant's transcripts take, as [`APPEND`] counts them. KEYS: the tenant's
+/// sizes, their last appends. ARGV: ttl.
+static USAGE: LazyLock<Script> = LazyLock::new(|| Script::new(USAGE_LUA));
+const USAGE_LUA: &str = concat!(
+    r"
+local sizes, appended, ttl = KEYS[1], KEYS[2], ARGV[1]
+",
+    forget_expired_lua!(),
+    r"
+return tonumber(redis.call('HGET', sizes, '*') or '0')
+"
+);
 
 /// Replaces a record, points its hash at it and forgets the hash it had; renews the
 /// transcript's time-to-live; ranks the conversation in its tenant's recent ones (dropping
@@ -375,27 +425,44 @@ impl RedisStore {
         ))
     }
 
-    async fn append_async(&self, key: &ConversationKey, lines: Vec<String>) -> io::Result<()> {
-        if lines.is_empty() {
-            return Ok(());
-        }
+    async fn append_async(&self, key: &ConversationKey, lines: Vec<String>) -> io::Result<u64> {
         let base = Self::conversation(key)?;
+        let (sizes, appended) = Self::usage_keys(&key.tenant)?;
         let mut call = APPEND.key(format!("{base}:t"));
         call.key(format!("{base}:o"))
+            .key(sizes)
+            .key(appended)
             .arg(self.ttl_secs())
-            .arg(self.token(&base));
+            .arg(self.token(&base))
+            .arg(&key.id);
         for line in &lines {
             call.arg(line);
         }
         let mut redis = self.redis.clone();
-        let written: i64 = call
+        let total: i64 = call
             .invoke_async(&mut redis)
             .await
             .map_err(|e| self.failed(e))?;
-        match written {
-            0 => Err(Self::superseded(key)),
-            _ => Ok(()),
-        }
+        u64::try_from(total).map_err(|_| Self::superseded(key))
+    }
+
+    /// The keys of a tenant's usage: its transcripts' sizes, and when each was last appended to.
+    fn usage_keys(tenant: &str) -> io::Result<(String, String)> {
+        let base = format!("ccwire:{{{}}}:u", component(tenant)?);
+        Ok((format!("{base}:b"), format!("{base}:at")))
+    }
+
+    async fn usage_async(&self, tenant: &str) -> io::Result<u64> {
+        let (sizes, appended) = Self::usage_keys(tenant)?;
+        let mut redis = self.redis.clone();
+        let total: i64 = USAGE
+            .key(sizes)
+            .key(appended)
+            .arg(self.ttl_secs())
+            .invoke_async(&mut redis)
+            .await
+            .map_err(|e| self.failed(e))?;
+        Ok(total.max(0).unsigned_abs())
     }
 
     async fn save_async(&self, record: &ConversationRecord) -> io::Result<()> {
@@ -481,8 +548,12 @@ impl ConversationStore for RedisStore {
         &'a self,
         key: &'a ConversationKey,
         lines: Vec<String>,
-    ) -> BoxFuture<'a, io::Result<()>> {
+    ) -> BoxFuture<'a, io::Result<u64>> {
         Box::pin(self.append_async(key, lines))
+    }
+
+    fn usage<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, io::Result<u64>> {
+        Box::pin(self.usage_async(tenant))
     }
 
     fn save<'a>(&'a self, record: &'a ConversationRecord) -> BoxFuture<'a, io::Result<()>> {
@@ -606,9 +677,14 @@ impl ConversationStore for RedisStore {
         })
     }
 
-    fn sweep(&self) -> BoxFuture<'_, io::Result<usize>> {
+    fn sweep(&self, _budget: usize) -> BoxFuture<'_, io::Result<Swept>> {
         // Redis expires the keys itself.
-        Box::pin(async { Ok(0) })
+        Box::pin(async {
+            Ok(Swept {
+                forgotten: 0,
+                done: true,
+            })
+        })
     }
 }
 

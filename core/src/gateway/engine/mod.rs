@@ -238,8 +238,9 @@ impl InFlight {
 ///             Store(ask)                     => carry the StoreAsk out in order: keep (Append,
 ///                                               Save: a response ends once its record is kept,
 ///                                               Pool, Response, Managed) or look up (Find,
-///                                               FindResponse, List, LoadManaged, Load) and
-///                                               give the answer to handle_store,
+///                                               FindResponse, List, LoadManaged, Load, Usage)
+///                                               and give the answer to handle_store (and each
+///                                               tenant's usage after an append),
 ///             RemoveDir { path }             => delete a deleted session's directory once its CLI is gone,
 ///         }
 ///     }
@@ -322,6 +323,9 @@ pub struct Gateway {
     next_conversation: u64,
     /// Responses whose end waits for the session store to keep their turn.
     keeping: BTreeMap<RequestId, keeping::Keeping>,
+    /// The bytes each tenant's transcripts take in the session store, as it last said
+    /// ([`StoreAnswer::Usage`]), and when it was last asked, by tenant id.
+    store_usage: BTreeMap<String, (u64, Timestamp)>,
 }
 
 /// When a request came and, for the added-latency histogram, when its turn reached the CLI
@@ -389,6 +393,7 @@ impl Gateway {
             fetching: BTreeMap::new(),
             next_conversation: 0,
             keeping: BTreeMap::new(),
+            store_usage: BTreeMap::new(),
         })
     }
 

@@ -47,6 +47,9 @@ impl Gateway {
             Ok(r) => r,
             Err(error) => return self.respond_error(request, api, &[], &error),
         };
+        if let Some(error) = self.over_store_quota(tenant) {
+            return self.respond_error(request, api, &[], &error);
+        }
         // Draining, nothing waits: a new conversation gets its 503 at once, a running one's
         // next turn goes ahead (only the live sessions' turns remain to be served).
         if self.draining.is_some() {

@@ -37,6 +37,10 @@ pub(super) struct Finding {
     pub(super) diverged: Option<(usize, Option<SessionId>)>,
 }
 
+/// How long a tenant refused for its store quota waits before the store is asked again how
+/// much its conversations take (ms).
+pub(super) const USAGE_RECHECK_MS: u64 = 10_000;
+
 impl Gateway {
     /// A new conversation's id: a UUID of keyed hash bits, never the same twice (the wall
     /// clock at the gateway's start is part of it, so a restarted gateway makes new ones).
@@ -120,7 +124,42 @@ impl Gateway {
                 self.store_resume_unavailable(now, session);
             }
             StoreAnswer::Superseded { key } => self.store_superseded(now, &key),
+            StoreAnswer::Usage { tenant, bytes } => {
+                self.store_usage.insert(tenant, (bytes, now));
+            }
         }
+    }
+
+    /// The 413 a turn of `tenant` (its key) gets while the store keeps as much of its
+    /// conversations as [`GatewayConfig::store_quota`] allows. A figure older than
+    /// [`USAGE_RECHECK_MS`] is asked for again (old conversations may have expired since), and
+    /// so is a key's first after the gateway starts (that turn goes ahead).
+    pub(super) fn over_store_quota(&mut self, tenant: &str) -> Option<ApiError> {
+        let quota = self.config.store_quota?;
+        let id = tenant_id(tenant);
+        // A key this gateway has not heard of yet (since it started): the store is asked,
+        // and answers before this turn's own writes.
+        let Some((used, asked)) = self.store_usage.get_mut(&id) else {
+            self.store_usage.insert(id.clone(), (0, self.now));
+            (self.outputs).push_back(GatewayOutput::Store(StoreAsk::Usage { tenant: id }));
+            return None;
+        };
+        if *used < quota {
+            return None;
+        }
+        let used = *used;
+        if self.now.saturating_sub(*asked) >= USAGE_RECHECK_MS {
+            *asked = self.now;
+            (self.outputs).push_back(GatewayOutput::Store(StoreAsk::Usage { tenant: id }));
+        }
+        Some(ApiError::new(
+            ApiErrorKind::RequestTooLarge,
+            format!(
+                "this key's stored conversations take {used} bytes, at or over the gateway's \
+                 limit of {quota} bytes per key: no new turn is taken until older \
+                 conversations expire from the session store"
+            ),
+        ))
     }
 
     /// The session store's answer to a [`StoreAsk::Find`]: the record of the

@@ -105,6 +105,11 @@ pub struct GatewayConfig {
     /// conversation's record ([`StoreAnswer::Kept`]) before the turn fails with a 503 (ms):
     /// a backstop for a host that never answers (`ccwire serve` answers within 20 s).
     pub keep_timeout_ms: u64,
+    /// The most bytes the session store may keep of one tenant's conversation transcripts
+    /// (as the store counts them, [`StoreAnswer::Usage`]): a turn of a tenant at or over it
+    /// gets a 413 that names the limit, before any CLI work, until old conversations expire.
+    /// `None`: no limit.
+    pub store_quota: Option<u64>,
 }
 
 /// A tenant's directories under [`GatewayConfig::tenant_root`]: `<root>/<id>/home` (its
@@ -238,6 +243,7 @@ impl Default for GatewayConfig {
             http: super::HttpConfig::default(),
             store: false,
             keep_timeout_ms: 60_000,
+            store_quota: None,
         }
     }
 }
@@ -562,6 +568,13 @@ pub enum StoreAsk {
         /// The conversation.
         key: ConversationKey,
     },
+    /// Say how many bytes `tenant`'s transcripts take now, with [`StoreAnswer::Usage`]: a
+    /// tenant refused for [`GatewayConfig::store_quota`] may have had old conversations
+    /// expire since the store last said.
+    Usage {
+        /// The tenant's id.
+        tenant: String,
+    },
     /// Keep the warm pool's settings (with a pool): a restarted
     /// gateway gives them to [`restore_pool`](super::Gateway::restore_pool). Opaque JSON, no
     /// secrets (the CLI's variables are left out).
@@ -655,6 +668,15 @@ pub enum StoreAnswer {
     Superseded {
         /// The conversation.
         key: ConversationKey,
+    },
+    /// How many bytes the store keeps of a tenant's conversation transcripts, after a write
+    /// of them or when asked ([`StoreAsk::Usage`]): what [`GatewayConfig::store_quota`] is
+    /// checked against.
+    Usage {
+        /// The tenant's id ([`ConversationKey::tenant`]).
+        tenant: String,
+        /// The bytes its transcripts take.
+        bytes: u64,
     },
 }
 
