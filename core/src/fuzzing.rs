@@ -609,6 +609,10 @@ impl FuzzStore {
                 }
                 self.records.push(record);
             }
+            GatewayOutput::Store(StoreAsk::Managed {
+                request: Some(request),
+                ..
+            }) => self.kept.push(request),
             asked @ (GatewayOutput::Store(StoreAsk::Find { .. })
             | GatewayOutput::Store(StoreAsk::FindResponse { .. })
             | GatewayOutput::Store(StoreAsk::LoadManaged { .. })

@@ -39,12 +39,28 @@ fn refused(admission: Admission, header: &str) -> (u16, Option<String>, Value) {
     (r.status, value, body)
 }
 
-/// A whole response of `request` from the gateway's outputs: status, headers, body.
+/// A whole response of `request` from the gateway's outputs: status, headers, body. (A
+/// Managed Agents change it asks the store to keep is kept.)
 fn answer(gateway: &mut Gateway, request: u64) -> (u16, Vec<(String, String)>, Vec<u8>) {
-    answer_of(
-        std::iter::from_fn(|| gateway.poll_output()).collect(),
-        request,
-    )
+    answer_of(kept_outputs(gateway), request)
+}
+
+/// The gateway's outputs, each Managed Agents change it asks the store to keep kept.
+fn kept_outputs(gateway: &mut Gateway) -> Vec<GatewayOutput> {
+    let mut outputs: Vec<GatewayOutput> = std::iter::from_fn(|| gateway.poll_output()).collect();
+    let mut at = 0;
+    while at < outputs.len() {
+        if let GatewayOutput::Store(StoreAsk::Managed {
+            request: Some(request),
+            ..
+        }) = outputs[at]
+        {
+            gateway.handle_store(1, StoreAnswer::Kept { request });
+            outputs.extend(std::iter::from_fn(|| gateway.poll_output()));
+        }
+        at += 1;
+    }
+    outputs
 }
 
 /// A whole response of `request` among `outputs`.
@@ -967,6 +983,14 @@ fn managed_resources_are_kept_in_the_store_and_read_back_after_a_restart() {
         },
     );
     let outputs: Vec<GatewayOutput> = std::iter::from_fn(|| e.poll_output()).collect();
+    assert!(
+        !outputs
+            .iter()
+            .any(|o| matches!(o, GatewayOutput::End { .. })),
+        "the answer ends once the store has kept the agent: {outputs:?}"
+    );
+    e.handle_store(1, StoreAnswer::Kept { request: 2 });
+    let outputs: Vec<GatewayOutput> = outputs.into_iter().chain(kept_outputs(&mut e)).collect();
     let kept: Vec<(String, String, Option<String>)> = outputs
         .iter()
         .filter_map(|o| match o {
@@ -987,6 +1011,30 @@ fn managed_resources_are_kept_in_the_store_and_read_back_after_a_restart() {
     let update = json!({"system": "Now with a system prompt."});
     let (_, _, v2) = managed(&mut e, "alice", "POST", &format!("/v1/agents/{id}"), update);
     assert_eq!(v2["version"], 2);
+    // A change the store cannot keep is a 503 to retry, not a success a restart would undo.
+    let path = format!("/v1/agents/{id}");
+    let head = HttpHead {
+        method: "POST",
+        path: &path,
+        query: "",
+        headers: &[JSON],
+    };
+    let body = json!({"system": "Kept?"}).to_string();
+    e.handle_http(1, 3, &head, "alice", Ok(body.as_bytes()));
+    let outputs: Vec<GatewayOutput> = std::iter::from_fn(|| e.poll_output()).collect();
+    assert!(!outputs
+        .iter()
+        .any(|o| matches!(o, GatewayOutput::End { .. })));
+    e.handle_store(1, StoreAnswer::NotKept { request: 3 });
+    let (status, headers, body) = answer(&mut e, 3);
+    assert_eq!(status, 503);
+    assert!(
+        headers.contains(&("retry-after".to_owned(), "2".to_owned())),
+        "{headers:?}"
+    );
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("could not keep it"), "{message}");
     // A restarted gateway reads the agent back, versions and all.
     let mut restarted = with_http(HttpConfig::default(), config());
     let get = HttpHead {

@@ -162,3 +162,50 @@ async fn a_tenant_s_resources_are_served_by_one_gateway_of_a_cluster_and_taken_o
     assert_eq!(v3["version"], 3);
     drop(gateways);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_the_store_cannot_keep_is_a_503_to_retry_not_a_success() {
+    let fake = FakeAnthropic::start(script()).await;
+    let home = OfflineHome::new();
+    let http = reqwest::Client::new();
+    let state = tempfile::tempdir().unwrap();
+    let args = [
+        "--state-dir",
+        state.path().to_str().unwrap(),
+        "--sandbox",
+        "off",
+        "--api-key",
+        "key-one",
+    ];
+    let gateway = ServeProcess::start(&home, &fake, &args, &[]).await;
+    let base = format!("http://{}", gateway.addr);
+    let agents = "/v1/agents";
+    let body = json!({"name": "Kept", "model": "claude-sonnet-4-6"});
+    let (status, _, _) = call(&http, &base, reqwest::Method::POST, agents, Some(body)).await;
+    assert_eq!(status, 200);
+    // The store's directory for the tenant's resources made unwritable: a file in its place.
+    let tenant = std::fs::read_dir(state.path().join("store"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().join("managed").is_dir())
+        .expect("the tenant's resources in the store")
+        .path();
+    let managed = tenant.join("managed");
+    std::fs::rename(&managed, tenant.join("kept-aside")).unwrap();
+    std::fs::write(&managed, b"not a directory").unwrap();
+    let body = json!({"name": "Lost", "model": "claude-sonnet-4-6"});
+    let (status, _, error) = call(&http, &base, reqwest::Method::POST, agents, Some(body)).await;
+    assert_eq!(status, 503, "{error}");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("could not keep it"), "{message}");
+    // The store back, the retry (after the `retry-after: 2` it was given) is kept.
+    std::fs::remove_file(&managed).unwrap();
+    std::fs::rename(tenant.join("kept-aside"), &managed).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let body = json!({"name": "Again", "model": "claude-sonnet-4-6"});
+    let (status, _, again) = call(&http, &base, reqwest::Method::POST, agents, Some(body)).await;
+    assert_eq!(status, 200, "{again}");
+    let kept = std::fs::read_dir(&managed).unwrap().count();
+    assert_eq!(kept, 2, "the first agent and the retry");
+    gateway.stop().await;
+}

@@ -326,17 +326,27 @@ impl Sim {
                         store.responses.insert((tenant, id), response);
                     }
                     GatewayOutput::Store(StoreAsk::Managed {
+                        request,
                         tenant,
                         kind,
                         id,
                         json,
-                        ..
                     }) => {
                         let store = self.store.as_mut().expect("a store");
-                        match json {
-                            Some(json) => store.managed.insert((tenant, kind, id), json),
-                            None => store.managed.remove(&(tenant, kind, id)),
+                        let answer = match store.down {
+                            Some(false) => None,
+                            Some(true) => request.map(|request| StoreAnswer::NotKept { request }),
+                            None => {
+                                match json {
+                                    Some(json) => store.managed.insert((tenant, kind, id), json),
+                                    None => store.managed.remove(&(tenant, kind, id)),
+                                };
+                                request.map(|request| StoreAnswer::Kept { request })
+                            }
                         };
+                        if let Some(answer) = answer {
+                            self.gateway.handle_store(self.now, answer);
+                        }
                     }
                     GatewayOutput::Store(StoreAsk::LoadManaged { request, tenant }) => {
                         let store = self.store.as_ref().expect("a store");

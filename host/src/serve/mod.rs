@@ -167,8 +167,6 @@ struct Core {
     gateway: Gateway,
     clis: HashMap<SessionId, Cli>,
     responders: HashMap<RequestId, mpsc::UnboundedSender<Part>>,
-    /// Responses that end once the session store has kept their conversation's record.
-    saving: HashMap<RequestId, tokio::sync::oneshot::Receiver<()>>,
     /// Route keys were claimed since the last response ended: the next one ends once the
     /// cluster registry has them, so the client's next request finds its conversation.
     claimed: bool,
@@ -313,17 +311,13 @@ impl App {
             }
             GatewayOutput::End { request } => {
                 let responder = core.responders.remove(&request);
-                let mut kept = core.saving.remove(&request);
-                if std::mem::take(&mut core.claimed) {
-                    // Ends once the claims made before it are in the registry (after the
-                    // record it may wait for: the store's work is done in order).
+                if let (Some(responder), true) = (responder, std::mem::take(&mut core.claimed)) {
+                    // Ends once the claims made before it are in the registry (the store's
+                    // work is done in order).
                     let (done, registered) = tokio::sync::oneshot::channel();
                     self.to_store(StoreOp::Barrier(done));
-                    kept = Some(registered);
-                }
-                if let (Some(responder), Some(kept)) = (responder, kept) {
                     tokio::spawn(async move {
-                        let _ = tokio::time::timeout(Duration::from_secs(10), kept).await;
+                        let _ = tokio::time::timeout(Duration::from_secs(10), registered).await;
                         drop(responder);
                     });
                 }
@@ -350,20 +344,7 @@ impl App {
             GatewayOutput::Release { key } if self.options.cluster.is_some() => {
                 self.to_store(StoreOp::Release(key));
             }
-            GatewayOutput::Store(ask) => {
-                // A Managed Agents resource's response ends once it is kept. (A turn's
-                // response waits in the engine for its record: `StoreAnswer::Kept`.)
-                let waiting = match &ask {
-                    StoreAsk::Managed { request, .. } => *request,
-                    _ => None,
-                };
-                let done = waiting.map(|request| {
-                    let (done, kept) = tokio::sync::oneshot::channel();
-                    core.saving.insert(request, kept);
-                    done
-                });
-                self.to_store(StoreOp::Ask(ask, done));
-            }
+            GatewayOutput::Store(ask) => self.to_store(StoreOp::Ask(ask)),
             _ => {}
         }
     }
@@ -557,7 +538,6 @@ impl Server {
                 gateway,
                 clis: HashMap::new(),
                 responders: HashMap::new(),
-                saving: HashMap::new(),
                 claimed: false,
                 working: HashMap::new(),
             }),

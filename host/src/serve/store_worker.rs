@@ -7,9 +7,8 @@ use super::*;
 
 /// What the session store is asked to do.
 pub(super) enum StoreOp {
-    /// What the engine asks ([`GatewayOutput::Store`]); `done`, when given, hears once a
-    /// write is kept (or failed): a response that waits for it ends then.
-    Ask(StoreAsk, Option<tokio::sync::oneshot::Sender<()>>),
+    /// What the engine asks ([`GatewayOutput::Store`]).
+    Ask(StoreAsk),
     /// Write a stored transcript where a resuming CLI reads it.
     Resume {
         spec: ResumeSpec,
@@ -357,12 +356,12 @@ pub(super) async fn store_worker(
             }
         };
         match op {
-            StoreOp::Ask(StoreAsk::Append { key, entries }, _) => {
+            StoreOp::Ask(StoreAsk::Append { key, entries }) => {
                 let lines = entries.iter().map(|e| e.get().to_owned()).collect();
                 backlog.push(&key, Unwritten::Lines(lines));
                 flushed(&app, &key, backlog.flush(store.as_ref(), &key).await);
             }
-            StoreOp::Ask(StoreAsk::Save { record, request }, _) => {
+            StoreOp::Ask(StoreAsk::Save { record, request }) => {
                 let key = record.key.clone();
                 backlog.push(&key, Unwritten::Record(record));
                 // The response waiting for this record ends as its turn made it only once
@@ -388,14 +387,11 @@ pub(super) async fn store_worker(
                     app.input(|gateway, now| gateway.handle_store(now, answer));
                 }
             }
-            StoreOp::Ask(
-                StoreAsk::Response {
-                    tenant,
-                    id,
-                    response,
-                },
-                _,
-            ) => {
+            StoreOp::Ask(StoreAsk::Response {
+                tenant,
+                id,
+                response,
+            }) => {
                 if let Err(error) = calls
                     .call(store.save_response(&tenant, &id, response))
                     .await
@@ -404,14 +400,11 @@ pub(super) async fn store_worker(
                     write_failed(&app);
                 }
             }
-            StoreOp::Ask(
-                StoreAsk::FindResponse {
-                    request,
-                    tenant,
-                    id,
-                },
-                _,
-            ) => {
+            StoreOp::Ask(StoreAsk::FindResponse {
+                request,
+                tenant,
+                id,
+            }) => {
                 // An id that is no store key (a client's invention) is no stored response.
                 let found = match calls.call(store.load_response(&tenant, &id)).await {
                     Err(error) if error.kind() == std::io::ErrorKind::InvalidInput => Ok(None),
@@ -423,7 +416,7 @@ pub(super) async fn store_worker(
                     return;
                 }
             }
-            StoreOp::Ask(StoreAsk::Usage { tenant }, _) => {
+            StoreOp::Ask(StoreAsk::Usage { tenant }) => {
                 match calls.call(store.usage(&tenant)).await {
                     Ok(bytes) => {
                         backlog.usage.insert(tenant, bytes);
@@ -433,19 +426,16 @@ pub(super) async fn store_worker(
                     }
                 }
             }
-            StoreOp::Ask(StoreAsk::Pool { settings }, _) => {
+            StoreOp::Ask(StoreAsk::Pool { settings }) => {
                 if let Err(error) = calls.call(store.save_pool(settings)).await {
                     tracing::warn!(%error, "cannot keep the warm pool's settings");
                 }
             }
-            StoreOp::Ask(
-                StoreAsk::Find {
-                    request,
-                    tenant,
-                    hash,
-                },
-                _,
-            ) => {
+            StoreOp::Ask(StoreAsk::Find {
+                request,
+                tenant,
+                hash,
+            }) => {
                 let found = calls.call(store.find(&tenant, &hash)).await;
                 let answer = |record| StoreAnswer::Found { request, record };
                 let failed = "cannot look a conversation up in the session store";
@@ -479,36 +469,43 @@ pub(super) async fn store_worker(
                 };
                 let _ = done.send(written);
             }
-            StoreOp::Ask(
-                StoreAsk::Managed {
-                    tenant,
-                    kind,
-                    id,
-                    json,
-                    ..
-                },
-                done,
-            ) => {
-                // Answered only once kept or failed: the client learns which.
-                if let Err(error) = calls
-                    .call(store.save_managed(&tenant, &kind, &id, json))
-                    .await
-                {
-                    tracing::warn!(%error, resource = %id, "cannot keep a Managed Agents resource");
-                    write_failed(&app);
-                }
-                if let Some(done) = done {
-                    let _ = done.send(());
+            StoreOp::Ask(StoreAsk::Managed {
+                request,
+                tenant,
+                kind,
+                id,
+                json,
+            }) => {
+                // A request's change: its answer ends once kept, or fails when it cannot be.
+                let save = calls.call(store.save_managed(&tenant, &kind, &id, json));
+                let kept = match tokio::time::timeout(KEEP_WAIT, save).await {
+                    Ok(Ok(())) => true,
+                    Ok(Err(error)) => {
+                        tracing::warn!(%error, resource = %id, "cannot keep a Managed Agents resource");
+                        false
+                    }
+                    Err(_) => {
+                        tracing::warn!(resource = %id, "the session store did not keep a Managed Agents resource in time");
+                        false
+                    }
+                };
+                match (request, app.upgrade()) {
+                    (Some(request), Some(app)) => {
+                        let answer = match kept {
+                            true => StoreAnswer::Kept { request },
+                            false => StoreAnswer::NotKept { request },
+                        };
+                        app.input(|gateway, now| gateway.handle_store(now, answer));
+                    }
+                    (None, _) if !kept => write_failed(&app),
+                    _ => {}
                 }
             }
-            StoreOp::Ask(
-                StoreAsk::List {
-                    request,
-                    tenant,
-                    limit,
-                },
-                _,
-            ) => {
+            StoreOp::Ask(StoreAsk::List {
+                request,
+                tenant,
+                limit,
+            }) => {
                 // Reads for the console, after the writes before them, but not holding up
                 // the writes after them.
                 let (store, app, calls) = (store.clone(), app.clone(), calls.clone());
@@ -533,7 +530,7 @@ pub(super) async fn store_worker(
                     });
                 });
             }
-            StoreOp::Ask(StoreAsk::Load { request, key }, _) => {
+            StoreOp::Ask(StoreAsk::Load { request, key }) => {
                 let (store, app, calls) = (store.clone(), app.clone(), calls.clone());
                 tokio::spawn(async move {
                     let read = calls.call(store.peek(&key)).await;
@@ -554,7 +551,7 @@ pub(super) async fn store_worker(
                     });
                 });
             }
-            StoreOp::Ask(StoreAsk::LoadManaged { request, tenant }, _) => {
+            StoreOp::Ask(StoreAsk::LoadManaged { request, tenant }) => {
                 let loaded = calls.call(store.load_managed(&tenant)).await;
                 let Some(app) = app.upgrade() else {
                     return;
@@ -574,7 +571,7 @@ pub(super) async fn store_worker(
                     )
                 });
             }
-            StoreOp::Ask(ask, _) => {
+            StoreOp::Ask(ask) => {
                 tracing::warn!(
                     ?ask,
                     "a session store request this gateway does not carry out"

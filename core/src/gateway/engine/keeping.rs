@@ -5,6 +5,8 @@
 //! turn fail with a 503 that asks to retry: a client is never told a turn succeeded that a
 //! gateway killed a moment later would lose. The conversation's CLI, which has the turn the
 //! store does not, is closed without saving it: the retry goes on from what the store kept.
+//! A Managed Agents request that changes a resource or a session waits the same way for the
+//! store to keep each change ([`StoreAsk::Managed`] with its request), answered whole.
 
 use super::*;
 
@@ -13,12 +15,24 @@ use super::*;
 pub(super) struct Keeping {
     /// When it fails if the store has not answered.
     pub(super) deadline: Timestamp,
-    /// The conversation's CLI.
-    session: SessionId,
+    /// The conversation's CLI (none: a Managed Agents change).
+    session: Option<SessionId>,
+    /// How many writes the store has still to keep.
+    waiting: usize,
     /// Its end as the turn made it: what the client gets once the record is kept.
     done: Vec<GatewayOutput>,
     /// Its end as a failure: what the client gets when the record cannot be kept.
     failed: Vec<GatewayOutput>,
+}
+
+/// The error of a Managed Agents change the session store could not keep.
+fn change_not_kept() -> ApiError {
+    ApiError::new(
+        ApiErrorKind::Unavailable,
+        "this gateway made the change, but the session store could not keep it, so it would \
+         not outlive a restart; retry shortly",
+    )
+    .retry_after(2)
 }
 
 /// The error of a turn whose record the session store could not keep.
@@ -78,34 +92,86 @@ impl Gateway {
                 GatewayOutput::End { request },
             ]
         };
-        let deadline = self.now.saturating_add(self.config.keep_timeout_ms);
-        self.keeping.insert(
-            request,
-            Keeping {
-                deadline,
-                session,
-                done,
-                failed,
-            },
-        );
+        self.hold(request, Some(session), 1, done, failed);
     }
 
-    /// The store answered the save of `request`'s record: its response ends, as the turn made
-    /// it (`kept`) or with a 503 (and its CLI is closed, the record it would save forgotten).
+    /// Holds the whole answer of a Managed Agents request (its outputs from `mark` on) until
+    /// the store has kept the `waiting` changes it asked to keep.
+    pub(super) fn hold_change(&mut self, request: RequestId, mark: usize, waiting: usize) {
+        let mut done = Vec::new();
+        let mut at = mark;
+        while at < self.outputs.len() {
+            if self.outputs[at].request() == Some(request) {
+                done.extend(self.outputs.remove(at));
+            } else {
+                at += 1;
+            }
+        }
+        let response = http::error_response(Api::Anthropic, &change_not_kept(), Vec::new());
+        let failed = vec![
+            GatewayOutput::Respond {
+                request,
+                status: response.status,
+                headers: response.headers,
+            },
+            GatewayOutput::Body {
+                request,
+                bytes: response.body,
+            },
+            GatewayOutput::End { request },
+        ];
+        self.hold(request, None, waiting, done, failed);
+    }
+
+    fn hold(
+        &mut self,
+        request: RequestId,
+        session: Option<SessionId>,
+        waiting: usize,
+        done: Vec<GatewayOutput>,
+        failed: Vec<GatewayOutput>,
+    ) {
+        let deadline = self.now.saturating_add(self.config.keep_timeout_ms);
+        let keeping = Keeping {
+            deadline,
+            session,
+            waiting,
+            done,
+            failed,
+        };
+        self.keeping.insert(request, keeping);
+    }
+
+    /// The store answered the save of `request`'s record (or of one of its Managed Agents
+    /// changes): its response ends, as the turn made it (`kept`, every change kept) or with a
+    /// 503 (and a turn's CLI is closed, the record it would save forgotten).
     pub(super) fn kept(&mut self, now: Timestamp, request: RequestId, kept: bool) {
         self.now = now;
-        let Some(keeping) = self.keeping.remove(&request) else {
+        let Some(mut keeping) = self.keeping.remove(&request) else {
             return;
         };
         if kept {
-            self.outputs.extend(keeping.done);
+            keeping.waiting = keeping.waiting.saturating_sub(1);
+            if keeping.waiting > 0 {
+                self.keeping.insert(request, keeping);
+            } else {
+                self.outputs.extend(keeping.done);
+            }
             return;
         }
-        *self.metrics.store_failures.entry("turn").or_default() += 1;
+        let what = if keeping.session.is_some() {
+            "turn"
+        } else {
+            "managed"
+        };
+        *self.metrics.store_failures.entry(what).or_default() += 1;
         self.outputs.extend(keeping.failed);
-        if let Some(live) = self.lives.get_mut(&keeping.session) {
+        let Some(session) = keeping.session else {
+            return;
+        };
+        if let Some(live) = self.lives.get_mut(&session) {
             live.record = None;
-            self.close(now, keeping.session);
+            self.close(now, session);
         }
     }
 

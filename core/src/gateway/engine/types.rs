@@ -525,8 +525,9 @@ pub enum StoreAsk {
         id: String,
     },
     /// Keep a Managed Agents resource of `tenant`: `json` replaces what was kept under `kind`
-    /// and `id`; `None` deletes it. Opaque JSON. The response of `request`, if any, ends once
-    /// it is kept.
+    /// and `id`; `None` deletes it. Opaque JSON. With a `request`, answer with
+    /// [`StoreAnswer::Kept`] or [`StoreAnswer::NotKept`]: its response ends once every change
+    /// it made is kept (or with a 503 when one cannot be).
     Managed {
         /// The request that changed it (none: a session's turn did).
         request: Option<RequestId>,
@@ -639,7 +640,8 @@ pub enum StoreAnswer {
     /// conversation's next write): counted in `/metrics`.
     WriteFailed,
     /// The record of a [`StoreAsk::Save`] naming `request` is kept, with every line of its
-    /// transcript before it: the response ends as its turn made it.
+    /// transcript before it: the response ends as its turn made it. (Or a
+    /// [`StoreAsk::Managed`] change naming it: its response ends once all are.)
     Kept {
         /// The request whose response waits for it.
         request: RequestId,

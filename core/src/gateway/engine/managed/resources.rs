@@ -94,6 +94,7 @@ impl Gateway {
                 }));
             return;
         }
+        let mark = self.outputs.len();
         let mut warnings = Vec::new();
         let mut kept = Vec::new();
         let answer = match route {
@@ -139,6 +140,16 @@ impl Gateway {
             ));
         }
         self.respond_whole(request, status, headers, value.to_string().into_bytes());
+        // Its answer ends once the store keeps what it changed.
+        let waiting = (self.outputs.range(mark..))
+            .filter(|o| {
+                matches!(o, GatewayOutput::Store(StoreAsk::Managed { request: Some(r), .. })
+                         if *r == request)
+            })
+            .count();
+        if waiting > 0 {
+            self.hold_change(request, mark, waiting);
+        }
     }
 
     /// Notes resource `id` of `kind` as changed, for the session store: as kept, with the order
