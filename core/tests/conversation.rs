@@ -608,7 +608,11 @@ fn bad_responses_requests_name_the_field() {
         ),
         (
             json!({"model": "m", "input": [{"type": "item_reference", "id": "x"}]}),
-            "input[0]",
+            "input[0].id",
+        ),
+        (
+            json!({"model": "m", "input": [{"type": "item_reference"}]}),
+            "input[0].id",
         ),
         (
             json!({"model": "m", "input": [{"type": "local_shell_call"}]}),

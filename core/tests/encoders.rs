@@ -969,7 +969,7 @@ fn a_forced_tool_call_is_the_object_as_the_tool_s_input() {
 }
 
 /// A turn that ends without the object — the model kept answering in text, or its object never
-/// matched the schema — is an error, never the free text.
+/// matched the schema — is an error, never the free text: a 422, which the SDKs do not retry.
 #[test]
 fn no_object_is_an_error_not_free_text() {
     let chunks = structured_turn(json!({"name": "Ada"}), None);
@@ -978,7 +978,8 @@ fn no_object_is_an_error_not_free_text() {
         let Outcome::Failed(error) = outcome else {
             panic!("{api:?}: {outcome:?}")
         };
-        assert_eq!(error.kind, ApiErrorKind::Api);
+        assert_eq!(error.kind, ApiErrorKind::Unprocessable);
+        assert_eq!(error.kind.status(), 422);
         assert!(
             error.message.contains("structured output"),
             "{}",
@@ -995,7 +996,7 @@ fn no_object_is_an_error_not_free_text() {
     let Outcome::Failed(error) = outcome else {
         panic!("{outcome:?}")
     };
-    assert_eq!(error.kind.status(), 500);
+    assert_eq!(error.kind.status(), 422);
     assert!(
         error.message.contains("after 5 attempts"),
         "{}",

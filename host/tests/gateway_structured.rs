@@ -147,6 +147,72 @@ async fn a_json_schema_answer_is_the_object_in_every_api() {
     gw.stop().await;
 }
 
+/// Schemas as client libraries write them in drafts other than draft-07: zod 4 and pydantic
+/// (2020-12, naming it in `$schema`), and draft-04.
+fn schemas_of_other_drafts() -> Vec<Value> {
+    vec![
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "name": {"$ref": "#/$defs/Name"},
+                "age": {"type": "integer", "minimum": 0},
+                "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}], "items": false},
+            },
+            "required": ["name", "age"],
+            "dependentRequired": {"pair": ["name"]},
+            "unevaluatedProperties": false,
+            "$defs": {"Name": {"type": "string", "minLength": 1}},
+        }),
+        json!({
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "age": {"type": "integer", "minimum": 0, "exclusiveMinimum": true},
+            },
+            "required": ["name", "age"],
+        }),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_of_any_draft_is_taken_and_answered() {
+    let gw = Gw::start_with(structured_script(), |_| {}).await;
+    for (n, schema) in schemas_of_other_drafts().into_iter().enumerate() {
+        let format =
+            json!({"type": "json_schema", "json_schema": {"name": "Person", "schema": schema}});
+        let chat = json!({"model": "gpt-4o", "response_format": format,
+            "messages": [{"role": "user", "content": format!("PLEASE-PERSON draft {n}")}]});
+        let (status, _, body) = gw.call("/v1/chat/completions", &chat, None).await;
+        assert_eq!(status, 200, "{n}: {body}");
+        let content = body["choices"][0]["message"]["content"].as_str().unwrap();
+        let object: Value = serde_json::from_str(content).unwrap();
+        assert_eq!(object, json!({"name": "Ada", "age": 36}));
+        // The CLI took the schema: the model was offered its structured-output tool, with
+        // the schema in draft-07's words.
+        let tools = last_call_tools(&gw);
+        let offered = tool_named(&tools, "StructuredOutput").expect("the structured-output tool");
+        let input = &offered["input_schema"];
+        assert!(input.get("$schema").is_none(), "{input}");
+        assert_eq!(input["required"], json!(["name", "age"]), "{input}");
+    }
+    // The same as a forced tool's input schema (LangChain's function calling, instructor).
+    for (n, schema) in schemas_of_other_drafts().into_iter().enumerate() {
+        let tool = json!({"name": "Person", "description": "A person.", "input_schema": schema});
+        let body = json!({"model": MODEL, "max_tokens": 1024, "tools": [tool],
+            "tool_choice": {"type": "tool", "name": "Person"},
+            "messages": [{"role": "user", "content": format!("PLEASE-PERSON forced {n}")}]});
+        let (status, _, answer) = gw.call("/v1/messages", &body, None).await;
+        assert_eq!(status, 200, "{n}: {answer}");
+        assert_eq!(answer["content"][0]["type"], "tool_use", "{answer}");
+        assert_eq!(
+            answer["content"][0]["input"],
+            json!({"name": "Ada", "age": 36})
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_tools_run_before_the_structured_answer() {
     let gw = Gw::start_with(structured_script(), |_| {}).await;
@@ -238,7 +304,7 @@ async fn a_forced_tool_call_is_a_call_of_the_client_s_tool() {
             "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x", "y"]}},
         }}})
     };
-    for (prompt, status) in [("PLEASE-NESTED", 200), ("PLEASE-MISNESTED", 500)] {
+    for (prompt, status) in [("PLEASE-NESTED", 200), ("PLEASE-MISNESTED", 422)] {
         let chat = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": format!("{prompt} go")}],
             "tools": [point("move"), point("jump")], "tool_choice": "required"});
         let (got, _, body) = gw.call("/v1/chat/completions", &chat, None).await;
@@ -282,7 +348,8 @@ async fn no_valid_object_is_an_error_not_free_text() {
     let chat = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "PLEASE-INVALID person"}],
         "response_format": {"type": "json_schema", "json_schema": {"name": "Person", "schema": person_schema()}}});
     let (status, _, body) = gw.call("/v1/chat/completions", &chat, None).await;
-    assert_eq!(status, 500, "{body}");
+    // A 422: the CLI has asked the model again already, and the SDKs do not retry it.
+    assert_eq!(status, 422, "{body}");
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains("structured output"), "{message}");
     // The model was asked again after each invalid object.

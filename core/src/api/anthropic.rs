@@ -174,6 +174,7 @@ fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
         show_thinking: matches!(thinking, Some(Thinking::Adaptive | Thinking::Budget(_))),
         thinking,
         effort,
+        references: Vec::new(),
     })
 }
 

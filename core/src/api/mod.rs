@@ -255,6 +255,37 @@ pub struct ApiRequest {
     /// thinking, a Chat Completions request gives a `reasoning_effort` (other than `none`), a
     /// Responses request asks for a reasoning `summary`.
     pub show_thinking: bool,
+    /// Responses API: the `item_reference` input items that name output message items of
+    /// stored responses, each standing in the conversation as its
+    /// [`placeholder`](ItemReference::placeholder) text until the gateway puts the item's
+    /// text there.
+    pub references: Vec<ItemReference>,
+}
+
+/// An `item_reference` input item (Responses API) naming an output message item of a stored
+/// response (`msg_…`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemReference {
+    /// Where it is in the request (`input[1]`), for errors.
+    pub at: String,
+    /// The item's id.
+    pub id: String,
+}
+
+impl ItemReference {
+    /// The text that stands for the item in the conversation until it is resolved: its id
+    /// between two Unicode noncharacters, which no client's text holds.
+    pub fn placeholder(&self) -> String {
+        format!("\u{FDD0}{}\u{FDD1}", self.id)
+    }
+
+    /// The id of the response whose item it names (`msg_<id>_<n>` is item `n` of
+    /// `resp_<id>`).
+    pub fn response_id(&self) -> Option<String> {
+        let (response, n) = self.id.strip_prefix("msg_")?.rsplit_once('_')?;
+        let ok = !response.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+        ok.then(|| format!("resp_{response}"))
+    }
 }
 
 /// Kinds of API errors, with the HTTP status each maps to.
@@ -279,6 +310,10 @@ pub enum ApiErrorKind {
     RequestTooLarge,
     /// 415: the body is not `application/json`.
     UnsupportedMediaType,
+    /// 422: the request was understood and served, but the model did not answer it as it
+    /// asks (a structured answer it did not produce after the CLI's own retries): the
+    /// official SDKs do not retry it, as another try rarely does better.
+    Unprocessable,
     /// 429: over a limit.
     RateLimit,
     /// 500: the gateway or the CLI failed.
@@ -291,7 +326,7 @@ pub enum ApiErrorKind {
 
 impl ApiErrorKind {
     /// Every kind.
-    pub const ALL: [ApiErrorKind; 13] = [
+    pub const ALL: [ApiErrorKind; 14] = [
         ApiErrorKind::InvalidRequest,
         ApiErrorKind::Authentication,
         ApiErrorKind::Billing,
@@ -301,6 +336,7 @@ impl ApiErrorKind {
         ApiErrorKind::Timeout,
         ApiErrorKind::RequestTooLarge,
         ApiErrorKind::UnsupportedMediaType,
+        ApiErrorKind::Unprocessable,
         ApiErrorKind::RateLimit,
         ApiErrorKind::Api,
         ApiErrorKind::Unavailable,
@@ -324,6 +360,7 @@ impl ApiErrorKind {
             ApiErrorKind::Timeout => 408,
             ApiErrorKind::RequestTooLarge => 413,
             ApiErrorKind::UnsupportedMediaType => 415,
+            ApiErrorKind::Unprocessable => 422,
             ApiErrorKind::RateLimit => 429,
             ApiErrorKind::Api => 500,
             ApiErrorKind::Unavailable => 503,
@@ -342,7 +379,9 @@ impl ApiErrorKind {
             ApiErrorKind::NotFound => "not_found_error",
             ApiErrorKind::Timeout => "timeout_error",
             ApiErrorKind::RequestTooLarge => "request_too_large",
-            ApiErrorKind::UnsupportedMediaType => "invalid_request_error",
+            ApiErrorKind::UnsupportedMediaType | ApiErrorKind::Unprocessable => {
+                "invalid_request_error"
+            }
             ApiErrorKind::RateLimit => "rate_limit_error",
             ApiErrorKind::Api | ApiErrorKind::Unavailable => "api_error",
             ApiErrorKind::Overloaded => "overloaded_error",
@@ -355,7 +394,8 @@ impl ApiErrorKind {
             | ApiErrorKind::MethodNotAllowed
             | ApiErrorKind::Timeout
             | ApiErrorKind::RequestTooLarge
-            | ApiErrorKind::UnsupportedMediaType => "invalid_request_error",
+            | ApiErrorKind::UnsupportedMediaType
+            | ApiErrorKind::Unprocessable => "invalid_request_error",
             ApiErrorKind::Forbidden => "permission_error",
             ApiErrorKind::Authentication => "authentication_error",
             ApiErrorKind::Billing => "insufficient_quota",

@@ -170,6 +170,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         show_thinking: effort.is_some(),
         thinking,
         effort,
+        references: Vec::new(),
     })
 }
 

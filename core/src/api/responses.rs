@@ -109,6 +109,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
     };
     let mut conversation = Conversation::default();
     let mut system: Vec<String> = Vec::new();
+    let mut references = Vec::new();
     if let Some(instructions) = map.remove("instructions") {
         match instructions {
             Value::Null => {}
@@ -126,8 +127,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         Some(Value::Array(items)) => {
             for (i, item) in items.into_iter().enumerate() {
                 push_item(
-                    &mut conversation,
-                    &mut system,
+                    (&mut conversation, &mut system, &mut references),
                     &At::Bracket(&INPUT, i),
                     item,
                 )?;
@@ -191,13 +191,17 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         thinking,
         effort,
         show_thinking,
+        references,
     })
 }
 
 /// Adds one input item to the conversation.
 fn push_item(
-    conversation: &mut Conversation,
-    system: &mut Vec<String>,
+    (conversation, system, references): (
+        &mut Conversation,
+        &mut Vec<String>,
+        &mut Vec<super::ItemReference>,
+    ),
     at: &At<'_>,
     item: Value,
 ) -> Result<(), ApiError> {
@@ -299,14 +303,34 @@ fn push_item(
         // The model's reasoning: clients send it back (encrypted or summarised); the CLI
         // keeps its own copy, and it is not part of the history.
         "reasoning" => {}
+        // An output item of a stored response, by its id: the gateway's own message items
+        // (`msg_…`, resolved to their text once the engine has the tenant's stored responses)
+        // and reasoning items (`rs_…`, not part of the history).
         "item_reference" => {
-            return Err(ApiError::invalid(
-                at,
-                format!(
-                    "{at}: item references are not supported by this gateway (send the item, \
-                     or previous_response_id)"
-                ),
-            ))
+            let id = string(&mut item, "id")?;
+            if id.starts_with("rs_") {
+                return Ok(());
+            }
+            if !id.starts_with("msg_") {
+                return Err(ApiError::invalid(
+                    format!("{at}.id"),
+                    format!(
+                        "{at}.id: {id:?} is not a message or reasoning item of this gateway's \
+                         responses (send the item itself)"
+                    ),
+                ));
+            }
+            let reference = super::ItemReference {
+                at: at.to_string(),
+                id,
+            };
+            conversation.push(
+                Role::Assistant,
+                vec![Block::Text {
+                    text: reference.placeholder(),
+                }],
+            );
+            references.push(reference);
         }
         other => {
             return Err(ApiError::invalid(

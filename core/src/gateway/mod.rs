@@ -28,6 +28,7 @@
 //! history continues, held tool calls, stored responses) and turns API requests into what the
 //! CLI takes (the prompt, its arguments and environment); neither is part of its API.
 
+mod draft07;
 mod engine;
 mod metrics;
 mod registry;

@@ -307,8 +307,18 @@ pub struct Structured {
 
 /// The structured-output mode a request needs, if any: a forced tool call (`tool_choice` a
 /// tool, or `any` / `required`), else its `json_schema`. A request with `tool_choice` `none`
-/// offers no tools at all.
+/// offers no tools at all. Its schema is in draft-07's words, whatever draft the client wrote
+/// ([`draft07`](super::draft07::draft07)).
 pub fn structured(request: &ApiRequest) -> Option<Structured> {
+    let Structured { schema, answer } = asked_structure(request)?;
+    Some(Structured {
+        schema: super::draft07::draft07(schema),
+        answer,
+    })
+}
+
+/// [`structured`], its schema as the client wrote it.
+fn asked_structure(request: &ApiRequest) -> Option<Structured> {
     let tools = &request.conversation.tools;
     let forced = match &request.tool_choice {
         ToolChoice::Tool(name) => tools.iter().find(|t| &t.name == name),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end tests of `ccwire serve` with the official TypeScript SDKs (@anthropic-ai/sdk, openai)
-# and the Vercel AI SDK (ai, @ai-sdk/anthropic, @ai-sdk/openai-compatible)
+# the Vercel AI SDK (ai, @ai-sdk/anthropic, @ai-sdk/openai, @ai-sdk/openai-compatible) and LangChain JS
 # against the real Claude Code CLI and the scripted fake model. Needs Node 20+ and the built
 # binaries (cargo build -p ccwire-host -p ccwire-tests --bins) and CLI (scripts/install-cli.sh).
 set -euo pipefail

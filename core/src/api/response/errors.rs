@@ -27,6 +27,8 @@ pub(super) fn turn_error(
         // A prompt over the model's context is the request's fault (whatever the CLI reports
         // with it): retrying cannot help.
         _ if message.starts_with(PROMPT_TOO_LONG) => ApiErrorKind::InvalidRequest,
+        // The CLI asked the model for the structured answer again and again, to no avail.
+        _ if subtype == Some("error_max_structured_output_retries") => ApiErrorKind::Unprocessable,
         Some(402) => ApiErrorKind::Billing,
         Some(400) => ApiErrorKind::InvalidRequest,
         Some(401) => ApiErrorKind::Authentication,

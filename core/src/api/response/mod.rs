@@ -513,6 +513,21 @@ impl ResponseEncoder {
         self.draft.tool_calls()
     }
 
+    /// The output message items of a Responses API response: each one's id (`msg_…`) and
+    /// text, as a later request's `item_reference` names them. None for the other APIs.
+    pub fn output_texts(&self) -> Vec<(String, String)> {
+        if self.draft.options.api != Api::Responses {
+            return Vec::new();
+        }
+        let id = self.wire.response_id(&self.draft.base_id());
+        (self.draft.blocks.iter().enumerate())
+            .filter_map(|(b, block)| match block {
+                OutBlock::Text(text) => Some((responses::message_item_id(&id, b), text.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The response as an assistant message in canonical form, for the history hash.
     pub fn message(&self) -> Message {
         let mut content = Vec::new();
@@ -567,7 +582,7 @@ impl ResponseEncoder {
     ) {
         let failed = |why: &str| {
             Outcome::Failed(ApiError::new(
-                ApiErrorKind::Api,
+                ApiErrorKind::Unprocessable,
                 format!(
                     "the model did not produce the structured output the request asks for: {why}"
                 ),

@@ -41,6 +41,13 @@ fn error_code(error: &ApiError) -> &'static str {
     }
 }
 
+/// The id of the output message item of block `block` of response `response_id`
+/// (`msg_<response>_<block>`): what a later request's `item_reference` names.
+pub(super) fn message_item_id(response_id: &str, block: usize) -> String {
+    let id = response_id.strip_prefix("resp_").unwrap_or(response_id);
+    format!("msg_{id}_{block}")
+}
+
 impl Responses {
     /// An SSE event with its `type` and `sequence_number`.
     fn event(&mut self, ty: &str, mut data: Value) -> String {
@@ -53,10 +60,7 @@ impl Responses {
     /// The id of an output item.
     fn item_id(&self, r: &Draft, block: usize) -> String {
         match &r.blocks[block] {
-            OutBlock::Text(_) => {
-                let id = self.response_id(&r.base_id());
-                format!("msg_{}_{block}", id.strip_prefix("resp_").unwrap_or(&id))
-            }
+            OutBlock::Text(_) => message_item_id(&self.response_id(&r.base_id()), block),
             OutBlock::Tool { call, .. } => format!("fc_{}", call.id),
             OutBlock::Thinking(_) | OutBlock::Redacted => {
                 let id = self.response_id(&r.base_id());

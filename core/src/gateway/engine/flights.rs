@@ -291,12 +291,10 @@ impl Gateway {
                 .map(|c| c.id.clone())
                 .collect();
             let forced = flight.encoder.structured().is_some_and(|s| s.is_call());
-            let hash = self.registry.response_done(
-                session,
-                &flight.encoder.message(),
-                pending.clone(),
-                now,
-            );
+            let output = (&flight.encoder.message(), flight.encoder.output_texts());
+            let hash = self
+                .registry
+                .response_done(session, output, pending.clone(), now);
             if forced {
                 // The CLI's turn is over (its structured-output tool took the call), and its
                 // session answers every turn against the call's schema: the conversation goes

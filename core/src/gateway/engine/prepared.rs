@@ -97,8 +97,9 @@ impl PreparedRequest {
             namespace.push_str("\nsession ");
             namespace.push_str(&turn.id);
         }
-        let hashes = (request.previous_response_id.is_none())
-            .then(|| history_hashes(&namespace, &scope, &request.conversation));
+        // (A history made whole by the gateway first is hashed then.)
+        let whole = request.previous_response_id.is_none() && request.references.is_empty();
+        let hashes = whole.then(|| history_hashes(&namespace, &scope, &request.conversation));
         let start_prompt = hashes.as_ref().map(|_| {
             let messages = &request.conversation.messages;
             let blocks = match request.conversation.history_len() {
@@ -155,6 +156,11 @@ impl PreparedRequest {
     pub fn route_key(&self, tenant: &str) -> RouteKey {
         if let Some(previous) = &self.request.previous_response_id {
             return RouteKey::Conversation(stored_response_key(tenant, previous));
+        }
+        // The gateway that holds the responses whose items it names.
+        let referenced = self.request.references.iter().find_map(|r| r.response_id());
+        if let Some(response) = referenced {
+            return RouteKey::Conversation(stored_response_key(tenant, &response));
         }
         match &self.hashes {
             Some(hashes) if self.request.conversation.history_len() > 0 => {

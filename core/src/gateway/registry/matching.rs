@@ -48,6 +48,7 @@ impl Registry {
         response_id: &str,
         now: Timestamp,
     ) -> Result<Match, ApiError> {
+        self.resolve_references(tenant, request)?;
         let store = (request.api == Api::Responses && request.store).then(|| PendingStore {
             tenant: tenant.to_owned(),
             response_id: response_id.to_owned(),

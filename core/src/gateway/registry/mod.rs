@@ -299,6 +299,8 @@ struct StoredResponse {
     previous: Option<String>,
     /// The request's own messages and the response's message.
     messages: Vec<Message>,
+    /// The response's output message items: id and text (what `item_reference` names).
+    items: Vec<(String, String)>,
     /// When it was stored or last continued.
     touched: Timestamp,
 }
@@ -325,6 +327,9 @@ pub struct StoredOut {
     pub previous: Option<String>,
     /// Its request's own messages and its message.
     pub messages: Vec<Message>,
+    /// Its output message items: id and text.
+    #[serde(default)]
+    pub items: Vec<(String, String)>,
 }
 
 /// A stored response's key: the tenant and the response id (one tenant cannot continue
@@ -454,7 +459,7 @@ impl Registry {
     pub fn response_done(
         &mut self,
         session: SessionId,
-        message: &Message,
+        (message, items): (&Message, Vec<(String, String)>),
         tool_calls: Vec<String>,
         now: Timestamp,
     ) -> Option<String> {
@@ -488,7 +493,7 @@ impl Registry {
                 &store.response_id,
                 store.previous.as_deref(),
                 store.input,
-                message.clone(),
+                (message.clone(), items),
                 now,
             );
         }
@@ -765,14 +770,19 @@ mod tests {
         assert!(gw
             .response_done(
                 session,
-                history.last().expect("the answer"),
+                (history.last().expect("the answer"), Vec::new()),
                 vec!["a".into(), "b".into()],
                 10
             )
             .is_some());
         assert!(
-            gw.response_done(session, history.last().expect("the answer"), Vec::new(), 11)
-                .is_none(),
+            gw.response_done(
+                session,
+                (history.last().expect("the answer"), Vec::new()),
+                Vec::new(),
+                11,
+            )
+            .is_none(),
             "a response ends once"
         );
         (session, history)
@@ -1153,7 +1163,7 @@ mod tests {
             Match::Find { .. } => unreachable!("no lookups here"),
         };
         assert!(gw
-            .response_done(session, &answer(reply), Vec::new(), now)
+            .response_done(session, (&answer(reply), Vec::new()), Vec::new(), now)
             .is_some());
     }
 
@@ -1231,6 +1241,64 @@ mod tests {
             .resolve_previous("t", &mut request_with_previous(), 2000)
             .unwrap_err();
         assert!(err.message.contains("resp_2"), "{}", err.message);
+    }
+
+    #[test]
+    fn an_item_reference_is_the_text_of_the_stored_item_it_names() {
+        let mut gw = Registry::new(Limits::default());
+        // A response whose model said something, then called a client tool.
+        let mut request = responses_request(json!({"model": "m", "input": "weather?"}));
+        let Match::Start { session, .. } =
+            gw.match_request("t", &mut request, "resp_9", 0).unwrap()
+        else {
+            panic!()
+        };
+        let said = Message {
+            role: Role::Assistant,
+            content: vec![text("Let me look."), tool_use("call_1")],
+        };
+        let items = vec![("msg_9_0".to_owned(), "Let me look.".to_owned())];
+        gw.response_done(session, (&said, items), vec!["call_1".into()], 1);
+        // The client's next step names the text by its item, then sends the call and its
+        // result: the same history as the one the live session holds.
+        let next = json!({"model": "m", "input": [
+            {"role": "user", "content": "weather?"},
+            {"type": "item_reference", "id": "msg_9_0"},
+            {"type": "reasoning", "id": "rs_9_1", "summary": []},
+            {"type": "item_reference", "id": "rs_9_1"},
+            {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{\"q\":\"call_1\"}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+        ]});
+        let mut request = responses_request(next.clone());
+        assert_eq!(
+            request.references.len(),
+            1,
+            "the reasoning item is no history"
+        );
+        let matched = gw.match_request("t", &mut request, "resp_10", 2).unwrap();
+        assert!(
+            matches!(matched, Match::Continue { session: s, .. } if s == session),
+            "{matched:?}"
+        );
+        assert_eq!(
+            request.conversation.messages[1].content[0],
+            text("Let me look.")
+        );
+        // Another tenant's, or an item no response has: a 400 naming it.
+        for (tenant, id) in [("u", "msg_9_0"), ("t", "msg_9_7"), ("t", "msg_x")] {
+            let mut body = next.clone();
+            body["input"][1]["id"] = json!(id);
+            let mut request = responses_request(body);
+            let error = gw
+                .match_request(tenant, &mut request, "resp_11", 3)
+                .unwrap_err();
+            assert_eq!(error.param.as_deref(), Some("input[1].id"), "{tenant} {id}");
+            assert!(error.message.contains(id), "{}", error.message);
+        }
+        // A reference to what is not one of this gateway's message items.
+        let body = json!({"model": "m", "input": [{"type": "item_reference", "id": "fc_1"}]});
+        let error = crate::api::responses::parse_request(body.to_string().as_bytes()).unwrap_err();
+        assert_eq!(error.param.as_deref(), Some("input[0].id"));
     }
 
     fn request_with_previous() -> ApiRequest {

@@ -3,6 +3,7 @@
 //! read back from it.
 
 use super::*;
+use crate::conversation::Role;
 
 impl Registry {
     /// Puts the history of the stored response a Responses request continues
@@ -67,6 +68,50 @@ impl Registry {
         Ok(())
     }
 
+    /// Puts the text of each output message item a Responses request references
+    /// (`item_reference`, [`ApiRequest::references`]) where its placeholder stands in the
+    /// request's conversation.
+    ///
+    /// # Errors
+    /// 400 naming the reference's `id` when `tenant` has no stored response with that item
+    /// (never stored, another tenant's, or expired).
+    pub fn resolve_references(
+        &mut self,
+        tenant: &str,
+        request: &mut ApiRequest,
+    ) -> Result<(), ApiError> {
+        for reference in std::mem::take(&mut request.references) {
+            let text = (reference.response_id())
+                .and_then(|id| self.stored.get(&(tenant.to_owned(), id)))
+                .and_then(|stored| stored.items.iter().find(|(id, _)| *id == reference.id))
+                .map(|(_, text)| text.clone());
+            let Some(text) = text else {
+                let at = &reference.at;
+                return Err(ApiError::invalid(
+                    format!("{at}.id"),
+                    format!(
+                        "{at}.id: no output item {:?} of a response stored for this key \
+                         (responses are kept for {} minutes after their last use)",
+                        reference.id,
+                        self.config.idle_ttl_ms / 60_000
+                    ),
+                ));
+            };
+            let placeholder = reference.placeholder();
+            let assistant = (request.conversation.messages.iter_mut())
+                .filter(|m| m.role == Role::Assistant)
+                .flat_map(|m| m.content.iter_mut());
+            for block in assistant {
+                if let Block::Text { text: written } = block {
+                    if written.contains(&placeholder) {
+                        *written = written.replace(&placeholder, &text);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Keeps a Responses API response (`store: true`) so a later request can continue it
     /// with `previous_response_id`: `input` is the request's own messages (without the
     /// history of the response it continued, `previous`), `response` the response's message.
@@ -76,7 +121,7 @@ impl Registry {
         id: &str,
         previous: Option<&str>,
         input: Vec<Message>,
-        response: Message,
+        (response, items): (Message, Vec<(String, String)>),
         now: Timestamp,
     ) {
         let key = (tenant.to_owned(), id.to_owned());
@@ -88,11 +133,13 @@ impl Registry {
                 id: id.to_owned(),
                 previous: previous.map(str::to_owned),
                 messages: messages.clone(),
+                items: items.clone(),
             });
         }
         let stored = StoredResponse {
             previous: previous.map(str::to_owned),
             messages,
+            items,
             touched: now,
         };
         match self.stored.insert(key.clone(), stored) {
@@ -157,7 +204,7 @@ impl Registry {
                 id,
                 stored.previous.as_deref(),
                 messages,
-                response,
+                (response, stored.items),
                 now,
             );
         }

@@ -1,11 +1,13 @@
-// The Vercel AI SDK (`ai` with `@ai-sdk/anthropic` and `@ai-sdk/openai-compatible`), unchanged,
-// against `ccwire serve` in front of the real Claude Code CLI and the scripted fake model:
-// multi-step tool use with tools the SDK runs itself, streaming, and exact usage.
+// The Vercel AI SDK (`ai` with `@ai-sdk/anthropic`, `@ai-sdk/openai` — its default, the Responses
+// API, which names the model's earlier text by `item_reference` — and `@ai-sdk/openai-compatible`),
+// unchanged, against `ccwire serve` in front of the real Claude Code CLI and the scripted fake
+// model: multi-step tool use with tools the SDK runs itself, streaming, and exact usage.
 
 import assert from 'node:assert/strict';
 import { after as afterAll, before, describe, test } from 'node:test';
 
 import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
@@ -27,6 +29,7 @@ const ANSWER = { input_tokens: 455, output_tokens: 17 };
 
 const providers = {
   anthropic: () => createAnthropic({ baseURL: `${rig.gateway.url}/v1`, apiKey: KEY })(ANTHROPIC_MODEL),
+  openai: () => createOpenAI({ baseURL: `${rig.gateway.url}/v1`, apiKey: KEY })('gpt-4o'),
   'openai-compatible': () =>
     createOpenAICompatible({ name: 'ccwire', baseURL: `${rig.gateway.url}/v1`, apiKey: KEY, includeUsage: true })(
       'gpt-4o',
@@ -72,6 +75,37 @@ for (const [name, model] of Object.entries(providers)) {
       // What the model received after the tool ran: the SDK's result, on the same conversation.
       const last = await rig.fake.lastCall();
       assert.ok(JSON.stringify(toolResultsOf(last)).includes('record-alpha'), JSON.stringify(last.body.messages));
+    });
+
+    test('streamText runs the client tool over two steps on one conversation', async () => {
+      await rig.fake.script(
+        onPrompt('PLEASE-LOOKUP', lookups('beta')),
+        onToolResult(text('Found record-beta.')),
+      );
+      const { lookup, queries } = lookupTool();
+      const result = streamText({
+        model: model(),
+        tools: { lookup },
+        stopWhen: stepCountIs(3),
+        prompt: `PLEASE-LOOKUP beta, streamed (${name})`,
+      });
+      let streamed = '';
+      for await (const piece of result.textStream) streamed += piece;
+      assert.deepEqual(queries, ['beta'], 'the SDK ran its tool once');
+      assert.equal(streamed, 'Looking it up.Found record-beta.');
+      const steps = await result.steps;
+      assert.equal(steps.length, 2);
+      assert.equal(steps[1].response.headers['x-ccwire-session'], 'continued');
+      // The model received its own words and call, then the result, as blocks (not retold).
+      const last = await rig.fake.lastCall();
+      const assistant = last.body.messages.at(-2);
+      assert.equal(assistant.role, 'assistant');
+      assert.deepEqual(
+        assistant.content.filter((b) => b.type !== 'thinking').map((b) => b.type),
+        ['text', 'tool_use'],
+        JSON.stringify(assistant),
+      );
+      assert.ok(JSON.stringify(toolResultsOf(last)).includes('record-beta'));
     });
 
     test('streamText streams the answer with usage', async () => {
