@@ -82,7 +82,7 @@ export interface ResponseEncoderOptions<A extends ApiName = ApiName> {
   showThinking?: boolean;
 }
 /** The HTTP statuses of API errors. */
-export type ApiErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 408 | 413 | 415 | 429 | 500 | 503 | 529;
+export type ApiErrorStatus = 400 | 401 | 402 | 403 | 404 | 405 | 408 | 413 | 415 | 422 | 429 | 500 | 503 | 529;
 /** Why a response failed. */
 export interface ResponseError {
   status: ApiErrorStatus;

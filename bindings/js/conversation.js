@@ -111,7 +111,7 @@ export class ResponseEncoder {
     return JSON.parse(this.#inner.push(JSON.stringify(chunk)));
   }
 
-  /** Ends the response with an error (`status`: 400, 401, 403, 404, 405, 408, 413, 415, 429, 500, 503 or 529); returns the SSE frames. */
+  /** Ends the response with an error (`status`: 400, 401, 402, 403, 404, 405, 408, 413, 415, 422, 429, 500, 503 or 529); returns the SSE frames. */
   fail(message, status = 500) {
     if (typeof status !== "number") {
       throw new TypeError(`ccwire/conversation: status must be a number, got ${typeof status}`);

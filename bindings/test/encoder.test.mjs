@@ -309,7 +309,7 @@ test("bad options, chunks and arguments throw real Errors that say what is wrong
     [() => new ResponseEncoder(base).push({ text: "x" }), /push takes a chunk/],
     [() => new ResponseEncoder(base).push({ type: "text_delta", index: 0, text: "x" }), /chunk: a text_delta chunk: missing field `message_id`/],
     [() => new ResponseEncoder(base).push({ ...text("x"), index: "0" }), /chunk: a text_delta chunk: invalid type: string "0", expected u32/],
-    [() => new ResponseEncoder(base).fail("x", 418), /status must be one of 400, 401, 402, 403, 404, 405, 408, 413, 415, 429, 500, 503, 529, got 418/],
+    [() => new ResponseEncoder(base).fail("x", 418), /status must be one of 400, 401, 402, 403, 404, 405, 408, 413, 415, 422, 429, 500, 503, 529, got 418/],
     [() => new ResponseEncoder(base).fail("x", "500"), /status must be a number/],
     [() => encodeTranscript("", "anthropic"), /format must be "anthropic-sse", "openai-sse", "responses-sse", "anthropic-json", "openai-json" or "responses-json", got "anthropic"/],
   ];
