@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-version=0.169.0
+version=0.171.0
 dir=tests/.codex
 codex=$dir/node_modules/.bin/codex
 

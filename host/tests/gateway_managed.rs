@@ -31,20 +31,26 @@ async fn call(
     (status, node, response.json().await.unwrap())
 }
 
+/// `ccwire serve`'s arguments for a gateway with the state directory `state` and one key.
+fn one_key_args(state: &std::path::Path) -> [&str; 6] {
+    let state = state.to_str().unwrap();
+    [
+        "--state-dir",
+        state,
+        "--sandbox",
+        "off",
+        "--api-key",
+        "key-one",
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agents_and_environments_outlive_a_restart() {
     let fake = FakeAnthropic::start(script()).await;
     let home = OfflineHome::new();
     let http = reqwest::Client::new();
     let state = tempfile::tempdir().unwrap();
-    let args = [
-        "--state-dir",
-        state.path().to_str().unwrap(),
-        "--sandbox",
-        "off",
-        "--api-key",
-        "key-one",
-    ];
+    let args = one_key_args(state.path());
     let gateway = ServeProcess::start(&home, &fake, &args, &[]).await;
     let base = format!("http://{}", gateway.addr);
     let body = json!({"name": "Kept", "model": "claude-sonnet-4-6"});
@@ -169,14 +175,7 @@ async fn a_change_the_store_cannot_keep_is_a_503_to_retry_not_a_success() {
     let home = OfflineHome::new();
     let http = reqwest::Client::new();
     let state = tempfile::tempdir().unwrap();
-    let args = [
-        "--state-dir",
-        state.path().to_str().unwrap(),
-        "--sandbox",
-        "off",
-        "--api-key",
-        "key-one",
-    ];
+    let args = one_key_args(state.path());
     let gateway = ServeProcess::start(&home, &fake, &args, &[]).await;
     let base = format!("http://{}", gateway.addr);
     let agents = "/v1/agents";

@@ -45,6 +45,28 @@ pub(super) fn not_kept() -> ApiError {
     .retry_after(2)
 }
 
+/// A whole error response of `request`: head, body, end.
+fn error_answer(
+    request: RequestId,
+    api: Api,
+    error: &ApiError,
+    headers: Vec<(String, String)>,
+) -> Vec<GatewayOutput> {
+    let response = http::error_response(api, error, headers);
+    vec![
+        GatewayOutput::Respond {
+            request,
+            status: response.status,
+            headers: response.headers,
+        },
+        GatewayOutput::Body {
+            request,
+            bytes: response.body,
+        },
+        GatewayOutput::End { request },
+    ]
+}
+
 impl Gateway {
     /// Holds the outputs of `request` from `mark` on (its response's end) until the store
     /// answers the save of its record. `failure` are the frames that end its stream with an
@@ -57,32 +79,12 @@ impl Gateway {
         headers: Vec<(String, String)>,
         failure: Vec<String>,
     ) {
-        let mut done = Vec::new();
-        let mut at = mark;
-        while at < self.outputs.len() {
-            if self.outputs[at].request() == Some(request) {
-                done.extend(self.outputs.remove(at));
-            } else {
-                at += 1;
-            }
-        }
+        let done = self.take_outputs(request, mark);
         let head_held = done
             .iter()
             .any(|o| matches!(o, GatewayOutput::Respond { .. }));
         let failed = if head_held {
-            let response = http::error_response(api, &not_kept(), headers);
-            vec![
-                GatewayOutput::Respond {
-                    request,
-                    status: response.status,
-                    headers: response.headers,
-                },
-                GatewayOutput::Body {
-                    request,
-                    bytes: response.body,
-                },
-                GatewayOutput::End { request },
-            ]
+            error_answer(request, api, &not_kept(), headers)
         } else {
             vec![
                 GatewayOutput::Body {
@@ -98,29 +100,23 @@ impl Gateway {
     /// Holds the whole answer of a Managed Agents request (its outputs from `mark` on) until
     /// the store has kept the `waiting` changes it asked to keep.
     pub(super) fn hold_change(&mut self, request: RequestId, mark: usize, waiting: usize) {
-        let mut done = Vec::new();
+        let done = self.take_outputs(request, mark);
+        let failed = error_answer(request, Api::Anthropic, &change_not_kept(), Vec::new());
+        self.hold(request, None, waiting, done, failed);
+    }
+
+    /// Takes the outputs of `request` from `mark` on out of those waiting for the host.
+    fn take_outputs(&mut self, request: RequestId, mark: usize) -> Vec<GatewayOutput> {
+        let mut taken = Vec::new();
         let mut at = mark;
         while at < self.outputs.len() {
             if self.outputs[at].request() == Some(request) {
-                done.extend(self.outputs.remove(at));
+                taken.extend(self.outputs.remove(at));
             } else {
                 at += 1;
             }
         }
-        let response = http::error_response(Api::Anthropic, &change_not_kept(), Vec::new());
-        let failed = vec![
-            GatewayOutput::Respond {
-                request,
-                status: response.status,
-                headers: response.headers,
-            },
-            GatewayOutput::Body {
-                request,
-                bytes: response.body,
-            },
-            GatewayOutput::End { request },
-        ];
-        self.hold(request, None, waiting, done, failed);
+        taken
     }
 
     fn hold(
