@@ -148,7 +148,8 @@ async fn a_json_schema_answer_is_the_object_in_every_api() {
 }
 
 /// Schemas as client libraries write them in drafts other than draft-07: zod 4 and pydantic
-/// (2020-12, naming it in `$schema`), and draft-04.
+/// (2020-12, naming it in `$schema`), with OpenAPI's `example` and an extension keyword, and
+/// draft-04.
 fn schemas_of_other_drafts() -> Vec<Value> {
     vec![
         json!({
@@ -162,7 +163,8 @@ fn schemas_of_other_drafts() -> Vec<Value> {
             "required": ["name", "age"],
             "dependentRequired": {"pair": ["name"]},
             "unevaluatedProperties": false,
-            "$defs": {"Name": {"type": "string", "minLength": 1}},
+            "$defs": {"Name": {"type": "string", "minLength": 1, "example": "Ada"}},
+            "x-generator": "a client library",
         }),
         json!({
             "$schema": "http://json-schema.org/draft-04/schema#",

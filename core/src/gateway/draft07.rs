@@ -17,8 +17,11 @@ use serde_json::{Map, Value};
 ///   refused for what the client accepts);
 /// - draft-04: `id` becomes `$id`, a boolean `exclusiveMinimum`/`exclusiveMaximum` the
 ///   number it qualifies;
-/// - keywords draft-07 has no equivalent for (`$vocabulary`, `$dynamicAnchor`,
-///   `$recursiveAnchor`, `minContains`, `maxContains`) are dropped.
+/// - every other keyword the CLI's validator does not know is dropped: those draft-07 has no
+///   equivalent for (`$vocabulary`, `$dynamicAnchor`, `$recursiveAnchor`, `minContains`,
+///   `maxContains`), OpenAPI's (`discriminator`, `example`, `xml`) and extensions (`x-…`),
+///   each of which makes the CLI refuse the whole schema. None of them constrains a value in
+///   draft-07.
 ///
 /// Only keywords in a schema's own position are read: a property named `id` or `$schema` is a
 /// property, and `enum`, `const`, `default` and `examples` are values, left as they are.
@@ -28,6 +31,59 @@ pub fn draft07(schema: Value) -> Value {
         other => other,
     }
 }
+
+/// The keywords the CLI's validator (draft-07, strict) knows; it refuses a schema with any
+/// other.
+const KNOWN: [&str; 48] = [
+    "$id",
+    "$ref",
+    "$comment",
+    "$defs",
+    "definitions",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "nullable",
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "format",
+    "contentMediaType",
+    "contentEncoding",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "items",
+    "additionalItems",
+    "contains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "dependencies",
+    "propertyNames",
+    "if",
+    "then",
+    "else",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+];
 
 /// The keywords whose value is a schema.
 const ONE: [&str; 10] = [
@@ -76,16 +132,6 @@ fn object(mut map: Map<String, Value>) -> Map<String, Value> {
                 }
             }
         }
-    }
-    map.remove("$schema");
-    for dropped in [
-        "$vocabulary",
-        "$dynamicAnchor",
-        "$recursiveAnchor",
-        "minContains",
-        "maxContains",
-    ] {
-        map.remove(dropped);
     }
     // draft-04.
     if let Some(Value::String(id)) = map.get("id") {
@@ -158,6 +204,9 @@ fn object(mut map: Map<String, Value>) -> Map<String, Value> {
             }
         }
     }
+    // What is left that the CLI does not know (`$schema` and draft-04's `id` among them: their
+    // words are in place by now).
+    map.retain(|key, _| KNOWN.contains(&key.as_str()));
     map
 }
 
@@ -228,6 +277,42 @@ mod tests {
                 "properties": {
                     "qty": {"type": "integer", "exclusiveMinimum": 0, "maximum": 9},
                     "id": {"type": "string"}
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn keywords_the_cli_does_not_know_are_left_out() {
+        // As pydantic (a discriminated union) and OpenAPI tools write them.
+        let schema = json!({
+            "type": "object",
+            "x-order": 1,
+            "properties": {
+                "pet": {
+                    "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+                    "discriminator": {"propertyName": "kind", "mapping": {"cat": "#/$defs/Cat"}}
+                },
+                "name": {"type": "string", "example": "Ada", "nullable": true, "deprecated": true,
+                         "xml": {"name": "n"}, "examples": ["Ada"], "$comment": "kept"}
+            },
+            "$defs": {
+                "Cat": {"type": "object", "properties": {"kind": {"const": "cat"}}},
+                "Dog": {"type": "object", "properties": {"kind": {"const": "dog"}}}
+            }
+        });
+        assert_eq!(
+            draft07(schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "pet": {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}]},
+                    "name": {"type": "string", "nullable": true, "deprecated": true,
+                             "examples": ["Ada"], "$comment": "kept"}
+                },
+                "$defs": {
+                    "Cat": {"type": "object", "properties": {"kind": {"const": "cat"}}},
+                    "Dog": {"type": "object", "properties": {"kind": {"const": "dog"}}}
                 }
             })
         );
