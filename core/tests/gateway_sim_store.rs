@@ -331,6 +331,66 @@ fn a_chain_of_stored_responses_is_read_back_link_by_link_after_a_restart() {
     );
 }
 
+/// The AI SDK's default OpenAI provider names the model's earlier text by `item_reference`:
+/// after a restart, the response that holds the item is read back from the store first.
+#[test]
+fn an_item_reference_is_read_back_from_the_store_after_a_restart() {
+    let mut sim = with_store(GatewayConfig::default());
+    let first = sim.send(
+        Api::Responses,
+        "t",
+        json!({"model": "sonnet", "input": "One"}),
+    );
+    let body = sim.response(first).json();
+    let item = body["output"][0]["id"].as_str().unwrap().to_owned();
+    assert!(item.starts_with("msg_"), "{body}");
+    let text = body["output"][0]["content"][0]["text"].clone();
+
+    let store = sim.store.take();
+    let mut sim = with_store(GatewayConfig {
+        unix_epoch_ms: 1,
+        ..GatewayConfig::default()
+    });
+    sim.store = store;
+    let input = |item: &str| {
+        json!({"model": "sonnet", "input": [
+            {"role": "user", "content": "One"},
+            {"type": "item_reference", "id": item},
+            {"role": "user", "content": "Again"},
+        ]})
+    };
+    let next = sim.send(Api::Responses, "t", input(&item));
+    let response = sim.response(next);
+    assert_eq!(response.status, 200, "{}", response.text());
+    let finds = sim
+        .trace
+        .iter()
+        .filter(|l| l.contains("\"ask\":\"find_response\""))
+        .count();
+    assert_eq!(finds, 1);
+    // The history is whole, the referenced text in its place: the stored conversation is
+    // resumed and its CLI gets the new input alone.
+    assert_eq!(response.header("x-ccwire-session"), Some("resumed"));
+    assert!(sim.specs[&1].resume.is_some(), "a transcript to write");
+    let prompt = sim
+        .cli(1)
+        .stdin
+        .iter()
+        .find(|m| m["type"] == "user")
+        .unwrap();
+    assert_eq!(
+        prompt["message"]["content"],
+        json!([{"type": "text", "text": "Again"}])
+    );
+    assert_eq!(text, json!("echo: One"));
+    // An item the store does not have either: a 400 naming it.
+    let missing = item.replace("msg_", "msg_0");
+    let refused = sim.send(Api::Responses, "t", input(&missing));
+    let response = sim.response(refused);
+    assert_eq!(response.status, 400, "{}", response.text());
+    assert_eq!(response.json()["error"]["param"], "input[1].id");
+}
+
 /// A turn is acknowledged only once its record is kept: the response's end (its whole body,
 /// or its stream's last events) waits for the store, and a store that cannot keep it makes
 /// the turn fail with a 503 (an error event in a started stream), never a success a gateway

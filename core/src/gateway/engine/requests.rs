@@ -129,10 +129,9 @@ impl Gateway {
         prepared: PreparedRequest,
         chained: bool,
     ) {
-        let previous = prepared.request.previous_response_id.as_deref();
-        let missing = previous
-            .filter(|_| self.config.store && !chained)
-            .and_then(|id| self.registry.missing_link(tenant, id));
+        let missing = (self.config.store && !chained)
+            .then(|| self.missing_response(tenant, &prepared))
+            .flatten();
         if let Some(id) = missing {
             return self.fetch_response(request, api, tenant, prepared, id);
         }

@@ -299,9 +299,9 @@ impl Gateway {
 
     /// The session store's answer to a [`StoreAsk::FindResponse`]: the stored
     /// response (as [`StoreAsk::Response`] kept it), or none. Found, it is held again
-    /// and the next link of its chain is read the same way; the request is served once the
-    /// chain is whole, or, with a link the store does not have either, answered with the 400
-    /// that names `previous_response_id`.
+    /// and the next link of its chain (or the next response whose items the request
+    /// references) is read the same way; the request is served once all are held, or, with
+    /// one the store does not have either, answered with the 400 that names it.
     pub(super) fn store_found_response(
         &mut self,
         now: Timestamp,
@@ -318,22 +318,31 @@ impl Gateway {
             parsed,
             ..
         } = queued;
-        let previous = parsed
-            .request
-            .previous_response_id
-            .clone()
-            .unwrap_or_default();
-        let missing = self.registry.missing_link(&tenant, &previous);
+        let missing = self.missing_response(&tenant, &parsed);
         let stored = response.and_then(|r| serde_json::from_str::<StoredOut>(r).ok());
         if let (Some(id), Some(stored)) = (missing, stored) {
             self.registry.restore_response(&tenant, &id, stored, now);
-            // Held again, the chain goes on to its next link; one the store gave but that
-            // cannot be held ends here.
-            if self.registry.missing_link(&tenant, &previous) != Some(id) {
+            // Held again, the chain goes on to its next link (or the next response it
+            // references); one the store gave but that cannot be held ends here.
+            if self.missing_response(&tenant, &parsed) != Some(id) {
                 return self.serve(now, request, (api, &tenant), parsed, false);
             }
         }
         self.serve(now, request, (api, &tenant), parsed, true);
+    }
+
+    /// The first stored response a request needs that this gateway does not hold (it expired
+    /// here, or was stored before a restart or by another gateway): a link of the chain its
+    /// `previous_response_id` starts, else a response whose output items it references.
+    pub(super) fn missing_response(
+        &self,
+        tenant: &str,
+        prepared: &PreparedRequest,
+    ) -> Option<String> {
+        let request = &prepared.request;
+        (request.previous_response_id.as_deref())
+            .and_then(|id| self.registry.missing_link(tenant, id))
+            .or_else(|| self.registry.missing_referenced(tenant, request))
     }
 
     /// The session store could not answer a [`StoreAsk::Find`] or

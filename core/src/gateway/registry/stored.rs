@@ -193,6 +193,14 @@ impl Registry {
         None
     }
 
+    /// The first response whose output items a Responses request references
+    /// ([`ApiRequest::references`]) that `tenant` has not in memory, if any.
+    pub fn missing_referenced(&self, tenant: &str, request: &ApiRequest) -> Option<String> {
+        (request.references.iter())
+            .filter_map(|r| r.response_id())
+            .find(|id| !self.stored.contains_key(&(tenant.to_owned(), id.clone())))
+    }
+
     /// Puts back a response a session store kept ([`StoredOut`]), as stored `now`.
     pub fn restore_response(&mut self, tenant: &str, id: &str, stored: StoredOut, now: Timestamp) {
         let out = self.stored_out.take();
