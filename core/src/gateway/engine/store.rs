@@ -135,7 +135,7 @@ impl Gateway {
     /// [`USAGE_RECHECK_MS`] is asked for again (old conversations may have expired since), and
     /// so is a key's first after the gateway starts (that turn goes ahead).
     pub(super) fn over_store_quota(&mut self, tenant: &str) -> Option<ApiError> {
-        let quota = self.config.store_quota?;
+        let quota = self.config.store_quota.filter(|_| self.config.store)?;
         let id = tenant_id(tenant);
         // A key this gateway has not heard of yet (since it started): the store is asked,
         // and answers before this turn's own writes.

@@ -108,7 +108,7 @@ pub struct GatewayConfig {
     /// The most bytes the session store may keep of one tenant's conversation transcripts
     /// (as the store counts them, [`StoreAnswer::Usage`]): a turn of a tenant at or over it
     /// gets a 413 that names the limit, before any CLI work, until old conversations expire.
-    /// `None`: no limit.
+    /// `None` (or no [`store`](Self::store)): no limit.
     pub store_quota: Option<u64>,
 }
 
