@@ -272,6 +272,31 @@ fn a_history_that_parts_from_a_live_conversation_says_where_and_frees_its_cli() 
         .contains("ccwire_resumes_total{reason=\"diverged\"} 1"));
 }
 
+/// A new gateway on `sim`'s session store.
+fn restarted(mut sim: Sim) -> Sim {
+    let store = sim.store.take();
+    let mut sim = with_store(GatewayConfig {
+        unix_epoch_ms: 1,
+        ..GatewayConfig::default()
+    });
+    sim.store = store;
+    sim
+}
+
+/// How many stored responses the gateway asked the store for.
+fn stored_responses_read(sim: &Sim) -> usize {
+    (sim.trace.iter())
+        .filter(|l| l.contains("\"ask\":\"find_response\""))
+        .count()
+}
+
+/// The content of the first prompt the first CLI got.
+fn first_prompt(sim: &Sim) -> Value {
+    let cli = sim.cli(1);
+    let prompt = cli.stdin.iter().find(|m| m["type"] == "user").unwrap();
+    prompt["message"]["content"].clone()
+}
+
 #[test]
 fn a_chain_of_stored_responses_is_read_back_link_by_link_after_a_restart() {
     let mut sim = with_store(GatewayConfig::default());
@@ -296,12 +321,7 @@ fn a_chain_of_stored_responses_is_read_back_link_by_link_after_a_restart() {
     assert_eq!(sim.store.as_ref().unwrap().responses.len(), 2);
 
     // A new gateway on the same store holds none of them: it reads both links.
-    let store = sim.store.take();
-    let mut sim = with_store(GatewayConfig {
-        unix_epoch_ms: 1,
-        ..GatewayConfig::default()
-    });
-    sim.store = store;
+    let mut sim = restarted(sim);
     let third = sim.send(
         Api::Responses,
         "t",
@@ -309,24 +329,13 @@ fn a_chain_of_stored_responses_is_read_back_link_by_link_after_a_restart() {
     );
     let response = sim.response(third);
     assert_eq!(response.status, 200, "{}", response.text());
-    let finds = sim
-        .trace
-        .iter()
-        .filter(|l| l.contains("\"ask\":\"find_response\""))
-        .count();
-    assert_eq!(finds, 2, "one read per link");
+    assert_eq!(stored_responses_read(&sim), 2, "one read per link");
     // The whole chain is the history of a stored conversation: a CLI resumes it and gets the
     // new input alone.
     assert_eq!(response.header("x-ccwire-session"), Some("resumed"));
     assert!(sim.specs[&1].resume.is_some());
-    let prompt = sim
-        .cli(1)
-        .stdin
-        .iter()
-        .find(|m| m["type"] == "user")
-        .unwrap();
     assert_eq!(
-        prompt["message"]["content"],
+        first_prompt(&sim),
         json!([{"type": "text", "text": "Three"}])
     );
 }
@@ -346,12 +355,7 @@ fn an_item_reference_is_read_back_from_the_store_after_a_restart() {
     assert!(item.starts_with("msg_"), "{body}");
     let text = body["output"][0]["content"][0]["text"].clone();
 
-    let store = sim.store.take();
-    let mut sim = with_store(GatewayConfig {
-        unix_epoch_ms: 1,
-        ..GatewayConfig::default()
-    });
-    sim.store = store;
+    let mut sim = restarted(sim);
     let input = |item: &str| {
         json!({"model": "sonnet", "input": [
             {"role": "user", "content": "One"},
@@ -362,24 +366,13 @@ fn an_item_reference_is_read_back_from_the_store_after_a_restart() {
     let next = sim.send(Api::Responses, "t", input(&item));
     let response = sim.response(next);
     assert_eq!(response.status, 200, "{}", response.text());
-    let finds = sim
-        .trace
-        .iter()
-        .filter(|l| l.contains("\"ask\":\"find_response\""))
-        .count();
-    assert_eq!(finds, 1);
+    assert_eq!(stored_responses_read(&sim), 1);
     // The history is whole, the referenced text in its place: the stored conversation is
     // resumed and its CLI gets the new input alone.
     assert_eq!(response.header("x-ccwire-session"), Some("resumed"));
     assert!(sim.specs[&1].resume.is_some(), "a transcript to write");
-    let prompt = sim
-        .cli(1)
-        .stdin
-        .iter()
-        .find(|m| m["type"] == "user")
-        .unwrap();
     assert_eq!(
-        prompt["message"]["content"],
+        first_prompt(&sim),
         json!([{"type": "text", "text": "Again"}])
     );
     assert_eq!(text, json!("echo: One"));
