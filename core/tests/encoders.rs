@@ -968,6 +968,37 @@ fn a_forced_tool_call_is_the_object_as_the_tool_s_input() {
     }
 }
 
+/// A schema the CLI refused (it offers the model no structured-output tool, as its
+/// `system/init` says) is the request's fault: a 400 that says so, not "the model failed".
+#[test]
+fn a_schema_the_cli_refused_is_a_400() {
+    let init = |tools: Value| {
+        json!({"type": "system", "subtype": "init", "session_id": "s", "model": "claude-sonnet-4-5",
+            "cwd": "/w", "tools": tools, "mcp_servers": [], "permissionMode": "default"})
+        .to_string()
+    };
+    let answer = json!({"type": "result", "subtype": "success", "is_error": false, "num_turns": 1,
+        "session_id": "s", "result": "In text."})
+    .to_string();
+    for (tools, status) in [
+        (json!(["Bash", "StructuredOutput"]), 422),
+        (json!(["Bash"]), 400),
+    ] {
+        let lines = [init(tools), answer.clone()];
+        let chunks = ccwire_core::replay((lines.join("\n") + "\n").as_bytes());
+        let (_, _, outcome) = structured_response(&chunks, Api::OpenAi, StructuredAnswer::Json);
+        let Outcome::Failed(error) = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(error.kind.status(), status, "{}", error.message);
+        if status == 400 {
+            assert!(error
+                .message
+                .contains("did not take the request's JSON Schema"));
+        }
+    }
+}
+
 /// A turn that ends without the object — the model kept answering in text, or its object never
 /// matched the schema — is an error, never the free text: a 422, which the SDKs do not retry.
 #[test]

@@ -362,5 +362,16 @@ async fn no_valid_object_is_an_error_not_free_text() {
         .filter(|c| c.body["messages"].to_string().contains("PLEASE-INVALID"))
         .count();
     assert!(attempts > 1, "{attempts}");
+    // A schema the CLI does not take (no draft's `type`): the request's fault, said so.
+    let broken = json!({"type": "object", "properties": {"name": {"type": "strin"}}});
+    let chat = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "a broken schema"}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "Person", "schema": broken}}});
+    let (status, _, body) = gw.call("/v1/chat/completions", &chat, None).await;
+    assert_eq!(status, 400, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("did not take the request's JSON Schema"),
+        "{message}"
+    );
     gw.stop().await;
 }

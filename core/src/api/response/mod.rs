@@ -124,6 +124,9 @@ pub struct ResponseEncoder {
     /// The id of the model's last call of the CLI's structured-output tool: the id of the
     /// forced call it answers as.
     structured_call: Option<String>,
+    /// A structured-output turn whose CLI offers the model no structured-output tool: the CLI
+    /// refused the schema (its `system/init` lists the tools it offers).
+    schema_refused: bool,
 }
 
 /// The tool through which the CLI's structured-output mode takes the model's object.
@@ -156,6 +159,7 @@ impl ResponseEncoder {
             pending: Vec::new(),
             retry_delay_ms: None,
             structured_call: None,
+            schema_refused: false,
         }
     }
 
@@ -196,6 +200,10 @@ impl ResponseEncoder {
             return out;
         }
         match chunk {
+            Chunk::SessionInit { tools, .. } if self.draft.options.structured.is_some() => {
+                let offered: Vec<&str> = serde_json::from_str(tools.get()).unwrap_or_default();
+                self.schema_refused = !offered.contains(&STRUCTURED_OUTPUT_TOOL);
+            }
             Chunk::TurnComplete { is_error: true, .. } => self.pending.clear(),
             Chunk::MessageStart { .. }
             | Chunk::TurnComplete { .. }
@@ -589,7 +597,17 @@ impl ResponseEncoder {
             ))
         };
         let Some(object) = object else {
-            let outcome = failed("it answered in text");
+            let outcome = if self.schema_refused {
+                Outcome::Failed(ApiError::new(
+                    ApiErrorKind::InvalidRequest,
+                    "the CLI did not take the request's JSON Schema (it is not one a draft-07 \
+                     validator compiles: a `type` that is no type, a `$ref` to nothing, a \
+                     pattern that is no regular expression, …), so the model could not give \
+                     the structured answer",
+                ))
+            } else {
+                failed("it answered in text")
+            };
             return self.finish(outcome, out);
         };
         // The structured answer's own block, after whatever else the response shows.
