@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 ///   becomes `additionalProperties` (`additionalItems`) where no subschema beside it could
 ///   have evaluated more, else it is dropped (the answer is then checked less strictly, never
 ///   refused for what the client accepts);
-/// - draft-04: `id` becomes `$id`, a boolean `exclusiveMinimum`/`exclusiveMaximum` the
-///   number it qualifies;
+/// - draft-04: `id` becomes `$id` (in a schema whose `$schema` says draft-04), a boolean
+///   `exclusiveMinimum`/`exclusiveMaximum` the number it qualifies;
 /// - every other keyword the CLI's validator does not know is dropped: those draft-07 has no
 ///   equivalent for (`$vocabulary`, `$dynamicAnchor`, `$recursiveAnchor`, `minContains`,
 ///   `maxContains`), OpenAPI's (`discriminator`, `example`, `xml`) and extensions (`x-…`),
@@ -26,8 +26,16 @@ use serde_json::{Map, Value};
 /// Only keywords in a schema's own position are read: a property named `id` or `$schema` is a
 /// property, and `enum`, `const`, `default` and `examples` are values, left as they are.
 pub fn draft07(schema: Value) -> Value {
+    // draft-04's `id` is `$id` only in a schema that says it is draft-04: elsewhere it is no
+    // keyword, and reading it as one would move the base its references resolve against.
+    let draft04 =
+        (schema.get("$schema").and_then(Value::as_str)).is_some_and(|s| s.contains("draft-04"));
+    subschema(schema, draft04)
+}
+
+fn subschema(schema: Value, draft04: bool) -> Value {
     match schema {
-        Value::Object(map) => Value::Object(object(map)),
+        Value::Object(map) => Value::Object(object(map, draft04)),
         other => other,
     }
 }
@@ -111,30 +119,30 @@ const NAMED: [&str; 5] = [
     "dependentSchemas",
 ];
 
-fn object(mut map: Map<String, Value>) -> Map<String, Value> {
+fn object(mut map: Map<String, Value>, draft04: bool) -> Map<String, Value> {
     // Subschemas first, each in its own draft-07 words.
     for (key, value) in map.iter_mut() {
         let key = key.as_str();
         if ONE.contains(&key) || (key == "items" && value.is_object()) {
-            *value = draft07(value.take());
+            *value = subschema(value.take(), draft04);
         } else if MANY.contains(&key) || (key == "items" && value.is_array()) {
             if let Value::Array(items) = value {
                 for item in items.iter_mut() {
-                    *item = draft07(item.take());
+                    *item = subschema(item.take(), draft04);
                 }
             }
         } else if NAMED.contains(&key) || key == "dependencies" {
             if let Value::Object(named) = value {
                 for (_, child) in named.iter_mut() {
                     if child.is_object() {
-                        *child = draft07(child.take());
+                        *child = subschema(child.take(), draft04);
                     }
                 }
             }
         }
     }
     // draft-04.
-    if let Some(Value::String(id)) = map.get("id") {
+    if let (true, Some(Value::String(id))) = (draft04, map.get("id")) {
         if !map.contains_key("$id") {
             let id = Value::String(id.clone());
             map.remove("id");
@@ -279,6 +287,15 @@ mod tests {
                     "id": {"type": "string"}
                 }
             })
+        );
+    }
+
+    #[test]
+    fn an_id_outside_draft_04_is_no_keyword() {
+        let schema = json!({"type": "object", "id": "person", "properties": {"a": {"id": "a"}}});
+        assert_eq!(
+            draft07(schema),
+            json!({"type": "object", "properties": {"a": {}}})
         );
     }
 
