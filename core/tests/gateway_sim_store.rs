@@ -516,3 +516,115 @@ fn a_key_whose_stored_conversations_fill_its_quota_gets_a_413_until_they_expire(
     let again = turn(&mut sim, "a", "Six");
     assert_eq!(sim.response(again).status, 200);
 }
+
+/// A gateway with tenant directories (as `ccwire serve` runs), without a store.
+fn with_dirs(limits: Limits) -> Sim {
+    Sim::new(GatewayConfig {
+        tenant_root: Some("/state/tenants".into()),
+        limits,
+        ..GatewayConfig::default()
+    })
+}
+
+/// The history of a `lookup: paris` turn with the client's result for its call.
+fn with_paris_result(sim: &mut Sim, first: RequestId) -> Vec<Value> {
+    let answer = sim.response(first).json();
+    vec![
+        json!({"role": "user", "content": "lookup: paris"}),
+        json!({"role": "assistant", "content": answer["content"]}),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}),
+    ]
+}
+
+/// The new CLI `session` resumes the history written with the results and goes on from them
+/// by itself: it was sent no prompt.
+fn assert_goes_on_from_results(sim: &Sim, session: SessionId) {
+    let spec = &sim.specs[&session];
+    let resume = spec.resume.as_ref().expect("a transcript");
+    assert!(resume.rerun);
+    assert!(spec
+        .env
+        .contains(&("CLAUDE_CODE_RESUME_INTERRUPTED_TURN".into(), "1".into())));
+    let written = resume.written.as_ref().expect("a written history");
+    assert_eq!(
+        written.messages.len(),
+        3,
+        "the prompt, the call, its result"
+    );
+    let lines = written.lines();
+    assert!(lines[1].get().contains("mcp__client__lookup"));
+    assert!(lines[2].get().contains("\"tool_result\""));
+    assert!(
+        !sim.cli(session).stdin.iter().any(|m| m["type"] == "user"),
+        "no prompt"
+    );
+}
+
+#[test]
+fn results_under_other_settings_go_on_in_a_new_cli_and_free_the_one_that_held_the_calls() {
+    let mut sim = with_dirs(Limits::default());
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    let first = sim.send(Api::Anthropic, "t", anthropic(ask, false));
+    assert_eq!(sim.gateway.held_count(), 1);
+    // The results come without tools and with a system prompt: other settings.
+    let body = json!({"model": "sonnet", "max_tokens": 100, "system": "Reflect.",
+        "messages": with_paris_result(&mut sim, first)});
+    // Another tenant's results for that id free nothing of it.
+    let other = sim.send(Api::Anthropic, "u", body.clone());
+    assert_eq!(
+        sim.response(other).header("x-ccwire-session-reason"),
+        Some("history")
+    );
+    assert_eq!(sim.gateway.held_count(), 1);
+    let results = sim.send(Api::Anthropic, "t", body);
+    let response = sim.response(results);
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(response.header("x-ccwire-session"), Some("resumed"));
+    assert_eq!(response.header("x-ccwire-session-reason"), Some("settings"));
+    assert_eq!(text_of(&response.json()), "done: sunny");
+    assert_eq!(sim.closed, [1], "the CLI that held the call");
+    assert_eq!(sim.gateway.held_count(), 0);
+    assert_goes_on_from_results(&sim, 3);
+    // The system prompt it goes on with is recorded after them, as the CLI records its own.
+    let written = sim.specs[&3]
+        .resume
+        .as_ref()
+        .unwrap()
+        .written
+        .clone()
+        .unwrap();
+    let last = written.lines().pop().unwrap();
+    assert!(last.get().contains("\"prompt_snapshot\"") && last.get().contains("Reflect."));
+}
+
+#[test]
+fn results_after_the_held_call_timeout_go_on_in_a_new_cli() {
+    let mut sim = with_dirs(Limits {
+        held_call_timeout_ms: 1000,
+        ..Limits::default()
+    });
+    let ask = json!([{"role": "user", "content": "lookup: paris"}]);
+    let first = sim.send(Api::Anthropic, "t", anthropic(ask, false));
+    sim.advance(1500);
+    assert_eq!(sim.gateway.held_count(), 0, "given up on");
+    let messages = with_paris_result(&mut sim, first);
+    let results = sim.send(Api::Anthropic, "t", anthropic(json!(messages), false));
+    let response = sim.response(results);
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert_eq!(response.header("x-ccwire-session"), Some("resumed"));
+    assert_eq!(response.header("x-ccwire-session-reason"), Some("late"));
+    assert_eq!(text_of(&response.json()), "done: sunny");
+    assert_goes_on_from_results(&sim, 2);
+    assert!(sim
+        .gateway
+        .metrics()
+        .contains("ccwire_resumes_total{reason=\"late\"} 1"));
+}
+
+/// The text blocks of an Anthropic answer.
+fn text_of(body: &Value) -> String {
+    (body["content"].as_array().unwrap().iter())
+        .filter_map(|b| b["text"].as_str())
+        .collect()
+}

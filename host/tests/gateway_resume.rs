@@ -249,13 +249,15 @@ async fn a_few_shot_history_reaches_the_model_as_messages_and_then_continues() {
         json!({"role": "assistant", "content": "Done: it now says hello."}),
         json!({"role": "user", "content": "Now the real change, please."}),
     ];
-    let body =
-        json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+    let body = json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()],
+        "system": "You are Aider, an editor of code.", "messages": messages});
     let response = gw.post("/v1/messages", &body, None).await;
     assert_eq!(session_header(&response), "resumed");
     assert_eq!(response.headers()["x-ccwire-session-reason"], "history");
     let answer: Value = response.json().await.unwrap();
     let call = gw.fake.model_calls().pop().unwrap();
+    // Under the client's system prompt.
+    assert!(call.body["system"].to_string().contains("You are Aider"));
     let sent = call.body["messages"].as_array().unwrap().clone();
     // The examples are messages, the tool call and its result a pair, named as the CLI
     // offers the client's tool; nothing is retold as text.
@@ -278,8 +280,8 @@ async fn a_few_shot_history_reaches_the_model_as_messages_and_then_continues() {
     // The next request continues the CLI that took the history.
     messages.push(json!({"role": "assistant", "content": answer["content"]}));
     messages.push(json!({"role": "user", "content": "Thanks."}));
-    let body =
-        json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()], "messages": messages});
+    let body = json!({"model": MODEL, "max_tokens": 1024, "tools": [lookup_tool()],
+        "system": "You are Aider, an editor of code.", "messages": messages});
     let (status, kind, _) = gw.call("/v1/messages", &body, None).await;
     assert_eq!((status, kind.as_str()), (200, "continued"));
     gw.stop().await;

@@ -72,6 +72,9 @@ pub struct FakeCli {
     /// control request it does not know (answered with success all the same). A test fails on
     /// them; the binary skips them.
     pub unexpected: Vec<String>,
+    /// The tool results its resumed transcript ends with, which it goes on from once
+    /// initialized ([`go_on_from`](Self::go_on_from)).
+    rerun: Vec<(String, String, bool)>,
 }
 
 impl FakeCli {
@@ -89,7 +92,15 @@ impl FakeCli {
             asking: BTreeMap::new(),
             slow: None,
             unexpected: Vec::new(),
+            rerun: Vec::new(),
         }
+    }
+
+    /// A CLI resumed with `CLAUDE_CODE_RESUME_INTERRUPTED_TURN` from a transcript that ends
+    /// with these tool results (tool_use id, text, is_error): it goes on from them once
+    /// initialized, with no prompt, as the CLI does.
+    pub fn go_on_from(&mut self, results: Vec<(String, String, bool)>) {
+        self.rerun = results;
     }
 
     /// Takes one line the host wrote (without its newline) at `now` (ms); returns the lines it
@@ -110,6 +121,13 @@ impl FakeCli {
                             id,
                             json!({"models": [{"value": value, "displayName": name}]}),
                         ));
+                        if !self.rerun.is_empty() {
+                            let init = json!({"type": "system", "subtype": "init",
+                                              "session_id": SESSION});
+                            out.push(self::line(init));
+                            self.results = std::mem::take(&mut self.rerun);
+                            self.after_tools(&mut out);
+                        }
                     }
                     Some("interrupt") => self.interrupt(id, &mut out),
                     _ => {

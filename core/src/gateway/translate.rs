@@ -606,8 +606,12 @@ pub struct WrittenHistory {
     pub wall_ms: u64,
     /// The MCP server the client's tools are offered by.
     pub server: String,
-    /// Each entry's id, by message index.
+    /// Each entry's id, by message index (one more: the system prompt's entry).
     pub uuids: Vec<String>,
+    /// The system prompt the conversation goes on with, recorded after the messages as the
+    /// CLI records its own (`None`: Claude Code's own, nothing recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
 }
 
 impl Eq for WrittenHistory {}
@@ -622,9 +626,31 @@ impl WrittenHistory {
             wall_ms: self.wall_ms,
             server: &self.server,
         };
-        transcript_lines(&self.messages, &self.thinking, &context, |i| {
+        let mut lines = transcript_lines(&self.messages, &self.thinking, &context, |i| {
             self.uuids[i].clone()
-        })
+        });
+        // A CLI resumes with the system prompt its transcript recorded last.
+        if let (Some(system), Some(uuid)) =
+            (&self.system_prompt, self.uuids.get(self.messages.len()))
+        {
+            let parent = self.messages.len().checked_sub(1).map(|i| &self.uuids[i]);
+            let entry = json!({
+                "parentUuid": parent,
+                "isSidechain": false,
+                "type": "attachment",
+                "attachment": {"type": "prompt_snapshot", "systemPrompt": [system]},
+                "uuid": uuid,
+                "timestamp": iso_time(self.wall_ms.saturating_add(self.messages.len() as u64)),
+                "userType": "external",
+                "entrypoint": "sdk-cli",
+                "cwd": self.cwd,
+                "sessionId": self.session_id,
+                "version": crate::args::TESTED_CLI_VERSION,
+            });
+            let raw = serde_json::value::to_raw_value(&entry).expect("a Value always serializes");
+            lines.push(crate::Json::canonical(&raw));
+        }
+        lines
     }
 }
 

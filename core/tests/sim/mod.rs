@@ -230,7 +230,11 @@ impl Sim {
                                 .handle_spawn_failed(self.now, session, "no such file");
                             continue;
                         }
-                        self.clis.insert(session, SimCli::new(&spec.args));
+                        let mut cli = SimCli::new(&spec.args);
+                        if let Some(results) = rerun_results(&spec) {
+                            cli.cli.go_on_from(results);
+                        }
+                        self.clis.insert(session, cli);
                         self.specs.insert(session, spec);
                     }
                     GatewayOutput::Write { session, bytes } => {
@@ -465,6 +469,40 @@ impl Sim {
     pub fn cli(&self, session: SessionId) -> &SimCli {
         &self.clis[&session]
     }
+}
+
+/// The tool results a CLI started with `CLAUDE_CODE_RESUME_INTERRUPTED_TURN` goes on from:
+/// those its written transcript ends with.
+fn rerun_results(spec: &CliSpec) -> Option<Vec<(String, String, bool)>> {
+    use ccwire_core::conversation::Block;
+    let rerun =
+        (spec.env.iter()).any(|(k, v)| k == "CLAUDE_CODE_RESUME_INTERRUPTED_TURN" && v == "1");
+    let written = spec.resume.as_ref()?.written.as_ref()?;
+    let results = (written.messages.iter().rev())
+        .take_while(|m| {
+            m.content
+                .iter()
+                .all(|b| !matches!(b, Block::ToolUse { .. }))
+        })
+        .flat_map(|m| m.content.iter().rev())
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => {
+                let text = (content.iter())
+                    .filter_map(|c| match c {
+                        Block::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<String>();
+                Some((tool_use_id.clone(), text, *is_error))
+            }
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    (rerun && !results.is_empty()).then(|| results.into_iter().rev().collect())
 }
 
 pub fn tools() -> Value {

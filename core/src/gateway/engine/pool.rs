@@ -240,6 +240,13 @@ impl Gateway {
         if self.config.store {
             spec.args.push("--session-mirror".to_owned());
         }
+        if resume.as_ref().is_some_and(|r| r.rerun) {
+            // The transcript ends with tool results the turn goes on from.
+            spec.env.push((
+                "CLAUDE_CODE_RESUME_INTERRUPTED_TURN".to_owned(),
+                "1".to_owned(),
+            ));
+        }
         let transcript = resume.as_ref().map(|r| r.path.clone());
         let cwd = spec.cwd.clone();
         spec.resume = resume;

@@ -179,7 +179,7 @@ impl Gateway {
             session: managed,
         };
         match route {
-            Match::Find { hash, diverged } => self.find(request, opening, hash, diverged),
+            Match::Find { hash, parted } => self.find(request, opening, hash, parted),
             route => self.open(now, request, opening, route, None),
         }
     }
@@ -243,21 +243,18 @@ impl Gateway {
                     kind: SessionKind::Rebuilt,
                     prompt,
                     replaces,
-                    diverged,
+                    reason,
                 },
                 None,
             ) => match self.write_history(tenant, managed_id, &parsed) {
                 Ok((spec, prompt)) => {
-                    let reason = match diverged {
-                        Some(at) => ResumeReason::Diverged(at),
-                        None => ResumeReason::History,
-                    };
+                    let reason = reason.unwrap_or(ResumeReason::History);
                     let route = Match::Start {
                         session,
                         kind: SessionKind::Resumed(reason),
                         prompt,
                         replaces,
-                        diverged,
+                        reason: Some(reason),
                     };
                     (route, Some(spec), None)
                 }
@@ -269,7 +266,7 @@ impl Gateway {
                         kind: SessionKind::Rebuilt,
                         prompt,
                         replaces,
-                        diverged,
+                        reason,
                     };
                     (route, None, start_prompt)
                 }
@@ -369,9 +366,13 @@ impl Gateway {
                     cli.spec.tenant,
                     Value::Object(cli.init.clone()),
                 );
-                let prompt = match start_prompt {
-                    Some(ready) => FirstPrompt::Ready(ready),
-                    None => FirstPrompt::Message(UserMessage::blocks(prompt_content(&prompt))),
+                // A CLI that goes on from the client's tool results by itself is sent nothing.
+                let prompt = match (start_prompt, resume.as_ref().is_some_and(|r| r.rerun)) {
+                    (_, true) => None,
+                    (Some(ready), false) => Some(FirstPrompt::Ready(ready)),
+                    (None, false) => Some(FirstPrompt::Message(UserMessage::blocks(
+                        prompt_content(&prompt),
+                    ))),
                 };
                 // A tenant at its own cap makes room from its own conversations.
                 let own = self
@@ -400,12 +401,13 @@ impl Gateway {
                         let wall = self.wall_ms();
                         self.metrics.recent.at(wall).pool_hits += 1;
                         let live = self.lives.get_mut(&warm).expect("warm CLIs are live");
-                        match &mut live.starting {
-                            Some(starting) => starting.prompt = Some(prompt),
-                            None => {
+                        match (&mut live.starting, prompt) {
+                            (Some(starting), prompt) => starting.prompt = prompt,
+                            (None, Some(prompt)) => {
                                 let _ = prompt.send(&mut live.session, now);
                                 self.sent_to_cli(request);
                             }
+                            (None, None) => {}
                         }
                         warm
                     }
@@ -435,7 +437,7 @@ impl Gateway {
                             let why = format!("the gateway runs its maximum of {limit} sessions");
                             return self.respond_error(request, api, &headers, &at_cap(why));
                         }
-                        self.spawn(now, session, cli, Some(prompt), resume);
+                        self.spawn(now, session, cli, prompt, resume);
                         session
                     }
                 };

@@ -8,8 +8,10 @@ use super::types::{
 };
 use super::{tenant_id, Gateway, GatewayOutput, PreparedRequest, Queued, RequestId, CLIENT_SERVER};
 use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
-use crate::conversation::Block;
-use crate::gateway::registry::{busy, Match, ResumeReason, SessionId, SessionKind, StoredOut};
+use crate::conversation::{Block, Message, Role};
+use crate::gateway::registry::{
+    busy, Match, Parted, ResumeReason, SessionId, SessionKind, StoredOut,
+};
 use crate::gateway::translate::{prompt_blocks, rebuild_prompt, tool_results, WrittenHistory};
 use crate::{Json, Timestamp};
 
@@ -33,8 +35,8 @@ pub(super) struct Finding {
     pub(super) opening: Opening,
     /// Its history's hash in the tenant's scope.
     pub(super) hash: String,
-    /// Where its history parted from a live conversation's ([`Match::Find`]).
-    pub(super) diverged: Option<(usize, Option<SessionId>)>,
+    /// What a live conversation says of its history ([`Match::Find`]).
+    pub(super) parted: Option<Parted>,
 }
 
 /// How long a tenant refused for its store quota waits before the store is asked again how
@@ -86,7 +88,7 @@ impl Gateway {
         request: RequestId,
         opening: Opening,
         hash: String,
-        diverged: Option<(usize, Option<SessionId>)>,
+        parted: Option<Parted>,
     ) {
         self.outputs.push_back(GatewayOutput::Store(StoreAsk::Find {
             request,
@@ -96,7 +98,7 @@ impl Gateway {
         let finding = Finding {
             opening,
             hash,
-            diverged,
+            parted,
         };
         self.finding.insert(request, finding);
     }
@@ -178,7 +180,7 @@ impl Gateway {
         let Some(Finding {
             mut opening,
             hash,
-            diverged,
+            parted,
         }) = self.finding.remove(&request)
         else {
             return;
@@ -189,18 +191,26 @@ impl Gateway {
         let tenant = tenant_id(&opening.tenant);
         // A record is the conversation of this history only if the store kept it under both
         // (the store's index may lag behind), and it can resume only where the CLI's turn
-        // ended: a call still waiting for the client's result is in no transcript.
+        // ended: a call still waiting for the client's result is in no transcript, and tool
+        // results go in the history written for the new CLI.
         let record = record.filter(|r| r.hash == hash && r.key.tenant == tenant);
         let messages = &opening.parsed.conversation.messages;
-        let (at, mut replaces) = diverged.unzip();
+        let n = opening.parsed.conversation.history_len();
+        let results = !tool_results(&messages[n..]).is_empty();
+        let mut reason = parted.map(|p| p.reason);
+        let mut replaces = parted.and_then(|p| p.replaces);
         let (kind, prompt, resume) = match record {
-            Some(record) if record.pending.is_empty() => {
-                let mut reason = match record.state {
-                    RecordState::Live => ResumeReason::Restarted,
-                    RecordState::Hibernated => ResumeReason::Hibernated,
-                    RecordState::Expired => ResumeReason::Expired,
-                    RecordState::Ended => ResumeReason::Ended,
+            Some(record) if !record.pending.is_empty() || results => {
+                // What ended the conversation's last CLI, unless a live one says more.
+                reason.get_or_insert(record_reason(record.state));
+                let prompt = match opening.offer.start_prompt {
+                    Some(_) => Vec::new(),
+                    None => rebuild_prompt(messages),
                 };
+                (SessionKind::Rebuilt, prompt, None)
+            }
+            Some(record) => {
+                let mut reason = record_reason(record.state);
                 // Its CLI is live under other settings: closed, when it waits for nothing.
                 let live = self
                     .lives
@@ -216,7 +226,6 @@ impl Gateway {
                     reason = ResumeReason::Settings;
                     self.close(now, old);
                 }
-                let n = opening.parsed.conversation.history_len();
                 opening.offer.start_prompt = None;
                 // Where this gateway's CLI reads it (another gateway sharing the store may
                 // have kept it from elsewhere).
@@ -228,6 +237,7 @@ impl Gateway {
                     path,
                     system_prompt: opening.parsed.conversation.system.clone(),
                     written: None,
+                    rerun: false,
                 };
                 replaces = None;
                 (
@@ -246,15 +256,14 @@ impl Gateway {
         };
         // A live conversation this one parted from, waiting for results it will not get from
         // this client, is closed (when it still waits).
-        let replaces = replaces
-            .flatten()
-            .filter(|old| self.lives.contains_key(old) && !self.registry.is_idle(*old));
+        let replaces =
+            replaces.filter(|old| self.lives.contains_key(old) && !self.registry.is_idle(*old));
         let route = Match::Start {
             session,
             kind,
             prompt,
             replaces,
-            diverged: at,
+            reason,
         };
         self.open(now, request, opening, route, resume);
     }
@@ -549,9 +558,10 @@ impl Gateway {
     /// A history no CLI wrote, written as the transcript a new CLI resumes: the spec of that
     /// CLI's start and the request's new messages, its first prompt. (The host makes the
     /// transcript's lines, off the engine's lock, and keeps them in the session store too:
-    /// [`ResumeSpec::written`].) `Err` says why it cannot be: the new messages carry tool
-    /// results (for calls no CLI made), or the transcript's place cannot be told (no tenant
-    /// directories).
+    /// [`ResumeSpec::written`].) New messages with tool results are written too, and the CLI
+    /// goes on from them by itself ([`ResumeSpec::rerun`]; no first prompt). `Err` says why it
+    /// cannot be: the transcript's place cannot be told (no tenant directories, or a working
+    /// directory whose name the CLI shortens).
     pub(super) fn write_history(
         &mut self,
         tenant: &str,
@@ -560,26 +570,35 @@ impl Gateway {
     ) -> Result<(ResumeSpec, Vec<Block>), &'static str> {
         let messages = &request.conversation.messages;
         let n = request.conversation.history_len();
-        if !tool_results(&messages[n..]).is_empty() {
-            return Err("tool_results");
-        }
+        let new = &messages[n..];
+        // With the client's tool results the whole history is written, and the CLI goes on
+        // from it by itself (`rerun`): the model gets the calls and their results as blocks.
+        let rerun = !tool_results(new).is_empty();
         let (cwd, _) = self.cli_dirs(tenant, session).ok_or("no_tenant_dirs")?;
         let id = self.conversation_id();
         let path = self
             .transcript_path(tenant, session, &id)
             .ok_or("working_directory")?;
+        let written_messages = if rerun {
+            let mut written = messages[..n].to_vec();
+            written.extend(new.iter().flat_map(results_first));
+            written
+        } else {
+            messages[..n].to_vec()
+        };
         // Its lines are made by the host, off the engine's lock.
         let written = WrittenHistory {
-            uuids: (0..n)
+            uuids: (0..=written_messages.len())
                 .map(|i| self.uuid(&[b"entry", id.as_bytes(), &(i as u64).to_le_bytes()]))
                 .collect(),
-            messages: messages[..n].to_vec(),
+            messages: written_messages,
             thinking: request.conversation.thinking.clone(),
             session_id: id.clone(),
             cwd,
             model: request.model.clone(),
             wall_ms: self.config.unix_epoch_ms.saturating_add(self.now),
             server: CLIENT_SERVER.to_owned(),
+            system_prompt: request.conversation.system.clone(),
         };
         let spec = ResumeSpec {
             key: ConversationKey {
@@ -589,8 +608,14 @@ impl Gateway {
             path,
             system_prompt: request.conversation.system.clone(),
             written: Some(std::sync::Arc::new(written)),
+            rerun,
         };
-        Ok((spec, prompt_blocks(&messages[n..])))
+        let prompt = if rerun {
+            Vec::new()
+        } else {
+            prompt_blocks(new)
+        };
+        Ok((spec, prompt))
     }
 
     /// Where the CLI of `tenant`'s conversation `id` writes its transcript, as the CLI names
@@ -607,6 +632,38 @@ impl Gateway {
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
         (name.len() <= 200).then(|| format!("{home}/.claude/projects/{name}/{id}.jsonl"))
+    }
+}
+
+/// A message of a history written for a CLI to go on from: a user message with tool results
+/// and more is written as two, the results first (the CLI goes on from results with its own
+/// words, and from a prompt with none).
+fn results_first(message: &Message) -> Vec<Message> {
+    let is_result = |b: &&Block| matches!(b, Block::ToolResult { .. });
+    let results: Vec<Block> = message.content.iter().filter(is_result).cloned().collect();
+    if message.role != Role::User || results.is_empty() || results.len() == message.content.len() {
+        return vec![message.clone()];
+    }
+    let rest = message.content.iter().filter(|b| !is_result(b)).cloned();
+    vec![
+        Message {
+            role: Role::User,
+            content: results,
+        },
+        Message {
+            role: Role::User,
+            content: rest.collect(),
+        },
+    ]
+}
+
+/// Why a stored conversation is resumed: what ended its last CLI.
+fn record_reason(state: RecordState) -> ResumeReason {
+    match state {
+        RecordState::Live => ResumeReason::Restarted,
+        RecordState::Hibernated => ResumeReason::Hibernated,
+        RecordState::Expired => ResumeReason::Expired,
+        RecordState::Ended => ResumeReason::Ended,
     }
 }
 

@@ -289,6 +289,10 @@ pub struct ResumeSpec {
     /// starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written: Option<std::sync::Arc<crate::gateway::WrittenHistory>>,
+    /// The transcript ends with the client's tool results: the CLI goes on from them by
+    /// itself (started with `CLAUDE_CODE_RESUME_INTERRUPTED_TURN=1`), and is sent no prompt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rerun: bool,
 }
 
 impl ResumeSpec {

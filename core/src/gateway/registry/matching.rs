@@ -143,7 +143,7 @@ impl Registry {
                     prompt_blocks(new)
                 },
                 replaces: None,
-                diverged: None,
+                reason: None,
             });
         }
         if self.finding.contains_key(&store) {
@@ -153,7 +153,16 @@ impl Registry {
         // order) continues the live session whose calls its tool results answer, all of them.
         let holding = || self.holding(scope, &given);
         let Some(session) = self.by_hash.get(&hash).copied().or_else(holding) else {
-            let diverged = self.diverged(scope, &prefixes);
+            // Results for the calls a live conversation of the tenant holds under other
+            // settings go on under the new ones (that conversation is closed); else the
+            // history may have parted from a live conversation's.
+            let parted = self
+                .holding_elsewhere(scope, &given)
+                .map(|holder| Parted {
+                    reason: ResumeReason::Settings,
+                    replaces: Some(holder),
+                })
+                .or_else(|| self.diverged(scope, &prefixes));
             if find {
                 self.finding.insert(
                     store.clone(),
@@ -165,22 +174,10 @@ impl Registry {
                 );
                 return Ok(Match::Find {
                     hash: store,
-                    diverged,
+                    parted,
                 });
             }
-            let (at, replaces) = diverged.unzip();
-            let mut matched = self.rebuild(
-                scope,
-                hasher,
-                conversation,
-                replaces.flatten(),
-                prompt_ready,
-                now,
-            );
-            if let Match::Start { diverged, .. } = &mut matched {
-                *diverged = at;
-            }
-            return Ok(matched);
+            return Ok(self.rebuild(scope, hasher, conversation, parted, prompt_ready, now));
         };
         let entry = self
             .sessions
@@ -229,12 +226,21 @@ impl Registry {
             // the results were delivered by a request whose response failed (the client went
             // away) and are sent again: the live session no longer matches; a new one carries
             // the whole history.
+            let late = given.iter().any(|(id, _)| entry.settled.contains(id));
+            let parted = Parted {
+                reason: if late {
+                    ResumeReason::Late
+                } else {
+                    ResumeReason::Retried
+                },
+                replaces: Some(session),
+            };
             let scope = scope.to_owned();
             return Ok(self.rebuild(
                 &scope,
                 hasher,
                 conversation,
-                Some(session),
+                Some(parted),
                 prompt_ready,
                 now,
             ));
@@ -285,15 +291,45 @@ impl Registry {
             .map(|(id, _)| *id)
     }
 
+    /// The live session of the same tenant under other settings than `scope`'s, idle, whose
+    /// last response's client tool calls are exactly those `given` results answer.
+    fn holding_elsewhere(
+        &self,
+        scope: &str,
+        given: &[(String, McpCallResult)],
+    ) -> Option<SessionId> {
+        if given.is_empty() {
+            return None;
+        }
+        let tenant = scope_tenant(scope);
+        let ids: BTreeSet<&str> = given.iter().map(|(id, _)| id.as_str()).collect();
+        self.sessions
+            .iter()
+            .find(|(_, entry)| {
+                entry.scope != scope
+                    && scope_tenant(&entry.scope) == tenant
+                    && !entry.busy()
+                    && !entry.expected.is_empty()
+                    && entry
+                        .expected
+                        .iter()
+                        .map(String::as_str)
+                        .collect::<BTreeSet<_>>()
+                        == ids
+            })
+            .map(|(id, _)| *id)
+    }
+
     fn rebuild(
         &mut self,
         scope: &str,
         hasher: HistoryHasher,
         conversation: &Conversation,
-        replaces: Option<SessionId>,
+        parted: Option<Parted>,
         prompt_ready: bool,
         now: Timestamp,
     ) -> Match {
+        let replaces = parted.and_then(|p| p.replaces);
         if let Some(old) = replaces {
             self.close(old);
         }
@@ -307,7 +343,7 @@ impl Registry {
                 rebuild_prompt(&conversation.messages)
             },
             replaces,
-            diverged: None,
+            reason: parted.map(|p| p.reason),
         }
     }
 
@@ -315,16 +351,15 @@ impl Registry {
     /// the longest of its shorter histories (`prefixes`, longest first) that a live session
     /// holds, and that session when it waits for client tool results the request does not
     /// bring (the client went another way: its CLI is closed).
-    fn diverged(
-        &self,
-        scope: &str,
-        prefixes: &[(usize, String)],
-    ) -> Option<(usize, Option<SessionId>)> {
+    fn diverged(&self, scope: &str, prefixes: &[(usize, String)]) -> Option<Parted> {
         prefixes.iter().find_map(|(at, hash)| {
             let session = *self.by_hash.get(&live_hash(scope, hash))?;
             let entry = self.sessions.get(&session)?;
             let waits = !entry.busy() && (!entry.expected.is_empty() || !entry.held.is_empty());
-            Some((*at, waits.then_some(session)))
+            Some(Parted {
+                reason: ResumeReason::Diverged(*at),
+                replaces: waits.then_some(session),
+            })
         })
     }
 
@@ -359,4 +394,10 @@ impl Registry {
     pub fn abandon(&mut self, hash: &str) {
         self.finding.remove(hash);
     }
+}
+
+/// The tenant a [`request_scope`](crate::gateway::translate::request_scope) is of (its first
+/// line).
+fn scope_tenant(scope: &str) -> &str {
+    scope.split('\n').next().unwrap_or(scope)
 }

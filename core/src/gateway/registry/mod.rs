@@ -115,6 +115,13 @@ pub enum ResumeReason {
     /// first this many messages and then differs from it (a client that answered another way
     /// or edited the answer).
     Diverged(usize),
+    /// The client's tool results came after the gateway gave up waiting for them (the
+    /// held-call timeout) and the CLI's turn went on without them: a new CLI resumes the
+    /// history with the results.
+    Late,
+    /// The client's tool results were handed to the CLI by a request whose response did not
+    /// reach the client, and came again: a new CLI resumes the history with them.
+    Retried,
 }
 
 impl ResumeReason {
@@ -128,6 +135,8 @@ impl ResumeReason {
             ResumeReason::Settings => "settings",
             ResumeReason::History => "history",
             ResumeReason::Diverged(_) => "diverged",
+            ResumeReason::Late => "late",
+            ResumeReason::Retried => "retried",
         }
     }
 }
@@ -172,10 +181,8 @@ pub enum Match {
     Find {
         /// The history's hash in the tenant's scope.
         hash: String,
-        /// Where the history parted from a live conversation's, when it did: that
-        /// conversation's length in messages, and its session when it waits for client tool
-        /// results the request will never bring (to close).
-        diverged: Option<(usize, Option<SessionId>)>,
+        /// What a live conversation of the tenant says of the history, when one does.
+        parted: Option<Parted>,
     },
     /// Start a new CLI session and send it `prompt`.
     Start {
@@ -187,9 +194,23 @@ pub enum Match {
         prompt: Vec<Block>,
         /// A live session this one replaces, to close.
         replaces: Option<SessionId>,
-        /// Where the history parted from a live conversation's (its length in messages).
-        diverged: Option<usize>,
+        /// Why a history written for a new CLI is resumed, when a live conversation says
+        /// ([`History`](ResumeReason::History) when none does).
+        reason: Option<ResumeReason>,
     },
+}
+
+/// What a live conversation of the tenant says of a history that no live session continues:
+/// why the conversation is resumed, and that conversation's session when it waits for client
+/// tool results it will never get (to close).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parted {
+    /// Why: [`Diverged`](ResumeReason::Diverged) where the history parted from the
+    /// conversation's, [`Settings`](ResumeReason::Settings) where it brings the results of the
+    /// calls the conversation holds under other settings.
+    pub reason: ResumeReason,
+    /// The session to close.
+    pub replaces: Option<SessionId>,
 }
 
 /// What the host must do after a timeout or a tool call.
