@@ -276,6 +276,18 @@ export interface CliSpec {
   /** The tenant's directories, to create (owner-only) before the start; `null` without
    * `tenantRoot`. */
   tenant: { id: string; home: string; work: string; tmp: string } | null;
+  /** A transcript this CLI resumes (its arguments say `--resume`): before the start, write
+   * `Gateway.writtenTranscript(spec)` at `path`. Only with `tenantRoot`. */
+  resume?: {
+    key: { tenant: string; id: string };
+    path: string;
+    system_prompt: string | null;
+    /** The history the gateway wrote from a client's request. */
+    written?: Json;
+    /** The transcript ends with the client's tool results: the CLI goes on from them by
+     * itself (the spec's `env` says so) and is sent no prompt. */
+    rerun?: boolean;
+  };
 }
 /** What the host must do, in order. */
 export type GatewayOutput =
@@ -381,6 +393,12 @@ export const HELD_CALL_TIMEOUT_TEXT: string;
  */
 export class Gateway {
   constructor(options?: GatewayOptions & { http?: GatewayHttpOptions });
+  /**
+   * The transcript a CLI of a `spawn` output resumes when the gateway wrote it from a client's
+   * history (`spec.resume.written`): JSONL text to write at `spec.resume.path` (its directory
+   * created, owner-only) before the CLI starts; `null` for any other spec.
+   */
+  static writtenTranscript(spec: CliSpec): string | null;
   /**
    * Decides on an HTTP request from its head, before its body is read: a response to send
    * as it is (a refusal: browser-borne, unknown path, wrong method, not JSON, no key; or a

@@ -184,7 +184,9 @@ function headerList(headers = []) {
  *
  * - `{type: "spawn", session, spec: {args, env, env_remove}}`: start the CLI with these
  *   arguments; feed its stdout to `handleStdout`, its end to `handleExit` (or a failure to
- *   start to `handleSpawnFailed`);
+ *   start to `handleSpawnFailed`); with `spec.resume`, first write the transcript it resumes
+ *   at `spec.resume.path` (`Gateway.writtenTranscript(spec)`, a history the gateway wrote
+ *   from a client's request; with `tenantRoot` only);
  * - `{type: "write", session, data}`: write to that CLI's stdin;
  * - `{type: "close", session}`: close its stdin, end it after a grace period;
  * - `{type: "respond", request, status, headers}`, `{type: "body", request, data}`,
@@ -223,6 +225,17 @@ export class Gateway {
       : undefined;
     this.#inner = new wasm.WasmGateway(JSON.stringify({ ...engine, seed, idKey }),
       JSON.stringify(http));
+  }
+
+  /**
+   * The transcript a CLI of a `spawn` output resumes when the gateway wrote it from a
+   * client's history (`spec.resume.written`): JSONL text to write at `spec.resume.path`
+   * (its directory created, owner-only) before the CLI starts; `null` for any other spec.
+   */
+  static writtenTranscript(spec) {
+    check();
+    const text = wasm.writtenTranscript(JSON.stringify(spec));
+    return text === "" ? null : text;
   }
 
   /**

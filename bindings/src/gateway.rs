@@ -70,6 +70,28 @@ fn with_head<T>(
     }))
 }
 
+/// The transcript a CLI started with `spec` (the JSON of a `spawn` output's spec) resumes,
+/// when the gateway wrote it from a client's history (`spec.resume.written`): its lines as
+/// JSONL text, which the host writes at `spec.resume.path` before the start; empty otherwise
+/// (a stored transcript is the host's store's).
+///
+/// # Errors
+/// `spec` is not a spawn output's spec.
+#[wasm_bindgen(js_name = writtenTranscript)]
+pub fn written_transcript(spec: &str) -> Result<String, JsError> {
+    let spec: ccwire_core::gateway::CliSpec =
+        serde_json::from_str(spec).map_err(|err| JsError::new(&format!("spec: {err}")))?;
+    let Some(written) = spec.resume.and_then(|r| r.written) else {
+        return Ok(String::new());
+    };
+    let mut text = String::new();
+    for line in written.lines() {
+        text.push_str(line.get());
+        text.push('\n');
+    }
+    Ok(text)
+}
+
 /// [`Gateway`]: every conversation's CLI session and response, driven by the host's
 /// requests, CLI output and clock. Every input returns the outputs it made, as a JSON array.
 #[wasm_bindgen]

@@ -132,6 +132,43 @@ test("a new conversation spawns a CLI with the client's tools behind an MCP serv
   assert.ok(gateway.models().data.some((m) => m.id === "sonnet"));
 });
 
+test("a history no CLI wrote is a transcript the host writes before the CLI resumes it", () => {
+  const gateway = new Gateway({ tenantRoot: "/state/tenants", seed: 7 });
+  const outputs = gateway.handleRequest(
+    1,
+    { api: "anthropic", tenant: "k" },
+    {
+      model: "sonnet",
+      max_tokens: 10,
+      system: "Be brief.",
+      tools: [{ name: "lookup", input_schema: { type: "object" } }],
+      messages: [
+        { role: "user", content: "Look it up" },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_9", name: "lookup", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_9", content: "found" }] },
+      ],
+    },
+    0,
+  );
+  const [spawn, write] = outputs;
+  assert.equal(spawn.type, "spawn");
+  const { resume } = spawn.spec;
+  assert.ok(spawn.spec.args.includes(`--resume=${resume.key.id}`));
+  assert.match(resume.path, /^\/state\/tenants\/.*\.jsonl$/);
+  // The CLI goes on from the tool result by itself: after initialize, no prompt.
+  assert.equal(resume.rerun, true);
+  assert.ok(spawn.spec.env.some(([k, v]) => k === "CLAUDE_CODE_RESUME_INTERRUPTED_TURN" && v === "1"));
+  assert.equal(JSON.parse(write.data).request.subtype, "initialize");
+  const lines = Gateway.writtenTranscript(spawn.spec).trimEnd().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((l) => l.type), ["user", "assistant", "user", "attachment"]);
+  assert.equal(lines[1].message.content[0].name, "mcp__client__lookup");
+  assert.equal(lines[2].message.content[0].tool_use_id, "toolu_9");
+  assert.equal(lines[2].parentUuid, lines[1].uuid);
+  assert.deepEqual(lines[3].attachment, { type: "prompt_snapshot", systemPrompt: ["Be brief."] });
+  // A spec that resumes nothing has no transcript to write.
+  assert.equal(Gateway.writtenTranscript({ ...spawn.spec, resume: undefined }), null);
+});
+
 test("bad options, ids, APIs and times are errors", () => {
   assert.throws(() => new Gateway({ heldCallMs: 5 }), /unknown field `heldCallMs`/);
   assert.throws(() => new Gateway(null), TypeError);

@@ -275,7 +275,8 @@ fn matches(when: &Match, request: &Value, probe: bool) -> bool {
             !probe && last_user.is_some_and(|m| user_text(m).contains(text.as_str()))
         }
         Match::ToolResult { tool } => {
-            let Some(last) = messages.and_then(|m| m.last()) else {
+            // The last user message: the CLI may put system turns after it.
+            let Some(last) = last_user else {
                 return false;
             };
             let results: Vec<&Value> = last["content"]

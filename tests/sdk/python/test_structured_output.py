@@ -598,6 +598,16 @@ def test_pydantic_ai_tool_then_output(rig):
     calls = rig.fake.calls_with(marker)
     assert len(calls) == 2
     assert record_for("so-pai") in calls[-1]["last_user_text"], "the model got the tool's result"
+    # The forced call's CLI ended with it: a new one resumes the history, the call and its
+    # result as blocks.
+    messages = calls[-1]["body"]["messages"]
+    assert "conversation_history" not in json.dumps(messages)
+    (use,) = [b for m in messages if m["role"] == "assistant" and isinstance(m["content"], list)
+              for b in m["content"] if b.get("type") == "tool_use"]
+    assert (use["name"], use["input"]) == ("mcp__client__lookup", {"query": "so-pai"})
+    results = [b for m in messages if m["role"] == "user" and isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    assert [r["tool_use_id"] for r in results] == [use["id"]]
     assert_envelope_schema(rig, marker, {"lookup", "final_result"})
 
 

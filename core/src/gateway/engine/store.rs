@@ -191,16 +191,15 @@ impl Gateway {
         let tenant = tenant_id(&opening.tenant);
         // A record is the conversation of this history only if the store kept it under both
         // (the store's index may lag behind), and it can resume only where the CLI's turn
-        // ended: a call still waiting for the client's result is in no transcript, and tool
-        // results go in the history written for the new CLI.
+        // ended: a call still waiting for the client's result is in no transcript. (A request
+        // with tool results is not looked up: they go in the history written for a new CLI.)
         let record = record.filter(|r| r.hash == hash && r.key.tenant == tenant);
         let messages = &opening.parsed.conversation.messages;
         let n = opening.parsed.conversation.history_len();
-        let results = !tool_results(&messages[n..]).is_empty();
         let mut reason = parted.map(|p| p.reason);
         let mut replaces = parted.and_then(|p| p.replaces);
         let (kind, prompt, resume) = match record {
-            Some(record) if !record.pending.is_empty() || results => {
+            Some(record) if !record.pending.is_empty() => {
                 // What ended the conversation's last CLI, unless a live one says more.
                 reason.get_or_insert(record_reason(record.state));
                 let prompt = match opening.offer.start_prompt {

@@ -163,7 +163,9 @@ impl Registry {
                     replaces: Some(holder),
                 })
                 .or_else(|| self.diverged(scope, &prefixes));
-            if find {
+            // Tool results are written into the history a new CLI resumes whatever the store
+            // holds: only a history without them is looked up.
+            if find && given.is_empty() {
                 self.finding.insert(
                     store.clone(),
                     Finding {

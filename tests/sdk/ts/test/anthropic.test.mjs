@@ -50,7 +50,7 @@ const params = (messages) => ({ model: ANTHROPIC_MODEL, max_tokens: 1024, tools:
 /** `messages.create`: the message and the `x-ccwire-session` header. */
 async function create(messages, c = client()) {
   const { data, response } = await c.messages.create(params(messages)).withResponse();
-  return { message: data, session: response.headers.get('x-ccwire-session') };
+  return { message: data, session: response.headers.get('x-ccwire-session'), reason: response.headers.get('x-ccwire-session-reason') };
 }
 
 /** `messages.stream`: the final message, the header, the text deltas and the event types. */
@@ -326,7 +326,9 @@ describe('@anthropic-ai/sdk through ccwire serve', () => {
       { role: 'assistant', content: first.message.content },
       { role: 'user', content: resultsFor(first.message) },
     ]);
-    assert.equal(second.session, 'rebuilt', 'the turn went on without the client: a new session');
+    // The turn went on without the client: a new CLI resumes the history with the result.
+    assert.equal(second.session, 'resumed');
+    assert.equal(second.reason, 'late');
     assert.equal(second.message.stop_reason, 'end_turn');
     assert.match(textOf(second.message), /record-alpha/);
     const last = await rig.fake.lastCall();

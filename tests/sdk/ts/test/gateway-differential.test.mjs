@@ -76,6 +76,10 @@ before(async () => {
         maxQueue: 256,
         queueTimeoutMs: 30_000,
         approvalTimeoutMs: 300_000,
+        // Each tenant's directories under a state directory, the working directory shared
+        // (`--cwd`), as ccwire serve's.
+        tenantRoot: path.join(home, 'js-state', 'tenants'),
+        sharedCwd: path.join(home, 'work'),
       },
       // The CLI's environment: count_tokens goes to its model API, as ccwire serve's does.
       http: { apiKeys: [KEY], env: serveEnv(home, fake.url) },
@@ -189,11 +193,10 @@ test('refusals and the routes around the APIs', async () => {
   assert.ok(counted.headers.some(([n, v]) => n === 'x-ccwire-token-count' && v === 'upstream'), counted.headers);
 });
 
-test('a call held past its deadline: the model gets the error, the late result rebuilds', async () => {
+test('a call held past its deadline: the model gets the error, the late result is resumed with the history', async () => {
   for (const side of [native, js]) {
     await side.fake.script(
       onToolResult(text('Noted the tool result.')),
-      onPrompt('record-alpha', text('Late record-alpha noted.')),
       onPrompt('PLEASE-HELD', lookups('alpha')),
       onAny(text('A plain answer, in a few words.')),
     );
@@ -222,6 +225,13 @@ test('a call held past its deadline: the model gets the error, the late result r
       ],
     }),
   );
-  assert.ok(late.headers.some(([n, v]) => n === 'x-ccwire-session' && v === 'rebuilt'), late.headers);
-  assert.equal(JSON.parse(late.body).content[0].text, 'Late record-alpha noted.', late.body);
+  // A new CLI resumes the history written with the late result and goes on from it.
+  assert.ok(late.headers.some(([n, v]) => n === 'x-ccwire-session' && v === 'resumed'), late.headers);
+  assert.ok(late.headers.some(([n, v]) => n === 'x-ccwire-session-reason' && v === 'late'), late.headers);
+  assert.equal(JSON.parse(late.body).content[0].text, 'Noted the tool result.', late.body);
+  for (const side of [native, js]) {
+    const last = (await side.fake.calls()).at(-1);
+    assert.ok(toolResultsOf(last).some((r) => r.tool_use_id === use.id && JSON.stringify(r).includes('record-alpha')));
+    assert.ok(!JSON.stringify(last.body.messages).includes('conversation_history'));
+  }
 });

@@ -3,7 +3,8 @@
 // that both can be run side by side on the same requests.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import http from 'node:http';
 
 import { Gateway } from '../../../../bindings/js/conversation-node.js';
@@ -77,6 +78,12 @@ export async function startJsGateway({ claude, cwd, env, options, http: httpOpti
     // A tenant's own directories, when the engine gives each tenant its own (`tenantRoot`).
     for (const dir of spec.tenant ? [spec.tenant.home, spec.tenant.work, spec.tenant.tmp] : []) {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
+    }
+    // A history the gateway wrote from a client's request, which the CLI resumes.
+    const transcript = Gateway.writtenTranscript(spec);
+    if (transcript !== null) {
+      mkdirSync(path.dirname(spec.resume.path), { recursive: true, mode: 0o700 });
+      writeFileSync(spec.resume.path, transcript, { mode: 0o600 });
     }
     const child = spawn(claude, spec.args, {
       cwd: spec.cwd ?? cwd, env: childEnv, stdio: ['pipe', 'pipe', 'pipe'],

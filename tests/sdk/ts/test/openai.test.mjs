@@ -44,7 +44,7 @@ const params = (messages, extra = {}) => ({ model: OPENAI_MODEL, tools: [LOOKUP_
 /** `chat.completions.create`: the completion and the `x-ccwire-session` header. */
 async function create(messages, c = client()) {
   const { data, response } = await c.chat.completions.create(params(messages)).withResponse();
-  return { completion: data, message: data.choices[0].message, session: response.headers.get('x-ccwire-session') };
+  return { completion: data, message: data.choices[0].message, session: response.headers.get('x-ccwire-session'), reason: response.headers.get('x-ccwire-session-reason') };
 }
 
 /**
@@ -130,7 +130,7 @@ describe('openai through ccwire serve (Chat Completions)', () => {
         .withResponse();
       const chunks = [];
       for await (const chunk of data) chunks.push(chunk);
-      return { chunks, session: response.headers.get('x-ccwire-session') };
+      return { chunks, session: response.headers.get('x-ccwire-session'), reason: response.headers.get('x-ccwire-session-reason') };
     });
     const { chunks, session } = result;
     assert.equal(session, 'new');
@@ -312,7 +312,9 @@ describe('openai through ccwire serve (Chat Completions)', () => {
     assert.equal(toolResultsOf(timedOut)[0].is_error, true);
 
     const second = await create([user, asHistory(first.message), ...resultsFor(first.message)]);
-    assert.equal(second.session, 'rebuilt', 'the turn went on without the client: a new session');
+    // The turn went on without the client: a new CLI resumes the history with the result.
+    assert.equal(second.session, 'resumed');
+    assert.equal(second.reason, 'late');
     assert.equal(second.completion.choices[0].finish_reason, 'stop');
     assert.match(second.message.content, /record-alpha/);
     const last = await rig.fake.lastCall();

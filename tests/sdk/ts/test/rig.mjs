@@ -409,8 +409,8 @@ export class Rig {
 
 /** Text of all tool_result blocks in a model call's last user message. */
 export function toolResultsOf(call) {
-  const messages = call.body.messages;
-  const last = messages[messages.length - 1];
+  // The last user message: the CLI may put system turns after it.
+  const last = call.body.messages.findLast((m) => m.role === 'user');
   if (!Array.isArray(last.content)) return [];
   return last.content.filter((b) => b.type === 'tool_result');
 }
