@@ -798,7 +798,16 @@ fn thinking_is_shown_in_each_api_s_shape_when_asked_for() {
 /// the structured-output tool with `input` (streamed), the CLI takes the call and the turn ends
 /// with `structured_output` (absent when the model never produced a valid object).
 fn structured_turn(input: Value, structured_output: Option<Value>) -> Vec<Chunk> {
-    let id = "msg_so";
+    let lines = structured_lines(("msg_so", "toolu_so"), input, structured_output);
+    ccwire_core::replay((lines.join("\n") + "\n").as_bytes())
+}
+
+/// The lines of [`structured_turn`], its message and tool_use ids given.
+fn structured_lines(
+    (id, call): (&str, &str),
+    input: Value,
+    structured_output: Option<Value>,
+) -> Vec<String> {
     let event = |event: Value| {
         json!({"type": "stream_event", "event": event, "session_id": "s", "parent_tool_use_id": null, "api_message_id": id})
             .to_string()
@@ -833,7 +842,10 @@ fn structured_turn(input: Value, structured_output: Option<Value>) -> Vec<Chunk>
         result["structured_output"] = object;
     }
     lines.push(result.to_string());
-    ccwire_core::replay((lines.join("\n") + "\n").as_bytes())
+    lines
+        .into_iter()
+        .map(|l| l.replace("toolu_so", call))
+        .collect()
 }
 
 /// One response of a structured-output turn in `api`, streamed and not: (SSE frames, body).
@@ -1053,5 +1065,128 @@ fn an_api_error_type_without_a_status_keeps_its_kind() {
             panic!("{:?}", response.outcome)
         };
         assert_eq!(error.kind.status(), status, "{error_type}");
+    }
+}
+
+/// A streamed structured answer goes out as the model writes its object — the JSON text, or
+/// the forced call's input — piece by piece, before the turn ends; the whole is the object.
+#[test]
+fn a_streamed_structured_answer_goes_out_as_the_model_writes_it() {
+    let object = json!({"name": "Ada", "age": 36});
+    let text = object.to_string();
+    let head = &text[..text.len() / 2];
+    let chunks = structured_turn(object.clone(), Some(object.clone()));
+    for answer in [
+        StructuredAnswer::Json,
+        StructuredAnswer::Tool("person".into()),
+    ] {
+        for api in Api::ALL {
+            let mut encoder = ResponseEncoder::new(EncoderOptions {
+                structured: Some(answer.clone()),
+                client_tool_prefix: None,
+                ..options(api, true)
+            });
+            let mut before_end = Vec::new();
+            let mut frames = Vec::new();
+            for chunk in &chunks {
+                let out = encoder.push(chunk);
+                if !matches!(chunk, Chunk::TurnComplete { .. }) {
+                    before_end.extend(out.iter().cloned());
+                }
+                frames.extend(out);
+            }
+            let escaped = serde_json::to_string(head).unwrap();
+            let escaped = &escaped[1..escaped.len() - 1];
+            assert!(
+                before_end.concat().contains(escaped),
+                "{api:?} {answer:?}: the first half of the object before the turn ended: {before_end:?}"
+            );
+            let streamed = match api {
+                Api::Anthropic => accumulate_anthropic(&frames),
+                Api::OpenAi => accumulate_openai(&frames),
+                Api::Responses => accumulate_responses(&frames),
+            }
+            .unwrap();
+            let joined = frames.concat();
+            assert!(!joined.contains("StructuredOutput"), "{api:?}: {joined}");
+            assert!(!joined.contains("Here it is"), "{api:?}: {joined}");
+            let got = match (&answer, api) {
+                (StructuredAnswer::Json, Api::Anthropic) => streamed["content"][0]["text"].clone(),
+                (StructuredAnswer::Json, Api::OpenAi) => streamed["message"]["content"].clone(),
+                (StructuredAnswer::Json, Api::Responses) => {
+                    streamed["output"][0]["content"][0]["text"].clone()
+                }
+                (_, Api::Anthropic) => {
+                    assert_eq!(streamed["content"][0]["name"], "person", "{streamed}");
+                    Value::String(streamed["content"][0]["input"].to_string())
+                }
+                (_, Api::OpenAi) => {
+                    let call = &streamed["message"]["tool_calls"][0]["function"];
+                    assert_eq!(call["name"], "person", "{streamed}");
+                    call["arguments"].clone()
+                }
+                (_, Api::Responses) => {
+                    assert_eq!(streamed["output"][0]["name"], "person", "{streamed}");
+                    streamed["output"][0]["arguments"].clone()
+                }
+            };
+            let got: Value = serde_json::from_str(got.as_str().unwrap()).unwrap();
+            assert_eq!(got, object, "{api:?} {answer:?}");
+            let finished = match answer {
+                StructuredAnswer::Json => "end_turn",
+                _ => "tool_use",
+            };
+            assert_eq!(encoder.outcome(), Some(&Outcome::Finished(finished.into())));
+            // The next request's history holds what the client put together.
+            let message = encoder.message();
+            assert_eq!(message.content.len(), 1, "{api:?} {answer:?}");
+        }
+    }
+}
+
+/// When the CLI did not take the model's first object and asked again, what was streamed is
+/// not the answer: the stream ends with a 422 that says so; a response not streamed is the
+/// object the CLI took.
+#[test]
+fn a_streamed_structured_answer_the_cli_asked_again_for_ends_with_a_422() {
+    let mut lines = structured_lines(("msg_so", "toolu_so"), json!({"name": "Ada"}), None);
+    lines.pop(); // no result: the CLI asks again
+                 // The second attempt, in a message of its own, is the one the CLI takes.
+    let object = json!({"name": "Ada", "age": 36});
+    lines.extend(structured_lines(
+        ("msg_so2", "toolu_so2"),
+        object.clone(),
+        Some(object),
+    ));
+    let chunks = ccwire_core::replay((lines.join("\n") + "\n").as_bytes());
+    for api in Api::ALL {
+        let answer = StructuredAnswer::Json;
+        let opts = |stream| EncoderOptions {
+            structured: Some(answer.clone()),
+            client_tool_prefix: None,
+            ..options(api, stream)
+        };
+        let (mut streamed, mut plain) = (
+            ResponseEncoder::new(opts(true)),
+            ResponseEncoder::new(opts(false)),
+        );
+        let mut frames = Vec::new();
+        for chunk in &chunks {
+            frames.extend(streamed.push(chunk));
+            plain.push(chunk);
+        }
+        let Some(Outcome::Failed(error)) = streamed.outcome() else {
+            panic!("{api:?}: {:?}", streamed.outcome())
+        };
+        assert_eq!(error.kind.status(), 422);
+        assert!(
+            error.message.contains("asked the model again"),
+            "{}",
+            error.message
+        );
+        assert!(frames.concat().contains("asked the model again"), "{api:?}");
+        assert_eq!(plain.outcome(), Some(&Outcome::Finished("end_turn".into())));
+        let body = plain.body().unwrap().to_string();
+        assert!(body.contains("36"), "{api:?}: {body}");
     }
 }

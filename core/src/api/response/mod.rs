@@ -127,6 +127,19 @@ pub struct ResponseEncoder {
     /// A structured-output turn whose CLI offers the model no structured-output tool: the CLI
     /// refused the schema (its `system/init` lists the tools it offers).
     schema_refused: bool,
+    /// A streamed structured answer: the model's first object, sent as it is written.
+    structured_stream: Option<StructuredStream>,
+}
+
+/// The model's first structured-output call, streamed as the answer while it is written: its
+/// tool_use id, the output block, what was sent, and whether the CLI asked the model again
+/// (a later call: what was sent is not the answer).
+#[derive(Debug)]
+struct StructuredStream {
+    id: String,
+    block: usize,
+    sent: String,
+    superseded: bool,
 }
 
 /// The tool through which the CLI's structured-output mode takes the model's object.
@@ -160,6 +173,7 @@ impl ResponseEncoder {
             retry_delay_ms: None,
             structured_call: None,
             schema_refused: false,
+            structured_stream: None,
         }
     }
 
@@ -321,6 +335,8 @@ impl ResponseEncoder {
             } => {
                 if name == STRUCTURED_OUTPUT_TOOL {
                     self.structured_call = Some(id.clone());
+                    self.stream_structured(id, (message_id, *index), (*complete, input), out);
+                    return;
                 }
                 let Some(client_name) = self.client_name(name) else {
                     return;
@@ -366,6 +382,14 @@ impl ResponseEncoder {
                 }
             }
             Chunk::ToolInputDelta { id, partial_json } => {
+                if let Some(stream) = &mut self.structured_stream {
+                    if stream.id == *id {
+                        stream.sent.push_str(partial_json);
+                        let block = stream.block;
+                        self.structured_delta(block, partial_json, out);
+                        return;
+                    }
+                }
                 let Some(&block) = self.tool_map.get(id) else {
                     return;
                 };
@@ -596,6 +620,9 @@ impl ResponseEncoder {
                 ),
             ))
         };
+        if let (Some(stream), Some(object)) = (self.structured_stream.take(), object) {
+            return self.end_structured_stream(answer, stream, object, out);
+        }
         let Some(object) = object else {
             let outcome = if self.schema_refused {
                 Outcome::Failed(ApiError::new(
@@ -653,6 +680,109 @@ impl ResponseEncoder {
         self.tool_map.insert(id, block);
         self.delta_json(block, &text, out);
         self.finish(Outcome::Finished("tool_use".to_owned()), out);
+    }
+
+    /// The model calls the CLI's structured-output tool: when streaming an answer that is the
+    /// object's JSON text or a forced tool's call, its first call's input goes out as it is
+    /// written, as the answer's text or the call's input (a call of several tools' envelope
+    /// waits for the whole object: its tool is known at the end). A later call means the CLI
+    /// asked the model again.
+    fn stream_structured(
+        &mut self,
+        id: &str,
+        (message_id, index): (&str, u32),
+        (complete, input): (bool, &crate::Json),
+        out: &mut Vec<String>,
+    ) {
+        if let Some(stream) = &mut self.structured_stream {
+            stream.superseded |= stream.id != id;
+            return;
+        }
+        let name = match &self.draft.options.structured {
+            Some(StructuredAnswer::Json) => None,
+            Some(StructuredAnswer::Tool(name)) => Some(name.clone()),
+            _ => return,
+        };
+        if !self.draft.options.stream {
+            return;
+        }
+        self.start(out);
+        let call_index = self.tool_map.len();
+        let block = self.block_for(message_id, index, out, |_| match name {
+            None => OutBlock::Text(String::new()),
+            Some(name) => OutBlock::Tool {
+                call: ClientToolCall {
+                    id: id.to_owned(),
+                    name,
+                    input: Value::Object(Map::new()),
+                },
+                partial: String::new(),
+                complete: false,
+                call_index,
+            },
+        });
+        self.structured_stream = Some(StructuredStream {
+            id: id.to_owned(),
+            block,
+            sent: String::new(),
+            superseded: false,
+        });
+        if complete {
+            // Without streamed deltas, the whole input at once.
+            let text = input.get().to_owned();
+            if let Some(stream) = &mut self.structured_stream {
+                stream.sent.push_str(&text);
+            }
+            self.structured_delta(block, &text, out);
+        }
+    }
+
+    /// A piece of the streamed structured answer, into its block and out.
+    fn structured_delta(&mut self, block: usize, piece: &str, out: &mut Vec<String>) {
+        if piece.is_empty() {
+            return;
+        }
+        match &mut self.draft.blocks[block] {
+            OutBlock::Text(text) => {
+                text.push_str(piece);
+                self.delta_text(block, piece, out);
+            }
+            OutBlock::Tool { partial, .. } => {
+                partial.push_str(piece);
+                self.delta_json(block, piece, out);
+            }
+            _ => {}
+        }
+    }
+
+    /// Ends a streamed structured answer: what was sent is the answer when it is the object
+    /// the turn ended with (the model's first call was taken); when the CLI asked the model
+    /// again, what was sent is not, and the stream ends with the 422 error that says so.
+    fn end_structured_stream(
+        &mut self,
+        answer: &StructuredAnswer,
+        stream: StructuredStream,
+        object: &crate::Json,
+        out: &mut Vec<String>,
+    ) {
+        let sent = serde_json::from_str::<Value>(&stream.sent).ok();
+        let object = object.to_value();
+        if stream.superseded || sent.as_ref() != Some(&object) {
+            let error = ApiError::new(
+                ApiErrorKind::Unprocessable,
+                "the model's first structured output was streamed as it was written, and the                  CLI did not take it (it did not match the schema) and asked the model again:                  what was streamed is not the answer; send the request again (without                  streaming, the answer is the object the CLI takes)",
+            );
+            return self.finish(Outcome::Failed(error), out);
+        }
+        match (answer, &mut self.draft.blocks[stream.block]) {
+            (StructuredAnswer::Tool(_), OutBlock::Tool { call, complete, .. }) => {
+                call.input = object;
+                *complete = true;
+                self.tool_map.insert(stream.id, stream.block);
+                self.finish(Outcome::Finished("tool_use".to_owned()), out);
+            }
+            _ => self.finish(Outcome::Finished("end_turn".to_owned()), out),
+        }
     }
 
     /// Opens the response (its first frames) once.
