@@ -343,6 +343,7 @@ pub fn encoders(data: &[u8]) {
                 store: shape & 4 != 0,
                 show_thinking: shape & 8 != 0,
                 structured: None,
+                echo: Default::default(),
             });
             let mut sequence = None;
             for (i, chunk) in chunks.iter().enumerate() {

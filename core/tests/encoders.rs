@@ -26,6 +26,7 @@ fn options_showing(api: Api, stream: bool, show_thinking: bool) -> EncoderOption
         store: false,
         show_thinking,
         structured: None,
+        echo: Default::default(),
     }
 }
 
@@ -1189,4 +1190,58 @@ fn a_streamed_structured_answer_the_cli_asked_again_for_ends_with_a_422() {
         let body = plain.body().unwrap().to_string();
         assert!(body.contains("36"), "{api:?}: {body}");
     }
+}
+
+/// A Responses response object repeats what the request said of its instructions, text
+/// format, tools and tool choice (and the other fields the API echoes), in every event that
+/// carries it and in the body; the API's defaults where the request said nothing.
+#[test]
+fn a_responses_object_echoes_the_request_s_settings() {
+    let tools = json!([{"type": "function", "name": "lookup", "description": "Looks up.",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}, "strict": false}]);
+    let request = json!({"model": "gpt-5", "input": "Hi", "instructions": "Be brief.",
+        "tools": tools, "tool_choice": "required", "temperature": 0.2, "max_output_tokens": 500,
+        "text": {"format": {"type": "json_object"}}, "metadata": {"run": "7"}});
+    let parsed =
+        ccwire_core::api::responses::parse_request(request.to_string().as_bytes()).unwrap();
+    let chunks = ccwire_core::replay(include_bytes!("../../tests/corpus/a_text.jsonl"));
+    for stream in [false, true] {
+        let mut encoder = ResponseEncoder::new(EncoderOptions {
+            echo: parsed.echo.clone(),
+            ..options(Api::Responses, stream)
+        });
+        let frames: Vec<String> = chunks.iter().flat_map(|c| encoder.push(c)).collect();
+        let objects: Vec<Value> = if stream {
+            frames
+                .iter()
+                .filter_map(|f| f.lines().find_map(|l| l.strip_prefix("data: ")))
+                .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+                .filter_map(|e| e.get("response").cloned())
+                .collect()
+        } else {
+            vec![encoder.body().unwrap()]
+        };
+        assert!(!objects.is_empty());
+        for object in objects {
+            for key in [
+                "instructions",
+                "tools",
+                "tool_choice",
+                "temperature",
+                "max_output_tokens",
+                "text",
+                "metadata",
+            ] {
+                assert_eq!(object[key], request[key], "{key}: {object}");
+            }
+            assert_eq!(
+                object["top_p"], 1,
+                "a default where the request said nothing"
+            );
+        }
+    }
+    // A request that says nothing of them gets the API's defaults.
+    let plain =
+        ccwire_core::api::responses::parse_request(br#"{"model":"m","input":"Hi"}"#).unwrap();
+    assert!(plain.echo.is_empty());
 }

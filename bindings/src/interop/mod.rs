@@ -455,6 +455,7 @@ pub fn encoder_options(text: &str) -> Result<EncoderOptions, JsError> {
         store: options.store,
         show_thinking: options.show_thinking,
         structured: None,
+        echo: Default::default(),
     })
 }
 

@@ -175,6 +175,7 @@ fn parse(body: &[u8], count: bool) -> Result<ApiRequest, ApiError> {
         thinking,
         effort,
         references: Vec::new(),
+        echo: serde_json::Map::new(),
     })
 }
 

@@ -260,6 +260,10 @@ pub struct ApiRequest {
     /// [`placeholder`](ItemReference::placeholder) text until the gateway puts the item's
     /// text there.
     pub references: Vec<ItemReference>,
+    /// Responses API: the request's fields its response object repeats (`instructions`,
+    /// `text`, `tool_choice`, `tools`, `max_output_tokens`, `temperature`, …), as the request
+    /// gave them; empty for the other APIs.
+    pub echo: serde_json::Map<String, Value>,
 }
 
 /// An `item_reference` input item (Responses API) naming an output message item of a stored

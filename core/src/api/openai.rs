@@ -171,6 +171,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         thinking,
         effort,
         references: Vec::new(),
+        echo: serde_json::Map::new(),
     })
 }
 

@@ -81,6 +81,7 @@ fn encoder(api: Api, stream: bool) -> ResponseEncoder {
         store: false,
         show_thinking: false,
         structured: None,
+        echo: Default::default(),
     })
 }
 

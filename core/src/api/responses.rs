@@ -43,6 +43,22 @@ pub const IGNORED_FIELDS: &[&str] = &[
     "client_metadata",
 ];
 
+/// The request fields a response object repeats.
+const ECHOED: &[&str] = &[
+    "instructions",
+    "max_output_tokens",
+    "metadata",
+    "parallel_tool_calls",
+    "reasoning",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_p",
+    "truncation",
+    "user",
+];
+
 const INPUT: At<'static> = At::Name("input");
 const TOOLS: At<'static> = At::Name("tools");
 
@@ -52,6 +68,11 @@ const TOOLS: At<'static> = At::Name("tools");
 /// An [`ApiError`] (400) naming the field at fault.
 pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
     let mut map = parse_object(body)?;
+    // What the response object repeats of the request, as it came.
+    let echo: serde_json::Map<String, Value> = ECHOED
+        .iter()
+        .filter_map(|k| Some((k.to_string(), map.get(*k).filter(|v| !v.is_null())?.clone())))
+        .collect();
     let model = take_model(&mut map, "model: a model name is required")?;
     if map.remove("background").is_some_and(|b| b == true) {
         return Err(ApiError::invalid(
@@ -192,6 +213,7 @@ pub fn parse_request(body: &[u8]) -> Result<ApiRequest, ApiError> {
         effort,
         show_thinking,
         references,
+        echo,
     })
 }
 

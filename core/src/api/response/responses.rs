@@ -126,7 +126,7 @@ impl Responses {
         } else {
             Vec::new()
         };
-        json!({
+        let mut object = json!({
             "id": self.response_id(&r.base_id()),
             "object": "response",
             "created_at": r.options.created,
@@ -151,7 +151,14 @@ impl Responses {
             "usage": if stop.is_some() { usage(&r.usage()) } else { Value::Null },
             "user": null,
             "metadata": {},
-        })
+        });
+        // What the request said of these, as it said it.
+        if let Value::Object(fields) = &mut object {
+            for (key, value) in &r.options.echo {
+                fields.insert(key.clone(), value.clone());
+            }
+        }
+        object
     }
 }
 

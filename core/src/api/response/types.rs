@@ -39,6 +39,10 @@ pub struct EncoderOptions {
     pub show_thinking: bool,
     /// A turn in structured-output mode: the answer comes from the turn's object.
     pub structured: Option<StructuredAnswer>,
+    /// Responses API: the request's fields the response object repeats
+    /// ([`ApiRequest::echo`](super::super::ApiRequest::echo)); the API's defaults where it
+    /// gave none.
+    pub echo: serde_json::Map<String, Value>,
 }
 
 /// How a turn in the CLI's structured-output mode is answered: from the object the model

@@ -305,6 +305,7 @@ impl Gateway {
             store: parsed.store,
             show_thinking: parsed.show_thinking,
             structured: structured.as_ref().map(|s| s.answer.clone()),
+            echo: parsed.echo.clone(),
         });
         match route {
             Match::Find { .. } => unreachable!("a request looked up is opened once found"),
