@@ -654,6 +654,11 @@ fn bad_responses_requests_name_the_field() {
             json!({"model": "m", "input": "hi", "max_output_tokens": 0}),
             "max_output_tokens",
         ),
+        // Codex's remote compaction (v2): the gateway does not compact for the client.
+        (
+            json!({"model": "m", "input": [{"role": "user", "content": "x"}, {"type": "compaction_trigger"}]}),
+            "input[1].type",
+        ),
         (
             json!({"model": "m", "input": "hi", "tools": [{"type": "function", "name": "a"}, {"type": "function", "name": "b"}],
                    "tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "c"}]}}),

@@ -1245,3 +1245,82 @@ fn a_responses_object_echoes_the_request_s_settings() {
         ccwire_core::api::responses::parse_request(br#"{"model":"m","input":"Hi"}"#).unwrap();
     assert!(plain.echo.is_empty());
 }
+
+/// A `namespace` tool's functions (Codex's `multi_agent_v1`) are offered by the name
+/// `<namespace>__<name>`; the model's call of one is a `function_call` naming the namespace and
+/// the function's own name, and comes back in the next request's input as the same call.
+#[test]
+fn a_namespace_tool_s_functions_are_offered_and_called_by_their_namespace() {
+    let request = json!({"model": "gpt-5", "input": "Hi", "tools": [
+        {"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+        {"type": "namespace", "name": "multi_agent_v1", "description": "Sub-agents.", "tools": [
+            {"type": "function", "name": "close_agent", "description": "Closes one.",
+             "parameters": {"type": "object", "properties": {"target": {"type": "string"}}}},
+        ]},
+    ]});
+    let parsed =
+        ccwire_core::api::responses::parse_request(request.to_string().as_bytes()).unwrap();
+    let names: Vec<&str> = parsed
+        .conversation
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(names, ["exec_command", "multi_agent_v1__close_agent"]);
+    assert_eq!(parsed.conversation.tools[1].description, "Closes one.");
+
+    // The model calls it.
+    let id = "msg_ns";
+    let event = |event: Value| {
+        json!({"type": "stream_event", "event": event, "session_id": "s", "parent_tool_use_id": null, "api_message_id": id})
+            .to_string()
+    };
+    let lines = [
+        event(
+            json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant",
+            "model": "m", "content": [], "stop_reason": null, "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+        ),
+        event(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_ns",
+            "name": "mcp__client__multi_agent_v1__close_agent", "input": {}}}),
+        ),
+        event(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"target\":\"a1\"}"}}),
+        ),
+        event(json!({"type": "content_block_stop", "index": 0})),
+        event(
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 3}}),
+        ),
+        event(json!({"type": "message_stop"})),
+    ];
+    let chunks = ccwire_core::replay((lines.join("\n") + "\n").as_bytes());
+    for stream in [false, true] {
+        let mut encoder = ResponseEncoder::new(EncoderOptions {
+            echo: parsed.echo.clone(),
+            client_tool_prefix: Some("mcp__client__".into()),
+            ..options(Api::Responses, stream)
+        });
+        let frames: Vec<String> = chunks.iter().flat_map(|c| encoder.push(c)).collect();
+        let body = if stream {
+            accumulate_responses(&frames).unwrap()
+        } else {
+            encoder.body().unwrap()
+        };
+        let call = &body["output"][0];
+        assert_eq!(call["type"], "function_call", "{body}");
+        assert_eq!(
+            (&call["namespace"], &call["name"]),
+            (&json!("multi_agent_v1"), &json!("close_agent")),
+            "{body}"
+        );
+        // Sent back, the call is the one the model made.
+        let next = json!({"model": "gpt-5", "input": [
+            {"type": "message", "role": "user", "content": "Hi"},
+            call,
+            {"type": "function_call_output", "call_id": call["call_id"], "output": "closed"},
+        ]});
+        let next = ccwire_core::api::responses::parse_request(next.to_string().as_bytes()).unwrap();
+        let sent_back = next.conversation.messages[1].content[0].clone();
+        assert_eq!(sent_back, encoder.message().content[0], "{stream}");
+    }
+}

@@ -97,6 +97,14 @@ fn the_head_decides_refusals_before_any_body_is_read() {
     let (status, _, body) = refused(admit(&f, "GET", "/v2/nothing", &[key]), "");
     assert_eq!(status, 404);
     assert_eq!(body["error"]["type"], "not_found_error");
+    // An endpoint of the APIs the gateway does not offer says why.
+    let (status, _, body) = refused(admit(&f, "POST", "/v1/responses/compact", &[key]), "");
+    assert_eq!(status, 404);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("remote compaction is not offered"),
+        "{message}"
+    );
     // Known path, wrong method: 405 naming the method it takes.
     let (status, allow, body) = refused(admit(&f, "GET", "/v1/chat/completions", &[key]), "allow");
     assert_eq!((status, allow.as_deref()), (405, Some("POST")));

@@ -30,6 +30,12 @@ const ANSWER: Usage = Usage {
 async fn claude_code_as_the_client_runs_its_own_bash_through_a_held_call() {
     let script = Script::new()
         .when(Match::Probe, Reply::text("ok"))
+        .when(
+            Match::ToolResult {
+                tool: Some("mcp__client__multi_agent_v1__close_agent".into()),
+            },
+            Reply::Echo,
+        )
         .on_tool_result(Reply::text("The file is made."))
         .usage(ANSWER)
         .on_prompt(
@@ -116,7 +122,7 @@ async fn claude_code_as_the_client_runs_its_own_bash_through_a_held_call() {
 
 /// Runs `codex exec <prompt>` against the gateway, as a user who configured a provider on its
 /// Responses API would: a private `CODEX_HOME`, no sandbox and no approvals (the test's own
-/// temporary directory is its workspace), no retries (a failure shows at once).
+/// temporary directory is its workspace), Codex's own retries.
 async fn codex_exec(gw: &Gw, home: &OfflineHome, prompt: &str) -> std::process::Output {
     let codex_home = home.workdir().join(".codex-home");
     std::fs::create_dir_all(&codex_home).unwrap();
@@ -129,8 +135,6 @@ name = "ccwire"
 base_url = "{}"
 wire_api = "responses"
 env_key = "CODEX_GATEWAY_KEY"
-request_max_retries = 0
-stream_max_retries = 0
 "#,
         gw.url("/v1")
     );
@@ -163,6 +167,12 @@ stream_max_retries = 0
 async fn codex_as_the_client_answers_and_runs_its_own_exec_command_through_a_held_call() {
     let script = Script::new()
         .when(Match::Probe, Reply::text("ok"))
+        .when(
+            Match::ToolResult {
+                tool: Some("mcp__client__multi_agent_v1__close_agent".into()),
+            },
+            Reply::Echo,
+        )
         .on_tool_result(Reply::text("The file is made."))
         .usage(ANSWER)
         .on_prompt(
@@ -173,6 +183,13 @@ async fn codex_as_the_client_answers_and_runs_its_own_exec_command_through_a_hel
             ),
         )
         .usage(CALL)
+        .on_prompt(
+            "PLEASE-CLOSE",
+            Reply::tool(
+                "mcp__client__multi_agent_v1__close_agent",
+                json!({"target": "no-such-agent"}),
+            ),
+        )
         .on_prompt("SAY-HI", Reply::text("Hi from the model."))
         .when(Match::Any, Reply::text("(unexpected request)"));
     let gw = Gw::start_with(script, |_| {}).await;
@@ -220,6 +237,14 @@ async fn codex_as_the_client_answers_and_runs_its_own_exec_command_through_a_hel
         .filter_map(|t| t["name"].as_str())
         .collect();
     assert!(tools.contains(&"mcp__client__exec_command"), "{tools:?}");
+    eprintln!("TOOLS {tools:?}");
+    for c in gw.fake.requests() {
+        eprintln!(
+            "REQ {} {}",
+            c.path,
+            c.body.to_string().chars().take(200).collect::<String>()
+        );
+    }
     let system = first.body["system"].to_string();
     assert!(
         system.contains("Codex"),
@@ -236,6 +261,44 @@ async fn codex_as_the_client_answers_and_runs_its_own_exec_command_through_a_hel
     assert!(
         result.to_string().contains("exit"),
         "the command's outcome as Codex reports it: {result}"
+    );
+
+    // A function of one of Codex's `namespace` tools (its sub-agents): offered to the model,
+    // called by its namespace, answered by Codex.
+    let home = OfflineHome::new();
+    let output = codex_exec(&gw, &home, "PLEASE-CLOSE the agent").await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "codex exec failed: {stderr}");
+    let calls = gw.fake.model_calls();
+    let first = calls
+        .iter()
+        .find(|c| c.last_user_text().contains("PLEASE-CLOSE"))
+        .expect("the prompt reached the model");
+    assert!(
+        first.body["tools"]
+            .to_string()
+            .contains("mcp__client__multi_agent_v1__close_agent"),
+        "the namespace's functions are offered"
+    );
+    let last = calls.last().unwrap();
+    let result = last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| {
+            m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["type"] == "tool_result")
+                .cloned()
+        })
+        .unwrap_or_else(|| panic!("{}", last.body));
+    assert!(
+        result.to_string().contains("no-such-agent"),
+        "Codex's answer: {result}"
     );
     gw.stop().await;
 }

@@ -286,7 +286,11 @@ fn push_item(
         }
         "function_call" => {
             let id = string(&mut item, "call_id")?;
-            let name = string(&mut item, "name")?;
+            let mut name = string(&mut item, "name")?;
+            // A function of a `namespace` tool, by the name the model knows it by.
+            if let Some(Value::String(namespace)) = item.remove("namespace") {
+                name = namespaced_name(&namespace, &name);
+            }
             // `arguments` is a JSON string; an object sent as-is means the same.
             let input = match item.remove("arguments") {
                 Some(Value::String(s)) if s.trim().is_empty() => json!({}),
@@ -354,12 +358,23 @@ fn push_item(
             );
             references.push(reference);
         }
+        // Remote compaction: the conversation's Claude Code session compacts its own context.
+        kind @ ("compaction_trigger" | "compaction") => {
+            return Err(ApiError::invalid(
+                format!("{at}.type"),
+                format!(
+                    "{at}.type: {kind:?} items are not supported: remote compaction is not \
+                     offered (each conversation's Claude Code session compacts its own \
+                     context); compact on the client's side"
+                ),
+            ))
+        }
         other => {
             return Err(ApiError::invalid(
                 format!("{at}.type"),
                 format!(
                     "{at}.type: {other:?} items are not supported (message, function_call, \
-                     function_call_output, reasoning)"
+                     function_call_output, reasoning, item_reference)"
                 ),
             ))
         }
@@ -451,6 +466,29 @@ fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec
         let at = At::Bracket(&TOOLS, i);
         match tool.get("type").and_then(Value::as_str) {
             Some("function") => {}
+            // A group of function tools (Codex's `multi_agent_v1`): each is offered by the
+            // name `<namespace>__<name>`, and its calls name the namespace.
+            Some("namespace") => {
+                let namespace = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+                if namespace.is_empty() {
+                    return Err(ApiError::invalid(&at, format!("{at}.name: field required")));
+                }
+                let namespace = namespace.to_owned();
+                let inner_at = At::Field(&at, "tools");
+                let inner = array_items(tool.get_mut("tools").map(Value::take), "tools")?;
+                for (j, mut function) in inner.into_iter().enumerate() {
+                    let at = At::Bracket(&inner_at, j);
+                    if function.get("type").and_then(Value::as_str) != Some("function") {
+                        ignored.push(format!("{at}"));
+                        continue;
+                    }
+                    if let Some(Value::String(name)) = function.get_mut("name") {
+                        *name = namespaced_name(&namespace, name);
+                    }
+                    push_flat_tool(&mut specs, &at, &mut function, "parameters", false)?;
+                }
+                continue;
+            }
             Some(other) => {
                 ignored.push(format!("{at} ({other})"));
                 continue;
@@ -460,4 +498,27 @@ fn tools(tools: Option<Value>, ignored: &mut Vec<String>) -> Result<Vec<ToolSpec
         push_flat_tool(&mut specs, &at, &mut tool, "parameters", false)?;
     }
     Ok(specs.into_vec())
+}
+
+/// The name a function of a `namespace` tool is offered by: `<namespace>__<name>` (tool names
+/// are letters, digits, `_` and `-`).
+pub fn namespaced_name(namespace: &str, name: &str) -> String {
+    format!("{namespace}__{name}")
+}
+
+/// The namespace and name of a function the request's `tools` (as a response object repeats
+/// them) offer in a `namespace` tool, by the name it is offered by.
+pub fn namespace_of<'a>(tools: Option<&'a Value>, offered: &str) -> Option<(&'a str, &'a str)> {
+    tools?.as_array()?.iter().find_map(|tool| {
+        if tool.get("type").and_then(Value::as_str) != Some("namespace") {
+            return None;
+        }
+        let namespace = tool.get("name")?.as_str()?;
+        let name = offered.strip_prefix(namespace)?.strip_prefix("__")?;
+        tool.get("tools")?
+            .as_array()?
+            .iter()
+            .find_map(|f| f.get("name")?.as_str().filter(|n| *n == name))
+            .map(|name| (namespace, name))
+    })
 }

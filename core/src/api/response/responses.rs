@@ -92,20 +92,31 @@ impl Responses {
                 "status": status,
                 "summary": [],
             }),
-            OutBlock::Tool { call, partial, .. } => json!({
-                "id": self.item_id(r, block),
-                "type": "function_call",
-                "status": status,
-                "call_id": call.id,
-                "name": call.name,
-                "arguments": if !done {
-                    String::new()
-                } else if partial.is_empty() {
-                    call.input.to_string()
-                } else {
-                    partial.clone()
-                },
-            }),
+            OutBlock::Tool { call, partial, .. } => {
+                let mut item = json!({
+                    "id": self.item_id(r, block),
+                    "type": "function_call",
+                    "status": status,
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": if !done {
+                        String::new()
+                    } else if partial.is_empty() {
+                        call.input.to_string()
+                    } else {
+                        partial.clone()
+                    },
+                });
+                // A function of one of the request's `namespace` tools, by its own name.
+                let tools = r.options.echo.get("tools");
+                if let Some((namespace, name)) =
+                    crate::api::responses::namespace_of(tools, &call.name)
+                {
+                    item["name"] = json!(name);
+                    item["namespace"] = json!(namespace);
+                }
+                item
+            }
         }
     }
 
@@ -235,10 +246,10 @@ impl Wire for Responses {
                 );
                 out.push(part);
             }
-            OutBlock::Tool { call, .. } => {
+            OutBlock::Tool { .. } => {
                 let data = json!({
                     "item_id": item_id, "output_index": block,
-                    "name": call.name, "arguments": item["arguments"],
+                    "name": item["name"], "arguments": item["arguments"],
                 });
                 let done = self.event("response.function_call_arguments.done", data);
                 out.push(done);

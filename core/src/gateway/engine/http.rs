@@ -387,7 +387,7 @@ impl Gateway {
             };
         }
         let Some(route) = Route::parse(head.path) else {
-            let error = ApiError::new(ApiErrorKind::NotFound, format!("no endpoint {}", head.path));
+            let error = super::routes::no_endpoint(head.path);
             return refuse(error);
         };
         if !route.methods().contains(&head.method) {
@@ -474,7 +474,7 @@ impl Gateway {
             }
         };
         let Some(route) = Route::parse(head.path) else {
-            let error = ApiError::new(ApiErrorKind::NotFound, format!("no endpoint {}", head.path));
+            let error = super::routes::no_endpoint(head.path);
             return self.respond_error(request, api, &[], &error);
         };
         match route {

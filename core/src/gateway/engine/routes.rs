@@ -4,7 +4,7 @@
 
 use super::console::ConsoleRoute;
 use super::managed;
-use crate::api::Api;
+use crate::api::{Api, ApiError, ApiErrorKind};
 
 /// What a request asks, by its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,4 +99,18 @@ impl<'a> Route<'a> {
                 | Route::Approval(_)
         )
     }
+}
+
+/// The 404 of a path no route takes, saying why for an endpoint of the APIs the gateway
+/// deliberately does not offer.
+pub(super) fn no_endpoint(path: &str) -> ApiError {
+    let why = match path {
+        "/v1/responses/compact" => {
+            ": remote compaction is not offered (each conversation's Claude Code session \
+             compacts its own context); compact on the client's side (Codex does for a provider \
+             without remote compaction)"
+        }
+        _ => "",
+    };
+    ApiError::new(ApiErrorKind::NotFound, format!("no endpoint {path}{why}"))
 }
