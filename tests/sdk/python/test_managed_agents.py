@@ -93,7 +93,7 @@ class _McpServer:
 
 def make_client(rig, api_key: str = API_KEY) -> anthropic.Anthropic:
     return anthropic.Anthropic(
-        base_url=rig.url, api_key=api_key, max_retries=0, timeout=CLIENT_TIMEOUT_S
+        base_url=rig.url, api_key=api_key, timeout=CLIENT_TIMEOUT_S
     )
 
 

@@ -25,7 +25,7 @@ LOOKUP = {
 @pytest.fixture
 def client(rig):
     with openai.OpenAI(
-        base_url=rig.url + "/v1", api_key=API_KEY, max_retries=0, timeout=CLIENT_TIMEOUT_S
+        base_url=rig.url + "/v1", api_key=API_KEY, timeout=CLIENT_TIMEOUT_S
     ) as c:
         yield c
 

@@ -20,9 +20,9 @@ from conftest import (
 
 
 def make_client(rig, api_key: str = API_KEY) -> openai.OpenAI:
-    """The SDK as an application sets it up, on the gateway; no retries, so failures show."""
+    """The SDK as an application sets it up (its own retries included), on the gateway."""
     return openai.OpenAI(
-        base_url=rig.url + "/v1", api_key=api_key, max_retries=0, timeout=CLIENT_TIMEOUT_S
+        base_url=rig.url + "/v1", api_key=api_key, timeout=CLIENT_TIMEOUT_S
     )
 
 

@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 function client(apiKey = KEY) {
-  return new Anthropic({ baseURL: rig.gateway.url, apiKey, maxRetries: 0, timeout: 60_000 });
+  return new Anthropic({ baseURL: rig.gateway.url, apiKey, timeout: 60_000 });
 }
 
 const params = (messages) => ({ model: ANTHROPIC_MODEL, max_tokens: 1024, tools: [LOOKUP_TOOL], messages });

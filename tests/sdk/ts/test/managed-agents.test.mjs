@@ -21,7 +21,7 @@ afterAll(async () => {
   await rig?.stop();
 });
 
-const client = (apiKey = KEY) => new Anthropic({ baseURL: rig.gateway.url, apiKey, maxRetries: 0 });
+const client = (apiKey = KEY) => new Anthropic({ baseURL: rig.gateway.url, apiKey });
 
 /** A session's event stream read turn by turn: `untilIdle()` gives the events up to the next idle. */
 async function watch(c, sessionId, options = undefined) {

@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 const client = () =>
-  new OpenAI({ baseURL: `${rig.gateway.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 60_000 });
+  new OpenAI({ baseURL: `${rig.gateway.url}/v1`, apiKey: KEY, timeout: 60_000 });
 
 /** The client tool, as a Responses API function tool. */
 const LOOKUP = {

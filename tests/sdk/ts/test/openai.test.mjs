@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 function client(apiKey = KEY) {
-  return new OpenAI({ baseURL: `${rig.gateway.url}/v1`, apiKey, maxRetries: 0, timeout: 60_000 });
+  return new OpenAI({ baseURL: `${rig.gateway.url}/v1`, apiKey, timeout: 60_000 });
 }
 
 const params = (messages, extra = {}) => ({ model: OPENAI_MODEL, tools: [LOOKUP_FUNCTION], messages, ...extra });
