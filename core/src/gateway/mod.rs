@@ -33,6 +33,7 @@ mod engine;
 mod metrics;
 mod registry;
 mod translate;
+mod written;
 
 pub use engine::{
     fair_share, fans_out, merge_node_answers, parse_request, prepare, tenant_id, Admission,
@@ -43,6 +44,5 @@ pub use engine::{
 };
 pub use metrics::Histogram;
 pub use registry::{approval_route_key, Limits, ResumeReason, SessionId, HELD_CALL_TIMEOUT_TEXT};
-pub use translate::{
-    env_to_remove, mcp_result, WrittenHistory, CODE_TOOLS, OWN_ENV_PREFIX, PASSED_ENV,
-};
+pub use translate::{env_to_remove, mcp_result, CODE_TOOLS, OWN_ENV_PREFIX, PASSED_ENV};
+pub use written::WrittenHistory;

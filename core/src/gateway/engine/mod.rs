@@ -8,6 +8,7 @@ mod approvals;
 mod closing;
 mod cluster;
 mod console;
+mod context;
 mod flights;
 mod http;
 mod keeping;
@@ -94,6 +95,8 @@ struct Live {
     watched: console::Watched,
     /// The directory it works in, when the gateway chose one.
     cwd: Option<String>,
+    /// Its first turn, watched for the context it records (a conversation it started).
+    first_turn: Option<context::FirstTurn>,
 }
 
 #[derive(Debug)]
@@ -326,6 +329,9 @@ pub struct Gateway {
     /// The bytes each tenant's transcripts take in the session store, as it last said
     /// ([`StoreAnswer::Usage`]), and when it was last asked, by tenant id.
     store_usage: BTreeMap<String, (u64, Timestamp)>,
+    /// The context its CLIs record after a conversation's first message, by tenant and
+    /// model, with when it was learned ([`context`]).
+    contexts: context::Contexts,
 }
 
 /// When a request came and, for the added-latency histogram, when its turn reached the CLI
@@ -394,6 +400,7 @@ impl Gateway {
             next_conversation: 0,
             keeping: BTreeMap::new(),
             store_usage: BTreeMap::new(),
+            contexts: BTreeMap::new(),
         })
     }
 

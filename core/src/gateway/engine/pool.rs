@@ -249,6 +249,9 @@ impl Gateway {
         }
         let transcript = resume.as_ref().map(|r| r.path.clone());
         let cwd = spec.cwd.clone();
+        // A conversation it starts records its context, with a store (mirrored) to learn from.
+        let first_turn = (resume.is_none() && self.config.store)
+            .then(|| super::context::FirstTurn::of(&spec.args));
         spec.resume = resume;
         let mut session = Session::driver(SessionConfig {
             seed: mix(self.config.seed ^ id.rotate_left(17)),
@@ -289,6 +292,7 @@ impl Gateway {
                 record: None,
                 watched: super::console::Watched::new(now),
                 cwd,
+                first_turn,
             },
         );
     }

@@ -12,7 +12,8 @@ use crate::conversation::{Block, Message, Role};
 use crate::gateway::registry::{
     busy, Match, Parted, ResumeReason, SessionId, SessionKind, StoredOut,
 };
-use crate::gateway::translate::{prompt_blocks, rebuild_prompt, tool_results, WrittenHistory};
+use crate::gateway::translate::{cli_model, prompt_blocks, rebuild_prompt, tool_results};
+use crate::gateway::written::WrittenHistory;
 use crate::{Json, Timestamp};
 
 /// A routed request, what its response needs before its session is known.
@@ -447,6 +448,12 @@ impl Gateway {
         if live.transcript.is_none() {
             live.transcript = Some(file_path.to_owned());
         }
+        if live.first_turn.is_some() {
+            self.watch_first_turn(session, &entries);
+        }
+        let Some(live) = self.lives.get_mut(&session) else {
+            return;
+        };
         if warm {
             live.mirrored.extend(entries);
             return;
@@ -578,6 +585,13 @@ impl Gateway {
         let path = self
             .transcript_path(tenant, session, &id)
             .ok_or("working_directory")?;
+        // The context its CLIs record after the first message, when learned (a Managed
+        // Agents session's CLI has settings of its own).
+        let model = cli_model(&request.model, self.config.default_model.as_deref());
+        let context = match session {
+            None if n > 0 => self.context_for(tenant, model, &cwd),
+            _ => Vec::new(),
+        };
         let written_messages = if rerun {
             let mut written = messages[..n].to_vec();
             written.extend(new.iter().flat_map(results_first));
@@ -587,7 +601,7 @@ impl Gateway {
         };
         // Its lines are made by the host, off the engine's lock.
         let written = WrittenHistory {
-            uuids: (0..=written_messages.len())
+            uuids: (0..=written_messages.len() + context.len())
                 .map(|i| self.uuid(&[b"entry", id.as_bytes(), &(i as u64).to_le_bytes()]))
                 .collect(),
             messages: written_messages,
@@ -598,6 +612,7 @@ impl Gateway {
             wall_ms: self.config.unix_epoch_ms.saturating_add(self.now),
             server: CLIENT_SERVER.to_owned(),
             system_prompt: request.conversation.system.clone(),
+            context,
         };
         let spec = ResumeSpec {
             key: ConversationKey {

@@ -179,7 +179,7 @@ impl Gateway {
 
     /// The time now, as this API writes times (RFC 3339, UTC).
     pub(super) fn managed_now(&self) -> String {
-        crate::gateway::translate::iso_time(self.config.unix_epoch_ms.saturating_add(self.now))
+        crate::gateway::written::iso_time(self.config.unix_epoch_ms.saturating_add(self.now))
     }
 
     /// The session store's answer to a [`StoreAsk::LoadManaged`]: the tenant's
