@@ -488,7 +488,38 @@ utilization: number | null,
 /**
  * Every field of `rate_limit_info` (overage state and more).
  */
-info: Json, } | { "type": "tool_use_summary", 
+info: Json, } | { "type": "api_error", 
+/**
+ * The CLI's message standing for the error.
+ */
+message_id: string, 
+/**
+ * The subagent's tool_use when the failed request was one of a subagent's.
+ */
+parent_tool_use_id: string | null, 
+/**
+ * The CLI's class of the error (`authentication_failed`, `billing_error`,
+ * `rate_limit`, `overloaded`, `invalid_request`, `model_not_found`, `server_error`,
+ * `unknown`, …), when it gives one.
+ */
+error: string | null, 
+/**
+ * Its typed cause (`connection_failed`, `stream_idle_timeout`,
+ * `stored_login_refused`, `unattended_start_limit`, …), when the CLI gives one.
+ */
+cause: string | null, 
+/**
+ * The model API's HTTP status, when it answered.
+ */
+status: number | null, 
+/**
+ * The model API's error type (`invalid_request_error`, …), when it gave one.
+ */
+error_type: string | null, 
+/**
+ * The CLI's words (the message's text).
+ */
+text: string, } | { "type": "tool_use_summary", 
 /**
  * The summary text.
  */
@@ -913,6 +944,13 @@ export type RequestCancelledChunk = ChunkOf<"request_cancelled">;
  * (`allowed_warning`) or reached (`rejected`), and when it resets.
  */
 export type RateLimitChunk = ChunkOf<"rate_limit">;
+
+/**
+ * A model request failed, and the CLI says so in an assistant message of its own
+ * (`is_api_error_message`, its text also a `TextDelta`): the error as
+ * data, for a host to key on instead of the words.
+ */
+export type ApiErrorChunk = ChunkOf<"api_error">;
 
 /**
  * A summary of tool calls the CLI made (`tool_use_summary`).

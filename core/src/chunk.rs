@@ -453,6 +453,28 @@ pub enum Chunk {
         )]
         info: Json,
     },
+    /// A model request failed, and the CLI says so in an assistant message of its own
+    /// (`is_api_error_message`, its text also a [`TextDelta`](Chunk::TextDelta)): the error as
+    /// data, for a host to key on instead of the words.
+    ApiError {
+        /// The CLI's message standing for the error.
+        message_id: String,
+        /// The subagent's tool_use when the failed request was one of a subagent's.
+        parent_tool_use_id: Option<String>,
+        /// The CLI's class of the error (`authentication_failed`, `billing_error`,
+        /// `rate_limit`, `overloaded`, `invalid_request`, `model_not_found`, `server_error`,
+        /// `unknown`, …), when it gives one.
+        error: Option<String>,
+        /// Its typed cause (`connection_failed`, `stream_idle_timeout`,
+        /// `stored_login_refused`, `unattended_start_limit`, …), when the CLI gives one.
+        cause: Option<String>,
+        /// The model API's HTTP status, when it answered.
+        status: Option<u16>,
+        /// The model API's error type (`invalid_request_error`, …), when it gave one.
+        error_type: Option<String>,
+        /// The CLI's words (the message's text).
+        text: String,
+    },
     /// A summary of tool calls the CLI made (`tool_use_summary`).
     ToolUseSummary {
         /// The summary text.
@@ -933,6 +955,7 @@ impl Chunk {
             Chunk::PromptSuggestion { .. } => "prompt_suggestion",
             Chunk::ConversationReset { .. } => "conversation_reset",
             Chunk::TranscriptMirror { .. } => "transcript_mirror",
+            Chunk::ApiError { .. } => "api_error",
             Chunk::TurnComplete { .. } => "turn_complete",
             Chunk::ControlResult { .. } => "control_result",
             Chunk::Ready { .. } => "ready",

@@ -274,6 +274,17 @@ pub struct WireMessage<'a> {
     /// `api_error_code` (result): the API error's own code (`error.details.error_code`).
     #[serde(borrow, default)]
     pub api_error_code: Option<Cow<'a, str>>,
+    /// `error` (assistant, system/api_retry): the CLI's class of a failed model request
+    /// (`authentication_failed`, `billing_error`, `rate_limit`, …), as given.
+    #[serde(borrow, default)]
+    pub error: Option<&'a RawValue>,
+    /// `is_api_error_message` (assistant): the message stands for a failed model request.
+    #[serde(default)]
+    pub is_api_error_message: Option<bool>,
+    /// `api_error` (assistant): the typed cause of that failure (`connection_failed`,
+    /// `stored_login_refused`, …), when the CLI gives one.
+    #[serde(borrow, default)]
+    pub api_error: Option<Cow<'a, str>>,
     /// `num_turns` (result).
     #[serde(default)]
     pub num_turns: Option<u64>,

@@ -200,6 +200,25 @@ impl State {
         if unknown_block {
             self.unknown(text);
         }
+        // A failed model request the CLI tells as a message of its own: the error as data.
+        if msg.is_api_error_message == Some(true) {
+            let words: String = (blocks.iter())
+                .filter(|b| b.kind() == BlockKind::Text)
+                .filter_map(|b| b.text.as_deref())
+                .collect();
+            let error = msg
+                .error
+                .and_then(|e| serde_json::from_str::<String>(e.get()).ok());
+            self.emit(Chunk::ApiError {
+                message_id,
+                parent_tool_use_id: parent.map(str::to_owned),
+                error,
+                cause: owned(&msg.api_error),
+                status: msg.api_error_status,
+                error_type: owned(&msg.api_error_type),
+                text: words,
+            });
+        }
     }
 
     /// Announces a tool call (`tool_use complete:false` + `pending`) unless it is known.

@@ -27,7 +27,7 @@ mod openai;
 mod responses;
 mod types;
 
-use errors::turn_error;
+use errors::{turn_error, Failure};
 pub use openai::finish_reason;
 use types::OutBlock;
 pub use types::{ClientToolCall, EncoderOptions, Outcome, StructuredAnswer, Usage};
@@ -129,6 +129,8 @@ pub struct ResponseEncoder {
     schema_refused: bool,
     /// A streamed structured answer: the model's first object, sent as it is written.
     structured_stream: Option<StructuredStream>,
+    /// What the CLI said of the turn's last failed model request.
+    failure: Option<Failure>,
 }
 
 /// The model's first structured-output call, streamed as the answer while it is written: its
@@ -174,6 +176,7 @@ impl ResponseEncoder {
             structured_call: None,
             schema_refused: false,
             structured_stream: None,
+            failure: None,
         }
     }
 
@@ -437,6 +440,7 @@ impl ResponseEncoder {
                 result,
                 stop_reason,
                 subtype,
+                terminal_reason,
                 api_error_status,
                 api_error_type,
                 errors,
@@ -449,9 +453,10 @@ impl ResponseEncoder {
                 } else if *is_error {
                     let error = turn_error(
                         result.as_deref(),
-                        subtype.as_deref(),
+                        (subtype.as_deref(), terminal_reason.as_deref()),
                         (*api_error_status, api_error_type.as_deref()),
                         errors,
+                        self.failure.as_ref(),
                         self.retry_delay_ms,
                     );
                     self.finish(Outcome::Failed(error), out);
@@ -466,6 +471,15 @@ impl ResponseEncoder {
                         .unwrap_or_else(|| "end_turn".to_owned());
                     self.finish(Outcome::Finished(reason), out);
                 }
+            }
+            Chunk::ApiError {
+                error,
+                parent_tool_use_id: None,
+                ..
+            } => {
+                self.failure = Some(Failure {
+                    error: error.clone(),
+                });
             }
             Chunk::Status { subtype, fields } if subtype == "api_retry" => {
                 self.retry_delay_ms = fields
