@@ -261,6 +261,15 @@ fn accumulate_openai(frames: &[String]) -> Result<Value, Value> {
 /// each output item is opened at the next index, carries deltas only while open, and is done
 /// with exactly the content its deltas built; the last event is `response.completed` /
 /// `response.incomplete` (`Ok`, its response) or `response.failed` (`Err`, its response).
+/// The response `frames` of `api` make, put together as the API's SDKs do.
+fn accumulate(api: Api, frames: &[String]) -> Result<Value, Value> {
+    match api {
+        Api::Anthropic => accumulate_anthropic(frames),
+        Api::OpenAi => accumulate_openai(frames),
+        Api::Responses => accumulate_responses(frames),
+    }
+}
+
 fn accumulate_responses(frames: &[String]) -> Result<Value, Value> {
     let mut items: Vec<Value> = Vec::new();
     let mut open: Option<usize> = None;
@@ -906,12 +915,7 @@ fn a_structured_answer_is_the_object_as_json_text() {
             object,
             "{api:?}"
         );
-        let streamed = match api {
-            Api::Anthropic => accumulate_anthropic(&frames),
-            Api::OpenAi => accumulate_openai(&frames),
-            Api::Responses => accumulate_responses(&frames),
-        }
-        .unwrap();
+        let streamed = accumulate(api, &frames).unwrap();
         let joined = frames.concat();
         assert!(!joined.contains("Here it is"), "{api:?}: {joined}");
         assert!(!joined.contains("StructuredOutput"), "{api:?}: {joined}");
@@ -970,11 +974,7 @@ fn a_forced_tool_call_is_the_object_as_the_tool_s_input() {
                 (json!("get_weather"), input.clone()),
                 "{api:?}"
             );
-            let streamed = match api {
-                Api::Anthropic => accumulate_anthropic(&frames),
-                Api::OpenAi => accumulate_openai(&frames),
-                Api::Responses => accumulate_responses(&frames),
-            };
+            let streamed = accumulate(api, &frames);
             assert!(streamed.is_ok(), "{api:?}: {streamed:?}");
             assert!(!frames.concat().contains("StructuredOutput"), "{api:?}");
         }
@@ -1102,12 +1102,7 @@ fn a_streamed_structured_answer_goes_out_as_the_model_writes_it() {
                 before_end.concat().contains(escaped),
                 "{api:?} {answer:?}: the first half of the object before the turn ended: {before_end:?}"
             );
-            let streamed = match api {
-                Api::Anthropic => accumulate_anthropic(&frames),
-                Api::OpenAi => accumulate_openai(&frames),
-                Api::Responses => accumulate_responses(&frames),
-            }
-            .unwrap();
+            let streamed = accumulate(api, &frames).unwrap();
             let joined = frames.concat();
             assert!(!joined.contains("StructuredOutput"), "{api:?}: {joined}");
             assert!(!joined.contains("Here it is"), "{api:?}: {joined}");

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use ccwire_core::gateway::{Limits, HELD_CALL_TIMEOUT_TEXT};
+use ccwire_core::gateway::Limits;
 use ccwire_host::serve::{GatewayOptions, Server};
 use ccwire_tests::{Match, Reply, Script};
 use futures::StreamExt;
@@ -268,21 +268,9 @@ async fn a_held_call_past_its_deadline_gets_an_error_and_late_results_rebuild() 
         }
     })
     .await;
-    let user = json!({"role": "user", "content": "PLEASE-LOOKUP things"});
-    let (status, _, body) = gw
-        .call("/v1/messages", &anthropic(json!([user])), None)
-        .await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["stop_reason"], "tool_use");
+    let (user, body) = ask_for_lookups(&gw).await;
     // No result in time: the gateway answers the held calls with an error, the model sees it.
-    eventually("the model sees the timeout", || {
-        gw.fake.model_calls().iter().any(|c| {
-            c.body["messages"]
-                .to_string()
-                .contains(HELD_CALL_TIMEOUT_TEXT)
-        })
-    })
-    .await;
+    model_sees_the_held_call_timeout(&gw).await;
     let messages = json!([
         user,
         {"role": "assistant", "content": body["content"]},

@@ -101,24 +101,9 @@ async fn results_after_the_held_call_timeout_resume_the_history_with_them() {
         }
     })
     .await;
-    let user = json!({"role": "user", "content": "PLEASE-LOOKUP things"});
-    let (status, _, first) = gw
-        .call("/v1/messages", &anthropic(json!([user])), None)
-        .await;
-    assert_eq!(
-        (status, &first["stop_reason"]),
-        (200, &json!("tool_use")),
-        "{first}"
-    );
+    let (user, first) = ask_for_lookups(&gw).await;
     // No result in time: the gateway answers the held calls with an error, the turn goes on.
-    eventually("the model sees the timeout", || {
-        gw.fake.model_calls().iter().any(|c| {
-            c.body["messages"]
-                .to_string()
-                .contains(HELD_CALL_TIMEOUT_TEXT)
-        })
-    })
-    .await;
+    model_sees_the_held_call_timeout(&gw).await;
     let mut messages = vec![
         user,
         json!({"role": "assistant", "content": first["content"]}),
@@ -153,15 +138,7 @@ async fn results_after_the_held_call_timeout_resume_the_history_with_them() {
 async fn results_under_new_settings_take_them_and_free_the_cli_that_held_the_calls() {
     let dir = tempfile::tempdir().unwrap();
     let gw = Gw::start(with_state(dir.path())).await;
-    let user = json!({"role": "user", "content": "PLEASE-LOOKUP things"});
-    let (status, _, first) = gw
-        .call("/v1/messages", &anthropic(json!([user])), None)
-        .await;
-    assert_eq!(
-        (status, &first["stop_reason"]),
-        (200, &json!("tool_use")),
-        "{first}"
-    );
+    let (user, first) = ask_for_lookups(&gw).await;
     let holder = gw.server().session_pids();
     assert_eq!(holder.len(), 1);
     held_calls_become(&gw, 2).await;
@@ -261,15 +238,7 @@ async fn results_for_calls_a_stopped_gateway_held_reach_the_model_as_blocks() {
         o.store = Some(store.clone());
     };
     let mut gw = Gw::start(configure).await;
-    let user = json!({"role": "user", "content": "PLEASE-LOOKUP things"});
-    let (status, _, first) = gw
-        .call("/v1/messages", &anthropic(json!([user])), None)
-        .await;
-    assert_eq!(
-        (status, &first["stop_reason"]),
-        (200, &json!("tool_use")),
-        "{first}"
-    );
+    let (user, first) = ask_for_lookups(&gw).await;
     // The gateway stops while the client runs its tools.
     gw.restart(configure).await;
     let messages = json!([

@@ -250,14 +250,7 @@ async fn codex_as_the_client_answers_and_runs_its_own_exec_command_through_a_hel
         system.contains("Codex"),
         "Codex's developer prompt: {system:.300}"
     );
-    let last = calls.last().unwrap();
-    let result = last.body["messages"].as_array().unwrap().last().unwrap()["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["type"] == "tool_result")
-        .cloned()
-        .unwrap_or_else(|| panic!("{}", last.body));
+    let result = last_tool_result(&calls);
     assert!(
         result.to_string().contains("exit"),
         "the command's outcome as Codex reports it: {result}"
@@ -280,25 +273,21 @@ async fn codex_as_the_client_answers_and_runs_its_own_exec_command_through_a_hel
             .contains("mcp__client__multi_agent_v1__close_agent"),
         "the namespace's functions are offered"
     );
-    let last = calls.last().unwrap();
-    let result = last.body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| {
-            m["content"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|b| b["type"] == "tool_result")
-                .cloned()
-        })
-        .unwrap_or_else(|| panic!("{}", last.body));
+    let result = last_tool_result(&calls);
     assert!(
         result.to_string().contains("no-such-agent"),
         "Codex's answer: {result}"
     );
     gw.stop().await;
+}
+
+/// The tool result in the last user message of the last model call (the CLI may put system
+/// turns after it).
+fn last_tool_result(calls: &[ccwire_tests::fake_anthropic::Recorded]) -> Value {
+    let last = calls.last().expect("a model call");
+    (last.body["messages"].as_array().unwrap().iter().rev())
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_array())
+        .and_then(|blocks| blocks.iter().find(|b| b["type"] == "tool_result").cloned())
+        .unwrap_or_else(|| panic!("{}", last.body))
 }

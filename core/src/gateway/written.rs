@@ -97,19 +97,22 @@ impl WrittenHistory {
     }
 }
 
-/// An `attachment` entry of the transcript, as a line.
-fn attachment_line(
+/// An entry of the transcript as a line: its `kind` (`user`, `assistant`, `attachment`) with
+/// its body under `field`, chained to `parent`.
+fn entry_line(
     context: &TranscriptContext<'_>,
+    (kind, field, body): (&str, &str, Value),
     uuid: &str,
     parent: Option<String>,
-    attachment: Value,
     at_ms: u64,
 ) -> crate::Json {
+    // Built by moving each part in (`json!` would copy it): a history can be tens of
+    // megabytes.
     let entry = object([
         ("parentUuid", parent.map_or(Value::Null, Value::String)),
         ("isSidechain", false.into()),
-        ("type", "attachment".into()),
-        ("attachment", attachment),
+        ("type", kind.into()),
+        (field, body),
         ("uuid", uuid.into()),
         ("timestamp", iso_time(at_ms).into()),
         ("userType", "external".into()),
@@ -120,6 +123,18 @@ fn attachment_line(
     ]);
     let raw = serde_json::value::to_raw_value(&entry).expect("a Value always serializes");
     crate::Json::canonical(&raw)
+}
+
+/// An `attachment` entry of the transcript, as a line.
+fn attachment_line(
+    context: &TranscriptContext<'_>,
+    uuid: &str,
+    parent: Option<String>,
+    attachment: Value,
+    at_ms: u64,
+) -> crate::Json {
+    let body = ("attachment", "attachment", attachment);
+    entry_line(context, body, uuid, parent, at_ms)
 }
 
 /// A history written as the session transcript the CLI keeps (one JSON object per line, each
@@ -151,9 +166,6 @@ pub fn transcript_lines(
             )
             .collect();
         let id = uuid(i);
-        let timestamp = iso_time(context.wall_ms.saturating_add(i as u64));
-        // Built by moving each part in (`json!` would copy it): a history can be tens of
-        // megabytes.
         let (kind, message) = match message.role {
             Role::User => (
                 "user",
@@ -177,24 +189,9 @@ pub fn transcript_lines(
                 ("assistant", message)
             }
         };
-        let entry = object([
-            (
-                "parentUuid",
-                parent.take().map_or(Value::Null, Value::String),
-            ),
-            ("isSidechain", false.into()),
-            ("type", kind.into()),
-            ("message", message),
-            ("uuid", id.clone().into()),
-            ("timestamp", timestamp.into()),
-            ("userType", "external".into()),
-            ("entrypoint", "sdk-cli".into()),
-            ("cwd", context.cwd.into()),
-            ("sessionId", context.session_id.into()),
-            ("version", crate::args::TESTED_CLI_VERSION.into()),
-        ]);
-        let raw = serde_json::value::to_raw_value(&entry).expect("a Value always serializes");
-        lines.push(crate::Json::canonical(&raw));
+        let at = context.wall_ms.saturating_add(i as u64);
+        let body = (kind, "message", message);
+        lines.push(entry_line(context, body, &id, parent.take(), at));
         parent = Some(id);
         // What the CLI records of its context after the first prompt.
         if prompt {

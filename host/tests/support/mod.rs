@@ -524,3 +524,27 @@ pub async fn bash(gw: &Gw, key: &str, command: &str) -> String {
     assert_eq!(status, 200, "{answer}");
     text_of(&answer)
 }
+
+/// Asks the model for its two lookups (`PLEASE-LOOKUP`): the user message and the answer that
+/// calls the client's tool.
+pub async fn ask_for_lookups(gw: &Gw) -> (Value, Value) {
+    let user = json!({"role": "user", "content": "PLEASE-LOOKUP things"});
+    let (status, _, answer) = gw
+        .call("/v1/messages", &anthropic(json!([user])), None)
+        .await;
+    assert_eq!(
+        (status, &answer["stop_reason"]),
+        (200, &json!("tool_use")),
+        "{answer}"
+    );
+    (user, answer)
+}
+
+/// Waits until the model has read the error a held call past its deadline gets.
+pub async fn model_sees_the_held_call_timeout(gw: &Gw) {
+    let text = ccwire_core::gateway::HELD_CALL_TIMEOUT_TEXT;
+    eventually("the model sees the timeout", || {
+        (gw.fake.model_calls().iter()).any(|c| c.body["messages"].to_string().contains(text))
+    })
+    .await;
+}

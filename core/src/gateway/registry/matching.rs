@@ -274,23 +274,7 @@ impl Registry {
     /// The live session of `scope` (the same tenant and settings) whose last response's client
     /// tool calls are exactly those `given` results answer.
     fn holding(&self, scope: &str, given: &[(String, McpCallResult)]) -> Option<SessionId> {
-        if given.is_empty() {
-            return None;
-        }
-        let ids: BTreeSet<&str> = given.iter().map(|(id, _)| id.as_str()).collect();
-        self.sessions
-            .iter()
-            .find(|(_, entry)| {
-                entry.scope == scope
-                    && !entry.expected.is_empty()
-                    && entry
-                        .expected
-                        .iter()
-                        .map(String::as_str)
-                        .collect::<BTreeSet<_>>()
-                        == ids
-            })
-            .map(|(id, _)| *id)
+        self.holder(given, |entry| entry.scope == scope)
     }
 
     /// The live session of the same tenant under other settings than `scope`'s, idle, whose
@@ -300,25 +284,29 @@ impl Registry {
         scope: &str,
         given: &[(String, McpCallResult)],
     ) -> Option<SessionId> {
+        let tenant = scope_tenant(scope);
+        self.holder(given, |entry| {
+            entry.scope != scope && scope_tenant(&entry.scope) == tenant && !entry.busy()
+        })
+    }
+
+    /// The live session `which` takes whose last response's client tool calls are exactly
+    /// those `given` results answer.
+    fn holder(
+        &self,
+        given: &[(String, McpCallResult)],
+        which: impl Fn(&Entry) -> bool,
+    ) -> Option<SessionId> {
         if given.is_empty() {
             return None;
         }
-        let tenant = scope_tenant(scope);
         let ids: BTreeSet<&str> = given.iter().map(|(id, _)| id.as_str()).collect();
+        fn calls(entry: &Entry) -> BTreeSet<&str> {
+            entry.expected.iter().map(String::as_str).collect()
+        }
         self.sessions
             .iter()
-            .find(|(_, entry)| {
-                entry.scope != scope
-                    && scope_tenant(&entry.scope) == tenant
-                    && !entry.busy()
-                    && !entry.expected.is_empty()
-                    && entry
-                        .expected
-                        .iter()
-                        .map(String::as_str)
-                        .collect::<BTreeSet<_>>()
-                        == ids
-            })
+            .find(|(_, entry)| which(entry) && !entry.expected.is_empty() && calls(entry) == ids)
             .map(|(id, _)| *id)
     }
 
