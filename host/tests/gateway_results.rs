@@ -79,6 +79,18 @@ fn assert_results_as_blocks(gw: &Gw, first: &Value) {
     assert_eq!(sent[at + 1]["content"][0]["type"], "tool_result", "{text}");
 }
 
+/// Sends `body`, which a new CLI must take as a resumed conversation for `reason`; the
+/// answer, the model's last (not a call).
+async fn resumed_because(gw: &Gw, body: &Value, reason: &str) -> Value {
+    let response = gw.post("/v1/messages", body, None).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(session_header(&response), "resumed");
+    assert_eq!(header(&response, "x-ccwire-session-reason"), reason);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["stop_reason"], "end_turn", "{answer}");
+    answer
+}
+
 /// The client tool calls the gateway holds, once they are `n` (waiting up to 30 s).
 async fn held_calls_become(gw: &Gw, n: u64) {
     for _ in 0..150 {
@@ -109,18 +121,11 @@ async fn results_after_the_held_call_timeout_resume_the_history_with_them() {
         json!({"role": "assistant", "content": first["content"]}),
         json!({"role": "user", "content": results_for(&first)}),
     ];
-    let response = gw
-        .post("/v1/messages", &anthropic(json!(messages)), None)
-        .await;
-    assert_eq!(response.status(), 200);
-    assert_eq!(session_header(&response), "resumed");
-    assert_eq!(header(&response, "x-ccwire-session-reason"), "late");
-    let answer: Value = response.json().await.unwrap();
+    let answer = resumed_because(&gw, &anthropic(json!(messages)), "late").await;
     assert_results_as_blocks(&gw, &first);
     assert!(!last_sent(&gw)
         .iter()
         .any(|m| m.to_string().contains(HELD_CALL_TIMEOUT_TEXT)));
-    assert_eq!(answer["stop_reason"], "end_turn", "{answer}");
 
     // The conversation goes on in the CLI that took it.
     messages.push(json!({"role": "assistant", "content": answer["content"]}));
@@ -150,12 +155,7 @@ async fn results_under_new_settings_take_them_and_free_the_cli_that_held_the_cal
         {"role": "assistant", "content": first["content"]},
         {"role": "user", "content": results_for(&first)},
     ]});
-    let response = gw.post("/v1/messages", &body, None).await;
-    assert_eq!(response.status(), 200);
-    assert_eq!(session_header(&response), "resumed");
-    assert_eq!(header(&response, "x-ccwire-session-reason"), "settings");
-    let answer: Value = response.json().await.unwrap();
-    assert_eq!(answer["stop_reason"], "end_turn", "{answer}");
+    resumed_because(&gw, &body, "settings").await;
     assert_results_as_blocks(&gw, &first);
     let call = gw.fake.model_calls().pop().unwrap();
     assert!(call.body["system"]
@@ -199,12 +199,7 @@ async fn a_forced_call_s_result_and_the_next_words_reach_the_model_as_blocks() {
             {"type": "text", "text": "Summarize it."},
         ]},
     ]);
-    let response = gw.post("/v1/messages", &anthropic(messages), None).await;
-    assert_eq!(response.status(), 200);
-    assert_eq!(session_header(&response), "resumed");
-    assert_eq!(header(&response, "x-ccwire-session-reason"), "history");
-    let answer: Value = response.json().await.unwrap();
-    assert_eq!(answer["stop_reason"], "end_turn", "{answer}");
+    resumed_because(&gw, &anthropic(messages), "history").await;
     let sent = last_sent(&gw);
     let text = Value::Array(sent.clone()).to_string();
     assert!(!text.contains("conversation_history"), "{text}");
@@ -246,14 +241,9 @@ async fn results_for_calls_a_stopped_gateway_held_reach_the_model_as_blocks() {
         {"role": "assistant", "content": first["content"]},
         {"role": "user", "content": results_for(&first)},
     ]);
-    let response = gw.post("/v1/messages", &anthropic(messages), None).await;
-    assert_eq!(response.status(), 200);
-    assert_eq!(session_header(&response), "resumed");
     // The stopped gateway kept no transcript of a turn it held: the history the client sent
     // is the one there is.
-    assert_eq!(header(&response, "x-ccwire-session-reason"), "history");
-    let answer: Value = response.json().await.unwrap();
-    assert_eq!(answer["stop_reason"], "end_turn", "{answer}");
+    resumed_because(&gw, &anthropic(messages), "history").await;
     assert_results_as_blocks(&gw, &first);
     gw.stop().await;
 }
