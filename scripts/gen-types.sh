@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes bindings/js/chunks.d.ts, the chunks' TypeScript types, from the Rust chunk types
-# (core/src/chunk.rs, with ts-rs in core's tests); `cargo test` fails while it is stale.
+# (core/src/chunk/, with ts-rs in core's tests); `cargo test` fails while it is stale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PRINT_TYPES=1 cargo test --quiet -p ccwire-core --lib chunk::typescript::chunk_types -- --exact --nocapture \

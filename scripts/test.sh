@@ -66,6 +66,9 @@ echo "== SDK end-to-end tests: the official Python and TypeScript clients and th
 cargo build --quiet -p ccwire-host -p ccwire-tests --bins
 echo "== drift: every message type of the Agent SDK release ccwire follows is modelled"
 node tests/sdk/drift/drift.mjs
+echo "== drift: every frame kind the pinned CLI declares is typed, the corpus gives no unknown chunk"
+node tests/sdk/drift/cli.mjs > target/drift-cli.txt || { cat target/drift-cli.txt; exit 1; }
+tail -1 target/drift-cli.txt
 tests/sdk/python/run.sh
 tests/sdk/ts/run.sh
 echo "== www: the inspector and the live console in Chromium"

@@ -1,4 +1,4 @@
-// Generated from core/src/chunk.rs by scripts/gen-types.sh; do not edit.
+// Generated from core/src/chunk/ by scripts/gen-types.sh; do not edit.
 import type { Json } from "./index.js";
 
 /**
@@ -559,7 +559,7 @@ file_path: string,
 /**
  * The entries, in the order written.
  */
-entries: Array<Record<string, unknown>>, } | { "type": "turn_complete", 
+entries: Array<Record<string, unknown>>, } | { "type": "title_changed" } & TitleChanged | { "type": "instruction_size_warning" } & InstructionSizeWarning | { "type": "file_attachments_missing" } & FileAttachmentsMissing | { "type": "permission_check" } & PermissionCheck | { "type": "inherited_asks_settled" } & InheritedAsksSettled | { "type": "plugin_ui" } & PluginUi | { "type": "command_lifecycle" } & CommandLifecycle | { "type": "cli_event" } & CliEvent | { "type": "turn_complete", 
 /**
  * `success` or an `error_*` subtype.
  */
@@ -979,6 +979,52 @@ export type ConversationResetChunk = ChunkOf<"conversation_reset">;
  * line. Stored, they let a later CLI resume the conversation exactly (`--resume`).
  */
 export type TranscriptMirrorChunk = ChunkOf<"transcript_mirror">;
+
+/**
+ * The session's name changed (`system/session_title_changed`).
+ */
+export type TitleChangedChunk = ChunkOf<"title_changed">;
+
+/**
+ * The session's instruction files are longer than the model's recommended limit
+ * (`system/instruction_size_warning`).
+ */
+export type InstructionSizeWarningChunk = ChunkOf<"instruction_size_warning">;
+
+/**
+ * Files a prompt named in `file_attachments` could not be attached
+ * (`system/file_attachments_missing`).
+ */
+export type FileAttachmentsMissingChunk = ChunkOf<"file_attachments_missing">;
+
+/**
+ * A tool call's permission check is taking a while, or is over
+ * (`system/permission_check_status`).
+ */
+export type PermissionCheckChunk = ChunkOf<"permission_check">;
+
+/**
+ * The control requests a cloud worker keeps from the one before it
+ * (`system/inherited_asks_settled`).
+ */
+export type InheritedAsksSettledChunk = ChunkOf<"inherited_asks_settled">;
+
+/**
+ * A plugin's push to the UI (`system/ui_*`).
+ */
+export type PluginUiChunk = ChunkOf<"plugin_ui">;
+
+/**
+ * Where a prompt sent with a `uuid` is: queued, started, completed, cancelled, …
+ * (`command_lifecycle`).
+ */
+export type CommandLifecycleChunk = ChunkOf<"command_lifecycle">;
+
+/**
+ * An event of the CLI's engine that ccwire names but does not model (`active_goal`,
+ * `tombstone`, …): the whole message.
+ */
+export type CliEventChunk = ChunkOf<"cli_event">;
 
 /**
  * A turn ended (`result`).

@@ -182,6 +182,17 @@ pub(crate) fn serialize_js_number<S: serde::Serializer>(
         .serialize(serializer)
 }
 
+/// [`serialize_js_number`] for a number that may be absent (`null`).
+pub(crate) fn serialize_js_number_opt<S: serde::Serializer>(
+    value: &Option<f64>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(value) => serialize_js_number(value, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// The canonical form of `src`, which must be valid JSON, or `None` when `src` is in it already.
 pub(crate) fn canonicalize(src: &str) -> Option<String> {
     let mut canon = Canon {

@@ -95,8 +95,10 @@ pub mod wire;
 pub use time::Timestamp;
 
 pub use chunk::{
-    Behavior, BlockedKind, BlockedOn, Chunk, ElicitationDetails, ErrorKind, Fields, ResolveReason,
-    StatusReason, ToolStatus, ToolWait,
+    Behavior, BlockedKind, BlockedOn, Chunk, CliEvent, CommandLifecycle, ElicitationDetails,
+    ErrorKind, Fields, FileAttachmentsMissing, InheritedAsksSettled, InstructionSizeWarning,
+    MissingFile, PermissionCheck, PluginUi, ResolveReason, StatusReason, TitleChanged, ToolStatus,
+    ToolWait,
 };
 pub use json::{AsciiFormatter, Json};
 pub use mcp::{McpCallResult, McpServer, McpTool};

@@ -54,10 +54,8 @@ pub enum MessageType {
     TranscriptMirror,
     /// `update_environment_variables` (host → CLI).
     UpdateEnvironmentVariables,
-    /// `active_goal`.
-    ActiveGoal,
-    /// `autocompact_state`.
-    AutocompactState,
+    /// One of the engine's events ccwire names without modelling them ([`CLI_EVENTS`]).
+    CliEvent,
 }
 
 impl MessageType {
@@ -82,8 +80,7 @@ impl MessageType {
             "keep_alive" => MessageType::KeepAlive,
             "transcript_mirror" => MessageType::TranscriptMirror,
             "update_environment_variables" => MessageType::UpdateEnvironmentVariables,
-            "active_goal" => MessageType::ActiveGoal,
-            "autocompact_state" => MessageType::AutocompactState,
+            name if CLI_EVENTS.contains(&name) => MessageType::CliEvent,
             _ => return None,
         })
     }
@@ -98,8 +95,10 @@ pub const STREAM_JSON_ARGS: [&str; 5] = [
     "stream-json",
 ];
 
-/// `system` subtypes named in docs/PROTOCOL.md §3.3 and the corpus. Every other subtype is still
-/// a `system` frame and becomes a `status` chunk.
+/// `system` subtypes named in docs/PROTOCOL.md §3.3: the pinned CLI's whole catalogue (the drift
+/// check in `tests/sdk/drift/` reads it from the CLI's own schemas). `init` and the notices with
+/// chunks of their own are typed; every other named subtype becomes a `status` chunk with every
+/// field, and a subtype not named here an `unknown` chunk.
 pub const SYSTEM_SUBTYPES: &[&str] = &[
     "init",
     "status",
@@ -134,6 +133,82 @@ pub const SYSTEM_SUBTYPES: &[&str] = &[
     "session_metadata",
     "turn_preempted",
     "turn_handoff_available",
+    "session_title_changed",
+    "instruction_size_warning",
+    "file_attachments_missing",
+    "permission_check_status",
+    "inherited_asks_settled",
+    "ui_log",
+    "ui_toast",
+    "ui_status",
+    "ui_notify",
+    "ui_notify_cancel",
+    "ui_invalidate",
+    "ui_panes",
+    "ui_placed",
+    "ui_scroll",
+    "ui_focus",
+    "api_error",
+    "mirror_error",
+    "model_fallback",
+    "model_consent_fallback",
+    "per_turn_effort_changed",
+    "shell_cwd",
+    "vcs_state_changed",
+    "code_change_published",
+    "task_list_statuses",
+    "stop_hook_summary",
+    "turn_duration",
+    "thinking",
+    "agents_killed",
+    "away_summary",
+    "memory_saved",
+    "file_snapshot",
+    "permission_retry",
+    "scheduled_task_fire",
+    "feedback_draft_queued",
+    "dev_intent",
+    "peer_message_hold",
+    "late_allow_not_run",
+    "cloud_session_delta",
+    "upgrade_relay_marker",
+];
+
+/// The `ui_*` subtypes [`PluginUi`](crate::PluginUi) stands for.
+pub const PLUGIN_UI_SUBTYPES: &[&str] = &[
+    "ui_log",
+    "ui_toast",
+    "ui_status",
+    "ui_notify",
+    "ui_notify_cancel",
+    "ui_invalidate",
+    "ui_panes",
+    "ui_placed",
+    "ui_scroll",
+    "ui_focus",
+];
+
+/// Top-level message types of the CLI's engine that ccwire passes on as [`CliEvent`](crate::CliEvent)s: goals,
+/// compaction state and progress, metrics, notifications and hints for an interactive surface,
+/// and the frames a cloud backend sends the CLI.
+pub const CLI_EVENTS: &[&str] = &[
+    "active_goal",
+    "autocompact_state",
+    "api_metrics",
+    "apply_flag_settings",
+    "attachment",
+    "bash_command",
+    "compact_progress",
+    "hint_clears",
+    "open_message_selector",
+    "os_notification",
+    "queued_notification",
+    "response_length",
+    "session_notice",
+    "set_expanded_view",
+    "set_in_progress_tool_use_ids",
+    "stream_mode",
+    "tombstone",
 ];
 
 /// Control requests the CLI sends to the host (docs/PROTOCOL.md §5.4).

@@ -169,16 +169,23 @@ fn unknown_types_and_subtypes_are_kept_whole() {
 }
 
 #[test]
-fn an_unknown_system_subtype_is_a_status_with_every_field() {
+fn a_named_system_subtype_is_a_status_with_every_field_and_an_unnamed_one_unknown() {
     let mut s = observer();
     let chunks = feed(
         &mut s,
-        b"{\"type\":\"system\",\"subtype\":\"brand_new\",\"level\":3,\"x\":{\"y\":null}}\n",
+        b"{\"type\":\"system\",\"subtype\":\"turn_duration\",\"level\":3,\"x\":{\"y\":null}}\n",
     );
     assert_eq!(
         chunks[0],
-        serde_json::json!({"type":"status","subtype":"brand_new","level":3,"x":{"y":null}})
+        serde_json::json!({"type":"status","subtype":"turn_duration","level":3,"x":{"y":null}})
     );
+    let line = r#"{"type":"system","subtype":"brand_new","level":3,"x":{"y":null}}"#;
+    let chunks = feed(&mut s, format!("{line}\n").as_bytes());
+    assert_eq!(
+        chunks[0],
+        serde_json::json!({"type":"unknown","message":serde_json::from_str::<Value>(line).unwrap()})
+    );
+    assert_alive(&mut s);
 }
 
 #[test]

@@ -46,3 +46,14 @@ fn a_chunk_a_host_wrote_may_leave_out_what_is_empty() {
         .contains("missing field `message_id`"));
     assert!(serde_json::from_str::<Chunk>(r#"{"type":"nope"}"#).is_err());
 }
+
+#[test]
+fn the_typed_notices_read_back_to_the_same_value() {
+    for (frame, _) in common::notice_frames() {
+        for chunk in replay(format!("{{\"dir\":\"out\",\"msg\":{frame}}}\n").as_bytes()) {
+            let json = serde_json::to_value(&chunk).unwrap();
+            let back: Chunk = serde_json::from_value(json.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&back).unwrap(), json, "{frame}");
+        }
+    }
+}

@@ -1,5 +1,7 @@
 //! The CLI's informational messages — rate limits, tool-use summaries, auth status, prompt
-//! suggestions, conversation resets — become typed chunks, not `unknown`.
+//! suggestions, conversation resets — and the notices beyond the Agent SDK's types (titles,
+//! instruction sizes, permission checks, plugin UI pushes, prompt lifecycles, engine events)
+//! become typed chunks, not `unknown`.
 
 mod common;
 
@@ -84,4 +86,34 @@ fn an_informational_message_of_the_wrong_shape_is_an_invalid_message() {
     assert_eq!(chunks[0]["kind"], "invalid_message");
     let chunks = chunks_of(json!({"type": "rate_limit_event"}));
     assert_eq!(chunks[0]["kind"], "invalid_message");
+}
+
+#[test]
+fn the_notices_beyond_the_sdk_types_are_typed() {
+    for (frame, chunk) in common::notice_frames() {
+        assert_eq!(chunks_of(frame.clone()), vec![chunk], "{frame}");
+    }
+}
+
+#[test]
+fn a_typed_notice_missing_a_field_is_an_invalid_message_and_the_session_goes_on() {
+    let mut session = Session::observer(SessionConfig::default());
+    session.handle_stdout(
+        0,
+        b"{\"type\":\"system\",\"subtype\":\"session_title_changed\",\"given_by\":\"user\"}\n",
+    );
+    let chunks = values(&drain(&mut session).0);
+    assert_eq!(chunks[0]["type"], "error");
+    assert_eq!(chunks[0]["kind"], "invalid_message");
+    assert!(
+        chunks[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("session_title_changed"),
+        "{}",
+        chunks[0]
+    );
+    let (frame, chunk) = common::notice_frames().remove(0);
+    session.handle_stdout(1, format!("{frame}\n").as_bytes());
+    assert_eq!(values(&drain(&mut session).0), vec![chunk]);
 }

@@ -144,6 +144,9 @@ pub struct Rule {
     /// The tokens the reply reports (default: [`Usage::default`]).
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// Response headers to add (the API's `anthropic-ratelimit-unified-*`, …).
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
 }
 
 /// The token counts a reply reports: the input ones in `message_start` (with an
@@ -207,6 +210,7 @@ impl Script {
             reply,
             event_delay_ms: 0,
             usage: None,
+            headers: Vec::new(),
         });
         self
     }
@@ -219,6 +223,14 @@ impl Script {
         self
     }
 
+    /// Adds a header to the last added rule's responses.
+    pub fn header(mut self, name: &str, value: &str) -> Script {
+        if let Some(rule) = self.rules.last_mut() {
+            rule.headers.push((name.to_owned(), value.to_owned()));
+        }
+        self
+    }
+
     /// Adds a rule whose stream pauses before every event.
     pub fn when_slow(mut self, when: Match, reply: Reply, event_delay: Duration) -> Script {
         self.rules.push(Rule {
@@ -226,6 +238,7 @@ impl Script {
             reply,
             event_delay_ms: event_delay.as_millis() as u64,
             usage: None,
+            headers: Vec::new(),
         });
         self
     }
@@ -245,7 +258,7 @@ impl Script {
         self.when(Match::ToolResult { tool: None }, reply)
     }
 
-    fn pick(&self, request: &Value) -> (Reply, u64, Usage) {
+    fn pick(&self, request: &Value) -> (Reply, u64, Usage, Vec<(String, String)>) {
         let probe = request.get("stream") != Some(&Value::Bool(true))
             && request.get("max_tokens").and_then(Value::as_u64) == Some(1);
         for rule in &self.rules {
@@ -254,6 +267,7 @@ impl Script {
                     rule.reply.clone(),
                     rule.event_delay_ms,
                     rule.usage.unwrap_or_default(),
+                    rule.headers.clone(),
                 );
             }
         }
@@ -261,6 +275,7 @@ impl Script {
             Reply::text("(the fake model has no rule for this request)"),
             0,
             Usage::default(),
+            Vec::new(),
         )
     }
 }
@@ -513,13 +528,23 @@ async fn handle(
         let error = json!({"type": "error", "error": {"type": "not_found_error", "message": format!("no route for {method} {route}")}});
         return (StatusCode::NOT_FOUND, axum::Json(error)).into_response();
     }
-    let (reply, delay, usage) = shared.script.lock().expect("not poisoned").pick(&body_json);
+    let (reply, delay, usage, headers) =
+        shared.script.lock().expect("not poisoned").pick(&body_json);
     let n = {
         let mut counter = shared.counter.lock().expect("not poisoned");
         *counter += 1;
         *counter
     };
-    respond(reply, delay, usage, n, &body_json)
+    let mut response = respond(reply, delay, usage, n, &body_json);
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (
+            axum::http::HeaderName::from_bytes(name.as_bytes()),
+            axum::http::HeaderValue::from_str(&value),
+        ) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
 }
 
 /// The control API for tests in other languages: `PUT /_fake/script` replaces the script (a

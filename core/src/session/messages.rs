@@ -1,15 +1,14 @@
-//! The message channel: system, assistant, user, result, stream_event and tool_progress frames,
-//! and the informational messages (rate limits, tool-use summaries, auth status, prompt
-//! suggestions, conversation resets).
+//! The message channel: `system/init`, assistant, user, result, stream_event and tool_progress
+//! frames, and the host's prompts. The notices beside them are in `notices.rs`.
 
 use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
 use super::state::{State, StreamedBlock};
-use crate::chunk::{Chunk, ErrorKind, Fields, ToolStatus};
+use crate::chunk::{Chunk, ErrorKind, ToolStatus};
 use crate::json::Json;
-use crate::wire::{ApiMessage, Block, BlockKind, Content, MessageType, RawFields, WireMessage};
+use crate::wire::{ApiMessage, Block, BlockKind, Content, WireMessage};
 
 fn canon(raw: Option<&RawValue>) -> Json {
     raw.map(Json::canonical).unwrap_or_else(Json::null)
@@ -53,19 +52,7 @@ impl State {
             });
             return;
         }
-        let Ok(RawFields(raw_fields)) = serde_json::from_str::<RawFields<'_>>(text) else {
-            self.invalid("a system frame must be an object", text);
-            return;
-        };
-        let fields = raw_fields
-            .into_iter()
-            .filter(|(k, _)| k != "type" && k != "subtype")
-            .map(|(k, v)| (k.into_owned(), Json::canonical(v)))
-            .collect();
-        self.emit(Chunk::Status {
-            subtype: subtype.to_owned(),
-            fields: Fields(fields),
-        });
+        self.on_system_notice(subtype, text);
     }
 
     // ---- assistant frames ----------------------------------------------------------------
@@ -610,8 +597,9 @@ impl State {
 
     // ---- tool progress -------------------------------------------------------------------
 
-    pub fn on_tool_progress(&mut self, msg: &WireMessage<'_>) {
+    pub fn on_tool_progress(&mut self, msg: &WireMessage<'_>, text: &str) {
         let Some(tool_use_id) = msg.tool_use_id.as_deref() else {
+            self.invalid("a tool_progress frame needs a `tool_use_id`", text);
             return;
         };
         let elapsed_s = msg.elapsed_time_seconds.unwrap_or(0.0);
@@ -640,127 +628,6 @@ impl State {
             });
         } else {
             self.emit(Chunk::ToolProgress { id, elapsed_s });
-        }
-    }
-
-    // ---- information: rate limits, summaries, auth, suggestions, resets -------------------
-
-    /// `rate_limit_event`, `tool_use_summary`, `auth_status`, `prompt_suggestion` and
-    /// `conversation_reset`: each becomes its chunk.
-    pub fn on_info(&mut self, ty: MessageType, text: &str) {
-        use serde::Deserialize;
-        #[derive(Deserialize)]
-        struct RateLimit<'a> {
-            #[serde(borrow)]
-            rate_limit_info: &'a RawValue,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct RateLimitInfo<'a> {
-            #[serde(borrow)]
-            status: Cow<'a, str>,
-            resets_at: Option<f64>,
-            #[serde(borrow)]
-            rate_limit_type: Option<Cow<'a, str>>,
-            utilization: Option<f64>,
-        }
-        #[derive(Deserialize)]
-        struct Summary<'a> {
-            #[serde(borrow)]
-            summary: Cow<'a, str>,
-            #[serde(default)]
-            preceding_tool_use_ids: Vec<String>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Auth<'a> {
-            is_authenticating: bool,
-            #[serde(default)]
-            output: Vec<String>,
-            #[serde(borrow)]
-            error: Option<Cow<'a, str>>,
-        }
-        #[derive(Deserialize)]
-        struct Suggestion<'a> {
-            #[serde(borrow)]
-            suggestion: Cow<'a, str>,
-        }
-        #[derive(Deserialize)]
-        struct Reset<'a> {
-            #[serde(borrow)]
-            new_conversation_id: Cow<'a, str>,
-            #[serde(borrow)]
-            trigger: Option<Cow<'a, str>>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Mirror<'a> {
-            #[serde(borrow)]
-            file_path: Cow<'a, str>,
-            #[serde(borrow)]
-            entries: Vec<&'a RawValue>,
-        }
-        let chunk = match ty {
-            MessageType::RateLimitEvent => {
-                serde_json::from_str::<RateLimit<'_>>(text).and_then(|m| {
-                    let info: RateLimitInfo<'_> = serde_json::from_str(m.rate_limit_info.get())?;
-                    Ok(Chunk::RateLimit {
-                        status: info.status.into_owned(),
-                        // Unix seconds (milliseconds, as some releases sent, converted).
-                        resets_at: info
-                            .resets_at
-                            .filter(|t| t.is_finite() && *t >= 0.0)
-                            .map(|t| {
-                                if t < 1e11 {
-                                    t as u64
-                                } else {
-                                    (t / 1000.0) as u64
-                                }
-                            }),
-                        rate_limit_type: info.rate_limit_type.map(Cow::into_owned),
-                        utilization: info.utilization,
-                        info: Json::canonical(m.rate_limit_info),
-                    })
-                })
-            }
-            MessageType::ToolUseSummary => {
-                serde_json::from_str::<Summary<'_>>(text).map(|m| Chunk::ToolUseSummary {
-                    summary: m.summary.into_owned(),
-                    tool_use_ids: m.preceding_tool_use_ids,
-                })
-            }
-            MessageType::AuthStatus => {
-                serde_json::from_str::<Auth<'_>>(text).map(|m| Chunk::AuthStatus {
-                    authenticating: m.is_authenticating,
-                    output: m.output,
-                    error: m.error.map(Cow::into_owned),
-                })
-            }
-            MessageType::PromptSuggestion => {
-                serde_json::from_str::<Suggestion<'_>>(text).map(|m| Chunk::PromptSuggestion {
-                    suggestion: m.suggestion.into_owned(),
-                })
-            }
-            MessageType::ConversationReset => {
-                serde_json::from_str::<Reset<'_>>(text).map(|m| Chunk::ConversationReset {
-                    new_conversation_id: m.new_conversation_id.into_owned(),
-                    trigger: m.trigger.map(Cow::into_owned),
-                })
-            }
-            MessageType::TranscriptMirror => {
-                serde_json::from_str::<Mirror<'_>>(text).map(|m| Chunk::TranscriptMirror {
-                    file_path: m.file_path.into_owned(),
-                    entries: m.entries.into_iter().map(Json::canonical).collect(),
-                })
-            }
-            _ => {
-                self.unknown(text);
-                return;
-            }
-        };
-        match chunk {
-            Ok(chunk) => self.emit(chunk),
-            Err(err) => self.invalid(&err.to_string(), text),
         }
     }
 

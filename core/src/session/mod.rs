@@ -3,6 +3,7 @@
 mod answers;
 mod control;
 mod messages;
+mod notices;
 mod state;
 mod user;
 

@@ -288,13 +288,17 @@ impl State {
             MessageType::User => self.on_user_frame(msg, text),
             MessageType::Result => self.on_result(msg),
             MessageType::StreamEvent => self.on_stream_event(msg, text),
-            MessageType::ToolProgress => self.on_tool_progress(msg),
+            MessageType::ToolProgress => self.on_tool_progress(msg, text),
             MessageType::RateLimitEvent
             | MessageType::ToolUseSummary
             | MessageType::AuthStatus
             | MessageType::PromptSuggestion
             | MessageType::ConversationReset
-            | MessageType::TranscriptMirror => self.on_info(ty, text),
+            | MessageType::TranscriptMirror
+            | MessageType::CommandLifecycle
+            | MessageType::CliEvent => {
+                self.on_info(ty, msg.ty.as_deref().unwrap_or_default(), text)
+            }
             MessageType::ControlRequest => self.on_cli_request(now, msg, text),
             MessageType::ControlResponse => self.on_cli_response(msg, text),
             MessageType::ControlCancelRequest => self.on_cli_cancel(msg, text),

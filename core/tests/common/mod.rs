@@ -108,3 +108,86 @@ pub fn values(chunks: &[Chunk]) -> Vec<Value> {
         .map(|c| serde_json::from_str(&c.to_json()).unwrap())
         .collect()
 }
+
+/// One frame of each notice with a chunk of its own, shaped as the pinned CLI's schemas declare
+/// them, each with the chunk it must give.
+#[allow(dead_code)]
+pub fn notice_frames() -> Vec<(Value, Value)> {
+    use serde_json::json;
+    let ids = |mut frame: Value| {
+        frame["uuid"] = json!("5e8d2c1a-0000-4000-8000-000000000001");
+        frame["session_id"] = json!("s1");
+        frame
+    };
+    vec![
+        (
+            ids(json!({"type": "system", "subtype": "session_title_changed",
+                "title": "Fix the flaky test", "given_by": "user"})),
+            json!({"type": "title_changed", "title": "Fix the flaky test", "given_by": "user"}),
+        ),
+        (
+            ids(
+                json!({"type": "system", "subtype": "instruction_size_warning",
+                "total_chars": 61000, "total_limit_chars": 40000, "file_count": 3,
+                "largest_chars": 52000}),
+            ),
+            json!({"type": "instruction_size_warning", "total_chars": 61000,
+                "total_limit_chars": 40000, "file_count": 3, "largest_chars": 52000}),
+        ),
+        (
+            ids(
+                json!({"type": "system", "subtype": "file_attachments_missing",
+                "message_uuid": "m1", "sent_count": 2,
+                "missing": [{"file_uuid": "f2", "reason": "no_space"}]}),
+            ),
+            json!({"type": "file_attachments_missing", "message_uuid": "m1", "sent_count": 2,
+                "missing": [{"file_uuid": "f2", "reason": "no_space"}]}),
+        ),
+        (
+            ids(
+                json!({"type": "system", "subtype": "permission_check_status",
+                "tool_use_id": "toolu_1", "status": "checking"}),
+            ),
+            json!({"type": "permission_check", "tool_use_id": "toolu_1", "agent_id": null,
+                "status": "checking"}),
+        ),
+        (
+            ids(
+                json!({"type": "system", "subtype": "inherited_asks_settled",
+                "kept_request_ids": ["r1", "r2"]}),
+            ),
+            json!({"type": "inherited_asks_settled", "kept_request_ids": ["r1", "r2"]}),
+        ),
+        (
+            ids(
+                json!({"type": "system", "subtype": "ui_toast", "plugin": "deploy",
+                "text": "<b>Deployed</b>", "timeout_ms": 4000}),
+            ),
+            json!({"type": "plugin_ui", "kind": "toast", "plugin": "deploy",
+                "text": "<b>Deployed</b>", "fields": {"timeout_ms": 4000,
+                "uuid": "5e8d2c1a-0000-4000-8000-000000000001", "session_id": "s1"}}),
+        ),
+        (
+            ids(
+                json!({"type": "system", "subtype": "ui_status", "plugin": "deploy",
+                "text": null}),
+            ),
+            json!({"type": "plugin_ui", "kind": "status", "plugin": "deploy", "text": null,
+                "fields": {"uuid": "5e8d2c1a-0000-4000-8000-000000000001",
+                "session_id": "s1"}}),
+        ),
+        (
+            ids(
+                json!({"type": "command_lifecycle", "command_uuid": "c1", "state": "started",
+                "wakeup_source": "loop_wakeup", "scheduled_for": 1_764_000_000_000u64}),
+            ),
+            json!({"type": "command_lifecycle", "command_uuid": "c1", "state": "started",
+                "wakeup_source": "loop_wakeup", "scheduled_for": 1_764_000_000_000u64}),
+        ),
+        (
+            ids(json!({"type": "active_goal", "value": null})),
+            json!({"type": "cli_event", "event": "active_goal",
+                "message": ids(json!({"type": "active_goal", "value": null}))}),
+        ),
+    ]
+}

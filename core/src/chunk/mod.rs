@@ -8,6 +8,16 @@ use serde::Serialize;
 
 use crate::json::{serialize_js_number, Json};
 
+mod notice;
+mod parts;
+
+pub(crate) use notice::Frame;
+pub use notice::{
+    CliEvent, CommandLifecycle, FileAttachmentsMissing, InheritedAsksSettled,
+    InstructionSizeWarning, MissingFile, PermissionCheck, PluginUi, TitleChanged,
+};
+pub use parts::*;
+
 /// One thing that happened on the wire, as a UI or an API encoder wants to see it.
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
@@ -524,6 +534,28 @@ pub enum Chunk {
         )]
         entries: Vec<Json>,
     },
+    /// The session's name changed (`system/session_title_changed`).
+    TitleChanged(TitleChanged),
+    /// The session's instruction files are longer than the model's recommended limit
+    /// (`system/instruction_size_warning`).
+    InstructionSizeWarning(InstructionSizeWarning),
+    /// Files a prompt named in `file_attachments` could not be attached
+    /// (`system/file_attachments_missing`).
+    FileAttachmentsMissing(FileAttachmentsMissing),
+    /// A tool call's permission check is taking a while, or is over
+    /// (`system/permission_check_status`).
+    PermissionCheck(PermissionCheck),
+    /// The control requests a cloud worker keeps from the one before it
+    /// (`system/inherited_asks_settled`).
+    InheritedAsksSettled(InheritedAsksSettled),
+    /// A plugin's push to the UI (`system/ui_*`).
+    PluginUi(PluginUi),
+    /// Where a prompt sent with a `uuid` is: queued, started, completed, cancelled, …
+    /// (`command_lifecycle`).
+    CommandLifecycle(CommandLifecycle),
+    /// An event of the CLI's engine that ccwire names but does not model (`active_goal`,
+    /// `tombstone`, …): the whole message.
+    CliEvent(CliEvent),
     /// A turn ended (`result`).
     TurnComplete {
         /// `success` or an `error_*` subtype.
@@ -670,248 +702,6 @@ pub enum Chunk {
     },
 }
 
-/// What an [`Chunk::ElicitationRequest`] asks for and how to show it.
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ElicitationDetails {
-    /// `form` (answer with content matching `requested_schema`) or `url` (the user opens
-    /// `url`).
-    #[cfg_attr(test, ts(type = r#""form" | "url" | (string & {}) | null"#))]
-    pub mode: Option<String>,
-    /// The URL to open (`url` mode).
-    pub url: Option<String>,
-    /// The server's id for the elicitation.
-    pub elicitation_id: Option<String>,
-    /// The JSON Schema of the content asked for (`form` mode).
-    #[cfg_attr(
-        feature = "deserialize",
-        serde(default, deserialize_with = "crate::json::buffered")
-    )]
-    pub requested_schema: Json,
-    /// A title to show, from the server's permission display.
-    pub title: Option<String>,
-    /// A short server or tool label to show.
-    pub display_name: Option<String>,
-    /// A description to show.
-    pub description: Option<String>,
-}
-
-/// A tool call's status.
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
-#[cfg_attr(test, ts(rename = "ToolStatusName"))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    /// The call is known; it has not started.
-    Pending,
-    /// The CLI asks the host for permission.
-    AwaitingApproval,
-    /// The tool runs.
-    Running,
-    /// Final: the tool returned a result.
-    Success,
-    /// Final: the tool failed or was refused.
-    Error,
-    /// Final: the call ended without a result (turn ended, process exited).
-    Cancelled,
-}
-
-impl ToolStatus {
-    /// Whether no further change can happen.
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            ToolStatus::Success | ToolStatus::Error | ToolStatus::Cancelled
-        )
-    }
-
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolStatus::Pending => "pending",
-            ToolStatus::AwaitingApproval => "awaiting_approval",
-            ToolStatus::Running => "running",
-            ToolStatus::Success => "success",
-            ToolStatus::Error => "error",
-            ToolStatus::Cancelled => "cancelled",
-        }
-    }
-}
-
-/// Why a tool's status changed.
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StatusReason {
-    /// A permission was denied.
-    Denied,
-    /// The CLI cancelled the permission request.
-    Cancelled,
-    /// A permission request timed out.
-    Timeout,
-    /// The turn was interrupted.
-    Interrupted,
-    /// The turn ended before the tool had a result.
-    TurnEnded,
-    /// The CLI process ended before the tool had a result.
-    ProcessExit,
-}
-
-/// The outcome of a permission request.
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Behavior {
-    /// The tool may run.
-    Allow,
-    /// The tool may not run.
-    Deny,
-}
-
-/// Who settled a permission request.
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResolveReason {
-    /// The host answered.
-    Host,
-    /// The deadline passed.
-    Timeout,
-    /// The CLI withdrew the request, or the tool got its result first.
-    Cancelled,
-    /// No handler was registered, and the session answered as the official SDKs do.
-    Default,
-}
-
-/// Kinds of [`Chunk::Error`].
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// A line that is not JSON, or a JSON value without a usable `type`.
-    MalformedLine,
-    /// A message of a known type whose fields have the wrong shape.
-    InvalidMessage,
-    /// A line over the size limit; it was skipped.
-    LineTooLong,
-    /// A transcript line that is not in the transcript format.
-    MalformedTranscriptLine,
-    /// The process ended while a turn was running.
-    ProcessExit,
-    /// A streamed tool input that does not join into JSON.
-    MalformedToolInput,
-}
-
-/// Is the CLI waiting for the embedder to deliver something a tool needs?
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ToolWait {
-    /// Whether the CLI is waiting for a tool.
-    pub waiting: bool,
-    /// The outstanding tools of the current turn: complete, without a result.
-    pub tool_use_ids: Vec<String>,
-    /// The pending requests the embedder must answer for an outstanding tool.
-    pub blocked_on: Vec<BlockedOn>,
-}
-
-/// A pending request that holds up an outstanding tool.
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BlockedOn {
-    /// The control request id to answer.
-    pub request_id: String,
-    /// What kind of request it is.
-    pub kind: BlockedKind,
-    /// The tool it holds up.
-    pub tool_use_id: String,
-}
-
-/// Kinds of [`BlockedOn`] requests.
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BlockedKind {
-    /// A `can_use_tool` permission request.
-    Permission,
-    /// An in-process MCP `tools/call`.
-    McpToolCall,
-    /// A pre-execution hook callback.
-    Hook,
-    /// An MCP server's elicitation, during its tool's call.
-    Elicitation,
-    /// A dialog for a tool call.
-    Dialog,
-}
-
-/// The fields of a frame, in wire order, each in canonical form.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Fields(pub Vec<(String, Json)>);
-
-impl Fields {
-    /// The value of a field.
-    pub fn get(&self, key: &str) -> Option<&Json> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
-    }
-}
-
-/// Reads a [`Json`] with [`crate::json::buffered`].
-#[cfg(feature = "deserialize")]
-struct BufferedJson;
-
-#[cfg(feature = "deserialize")]
-impl<'de> serde::de::DeserializeSeed<'de> for BufferedJson {
-    type Value = Json;
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Json, D::Error> {
-        crate::json::buffered(deserializer)
-    }
-}
-
-#[cfg(feature = "deserialize")]
-impl<'de> serde::Deserialize<'de> for Fields {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = Fields;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("the fields of a frame")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Fields, A::Error> {
-                let mut fields = Vec::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    let value = map.next_value_seed(BufferedJson)?;
-                    fields.push((key, value));
-                }
-                Ok(Fields(fields))
-            }
-        }
-        deserializer.deserialize_map(Visitor)
-    }
-}
-
-impl Serialize for Fields {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
-    }
-}
-
 impl Chunk {
     /// The chunk as one line of JSON.
     pub fn to_json(&self) -> String {
@@ -956,6 +746,14 @@ impl Chunk {
             Chunk::ConversationReset { .. } => "conversation_reset",
             Chunk::TranscriptMirror { .. } => "transcript_mirror",
             Chunk::ApiError { .. } => "api_error",
+            Chunk::TitleChanged(_) => "title_changed",
+            Chunk::InstructionSizeWarning(_) => "instruction_size_warning",
+            Chunk::FileAttachmentsMissing(_) => "file_attachments_missing",
+            Chunk::PermissionCheck(_) => "permission_check",
+            Chunk::InheritedAsksSettled(_) => "inherited_asks_settled",
+            Chunk::PluginUi(_) => "plugin_ui",
+            Chunk::CommandLifecycle(_) => "command_lifecycle",
+            Chunk::CliEvent(_) => "cli_event",
             Chunk::TurnComplete { .. } => "turn_complete",
             Chunk::ControlResult { .. } => "control_result",
             Chunk::Ready { .. } => "ready",
@@ -967,122 +765,5 @@ impl Chunk {
     }
 }
 
-/// The chunks' TypeScript types, generated from the types above: `bindings/js/chunks.d.ts`,
-/// which the npm package's `index.d.ts` builds on. The test fails when the committed file is
-/// not what these types give; `scripts/gen-types.sh` writes it.
 #[cfg(test)]
-mod typescript {
-    use ts_rs::TS;
-
-    use super::*;
-
-    /// A flag that is present only when set: `true` in TypeScript.
-    #[derive(TS)]
-    #[ts(type = "true")]
-    pub(super) struct True;
-
-    fn declaration<T: TS + ?Sized + 'static>() -> String {
-        let text = T::export_to_string().expect("a TypeScript declaration");
-        let lines: Vec<&str> = text
-            .lines()
-            .filter(|l| !l.starts_with("// This file was generated") && !l.starts_with("import "))
-            .collect();
-        lines.join("\n").trim().to_owned()
-    }
-
-    /// `export type <Variant>Chunk = ChunkOf<"<type>">`, with the variant's doc comment, for
-    /// every chunk type but `status` (typed per subtype in index.d.ts): ts-rs leaves variant
-    /// docs out of a union, so they are read from the source.
-    fn aliases(source: &str) -> String {
-        let start = source.find("pub enum Chunk {").expect("the Chunk enum");
-        let body = &source[start..];
-        let body = &body[..body.find("\n}\n").expect("its end")];
-        let mut docs: Vec<String> = Vec::new();
-        let mut out = String::new();
-        for line in body.lines().skip(1) {
-            if let Some(doc) = line.strip_prefix("    ///") {
-                docs.push(plain_doc(doc.trim()));
-                continue;
-            }
-            let Some(rest) = line.strip_prefix("    ") else {
-                continue;
-            };
-            if rest.starts_with(|c: char| c.is_ascii_uppercase()) {
-                let name: String = rest
-                    .chars()
-                    .take_while(char::is_ascii_alphanumeric)
-                    .collect();
-                let mut tag = String::new();
-                for (i, c) in name.chars().enumerate() {
-                    if c.is_ascii_uppercase() && i > 0 {
-                        tag.push('_');
-                    }
-                    tag.push(c.to_ascii_lowercase());
-                }
-                if name != "Status" {
-                    out.push_str(&format!(
-                        "\n/**\n{} */\nexport type {name}Chunk = ChunkOf<\"{tag}\">;\n",
-                        docs.iter()
-                            .map(|d| format!(" * {d}\n").replace(" * \n", " *\n"))
-                            .collect::<String>()
-                    ));
-                }
-                docs.clear();
-            } else if !rest.starts_with('#') && !rest.starts_with(' ') {
-                docs.clear();
-            }
-        }
-        out
-    }
-
-    /// A doc line without rustdoc's link targets: [`A`](path) becomes `A`.
-    fn plain_doc(doc: &str) -> String {
-        let mut out = String::new();
-        let mut rest = doc;
-        while let Some(at) = rest.find("`](") {
-            let close = rest[at..]
-                .find(')')
-                .map(|c| at + c)
-                .unwrap_or(rest.len() - 1);
-            let open = rest[..at].rfind("[`").expect("a link opens");
-            out.push_str(&rest[..open]);
-            out.push_str(&rest[open + 1..at + 1]);
-            rest = &rest[close + 1..];
-        }
-        out.push_str(rest);
-        out.replace("[`", "`").replace("`]", "`")
-    }
-
-    #[test]
-    fn chunk_types() {
-        let declarations = [
-            declaration::<Chunk>(),
-            declaration::<ElicitationDetails>(),
-            declaration::<ToolStatus>(),
-            declaration::<StatusReason>(),
-            declaration::<Behavior>(),
-            declaration::<ResolveReason>(),
-            declaration::<ErrorKind>(),
-            declaration::<ToolWait>(),
-            declaration::<BlockedOn>(),
-            declaration::<BlockedKind>(),
-        ];
-        let text = format!(
-            "// Generated from core/src/chunk.rs by scripts/gen-types.sh; do not edit.\n\
-             import type {{ Json }} from \"./index.js\";\n\n{}\n\n\
-             /** The chunk of one `type`. */\n\
-             export type ChunkOf<T extends Chunk[\"type\"]> = Extract<Chunk, {{ type: T }}>;\n{}",
-            declarations.join("\n\n"),
-            aliases(include_str!("chunk.rs")),
-        );
-        if std::env::var_os("PRINT_TYPES").is_some() {
-            print!("<<<TYPES\n{text}TYPES>>>\n");
-            return;
-        }
-        let committed = include_str!("../../bindings/js/chunks.d.ts");
-        assert!(
-            committed == text,
-            "bindings/js/chunks.d.ts is not what the chunk types give: run scripts/gen-types.sh"
-        );
-    }
-}
+mod typescript;
