@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use crate::json::Json;
 
-/// What an [`Chunk::ElicitationRequest`] asks for and how to show it.
+/// What an [`Chunk::ElicitationRequest`](crate::Chunk::ElicitationRequest) asks for and how to
+/// show it.
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -123,7 +124,7 @@ pub enum ResolveReason {
     Default,
 }
 
-/// Kinds of [`Chunk::Error`].
+/// Kinds of [`Chunk::Error`](crate::Chunk::Error).
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[cfg_attr(feature = "deserialize", derive(serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
