@@ -691,7 +691,8 @@ code: number | null,
 signal: number | null, };
 
 /**
- * What an [`Chunk::ElicitationRequest`] asks for and how to show it.
+ * What an [`Chunk::ElicitationRequest`](crate::Chunk::ElicitationRequest) asks for and how to
+ * show it.
  */
 export type ElicitationDetails = { 
 /**
@@ -745,7 +746,7 @@ export type Behavior = "allow" | "deny";
 export type ResolveReason = "host" | "timeout" | "cancelled" | "default";
 
 /**
- * Kinds of [`Chunk::Error`].
+ * Kinds of [`Chunk::Error`](crate::Chunk::Error).
  */
 export type ErrorKind = "malformed_line" | "invalid_message" | "line_too_long" | "malformed_transcript_line" | "process_exit" | "malformed_tool_input";
 
@@ -787,6 +788,159 @@ tool_use_id: string, };
  * Kinds of [`BlockedOn`] requests.
  */
 export type BlockedKind = "permission" | "mcp_tool_call" | "hook" | "elicitation" | "dialog";
+
+/**
+ * The session's name changed (`system/session_title_changed`).
+ */
+export type TitleChanged = { 
+/**
+ * The name now, cleaned by the CLI (one line, at most 200 code points).
+ */
+title: string, 
+/**
+ * Who named it: `user` (a rename) or `other` (the CLI or a host), when said.
+ */
+given_by: "user" | "other" | (string & {}) | null, };
+
+/**
+ * The instruction files in the session's prompt (CLAUDE.md files, rules and their imports)
+ * are longer than the model's recommended limit (`system/instruction_size_warning`).
+ */
+export type InstructionSizeWarning = { 
+/**
+ * Their combined length, in characters.
+ */
+total_chars: number, 
+/**
+ * The recommended limit for that length on the turn's model.
+ */
+total_limit_chars: number, 
+/**
+ * How many files.
+ */
+file_count: number, 
+/**
+ * The longest file's length, when said.
+ */
+largest_chars: number | null, };
+
+/**
+ * Files a prompt's `file_attachments` named that the CLI could not attach
+ * (`system/file_attachments_missing`).
+ */
+export type FileAttachmentsMissing = { 
+/**
+ * The `uuid` of the prompt that named them.
+ */
+message_uuid: string, 
+/**
+ * How many well-formed entries the prompt's `file_attachments` had.
+ */
+sent_count: number, 
+/**
+ * The files missing, one entry per file.
+ */
+missing: Array<MissingFile>, };
+
+/**
+ * One file of [`FileAttachmentsMissing`].
+ */
+export type MissingFile = { 
+/**
+ * The entry's `file_uuid`.
+ */
+file_uuid: string, 
+/**
+ * Why it is missing (`no_space`, …).
+ */
+reason: string, };
+
+/**
+ * A tool call's permission check has been running for a while (`checking`, after about four
+ * seconds) or is over (`done`) (`system/permission_check_status`).
+ */
+export type PermissionCheck = { 
+/**
+ * The tool call being checked.
+ */
+tool_use_id: string, 
+/**
+ * The subagent that made the call, when one did.
+ */
+agent_id: string | null, 
+/**
+ * `checking` or `done`.
+ */
+status: "checking" | "done" | (string & {}), };
+
+/**
+ * A cloud worker taking over a session reports which of its predecessor's requests it keeps
+ * answerable (`system/inherited_asks_settled`); any other request pending from before is void.
+ */
+export type InheritedAsksSettled = { 
+/**
+ * The control request ids still open.
+ */
+kept_request_ids: Array<string>, };
+
+/**
+ * A plugin's push to the host's UI (`system/ui_*`: a log line, a toast, a status line, a
+ * notification, a redraw, …). Plain text from a plugin is data: show it as text, never as
+ * markup.
+ */
+export type PluginUi = { 
+/**
+ * Which push: the frame's subtype without `ui_`.
+ */
+kind: "log" | "toast" | "status" | "notify" | "notify_cancel" | "invalidate" | "panes" | "placed" | "scroll" | "focus", 
+/**
+ * The plugin's registry name, when the push names one.
+ */
+plugin: string | null, 
+/**
+ * The plugin's text (`log`, `toast`, `status`, `notify`), when there is one.
+ */
+text: string | null, 
+/**
+ * The frame's other fields (`timeout_ms`, `title`, `key`, `rows`, …), `uuid` and
+ * `session_id` among them.
+ */
+fields: Record<string, unknown>, };
+
+/**
+ * Where a prompt sent with a `uuid` is (`command_lifecycle`).
+ */
+export type CommandLifecycle = { 
+/**
+ * The prompt's `uuid`.
+ */
+command_uuid: string, 
+/**
+ * `queued`, `started`, `completed`, `cancelled`, `discarded` or `refused`.
+ */
+state: "queued" | "started" | "completed" | "cancelled" | "discarded" | "refused" | (string & {}), 
+/**
+ * On `started` of a scheduled prompt: `loop_wakeup` or `schedule_wakeup`.
+ */
+wakeup_source: string | null, 
+/**
+ * Beside `loop_wakeup`: the time the wakeup was set for (Unix milliseconds).
+ */
+scheduled_for: number | null, };
+
+/**
+ * One of the CLI engine's own events that ccwire names but does not model (`active_goal`,
+ * `autocompact_state`, `tombstone`, …: [`CLI_EVENTS`](crate::wire::CLI_EVENTS)); the whole message.
+ */
+export type CliEvent = { 
+/**
+ * The message's `type`.
+ */
+event: string, 
+/**
+ * The whole message.
+ */
+message: Json, };
 
 /** The chunk of one `type`. */
 export type ChunkOf<T extends Chunk["type"]> = Extract<Chunk, { type: T }>;

@@ -1,8 +1,12 @@
 #!/usr/bin/env node
 // `ccwire-play`: a recorded transcript stands in for the `claude` executable.
 //
-//   ccwire-play TAPE [--verify] [--instant | --speed N] [-- ARGS THE HOST PASSES]
-//   CCWIRE_TAPE=TAPE [CCWIRE_PLAY=verify,instant|speed=N] ccwire-play ARGS THE HOST PASSES
+//   ccwire-play TAPE [--verify] [--instant | --speed N] [--fault F]... [-- ARGS THE HOST PASSES]
+//   CCWIRE_TAPE=TAPE [CCWIRE_PLAY=verify,instant|speed=N,fault=F] ccwire-play ARGS THE HOST PASSES
+//
+// `--fault` injects a failure, as `ccwire play --fault` does (garbage@N, oversize@N,
+// duplicate@N, unknown-response@N, unknown-cancel@N, exit-mid-line@N, kill@N, stall@N,
+// exit-code=K; N is the Nth recorded line written, from 1).
 //
 // With CCWIRE_TAPE set every argument is the host's (an SDK's `pathToClaudeCodeExecutable`
 // can name this file); `--version` answers as the CLI would.
@@ -22,23 +26,27 @@ if (!tape) {
   own = (process.env.CCWIRE_PLAY ?? "")
     .split(",")
     .filter(Boolean)
-    .flatMap((o) => (o.startsWith("speed=") ? ["--speed", o.slice(6)] : [`--${o}`]));
+    .flatMap((o) => {
+      const [name, value] = o.split(/=(.*)/s);
+      return value === undefined ? [`--${name}`] : [`--${name}`, value];
+    });
 }
 if (cliArgs.includes("-v") || cliArgs.includes("--version")) {
   process.stdout.write(`${cliVersion()} (Claude Code)\n`);
   process.exit(0);
 }
-const usage = "usage: ccwire-play TAPE [--verify] [--instant | --speed N] [-- ARGS], or CCWIRE_TAPE=TAPE";
+const usage = "usage: ccwire-play TAPE [--verify] [--instant | --speed N] [--fault F]... [-- ARGS], or CCWIRE_TAPE=TAPE";
 if (!tape) {
   process.stderr.write(`ccwire-play: no tape given\n${usage}\n`);
   process.exit(2);
 }
-const options = { verify: false, speed: 1 };
+const options = { verify: false, speed: 1, faults: [] };
 for (let i = 0; i < own.length; i++) {
   const option = own[i];
   if (option === "--verify") options.verify = true;
   else if (option === "--instant") options.speed = undefined;
   else if (option === "--speed" && Number(own[i + 1]) > 0) options.speed = Number(own[++i]);
+  else if (option === "--fault" && own[i + 1] !== undefined) options.faults.push(own[++i]);
   else {
     process.stderr.write(`ccwire-play: unknown option ${option}\n${usage}\n`);
     process.exit(2);

@@ -18,6 +18,11 @@ export interface PlayOptions {
   /** Play this many times as fast as recorded; `undefined`: every line as soon as the host's
    * lines before it have come. Default: as recorded (1). */
   speed?: number;
+  /** Failures to inject, as `ccwire play --fault` takes them (N is the Nth recorded line
+   * written, from 1): `garbage@N`, `oversize@N`, `duplicate@N`, `unknown-response@N`,
+   * `unknown-cancel@N`, `exit-mid-line@N`, `kill@N` (the process kills itself), `stall@N`
+   * (nothing more, stdin closing ignored: the process stays up until killed), `exit-code=K`. */
+  faults?: string[];
   /** The host's lines (default `process.stdin`). */
   input?: PlayInput;
   /** Where the recorded CLI's lines go (default `process.stdout`). */

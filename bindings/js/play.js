@@ -35,12 +35,13 @@ export async function play(tape, options = {}) {
   const input = options.input ?? process.stdin;
   const output = options.output ?? process.stdout;
   const onDiverged = options.onDiverged ?? ((message) => process.stderr.write(`ccwire play: diverged: ${message}\n`));
-  const player = new WasmPlayer(bytes, Boolean(options.verify), options.speed ?? undefined);
+  const player = new WasmPlayer(bytes, Boolean(options.verify), options.speed ?? undefined, options.faults ?? undefined);
   const start = performance.now();
   const now = () => Math.floor(performance.now() - start);
   return new Promise((resolve) => {
     let done = false;
     let timer = null;
+    let stall = null;
     const finish = (code) => {
       if (done) return;
       done = true;
@@ -55,7 +56,16 @@ export async function play(tape, options = {}) {
       for (const out of JSON.parse(json)) {
         if (done) return;
         if (out.type === "write") output.write(out.data ?? Buffer.from(out.base64, "base64"));
-        else if (out.type === "diverged") {
+        else if (out.type === "filler") output.write(Buffer.alloc(out.bytes + 1, "x").fill("\n", out.bytes));
+        else if (out.type === "kill") {
+          // As a crashing CLI: what was written goes out, then the process dies by SIGKILL.
+          done = true;
+          output.write("", () => process.kill(process.pid, "SIGKILL"));
+          return;
+        } else if (out.type === "stalled") {
+          // Nothing more comes, stdin closing included: the process stays up until killed.
+          stall ??= setInterval(() => {}, 1 << 30);
+        } else if (out.type === "diverged") {
           onDiverged(out.message);
           finish(3);
         } else if (out.type === "exit") finish(out.code);

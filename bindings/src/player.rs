@@ -1,6 +1,6 @@
 //! The tape player (`ccwire/play`) and the transcript lines recorders write, for Node hosts.
 
-use ccwire_core::play::{PlayOutput, Player};
+use ccwire_core::play::{Fault, PlayOutput, Player};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
@@ -26,8 +26,10 @@ pub fn tested_cli_version() -> String {
 
 /// [`Player`]: a recorded transcript playing the CLI's part. Every input returns the outputs
 /// it made, as a JSON array: `{"type":"write","index","data"}` (a line, as text) or
-/// `{"type":"write","index","base64"}` (bytes that are not UTF-8), `{"type":"diverged",
-/// "message"}`, `{"type":"exit","code"}`.
+/// `{"type":"write","index","base64"}` (bytes that are not UTF-8), `{"type":"filler","bytes"}`
+/// (that many `x` and a newline), `{"type":"kill"}` (SIGKILL the process), `{"type":"stalled"}`
+/// (nothing more comes: stay up until killed), `{"type":"diverged","message"}`,
+/// `{"type":"exit","code"}`.
 #[wasm_bindgen]
 pub struct WasmPlayer {
     inner: Player,
@@ -36,14 +38,27 @@ pub struct WasmPlayer {
 #[wasm_bindgen]
 impl WasmPlayer {
     /// A player of `tape`; `speed`: none plays every line as soon as the host's lines before
-    /// it have come, a number that many times as fast as recorded.
+    /// it have come, a number that many times as fast as recorded; `faults`: the failures to
+    /// inject, as `ccwire play --fault` takes them (`garbage@3`, `kill@4`, `exit-code=7`, …).
     ///
     /// # Errors
-    /// A tape that is not a transcript (the line named).
+    /// A tape that is not a transcript (the line named), or a fault that is not one.
     #[wasm_bindgen(constructor)]
-    pub fn new(tape: &[u8], verify: bool, speed: Option<f64>) -> Result<WasmPlayer, JsError> {
-        let inner = Player::new(tape, verify, speed.map(|s| s.max(1e-6)))
+    pub fn new(
+        tape: &[u8],
+        verify: bool,
+        speed: Option<f64>,
+        faults: Option<Vec<String>>,
+    ) -> Result<WasmPlayer, JsError> {
+        let faults = faults
+            .unwrap_or_default()
+            .iter()
+            .map(|f| f.parse::<Fault>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|err| JsError::new(&err))?;
+        let mut inner = Player::new(tape, verify, speed.map(|s| s.max(1e-6)))
             .map_err(|err| JsError::new(&err.to_string()))?;
+        inner.inject(&faults);
         Ok(WasmPlayer { inner })
     }
 
@@ -102,6 +117,9 @@ impl WasmPlayer {
                 PlayOutput::Diverged(divergence) => {
                     json!({"type": "diverged", "message": divergence.to_string()})
                 }
+                PlayOutput::Filler { bytes } => json!({"type": "filler", "bytes": bytes}),
+                PlayOutput::Kill => json!({"type": "kill"}),
+                PlayOutput::Stalled => json!({"type": "stalled"}),
                 PlayOutput::Exit(code) => json!({"type": "exit", "code": code}),
                 _ => continue,
             });

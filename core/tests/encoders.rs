@@ -77,6 +77,33 @@ fn responses_showing(chunks: &[Chunk], api: Api, show: bool) -> Vec<Response> {
     out
 }
 
+/// A host may hand an encoder only the chunk types it reads (`CHUNK_TYPES`, as the npm package
+/// does): on every transcript, every API, thinking shown or not, it answers the same.
+#[test]
+fn the_chunk_types_an_encoder_reads_are_all_it_needs() {
+    use ccwire_core::api::response::CHUNK_TYPES;
+    for (name, bytes) in common::corpus() {
+        let chunks = ccwire_core::replay(&bytes);
+        let read: Vec<Chunk> = chunks
+            .iter()
+            .filter(|c| CHUNK_TYPES.contains(&c.kind()))
+            .cloned()
+            .collect();
+        for api in [Api::Anthropic, Api::OpenAi, Api::Responses] {
+            for show in [false, true] {
+                let all = responses_showing(&chunks, api, show);
+                let some = responses_showing(&read, api, show);
+                assert_eq!(all.len(), some.len(), "{name} {api:?}");
+                for (a, b) in all.iter().zip(&some) {
+                    assert_eq!(a.frames, b.frames, "{name} {api:?} show_thinking={show}");
+                    assert_eq!(a.body, b.body, "{name} {api:?} show_thinking={show}");
+                    assert_eq!(a.outcome, b.outcome, "{name} {api:?} show_thinking={show}");
+                }
+            }
+        }
+    }
+}
+
 fn parse_sse(frames: &[String]) -> Vec<(Option<String>, String)> {
     frames
         .iter()

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ccwire_core::play::{PlayOutput, Player};
+use ccwire_core::play::{Fault, PlayOutput, Player};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The exit status when the host diverged from the recording (`--verify`).
@@ -41,59 +41,6 @@ pub struct PlayArgs {
     cli_args: Vec<String>,
 }
 
-/// A failure to inject.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fault {
-    ExitMidLine(usize),
-    Stall(usize),
-    Garbage(usize),
-    Oversize(usize),
-    Kill(usize),
-    Duplicate(usize),
-    UnknownResponse(usize),
-    UnknownCancel(usize),
-    ExitCode(i32),
-}
-
-/// The `--fault` forms, for errors.
-const FAULTS: &str = "exit-mid-line@N, stall@N, garbage@N, oversize@N, kill@N, duplicate@N, \
-                      unknown-response@N, unknown-cancel@N or exit-code=K";
-
-/// The request id the injected control lines name: one the host never used.
-const UNKNOWN_ID: &str = "req_ccwire_play_unknown";
-
-fn parse_fault(text: &str) -> Result<Fault, String> {
-    if let Some(code) = text.strip_prefix("exit-code=") {
-        return code
-            .parse()
-            .map(Fault::ExitCode)
-            .map_err(|_| format!("--fault {text}: the exit code must be a number"));
-    }
-    let Some((kind, at)) = text.split_once('@') else {
-        return Err(format!("--fault {text}: expected {FAULTS}"));
-    };
-    let at: usize = at
-        .parse()
-        .ok()
-        .filter(|n| *n >= 1)
-        .ok_or_else(|| format!("--fault {text}: N must be a line number from 1"))?;
-    Ok(match kind {
-        "exit-mid-line" => Fault::ExitMidLine(at),
-        "stall" => Fault::Stall(at),
-        "garbage" => Fault::Garbage(at),
-        "oversize" => Fault::Oversize(at),
-        "kill" => Fault::Kill(at),
-        "duplicate" => Fault::Duplicate(at),
-        "unknown-response" => Fault::UnknownResponse(at),
-        "unknown-cancel" => Fault::UnknownCancel(at),
-        other => {
-            return Err(format!(
-                "--fault {text}: no fault named {other:?} (expected {FAULTS})"
-            ))
-        }
-    })
-}
-
 /// Runs `ccwire play`.
 pub fn play(args: PlayArgs) -> ExitCode {
     // (Every path out of `run` ends the process itself; see below.)
@@ -102,10 +49,10 @@ pub fn play(args: PlayArgs) -> ExitCode {
         println!("{} (Claude Code)", ccwire_host::claude::TESTED_CLI_VERSION);
         return ExitCode::SUCCESS;
     }
-    let faults: Vec<Fault> = match args.faults.iter().map(|f| parse_fault(f)).collect() {
+    let faults: Vec<Fault> = match args.faults.iter().map(|f| f.parse()).collect() {
         Ok(faults) => faults,
         Err(message) => {
-            eprintln!("ccwire play: {message}");
+            eprintln!("ccwire play: --{message}");
             return ExitCode::from(2);
         }
     };
@@ -139,7 +86,7 @@ pub fn play(args: PlayArgs) -> ExitCode {
     } else {
         Some(args.speed.unwrap_or(1.0).max(1e-6))
     };
-    let player = match Player::new(&tape, args.verify, speed) {
+    let mut player = match Player::new(&tape, args.verify, speed) {
         Ok(player) => player,
         Err(err) => {
             eprintln!("ccwire play: {}: {err}", args.transcript.display());
@@ -156,83 +103,47 @@ pub fn play(args: PlayArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(run(player, &faults));
+    player.inject(&faults);
+    let code = runtime.block_on(run(player));
     // Now, as the CLI would: the runtime's reader of stdin may still wait for a line that
     // will not come, and dropping the runtime would wait for it.
     std::process::exit(code)
 }
 
-async fn run(mut player: Player, faults: &[Fault]) -> i32 {
+async fn run(mut player: Player) -> i32 {
     let start = tokio::time::Instant::now();
     let now = || start.elapsed().as_millis() as u64;
     let mut stdin = tokio::io::stdin();
     let mut stdout = tokio::io::stdout();
     let mut buf = vec![0u8; 64 * 1024];
     let mut stdin_open = true;
-    let mut stalled = false;
-    let exit_code = faults.iter().find_map(|f| match f {
-        Fault::ExitCode(k) => Some(*k),
-        _ => None,
-    });
     loop {
         while let Some(output) = player.poll_output() {
-            match output {
-                PlayOutput::Write { index, bytes } => {
-                    if stalled {
-                        continue;
-                    }
-                    for fault in faults {
-                        match *fault {
-                            Fault::Garbage(n) if n == index => {
-                                let _ = stdout.write_all(b"this is not JSON \xff\xfe\n").await;
-                            }
-                            Fault::Oversize(n) if n == index => {
-                                let line = vec![b'x'; 100 * 1024 * 1024];
-                                let _ = stdout.write_all(&line).await;
-                                let _ = stdout.write_all(b"\n").await;
-                            }
-                            Fault::ExitMidLine(n) if n == index => {
-                                let _ = stdout.write_all(&bytes[..bytes.len() / 2]).await;
-                                let _ = stdout.flush().await;
-                                return 1;
-                            }
-                            Fault::Kill(n) if n == index => {
-                                let _ = stdout.flush().await;
-                                let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
-                            }
-                            Fault::Stall(n) if n == index => stalled = true,
-                            Fault::Duplicate(n) if n == index => {
-                                let _ = stdout.write_all(&bytes).await;
-                            }
-                            Fault::UnknownResponse(n) if n == index => {
-                                let line = format!(
-                                    "{{\"type\":\"control_response\",\"response\":{{\"subtype\":\"success\",\"request_id\":\"{UNKNOWN_ID}\",\"response\":{{}}}}}}\n"
-                                );
-                                let _ = stdout.write_all(line.as_bytes()).await;
-                            }
-                            Fault::UnknownCancel(n) if n == index => {
-                                let line = format!(
-                                    "{{\"type\":\"control_cancel_request\",\"request_id\":\"{UNKNOWN_ID}\"}}\n"
-                                );
-                                let _ = stdout.write_all(line.as_bytes()).await;
-                            }
-                            _ => {}
-                        }
-                    }
-                    if stalled {
-                        continue;
-                    }
-                    if stdout.write_all(&bytes).await.is_err() || stdout.flush().await.is_err() {
-                        // The host is gone.
-                        return 0;
-                    }
+            let written = match output {
+                PlayOutput::Write { bytes, .. } => stdout.write_all(&bytes).await,
+                PlayOutput::Filler { bytes } => {
+                    let mut line = vec![b'x'; bytes];
+                    line.push(b'\n');
+                    stdout.write_all(&line).await
+                }
+                PlayOutput::Kill => {
+                    let _ = stdout.flush().await;
+                    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+                    Ok(())
                 }
                 PlayOutput::Diverged(divergence) => {
                     eprintln!("ccwire play: diverged: {divergence}");
                     return i32::from(DIVERGED);
                 }
-                PlayOutput::Exit(code) => return exit_code.unwrap_or(code),
-                _ => {}
+                PlayOutput::Exit(code) => {
+                    let _ = stdout.flush().await;
+                    return code;
+                }
+                _ => Ok(()),
+            };
+            if written.is_err() || stdout.flush().await.is_err() {
+                // The host is gone.
+                return 0;
             }
         }
         let due = player.poll_timeout();
@@ -243,10 +154,7 @@ async fn run(mut player: Player, faults: &[Fault]) -> i32 {
             read = stdin.read(&mut buf), if stdin_open => match read {
                 Ok(0) | Err(_) => {
                     stdin_open = false;
-                    if stalled {
-                        // A stalled CLI ignores its stdin closing: the host must end it.
-                        continue;
-                    }
+                    // (A stalled player ignores it: its host must end it.)
                     player.handle_stdin_eof(now());
                 }
                 Ok(n) => player.handle_stdin(now(), &buf[..n]),

@@ -510,22 +510,10 @@ pub fn encoder_chunk(text: &str) -> Result<Option<Chunk>, JsError> {
         .map_err(|err| JsError::new(&format!("chunk: a {kind} chunk: {err}")))
 }
 
-/// The chunk types a response encoder reads; chunks of other types leave it unchanged, so the
-/// JS wrapper does not hand them over at all.
+/// The chunk types a response encoder reads ([`ccwire_core::api::response::CHUNK_TYPES`]);
+/// chunks of other types leave it unchanged, so the JS wrapper does not hand them over at all.
 #[cfg(feature = "conversation")]
-pub const ENCODER_CHUNK_TYPES: [&str; 11] = [
-    "message_start",
-    "status",
-    "text_delta",
-    "tool_use",
-    "tool_input_delta",
-    "message_delta",
-    "message_stop",
-    "tool_result",
-    "user_text",
-    "turn_complete",
-    "process_exit",
-];
+pub use ccwire_core::api::response::CHUNK_TYPES as ENCODER_CHUNK_TYPES;
 
 /// Frames as a JSON array of strings.
 pub fn frames(frames: &[String]) -> String {

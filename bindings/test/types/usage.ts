@@ -66,6 +66,18 @@ function describe(chunk: Chunk): string {
       return `${chunk.request_id} settled by ${chunk.reason}`;
     case "rate_limit":
       return `${chunk.status} until ${chunk.resets_at ?? "?"}`;
+    case "title_changed":
+      return chunk.title;
+    case "plugin_ui":
+      return `${chunk.plugin ?? "?"} ${chunk.kind}: ${chunk.text ?? ""}`;
+    case "command_lifecycle":
+      return `${chunk.command_uuid} ${chunk.state}`;
+    case "permission_check":
+      return `${chunk.tool_use_id} ${chunk.status}`;
+    case "file_attachments_missing":
+      return chunk.missing.map((m) => `${m.file_uuid}: ${m.reason}`).join(", ");
+    case "cli_event":
+      return chunk.event;
     case "prompt_suggestion":
       return chunk.suggestion;
     default:

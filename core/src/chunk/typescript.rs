@@ -96,6 +96,15 @@ fn chunk_types() {
         declaration::<ToolWait>(),
         declaration::<BlockedOn>(),
         declaration::<BlockedKind>(),
+        declaration::<TitleChanged>(),
+        declaration::<InstructionSizeWarning>(),
+        declaration::<FileAttachmentsMissing>(),
+        declaration::<MissingFile>(),
+        declaration::<PermissionCheck>(),
+        declaration::<InheritedAsksSettled>(),
+        declaration::<PluginUi>(),
+        declaration::<CommandLifecycle>(),
+        declaration::<CliEvent>(),
     ];
     let text = format!(
         "// Generated from core/src/chunk/ by scripts/gen-types.sh; do not edit.\n\

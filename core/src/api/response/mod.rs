@@ -137,6 +137,26 @@ pub struct ResponseEncoder {
 /// The tool through which the CLI's structured-output mode takes the model's object.
 pub const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
 
+/// The chunk types a [`ResponseEncoder`] reads: a chunk of any other type leaves it unchanged,
+/// so a host that hands chunks over (the npm package's encoder) may skip the others.
+pub const CHUNK_TYPES: [&str; 15] = [
+    "session_init",
+    "message_start",
+    "status",
+    "text_delta",
+    "thinking_delta",
+    "thinking_redacted",
+    "tool_use",
+    "tool_input_delta",
+    "message_delta",
+    "message_stop",
+    "tool_result",
+    "user_text",
+    "api_error",
+    "turn_complete",
+    "process_exit",
+];
+
 impl ResponseEncoder {
     /// A new encoder for one response.
     pub fn new(options: EncoderOptions) -> ResponseEncoder {

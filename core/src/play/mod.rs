@@ -14,6 +14,9 @@
 //! recorded one meant (its fields without ids, session ids, uuids and times); the first that
 //! does not is a [`PlayOutput::Diverged`].
 //!
+//! [`Player::inject`] adds failures ([`Fault`]: garbage, an oversized line, a duplicate, a
+//! kill, a stall, …) to what it writes, the same for every host.
+//!
 //! Run loop: [`handle_stdin`](Player::handle_stdin) /
 //! [`handle_stdin_eof`](Player::handle_stdin_eof) / [`handle_timeout`](Player::handle_timeout),
 //! then drain [`poll_output`](Player::poll_output), then sleep until
@@ -26,17 +29,34 @@ use serde_json::{json, Map, Value};
 use crate::framing::{Frame, LineFramer, DEFAULT_LINE_LIMIT};
 use crate::Timestamp;
 
+mod faults;
+
+pub use faults::{Fault, FAULTS, OVERSIZE_BYTES, UNKNOWN_ID};
+
 /// What the player does next; drain with [`Player::poll_output`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum PlayOutput {
-    /// Write this line (with its newline) to stdout. `index` counts the written lines from 1.
+    /// Write this line (with its newline) to stdout. `index` counts the recorded lines
+    /// written, from 1.
     Write {
-        /// The line number among the player's outputs, from 1.
+        /// The line number among the recorded lines written, from 1; 0 for a line a
+        /// [`Fault`] made up.
         index: usize,
         /// The bytes.
         bytes: Vec<u8>,
     },
+    /// Write `bytes` bytes of `x` and a newline: the oversized line of a [`Fault::Oversize`].
+    Filler {
+        /// How many bytes before the newline.
+        bytes: usize,
+    },
+    /// Kill the process with SIGKILL, as a crashing CLI ([`Fault::Kill`]), after flushing
+    /// what was written.
+    Kill,
+    /// A [`Fault::Stall`] began: nothing more comes, stdin closing included; the process must
+    /// stay up until its host ends it.
+    Stalled,
     /// A host line did not mean what the recorded one did (`verify`): report it and stop.
     Diverged(Divergence),
     /// The tape is over: exit with this status.
@@ -123,6 +143,14 @@ pub struct Player {
     /// Recorded hook callback ids → the host's own.
     callback_ids: BTreeMap<String, String>,
     outputs: VecDeque<PlayOutput>,
+    /// The faults to inject ([`Player::inject`]).
+    faults: Vec<Fault>,
+    /// The outputs as the faults made them.
+    injected: VecDeque<PlayOutput>,
+    /// A fault stalled the player.
+    stalled: bool,
+    /// A fault ended the player (killed, or exited mid-line).
+    ended: bool,
 }
 
 impl Player {
@@ -205,6 +233,10 @@ impl Player {
             request_ids: BTreeMap::new(),
             callback_ids: BTreeMap::new(),
             outputs: VecDeque::new(),
+            faults: Vec::new(),
+            injected: VecDeque::new(),
+            stalled: false,
+            ended: false,
         };
         player.advance(0);
         Ok(player)
@@ -229,8 +261,11 @@ impl Player {
         self.advance(now);
     }
 
-    /// The host closed stdin.
+    /// The host closed stdin (ignored once a [`Fault::Stall`] stalled the player).
     pub fn handle_stdin_eof(&mut self, now: Timestamp) {
+        if self.stalled {
+            return;
+        }
         let mut last = None;
         self.framer.finish(|frame| {
             if let Frame::Line(line) = frame {
@@ -251,7 +286,16 @@ impl Player {
 
     /// The next thing to do.
     pub fn poll_output(&mut self) -> Option<PlayOutput> {
-        self.outputs.pop_front()
+        loop {
+            if let Some(output) = self.injected.pop_front() {
+                return Some(output);
+            }
+            let output = self.outputs.pop_front()?;
+            if self.faults.is_empty() {
+                return Some(output);
+            }
+            self.faulted(output);
+        }
     }
 
     /// When the next recorded line is due (paced play only).
