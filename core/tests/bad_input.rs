@@ -270,3 +270,25 @@ fn errors_carry_at_most_200_bytes_of_the_line() {
     assert!(excerpt.len() <= 200);
     assert!(excerpt.starts_with("not json é"));
 }
+
+#[test]
+fn a_tool_progress_or_a_tool_result_naming_no_tool_is_an_invalid_message() {
+    let mut s = observer();
+    for line in [
+        r#"{"type":"tool_progress","tool_name":"Bash","elapsed_time_seconds":1}"#,
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"ok"}]}}"#,
+    ] {
+        let chunks = feed(&mut s, format!("{line}\n").as_bytes());
+        assert_eq!(chunks.len(), 1, "{line}: {chunks:?}");
+        assert_eq!(chunks[0]["type"], "error", "{line}");
+        assert_eq!(chunks[0]["kind"], "invalid_message", "{line}");
+        assert!(
+            chunks[0]["detail"]
+                .as_str()
+                .unwrap()
+                .contains("tool_use_id"),
+            "{line}"
+        );
+    }
+    assert_alive(&mut s);
+}

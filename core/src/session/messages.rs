@@ -522,12 +522,13 @@ impl State {
             Content::Blocks(blocks) => {
                 for block in blocks {
                     match block.kind() {
-                        BlockKind::ToolResult => self.on_tool_result(&block, parent),
+                        BlockKind::ToolResult => self.on_tool_result(&block, parent, text),
                         BlockKind::Text => self.emit(Chunk::UserText {
                             text: block.text.as_deref().unwrap_or_default().to_owned(),
                             parent_tool_use_id: parent.map(str::to_owned),
                         }),
-                        // Images and other blocks of a replayed prompt carry nothing new.
+                        // Images and other blocks of a prompt the CLI replays are the host's
+                        // own (its `user_prompt`); the line keeps them.
                         _ => {}
                     }
                 }
@@ -535,8 +536,9 @@ impl State {
         }
     }
 
-    fn on_tool_result(&mut self, block: &Block<'_>, parent: Option<&str>) {
+    fn on_tool_result(&mut self, block: &Block<'_>, parent: Option<&str>, text: &str) {
         let Some(id) = block.tool_use_id.as_deref() else {
+            self.invalid("a tool_result block needs a `tool_use_id`", text);
             return;
         };
         let is_error = block.is_error.unwrap_or(false);
