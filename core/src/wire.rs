@@ -95,8 +95,9 @@ pub const STREAM_JSON_ARGS: [&str; 5] = [
     "stream-json",
 ];
 
-/// `system` subtypes named in docs/PROTOCOL.md §3.3: the pinned CLI's whole catalogue (the drift
-/// check in `tests/sdk/drift/` reads it from the CLI's own schemas). `init` and the notices with
+/// `system` subtypes named in docs/PROTOCOL.md §3.3: with [`PLUGIN_UI_SUBTYPES`], the pinned
+/// CLI's whole catalogue (the drift check in `tests/sdk/drift/` reads it from the CLI's own
+/// schemas). `init` and the notices with
 /// chunks of their own are typed; every other named subtype becomes a `status` chunk with every
 /// field, and a subtype not named here an `unknown` chunk.
 pub const SYSTEM_SUBTYPES: &[&str] = &[
@@ -138,16 +139,6 @@ pub const SYSTEM_SUBTYPES: &[&str] = &[
     "file_attachments_missing",
     "permission_check_status",
     "inherited_asks_settled",
-    "ui_log",
-    "ui_toast",
-    "ui_status",
-    "ui_notify",
-    "ui_notify_cancel",
-    "ui_invalidate",
-    "ui_panes",
-    "ui_placed",
-    "ui_scroll",
-    "ui_focus",
     "api_error",
     "mirror_error",
     "model_fallback",

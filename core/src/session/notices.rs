@@ -19,7 +19,7 @@ impl State {
     /// A `system` frame other than `init`: a typed notice, a `status` chunk with every field
     /// for the other subtypes ccwire names, an `unknown` chunk for a subtype it does not.
     pub fn on_system_notice(&mut self, subtype: &str, text: &str) {
-        if !SYSTEM_SUBTYPES.contains(&subtype) {
+        if !SYSTEM_SUBTYPES.contains(&subtype) && !PLUGIN_UI_SUBTYPES.contains(&subtype) {
             self.unknown(text);
             return;
         }
