@@ -11,7 +11,7 @@ use crate::json::{serialize_js_number, Json};
 mod notice;
 mod parts;
 
-pub(crate) use notice::Frame;
+pub(crate) use notice::NoticeFields;
 pub use notice::{
     CliEvent, CommandLifecycle, FileAttachmentsMissing, InheritedAsksSettled,
     InstructionSizeWarning, MissingFile, PermissionCheck, PluginUi, TitleChanged,

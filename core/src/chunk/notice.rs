@@ -155,9 +155,9 @@ pub struct CliEvent {
 /// A frame's fields, read one at a time into a typed notice: one reader for every notice, on
 /// `serde_json::Value` (no decoder per type in the engine's code, which the wasm module's size
 /// pays for).
-pub(crate) struct Frame(pub(crate) Fields);
+pub(crate) struct NoticeFields(pub(crate) Fields);
 
-impl Frame {
+impl NoticeFields {
     /// A field's value, taken out; `None` when absent or `null`.
     pub(crate) fn take(&mut self, key: &str) -> Option<Value> {
         let at = (self.0).0.iter().position(|(k, _)| k == key)?;
@@ -207,6 +207,15 @@ impl Frame {
         }
     }
 
+    /// A field the notice needs, read with `read` (`NoticeFields::str`, …).
+    fn need<T>(
+        &mut self,
+        read: fn(&mut NoticeFields, &str) -> Result<Option<T>, String>,
+        key: &str,
+    ) -> Result<T, String> {
+        read(self, key)?.ok_or_else(|| format!("missing field `{key}`"))
+    }
+
     /// A string (or `null`) field, taken out; a value of another kind stays among the fields.
     pub(crate) fn take_str(&mut self, key: &str) -> Option<String> {
         let fields = &mut (self.0).0;
@@ -225,16 +234,11 @@ impl Frame {
     }
 }
 
-/// A field the notice needs.
-fn need<T>(value: Result<Option<T>, String>, key: &str) -> Result<T, String> {
-    value?.ok_or_else(|| format!("missing field `{key}`"))
-}
-
 impl TitleChanged {
     /// Reads the notice from a frame's fields (or the chunk's).
-    pub(crate) fn read(f: &mut Frame) -> Result<TitleChanged, String> {
+    pub(crate) fn read(f: &mut NoticeFields) -> Result<TitleChanged, String> {
         Ok(TitleChanged {
-            title: need(f.str("title"), "title")?,
+            title: f.need(NoticeFields::str, "title")?,
             given_by: f.str("given_by")?,
         })
     }
@@ -242,11 +246,11 @@ impl TitleChanged {
 
 impl InstructionSizeWarning {
     /// Reads the notice from a frame's fields (or the chunk's).
-    pub(crate) fn read(f: &mut Frame) -> Result<InstructionSizeWarning, String> {
+    pub(crate) fn read(f: &mut NoticeFields) -> Result<InstructionSizeWarning, String> {
         Ok(InstructionSizeWarning {
-            total_chars: need(f.u64("total_chars"), "total_chars")?,
-            total_limit_chars: need(f.u64("total_limit_chars"), "total_limit_chars")?,
-            file_count: need(f.u64("file_count"), "file_count")?,
+            total_chars: f.need(NoticeFields::u64, "total_chars")?,
+            total_limit_chars: f.need(NoticeFields::u64, "total_limit_chars")?,
+            file_count: f.need(NoticeFields::u64, "file_count")?,
             largest_chars: f.u64("largest_chars")?,
         })
     }
@@ -254,9 +258,9 @@ impl InstructionSizeWarning {
 
 impl FileAttachmentsMissing {
     /// Reads the notice from a frame's fields (or the chunk's).
-    pub(crate) fn read(f: &mut Frame) -> Result<FileAttachmentsMissing, String> {
-        let message_uuid = need(f.str("message_uuid"), "message_uuid")?;
-        let sent_count = need(f.u64("sent_count"), "sent_count")?;
+    pub(crate) fn read(f: &mut NoticeFields) -> Result<FileAttachmentsMissing, String> {
+        let message_uuid = f.need(NoticeFields::str, "message_uuid")?;
+        let sent_count = f.need(NoticeFields::u64, "sent_count")?;
         let Some(Value::Array(entries)) = f.take("missing") else {
             return Err("`missing` must be a list".to_owned());
         };
@@ -283,30 +287,30 @@ impl FileAttachmentsMissing {
 
 impl PermissionCheck {
     /// Reads the notice from a frame's fields (or the chunk's).
-    pub(crate) fn read(f: &mut Frame) -> Result<PermissionCheck, String> {
+    pub(crate) fn read(f: &mut NoticeFields) -> Result<PermissionCheck, String> {
         Ok(PermissionCheck {
-            tool_use_id: need(f.str("tool_use_id"), "tool_use_id")?,
+            tool_use_id: f.need(NoticeFields::str, "tool_use_id")?,
             agent_id: f.str("agent_id")?,
-            status: need(f.str("status"), "status")?,
+            status: f.need(NoticeFields::str, "status")?,
         })
     }
 }
 
 impl InheritedAsksSettled {
     /// Reads the notice from a frame's fields (or the chunk's).
-    pub(crate) fn read(f: &mut Frame) -> Result<InheritedAsksSettled, String> {
+    pub(crate) fn read(f: &mut NoticeFields) -> Result<InheritedAsksSettled, String> {
         Ok(InheritedAsksSettled {
-            kept_request_ids: need(f.strings("kept_request_ids"), "kept_request_ids")?,
+            kept_request_ids: f.need(NoticeFields::strings, "kept_request_ids")?,
         })
     }
 }
 
 impl CommandLifecycle {
     /// Reads the notice from a frame's fields (or the chunk's).
-    pub(crate) fn read(f: &mut Frame) -> Result<CommandLifecycle, String> {
+    pub(crate) fn read(f: &mut NoticeFields) -> Result<CommandLifecycle, String> {
         Ok(CommandLifecycle {
-            command_uuid: need(f.str("command_uuid"), "command_uuid")?,
-            state: need(f.str("state"), "state")?,
+            command_uuid: f.need(NoticeFields::str, "command_uuid")?,
+            state: f.need(NoticeFields::str, "state")?,
             wakeup_source: f.str("wakeup_source")?,
             scheduled_for: f.f64("scheduled_for")?,
         })
@@ -321,7 +325,7 @@ macro_rules! read_back {
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 let fields = Fields::deserialize(deserializer)?;
-                $name::read(&mut Frame(fields)).map_err(serde::de::Error::custom)
+                $name::read(&mut NoticeFields(fields)).map_err(serde::de::Error::custom)
             }
         }
     )*};

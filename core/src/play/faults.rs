@@ -113,8 +113,8 @@ impl Player {
             index: 0,
             bytes: text.into_bytes(),
         };
-        for fault in self.faults.clone() {
-            let out = match fault {
+        for at in 0..self.faults.len() {
+            let out = match self.faults[at] {
                 Fault::Garbage(n) if n == index => PlayOutput::Write {
                     index: 0,
                     bytes: b"this is not JSON \xff\xfe\n".to_vec(),

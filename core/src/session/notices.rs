@@ -9,8 +9,8 @@ use serde_json::value::RawValue;
 
 use super::state::State;
 use crate::chunk::{
-    Chunk, CliEvent, CommandLifecycle, Fields, FileAttachmentsMissing, Frame, InheritedAsksSettled,
-    InstructionSizeWarning, PermissionCheck, PluginUi, TitleChanged,
+    Chunk, CliEvent, CommandLifecycle, Fields, FileAttachmentsMissing, InheritedAsksSettled,
+    InstructionSizeWarning, NoticeFields, PermissionCheck, PluginUi, TitleChanged,
 };
 use crate::json::Json;
 use crate::wire::{MessageType, RawFields, PLUGIN_UI_SUBTYPES, SYSTEM_SUBTYPES};
@@ -19,14 +19,15 @@ impl State {
     /// A `system` frame other than `init`: a typed notice, a `status` chunk with every field
     /// for the other subtypes ccwire names, an `unknown` chunk for a subtype it does not.
     pub fn on_system_notice(&mut self, subtype: &str, text: &str) {
-        if !SYSTEM_SUBTYPES.contains(&subtype) && !PLUGIN_UI_SUBTYPES.contains(&subtype) {
+        let plugin_ui = PLUGIN_UI_SUBTYPES.contains(&subtype);
+        if !plugin_ui && !SYSTEM_SUBTYPES.contains(&subtype) {
             self.unknown(text);
             return;
         }
         let Some(fields) = self.fields(text) else {
             return;
         };
-        let mut frame = Frame(fields);
+        let mut frame = NoticeFields(fields);
         let chunk = match subtype {
             "session_title_changed" => TitleChanged::read(&mut frame).map(Chunk::TitleChanged),
             "instruction_size_warning" => {
@@ -41,7 +42,7 @@ impl State {
             "inherited_asks_settled" => {
                 InheritedAsksSettled::read(&mut frame).map(Chunk::InheritedAsksSettled)
             }
-            _ if PLUGIN_UI_SUBTYPES.contains(&subtype) => Ok(Chunk::PluginUi(PluginUi {
+            _ if plugin_ui => Ok(Chunk::PluginUi(PluginUi {
                 kind: subtype["ui_".len()..].to_owned(),
                 plugin: frame.take_str("plugin"),
                 text: frame.take_str("text"),
@@ -187,7 +188,7 @@ impl State {
                 let Some(fields) = self.fields(text) else {
                     return;
                 };
-                match CommandLifecycle::read(&mut Frame(fields)) {
+                match CommandLifecycle::read(&mut NoticeFields(fields)) {
                     Ok(notice) => Ok(Chunk::CommandLifecycle(notice)),
                     Err(err) => {
                         self.invalid(&format!("command_lifecycle: {err}"), text);
