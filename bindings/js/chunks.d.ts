@@ -609,6 +609,12 @@ usage: Json,
  */
 total_cost_usd: Json, 
 /**
+ * Per model, the process's cumulative tokens and cost (`modelUsage`: `inputTokens`,
+ * `outputTokens`, `cacheReadInputTokens`, `cacheCreationInputTokens`, `costUSD`, …),
+ * subagents' models included.
+ */
+model_usage: Json, 
+/**
  * The CLI's session id.
  */
 session_id: string | null, 

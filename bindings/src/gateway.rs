@@ -46,6 +46,8 @@ fn gateway(options: &str, http: &str) -> Result<Gateway, JsError> {
     gateway.set_cli(o.cli.unwrap_or(Value::Null));
     if let Some(env) = o.env {
         gateway.count_tokens_upstream(|name| env.get(name).cloned());
+        let credential = ccwire_core::gateway::usage::credential_id(|name| env.get(name).cloned());
+        gateway.set_credential(credential);
     }
     Ok(gateway)
 }

@@ -363,6 +363,9 @@ pub struct WireMessage<'a> {
     /// `total_cost_usd` (result).
     #[serde(borrow, default)]
     pub total_cost_usd: Option<&'a RawValue>,
+    /// `modelUsage` (result): per model, the process's cumulative tokens and cost.
+    #[serde(borrow, default, rename = "modelUsage")]
+    pub model_usage: Option<&'a RawValue>,
     /// `permission_denials` (result).
     #[serde(borrow, default)]
     pub permission_denials: Option<&'a RawValue>,

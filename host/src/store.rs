@@ -13,6 +13,7 @@ use std::fmt::Debug;
 use std::io::{self, Write};
 use std::path::Path;
 
+use ccwire_core::gateway::usage::{Tally, UsageRow, Window};
 use ccwire_core::gateway::{ConversationKey, ConversationRecord};
 use futures::future::BoxFuture;
 
@@ -123,6 +124,32 @@ pub trait ConversationStore: Debug + Send + Sync + 'static {
         &'a self,
         tenant: &'a str,
     ) -> BoxFuture<'a, io::Result<Vec<(String, String)>>>;
+
+    /// Adds `tally` to the row of `tenant` and `model` on `day` (UTC, `YYYY-MM-DD`): every
+    /// gateway on a shared store adds into the same rows.
+    fn add_usage<'a>(
+        &'a self,
+        day: &'a str,
+        tenant: &'a str,
+        model: &'a str,
+        tally: Tally,
+    ) -> BoxFuture<'a, io::Result<()>>;
+
+    /// The usage rows of the days from `from` to `to` (both included) of `tenant` (`None`:
+    /// every tenant's).
+    fn read_usage<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+        tenant: Option<&'a str>,
+    ) -> BoxFuture<'a, io::Result<Vec<UsageRow>>>;
+
+    /// Keeps a rate-limit window, unless the one kept for its credential and kind was
+    /// observed later.
+    fn keep_window<'a>(&'a self, window: &'a Window) -> BoxFuture<'a, io::Result<()>>;
+
+    /// Every rate-limit window kept.
+    fn windows(&self) -> BoxFuture<'_, io::Result<Vec<Window>>>;
 
     /// Keeps the warm pool's settings (opaque JSON), replacing those kept before.
     fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>>;

@@ -658,6 +658,29 @@ impl ConversationStore for LoadsFail {
     fn load_managed<'a>(&'a self, tenant: &'a str) -> Fut<'a, Vec<(String, String)>> {
         self.inner.load_managed(tenant)
     }
+    fn add_usage<'a>(
+        &'a self,
+        day: &'a str,
+        tenant: &'a str,
+        model: &'a str,
+        tally: ccwire_core::gateway::usage::Tally,
+    ) -> Fut<'a, ()> {
+        self.inner.add_usage(day, tenant, model, tally)
+    }
+    fn read_usage<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+        tenant: Option<&'a str>,
+    ) -> Fut<'a, Vec<ccwire_core::gateway::usage::UsageRow>> {
+        self.inner.read_usage(from, to, tenant)
+    }
+    fn keep_window<'a>(&'a self, window: &'a ccwire_core::gateway::usage::Window) -> Fut<'a, ()> {
+        self.inner.keep_window(window)
+    }
+    fn windows(&self) -> Fut<'_, Vec<ccwire_core::gateway::usage::Window>> {
+        self.inner.windows()
+    }
     fn save_pool(&self, settings: String) -> Fut<'_, ()> {
         self.inner.save_pool(settings)
     }

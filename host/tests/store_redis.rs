@@ -300,3 +300,69 @@ async fn the_console_lists_conversations_saved_last_first_and_peeks_at_transcrip
     let store = ccwire_host::store::DirStore::new(dir.path(), Duration::from_secs(3600));
     lists_and_peeks(&store).await;
 }
+
+/// What two gateways add to one key's row of a day sums; a window is replaced only by one
+/// observed later, whichever gateway writes last.
+#[tokio::test]
+async fn usage_from_two_gateways_sums_and_the_latest_window_wins() {
+    use ccwire_core::gateway::usage::{Tally, Window};
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let connect = || RedisStore::connect(&url, Duration::from_secs(3600));
+    let (one, other) = (connect().await.unwrap(), connect().await.unwrap());
+    let turn = |input, cost| Tally {
+        turns: 1,
+        input_tokens: input,
+        output_tokens: 5,
+        cost_nano_usd: cost,
+        ..Tally::default()
+    };
+    one.add_usage("2026-11-28", "ka", "claude-sonnet-4-5", turn(10, 100))
+        .await
+        .unwrap();
+    other
+        .add_usage("2026-11-28", "ka", "claude-sonnet-4-5", turn(20, 200))
+        .await
+        .unwrap();
+    other
+        .add_usage("2026-11-29", "kb", "claude-haiku-4-5", turn(1, 1))
+        .await
+        .unwrap();
+    let rows = one
+        .read_usage("2026-11-28", "2026-11-29", None)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(
+        (rows[0].key.as_str(), rows[0].day.as_str()),
+        ("ka", "2026-11-28")
+    );
+    assert_eq!(rows[0].tally.turns, 2);
+    assert_eq!(rows[0].tally.input_tokens, 30);
+    assert_eq!(rows[0].tally.cost_nano_usd, 300);
+    // A key's own rows, and a range that leaves a day out.
+    let theirs = one
+        .read_usage("2026-11-28", "2026-11-29", Some("kb"))
+        .await
+        .unwrap();
+    assert_eq!(theirs.len(), 1);
+    assert!(one
+        .read_usage("2026-11-27", "2026-11-28", Some("kb"))
+        .await
+        .unwrap()
+        .is_empty());
+    let window = |utilization, observed_ms| Window {
+        credential: "oauth-1".into(),
+        kind: "five_hour".into(),
+        status: Some("allowed_warning".into()),
+        utilization: Some(utilization),
+        resets_at: Some(1_893_456_000),
+        surpassed_threshold: None,
+        claim: None,
+        disabled_reason: None,
+        observed_ms,
+    };
+    one.keep_window(&window(0.9, 2_000)).await.unwrap();
+    other.keep_window(&window(0.8, 1_000)).await.unwrap();
+    assert_eq!(other.windows().await.unwrap(), [window(0.9, 2_000)]);
+}

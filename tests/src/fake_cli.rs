@@ -15,6 +15,8 @@
 //!   PATH as the blocked path); then `done: ran COMMAND (rules N)` or `done: denied: …`.
 //! - `slow: MS …` is echoed MS milliseconds later, unless an interrupt comes first.
 //! - `stall` starts a message and stops there.
+//! - `limit: STATUS UTILIZATION` reports the five-hour rate-limit window so
+//!   (`rate_limit_event`), then is echoed.
 //! - anything else is echoed at once (`echo: PROMPT`); a prompt over 4 KiB as its start and its
 //!   length, as a model's answer is short.
 //!
@@ -58,6 +60,8 @@ pub struct FakeCli {
     mirror: Option<String>,
     messages: u32,
     calls: u32,
+    /// Turns ended (results sent).
+    turns_ended: u32,
     /// `tools/call`s waiting for the host: control request id → (JSON-RPC id, tool_use id).
     pending: BTreeMap<String, (u64, String)>,
     /// Results of the current turn's calls, in the order they came.
@@ -86,6 +90,7 @@ impl FakeCli {
             mirror: mirrored_session(args),
             messages: 0,
             calls: 0,
+            turns_ended: 0,
             pending: BTreeMap::new(),
             results: Vec::new(),
             stalled: false,
@@ -194,7 +199,7 @@ impl FakeCli {
                 "end_turn",
                 &mut out,
             );
-            out.push(result("success", false, &answer));
+            out.push(self.result("success", false, &answer));
         }
         out
     }
@@ -286,14 +291,34 @@ impl FakeCli {
                     "usage": {"input_tokens": 12, "output_tokens": 1}}}),
             ));
         } else {
+            if let Some(limit) = text.strip_prefix("limit: ") {
+                out.push(rate_limit_event(limit));
+            }
             let answer = echo(text);
             self.message(
                 vec![json!({"type": "text", "text": answer})],
                 "end_turn",
                 out,
             );
-            out.push(result("success", false, &answer));
+            out.push(self.result("success", false, &answer));
         }
+    }
+
+    /// A turn's result: its usage, and the process's cumulative figures as the CLI gives
+    /// them (`total_cost_usd`, `modelUsage`): each turn 12 input and 5 output tokens of the
+    /// model `fake`, at a hundredth of a cent.
+    fn result(&mut self, subtype: &str, is_error: bool, text: &str) -> String {
+        self.turns_ended += 1;
+        let n = u64::from(self.turns_ended);
+        let cost = n as f64 / 10_000.0;
+        line(
+            json!({"type": "result", "subtype": subtype, "is_error": is_error, "result": text,
+                    "stop_reason": "end_turn", "num_turns": 1, "session_id": SESSION,
+                    "usage": {"input_tokens": 12, "output_tokens": 5}, "total_cost_usd": cost,
+                    "modelUsage": {"fake": {"inputTokens": 12 * n, "outputTokens": 5 * n,
+                        "cacheReadInputTokens": 0, "cacheCreationInputTokens": 0,
+                        "costUSD": cost}}}),
+        )
     }
 
     /// The turn after its tool calls: their results, then the model's answer.
@@ -320,7 +345,7 @@ impl FakeCli {
                 .join(" | ")
         );
         self.message(vec![json!({"type": "text", "text": text})], "end_turn", out);
-        out.push(result("success", false, &text));
+        out.push(self.result("success", false, &text));
     }
 
     fn interrupt(&mut self, id: &str, out: &mut Vec<String>) {
@@ -342,7 +367,7 @@ impl FakeCli {
                 "parent_tool_use_id": null, "session_id": SESSION}),
             ));
         }
-        out.push(result("error_during_execution", true, ""));
+        out.push(self.result("error_during_execution", true, ""));
     }
 
     /// One model message, streamed as partial messages and then whole.
@@ -458,17 +483,22 @@ fn control_ok(id: &str, response: Value) -> String {
                 "response": {"subtype": "success", "request_id": id, "response": response}}))
 }
 
+/// The `rate_limit_event` of `limit: STATUS UTILIZATION`: the five-hour window, resetting
+/// at 2030-01-01.
+fn rate_limit_event(limit: &str) -> String {
+    let mut words = limit.split(' ');
+    let status = words.next().unwrap_or("allowed");
+    let utilization: f64 = words.next().and_then(|u| u.parse().ok()).unwrap_or(0.5);
+    line(
+        json!({"type": "rate_limit_event", "session_id": SESSION, "uuid": "rl-1",
+        "rate_limit_info": {"status": status, "resetsAt": 1_893_456_000u64,
+            "rateLimitType": "five_hour", "utilization": utilization}}),
+    )
+}
+
 fn stream_event(message: u32, event: Value) -> String {
     line(
         json!({"type": "stream_event", "event": event, "session_id": SESSION,
                 "parent_tool_use_id": null, "api_message_id": format!("msg_{message}")}),
-    )
-}
-
-fn result(subtype: &str, is_error: bool, text: &str) -> String {
-    line(
-        json!({"type": "result", "subtype": subtype, "is_error": is_error, "result": text,
-                "stop_reason": "end_turn", "num_turns": 1, "session_id": SESSION,
-                "usage": {"input_tokens": 12, "output_tokens": 5}}),
     )
 }

@@ -600,6 +600,14 @@ pub enum Chunk {
             serde(default, deserialize_with = "crate::json::buffered")
         )]
         total_cost_usd: Json,
+        /// Per model, the process's cumulative tokens and cost (`modelUsage`: `inputTokens`,
+        /// `outputTokens`, `cacheReadInputTokens`, `cacheCreationInputTokens`, `costUSD`, …),
+        /// subagents' models included.
+        #[cfg_attr(
+            feature = "deserialize",
+            serde(default, deserialize_with = "crate::json::buffered")
+        )]
+        model_usage: Json,
         /// The CLI's session id.
         session_id: Option<String>,
         /// Tools the user or a rule refused.

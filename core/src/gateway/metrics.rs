@@ -158,6 +158,8 @@ pub(crate) struct Metrics {
     pub exits: BTreeMap<&'static str, u64>,
     /// Tokens of completed responses, by kind.
     pub tokens: BTreeMap<&'static str, u64>,
+    /// The cost of CLI turns, in billionths of a US dollar ([`usage`](super::usage)).
+    pub cost_nano_usd: u64,
     pub held_call_timeouts: u64,
     /// New conversations a warm CLI took, and those that found none.
     pub pool_hits: u64,
@@ -370,6 +372,17 @@ impl Metrics {
         for (kind, n) in &self.tokens {
             let _ = writeln!(out, "ccwire_tokens_total{{kind=\"{kind}\"}} {n}");
         }
+        header(
+            &mut out,
+            "ccwire_cost_usd_total",
+            "The cost of Claude Code turns, as the CLI reports it (list prices where it cannot).",
+            "counter",
+        );
+        let _ = writeln!(
+            out,
+            "ccwire_cost_usd_total {}",
+            self.cost_nano_usd as f64 / 1e9
+        );
         self.first_byte.write(
             &mut out,
             "ccwire_time_to_first_byte_seconds",

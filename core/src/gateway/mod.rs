@@ -33,6 +33,7 @@ mod engine;
 mod metrics;
 mod registry;
 mod translate;
+pub mod usage;
 mod written;
 
 pub use engine::{

@@ -586,6 +586,7 @@ impl State {
             duration_ms: msg.duration_ms,
             usage: canon(msg.usage),
             total_cost_usd: canon(msg.total_cost_usd),
+            model_usage: canon(msg.model_usage),
             session_id: owned(&msg.session_id),
             permission_denials: canon(msg.permission_denials),
             errors: canon(msg.errors),

@@ -8,6 +8,7 @@
 pub use std::collections::{BTreeMap, VecDeque};
 
 pub use ccwire_core::api::Api;
+pub use ccwire_core::gateway::usage::{Tally, UsageRow, Window};
 pub use ccwire_core::gateway::{
     tenant_id, Admission, CliSpec, ConversationRecord, Gateway, GatewayConfig, GatewayOutput,
     HttpHead, Limits, RecordState, RequestId, RouteKey, SessionId, StoreAnswer, StoreAsk,
@@ -130,6 +131,10 @@ pub struct SimStore {
     /// The bytes each tenant's transcripts take (each line and its newline), as a store
     /// counts them for its quota.
     pub usage: BTreeMap<String, u64>,
+    /// What keys used: (day, tenant, model) → figures.
+    pub metered: BTreeMap<(String, String, String), Tally>,
+    /// The rate-limit windows kept.
+    pub windows: Vec<Window>,
 }
 
 impl Sim {
@@ -416,6 +421,46 @@ impl Sim {
                                 lines: Ok(lines),
                             },
                         );
+                    }
+                    GatewayOutput::Store(StoreAsk::AddUsage {
+                        tenant,
+                        day,
+                        model,
+                        tally,
+                    }) => {
+                        let store = self.store.as_mut().expect("a store");
+                        let row = store.metered.entry((day, tenant, model)).or_default();
+                        row.add(&tally);
+                    }
+                    GatewayOutput::Store(StoreAsk::KeepWindow { window }) => {
+                        let store = self.store.as_mut().expect("a store");
+                        let same =
+                            |w: &Window| w.credential == window.credential && w.kind == window.kind;
+                        store.windows.retain(|w| !same(w));
+                        store.windows.push(window);
+                    }
+                    GatewayOutput::Store(StoreAsk::ReadUsage {
+                        request,
+                        tenant,
+                        from,
+                        to,
+                    }) => {
+                        let store = self.store.as_ref().expect("a store");
+                        let rows = (store.metered.iter())
+                            .filter(|((day, key, _), _)| {
+                                (from.as_str()..=to.as_str()).contains(&day.as_str())
+                                    && tenant.as_ref().is_none_or(|t| t == key)
+                            })
+                            .map(|((day, key, model), tally)| UsageRow {
+                                key: key.clone(),
+                                day: day.clone(),
+                                model: model.clone(),
+                                tally: *tally,
+                            })
+                            .collect();
+                        let read = store.down.is_none().then(|| (rows, store.windows.clone()));
+                        (self.gateway)
+                            .handle_store(self.now, StoreAnswer::UsageRead { request, read });
                     }
                     other => panic!("an output the harness does not know: {other:?}"),
                 }

@@ -442,6 +442,7 @@ impl Server {
             .collect();
         let mut gateway = Gateway::new(engine.clone())?;
         gateway.count_tokens_upstream(cli_var);
+        gateway.set_credential(ccwire_core::gateway::usage::credential_id(cli_var));
         let credential = [
             "ANTHROPIC_API_KEY",
             "ANTHROPIC_AUTH_TOKEN",

@@ -4,6 +4,7 @@
 //! route claims.
 
 use super::*;
+use ccwire_core::gateway::usage::Tally;
 
 /// What the session store is asked to do.
 pub(super) enum StoreOp {
@@ -308,6 +309,8 @@ pub(super) async fn store_worker(
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut backlog = Backlog::default();
     let calls = backlog.calls.clone();
+    // Usage the store could not take yet (day, tenant, model, figures), in order.
+    let mut unmetered = std::collections::VecDeque::new();
     // Claims (true) and releases the cluster registry could not take yet, in order.
     let mut routes = std::collections::VecDeque::<(bool, String)>::new();
     let write_failed = |app: &std::sync::Weak<App>| {
@@ -340,7 +343,10 @@ pub(super) async fn store_worker(
                     return;
                 }
             },
-            _ = retry.tick(), if !backlog.is_empty() || !routes.is_empty() => {
+            _ = retry.tick(), if !backlog.is_empty() || !routes.is_empty() || !unmetered.is_empty() => {
+                if !unmetered.is_empty() && add_usage(store.as_ref(), &calls, &mut unmetered).await {
+                    tracing::info!("the session store has the usage it could not take before");
+                }
                 if !routes.is_empty() && flush_routes(cluster.as_ref(), &mut routes).await {
                     tracing::info!("the cluster registry has the claims it could not take before");
                 }
@@ -571,6 +577,55 @@ pub(super) async fn store_worker(
                     )
                 });
             }
+            StoreOp::Ask(StoreAsk::AddUsage {
+                tenant,
+                day,
+                model,
+                tally,
+            }) => {
+                if unmetered.len() >= UNMETERED_CAP {
+                    tracing::error!(
+                        "the session store has taken no usage for long: the oldest is dropped"
+                    );
+                    unmetered.pop_front();
+                }
+                unmetered.push_back((day, tenant, model, tally));
+                if !add_usage(store.as_ref(), &calls, &mut unmetered).await {
+                    write_failed(&app);
+                }
+            }
+            StoreOp::Ask(StoreAsk::KeepWindow { window }) => {
+                if let Err(error) = calls.call(store.keep_window(&window)).await {
+                    tracing::warn!(%error, "cannot keep a rate-limit window");
+                    write_failed(&app);
+                }
+            }
+            StoreOp::Ask(StoreAsk::ReadUsage {
+                request,
+                tenant,
+                from,
+                to,
+            }) => {
+                let read = async {
+                    let rows = calls
+                        .call(store.read_usage(&from, &to, tenant.as_deref()))
+                        .await?;
+                    let windows = calls.call(store.windows()).await?;
+                    Ok::<_, std::io::Error>((rows, windows))
+                };
+                let read = read
+                    .await
+                    .map_err(
+                        |error| tracing::warn!(%error, "cannot read usage from the session store"),
+                    )
+                    .ok();
+                let Some(app) = app.upgrade() else {
+                    return;
+                };
+                app.input(|gateway, now| {
+                    gateway.handle_store(now, StoreAnswer::UsageRead { request, read })
+                });
+            }
             StoreOp::Ask(ask) => {
                 tracing::warn!(
                     ?ask,
@@ -591,6 +646,28 @@ pub(super) async fn store_worker(
         }
     }
 }
+
+/// Adds the usage not yet added, in order, until the store fails; whether all of it is added.
+async fn add_usage(
+    store: &dyn ConversationStore,
+    calls: &Calls,
+    unmetered: &mut std::collections::VecDeque<(String, String, String, Tally)>,
+) -> bool {
+    while let Some((day, tenant, model, tally)) = unmetered.front() {
+        if let Err(error) = calls
+            .call(store.add_usage(day, tenant, model, *tally))
+            .await
+        {
+            tracing::warn!(%error, "cannot add usage to the session store; retried shortly");
+            return false;
+        }
+        unmetered.pop_front();
+    }
+    true
+}
+
+/// The most usage additions kept for a store that fails (about a megabyte).
+const UNMETERED_CAP: usize = 10_000;
 
 /// Gives a lookup's answer to the gateway, or, when the store failed (`failed` says what could
 /// not be done), a [`StoreAnswer::LookupFailed`]; `false` once the gateway is gone.

@@ -6,17 +6,21 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use ccwire_core::gateway::usage::{Tally, UsageRow, Window};
 use ccwire_core::gateway::{ConversationKey, ConversationRecord};
 use futures::future::BoxFuture;
 
 use super::{component, open_private, private_dir, write_atomically, ConversationStore, Swept};
 
+mod usage;
+
 /// The embedded session store: one directory per conversation under
 /// `<root>/<tenant>/<conversation>/` (`transcript.jsonl`, appended; `record.json`, replaced
 /// atomically), `<root>/<tenant>/index/<hash>` naming the conversation a history continues,
 /// `<root>/<tenant>/responses/<id>.json` the responses stored for `previous_response_id`,
-/// `<root>/<tenant>/managed/<kind>.<id>.json` the Managed Agents API's resources, and
-/// `<root>/pool.json`, the warm pool's settings.
+/// `<root>/<tenant>/managed/<kind>.<id>.json` the Managed Agents API's resources,
+/// `<root>/usage/` what keys used and the rate-limit windows, and `<root>/pool.json`, the warm
+/// pool's settings.
 /// Crash-safe: a record is written to a temporary file, synced, then renamed over the old
 /// one, after the transcript it points at is synced; a transcript's last line cut short by a
 /// crash is dropped when it is read. Private to its owner (mode 0700 directories, 0600
@@ -29,6 +33,8 @@ pub struct DirStore {
     usage: Arc<Mutex<HashMap<String, u64>>>,
     /// Where the sweep is.
     sweeping: Arc<Mutex<Sweeping>>,
+    /// The usage files.
+    usage_files: Arc<usage::UsageFiles>,
 }
 
 /// The sweep's place: what it has still to look at in its current pass.
@@ -61,8 +67,10 @@ impl DirStore {
     /// A store in `root` (made when first written to) that forgets conversations left alone
     /// for `ttl`.
     pub fn new(root: impl Into<PathBuf>, ttl: Duration) -> DirStore {
+        let root = root.into();
         DirStore {
-            root: root.into(),
+            usage_files: Arc::new(usage::UsageFiles::new(&root)),
+            root,
             ttl,
             usage: Arc::default(),
             sweeping: Arc::default(),
@@ -529,6 +537,43 @@ impl ConversationStore for DirStore {
             }
             Ok(out)
         }))
+    }
+
+    fn add_usage<'a>(
+        &'a self,
+        day: &'a str,
+        tenant: &'a str,
+        model: &'a str,
+        tally: Tally,
+    ) -> BoxFuture<'a, io::Result<()>> {
+        let (files, day, tenant, model) = (
+            self.usage_files.clone(),
+            day.to_owned(),
+            tenant.to_owned(),
+            model.to_owned(),
+        );
+        Box::pin(blocking(move || files.add(&day, &tenant, &model, tally)))
+    }
+
+    fn read_usage<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+        tenant: Option<&'a str>,
+    ) -> BoxFuture<'a, io::Result<Vec<UsageRow>>> {
+        let (files, from, to) = (self.usage_files.clone(), from.to_owned(), to.to_owned());
+        let tenant = tenant.map(str::to_owned);
+        Box::pin(blocking(move || files.rows(&from, &to, tenant.as_deref())))
+    }
+
+    fn keep_window<'a>(&'a self, window: &'a Window) -> BoxFuture<'a, io::Result<()>> {
+        let (files, window) = (self.usage_files.clone(), window.clone());
+        Box::pin(blocking(move || files.keep_window(&window)))
+    }
+
+    fn windows(&self) -> BoxFuture<'_, io::Result<Vec<Window>>> {
+        let files = self.usage_files.clone();
+        Box::pin(blocking(move || files.windows()))
     }
 
     fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>> {

@@ -6,12 +6,15 @@ use std::io;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
+use ccwire_core::gateway::usage::{Tally, UsageRow, Window};
 use ccwire_core::gateway::{ConversationKey, ConversationRecord};
 use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, Script};
 
 use super::{component, ConversationStore, Superseded, Swept};
+
+mod usage;
 
 /// The session store in a Redis server (`redis://`, `rediss://` for TLS, `redis+unix://`;
 /// user, password and database as the URL gives them), shared by every gateway that names it.
@@ -32,6 +35,8 @@ use super::{component, ConversationStore, Superseded, Swept};
 /// | `ccwire:{T}:u:at` | sorted set | its transcripts by when each was last appended to (the usage's expiry) |
 /// | `ccwire:tenants` | set | every tenant with a conversation kept (the admin's list) |
 /// | `ccwire:pool` | string | the warm pool's settings |
+/// | `ccwire:use:<day>` | hash | what each key used that day, by model (kept 400 days) |
+/// | `ccwire:windows` | hash | the rate-limit windows the CLIs reported, the latest of each |
 ///
 /// Every key but the pool's and the tenants' expires after the store's time-to-live, renewed on each write
 /// of its conversation, so Redis forgets old conversations itself. A record and its index
@@ -657,6 +662,33 @@ impl ConversationStore for RedisStore {
                 })
                 .collect())
         })
+    }
+
+    fn add_usage<'a>(
+        &'a self,
+        day: &'a str,
+        tenant: &'a str,
+        model: &'a str,
+        tally: Tally,
+    ) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(self.add_usage_async(day, tenant, model, tally))
+    }
+
+    fn read_usage<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+        tenant: Option<&'a str>,
+    ) -> BoxFuture<'a, io::Result<Vec<UsageRow>>> {
+        Box::pin(self.read_usage_async(from, to, tenant))
+    }
+
+    fn keep_window<'a>(&'a self, window: &'a Window) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(self.keep_window_async(window))
+    }
+
+    fn windows(&self) -> BoxFuture<'_, io::Result<Vec<Window>>> {
+        Box::pin(self.windows_async())
     }
 
     fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>> {

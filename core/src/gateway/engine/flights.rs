@@ -8,6 +8,7 @@ impl Gateway {
         if let Chunk::TranscriptMirror { file_path, entries } = chunk {
             return self.on_mirror(session, &file_path, entries);
         }
+        self.meter_chunk(session, &chunk);
         if let (Chunk::SessionInit { model, .. }, Some(live)) =
             (&chunk, self.lives.get_mut(&session))
         {
@@ -215,6 +216,8 @@ impl Gateway {
                     ("cache-control".to_owned(), "no-cache".to_owned()),
                 ];
                 headers.extend(flight.headers.iter().cloned());
+                let wall = self.config.unix_epoch_ms.saturating_add(now);
+                headers.extend(self.metering.headers(wall));
                 self.outputs.push_back(GatewayOutput::Respond {
                     request,
                     status: 200,
@@ -323,6 +326,7 @@ impl Gateway {
             (Some(body), _) => {
                 let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
                 headers.extend(std::mem::take(&mut flight.headers));
+                headers.extend(self.metering.headers(self.wall_ms()));
                 self.respond_whole(request, 200, headers, body.to_string().into_bytes());
             }
             (None, Some(Outcome::Failed(error))) => {
@@ -338,7 +342,9 @@ impl Gateway {
                     let wall = self.config.unix_epoch_ms.saturating_add(now);
                     error = error.retry_after(resets.saturating_sub(wall).div_ceil(1000).max(1));
                 }
-                self.respond_error(request, flight.api, &flight.headers, &error);
+                let mut headers = std::mem::take(&mut flight.headers);
+                headers.extend(self.metering.headers(self.wall_ms()));
+                self.respond_error(request, flight.api, &headers, &error);
             }
             (None, _) => {
                 let error = ApiError::new(ApiErrorKind::Api, "the response ended without a body");

@@ -508,6 +508,7 @@ impl Gateway {
                 }
             }
             Route::Metrics => self.handle_metrics(request, head),
+            Route::Usage => self.handle_usage(request, head),
             Route::Health => self.handle_health(request, head),
             Route::Drain => self.admin_drain(now, request, head),
             Route::Console(route) => self.handle_console(request, route, head),

@@ -13,10 +13,12 @@ mod flights;
 mod http;
 mod keeping;
 mod managed;
+mod metering;
 mod pool;
 mod prepared;
 mod requests;
 mod routes;
+mod seam;
 mod store;
 mod types;
 mod views;
@@ -29,10 +31,10 @@ pub use http::{
 };
 use prepared::prepare_request;
 pub use prepared::PreparedRequest;
+pub use seam::{StoreAnswer, StoreAsk};
 pub use types::{
     fair_share, tenant_id, CliSpec, ConversationKey, ConversationRecord, GatewayConfig,
-    GatewayOutput, GatewayTimeout, RecordState, ResumeSpec, RouteKey, StoreAnswer, StoreAsk,
-    TenantDirs,
+    GatewayOutput, GatewayTimeout, RecordState, ResumeSpec, RouteKey, TenantDirs,
 };
 
 use approvals::Approval;
@@ -97,6 +99,8 @@ struct Live {
     cwd: Option<String>,
     /// Its first turn, watched for the context it records (a conversation it started).
     first_turn: Option<context::FirstTurn>,
+    /// What its turns used, from its results.
+    meter: crate::gateway::usage::TurnMeter,
 }
 
 #[derive(Debug)]
@@ -326,9 +330,8 @@ pub struct Gateway {
     next_conversation: u64,
     /// Responses whose end waits for the session store to keep their turn.
     keeping: BTreeMap<RequestId, keeping::Keeping>,
-    /// The bytes each tenant's transcripts take in the session store, as it last said
-    /// ([`StoreAnswer::Usage`]), and when it was last asked, by tenant id.
-    store_usage: BTreeMap<String, (u64, Timestamp)>,
+    /// What keys used, the rate-limit windows, the store's byte counts.
+    metering: metering::Metering,
     /// The context its CLIs record after a conversation's first message, by tenant and
     /// model, with when it was learned ([`context`]).
     contexts: context::Contexts,
@@ -399,7 +402,7 @@ impl Gateway {
             fetching: BTreeMap::new(),
             next_conversation: 0,
             keeping: BTreeMap::new(),
-            store_usage: BTreeMap::new(),
+            metering: metering::Metering::new(),
             contexts: BTreeMap::new(),
         })
     }
@@ -514,6 +517,7 @@ impl Gateway {
         self.now = now;
         if self.watchers.remove(&request).is_some()
             || self.console_waiting.remove(&request).is_some()
+            || self.metering.waiting.remove(&request).is_some()
             || self.front.counting.remove(&request).is_some()
         {
             return;

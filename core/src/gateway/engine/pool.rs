@@ -248,6 +248,7 @@ impl Gateway {
             ));
         }
         let transcript = resume.as_ref().map(|r| r.path.clone());
+        let resumed = resume.is_some();
         let cwd = spec.cwd.clone();
         // A conversation it starts records its context, with a store (mirrored) to learn from.
         let first_turn = (resume.is_none() && self.config.store)
@@ -293,6 +294,7 @@ impl Gateway {
                 watched: super::console::Watched::new(now),
                 cwd,
                 first_turn,
+                meter: crate::gateway::usage::TurnMeter::new(resumed),
             },
         );
     }

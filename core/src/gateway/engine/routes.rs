@@ -21,6 +21,8 @@ pub(super) enum Route<'a> {
     ApprovalEvents,
     /// `/v1/approvals/{id}`: an answer to one.
     Approval(&'a str),
+    /// `/v1/usage`: a key's usage and the rate-limit windows.
+    Usage,
     /// `/metrics`.
     Metrics,
     /// `/health`.
@@ -44,6 +46,7 @@ impl<'a> Route<'a> {
             "/v1/models" => Route::Models,
             "/v1/approvals" => Route::Approvals,
             "/v1/approvals/events" => Route::ApprovalEvents,
+            "/v1/usage" => Route::Usage,
             "/metrics" => Route::Metrics,
             "/health" => Route::Health,
             "/admin/drain" => Route::Drain,
@@ -67,6 +70,7 @@ impl<'a> Route<'a> {
             Route::Models
             | Route::Approvals
             | Route::ApprovalEvents
+            | Route::Usage
             | Route::Metrics
             | Route::Health
             | Route::Console(_) => &["GET"],
@@ -83,7 +87,7 @@ impl<'a> Route<'a> {
         }
     }
 
-    /// Whether the caller needs a tenant's API key. `/metrics`, the approvals, the console's
+    /// Whether the caller needs a tenant's API key. `/metrics`, `/v1/usage`, the approvals, the console's
     /// views and `/admin/drain` check the key themselves (a tenant's key sees its own, the
     /// admin key all); `/health` gives its status to anyone and details with a key; the
     /// console's page is for anyone.
@@ -91,6 +95,7 @@ impl<'a> Route<'a> {
         !matches!(
             self,
             Route::Metrics
+                | Route::Usage
                 | Route::Health
                 | Route::Drain
                 | Route::Console(_)

@@ -3,9 +3,8 @@
 //! history no live CLI continues by a new CLI that reads the stored transcript.
 
 use super::prepared::{Offer, SessionTurn};
-use super::types::{
-    ConversationKey, ConversationRecord, RecordState, ResumeSpec, StoreAnswer, StoreAsk, TenantDirs,
-};
+use super::seam::{StoreAnswer, StoreAsk};
+use super::types::{ConversationKey, ConversationRecord, RecordState, ResumeSpec, TenantDirs};
 use super::{tenant_id, Gateway, GatewayOutput, PreparedRequest, Queued, RequestId, CLIENT_SERVER};
 use crate::api::{Api, ApiError, ApiErrorKind, ApiRequest};
 use crate::conversation::{Block, Message, Role};
@@ -127,8 +126,9 @@ impl Gateway {
                 self.store_resume_unavailable(now, session);
             }
             StoreAnswer::Superseded { key } => self.store_superseded(now, &key),
+            StoreAnswer::UsageRead { request, read } => self.store_usage_read(now, request, read),
             StoreAnswer::Usage { tenant, bytes } => {
-                self.store_usage.insert(tenant, (bytes, now));
+                self.metering.store_bytes.insert(tenant, (bytes, now));
             }
         }
     }
@@ -142,8 +142,8 @@ impl Gateway {
         let id = tenant_id(tenant);
         // A key this gateway has not heard of yet (since it started): the store is asked,
         // and answers before this turn's own writes.
-        let Some((used, asked)) = self.store_usage.get_mut(&id) else {
-            self.store_usage.insert(id.clone(), (0, self.now));
+        let Some((used, asked)) = self.metering.store_bytes.get_mut(&id) else {
+            self.metering.store_bytes.insert(id.clone(), (0, self.now));
             (self.outputs).push_back(GatewayOutput::Store(StoreAsk::Usage { tenant: id }));
             return None;
         };

@@ -52,6 +52,7 @@ impl Gateway {
             || self.is_finding(request)
             || self.watchers.contains_key(&request)
             || self.console_waiting.contains_key(&request)
+            || self.metering.is_waiting(request)
             || self.managed.is_loading(request)
     }
 
@@ -135,6 +136,8 @@ impl Gateway {
             stored: self.registry.stored_count(),
             approvals: self.approvals.len(),
         });
+        let mut text = text;
+        self.metering.write_metrics(&mut text);
         self.labelled(text)
     }
 
