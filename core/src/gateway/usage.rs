@@ -4,7 +4,7 @@
 //!
 //! The gateway meters each CLI turn from its `result`: the CLI's `modelUsage` and
 //! `total_cost_usd` are the process's cumulative figures, so a turn's use is the difference
-//! from the CLI's previous result ([`TurnMeter`]). A resumed CLI may start from the figures
+//! from the CLI's previous result. A resumed CLI may start from the figures
 //! of the process before it (the CLI restores them), which the gateway cannot know: its first
 //! turn is metered from that turn's own `usage`, priced with [`price`]. A session store
 //! keeps the sums (a cluster adds into the same rows), and `GET /v1/usage` reads them.

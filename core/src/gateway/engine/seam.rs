@@ -7,7 +7,7 @@ use super::{ConversationKey, ConversationRecord, RequestId};
 use crate::gateway::registry::SessionId;
 use crate::gateway::usage::{Tally, UsageRow, Window};
 
-/// What the gateway asks of the session store ([`GatewayOutput::Store`]). The writes
+/// What the gateway asks of the session store ([`GatewayOutput::Store`](super::GatewayOutput::Store)). The writes
 /// (`Append`, `Save`, `Response`, `Managed`, `Pool`) have no answer but their failure
 /// ([`StoreAnswer::WriteFailed`]); each lookup names the [`StoreAnswer`] that answers it (or
 /// [`StoreAnswer::LookupFailed`]).
@@ -90,7 +90,7 @@ pub enum StoreAsk {
     },
     /// List the stored conversations of `tenant` (its id; `None`: every tenant's), those saved
     /// most recently first, at most `limit`, and answer with [`StoreAnswer::Listed`] (with
-    /// [`GatewayConfig::console`]): the console lists the conversations no CLI runs.
+    /// [`GatewayConfig::console`](super::GatewayConfig::console)): the console lists the conversations no CLI runs.
     List {
         /// The request waiting for them.
         request: RequestId,
@@ -100,7 +100,7 @@ pub enum StoreAsk {
         limit: usize,
     },
     /// Read the stored transcript of conversation `key` and answer with
-    /// [`StoreAnswer::TranscriptLoaded`] (with [`GatewayConfig::console`]): the console shows
+    /// [`StoreAnswer::TranscriptLoaded`] (with [`GatewayConfig::console`](super::GatewayConfig::console)): the console shows
     /// a conversation no CLI runs.
     Load {
         /// The request waiting for it.
@@ -109,7 +109,7 @@ pub enum StoreAsk {
         key: ConversationKey,
     },
     /// Say how many bytes `tenant`'s transcripts take now, with [`StoreAnswer::Usage`]: a
-    /// tenant refused for [`GatewayConfig::store_quota`] may have had old conversations
+    /// tenant refused for [`GatewayConfig::store_quota`](super::GatewayConfig::store_quota) may have had old conversations
     /// expire since the store last said.
     Usage {
         /// The tenant's id.
@@ -250,7 +250,7 @@ pub enum StoreAnswer {
         read: Option<(Vec<UsageRow>, Vec<Window>)>,
     },
     /// How many bytes the store keeps of a tenant's conversation transcripts, after a write
-    /// of them or when asked ([`StoreAsk::Usage`]): what [`GatewayConfig::store_quota`] is
+    /// of them or when asked ([`StoreAsk::Usage`]): what [`GatewayConfig::store_quota`](super::GatewayConfig::store_quota) is
     /// checked against.
     Usage {
         /// The tenant's id ([`ConversationKey::tenant`]).
