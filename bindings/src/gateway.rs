@@ -35,6 +35,8 @@ fn gateway(options: &str, http: &str) -> Result<Gateway, JsError> {
     config.http = HttpConfig {
         api_keys: o.api_keys,
         admin_key: o.admin_key,
+        // The package's gateway keeps no session store to keep keys in.
+        managed_keys: false,
         allow_origins: o.allow_origins,
         allow_hosts: o.allow_hosts,
         max_body: o.max_body.unwrap_or(defaults.max_body),

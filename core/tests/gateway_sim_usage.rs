@@ -10,8 +10,16 @@ use sim::*;
 const EPOCH_MS: u64 = 1_795_910_300_000;
 
 fn gateway(store: bool) -> Sim {
+    with_quotas(store, &[])
+}
+
+/// A gateway whose keys alice and bob have these quotas (by key).
+fn with_quotas(store: bool, quotas: &[(&str, &str)]) -> Sim {
     let config = GatewayConfig {
         store,
+        quotas: (quotas.iter())
+            .map(|(key, spec)| (tenant_id(key), spec.parse().unwrap()))
+            .collect(),
         unix_epoch_ms: EPOCH_MS,
         http: ccwire_core::gateway::HttpConfig {
             api_keys: vec!["alice".into(), "bob".into()],
@@ -267,4 +275,124 @@ fn with_a_store_usage_and_windows_are_kept_there_and_read_back_after_a_restart()
     let (status, body) = get(&mut sim, "alice", "/v1/usage");
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("retry"), "{body}");
+}
+
+fn hello(sim: &mut Sim, key: &str, text: &str) -> RequestId {
+    let body = anthropic(json!([{"role": "user", "content": text}]), false);
+    sim.send(Api::Anthropic, key, body)
+}
+
+#[test]
+fn a_key_over_its_daily_token_quota_gets_a_429_until_the_day_ends_and_others_go_on() {
+    // Each of the fake CLI's turns is 17 tokens.
+    let mut sim = with_quotas(false, &[("alice", "tokens/day=30")]);
+    for text in ["One", "Two"] {
+        let id = hello(&mut sim, "alice", text);
+        assert_eq!(sim.response(id).status, 200);
+    }
+    let clis = sim.specs.len();
+    let refused = hello(&mut sim, "alice", "Three");
+    let response = sim.response(refused);
+    assert_eq!(response.status, 429, "{}", response.text());
+    let body = response.json();
+    assert_eq!(body["error"]["type"], "rate_limit_error");
+    assert_eq!(
+        body["error"]["message"],
+        "this key has used 34 tokens of its quota of 30 tokens per day; it resets at \
+         2026-11-29T00:00:00Z"
+    );
+    // It says when, and that retrying before then is vain.
+    assert_eq!(response.header("retry-after"), Some("99"));
+    assert_eq!(response.header("x-should-retry"), Some("false"));
+    assert_eq!(response.header("x-ccwire-quota"), Some("tokens/day=30"));
+    assert_eq!(sim.specs.len(), clis, "no CLI started");
+    let other = hello(&mut sim, "bob", "Hi");
+    assert_eq!(sim.response(other).status, 200);
+    // A new day, a new allowance.
+    sim.advance(100_000);
+    let next_day = hello(&mut sim, "alice", "Four");
+    assert_eq!(sim.response(next_day).status, 200);
+}
+
+#[test]
+fn a_cost_quota_counts_what_other_gateways_added_to_the_store() {
+    let mut sim = with_quotas(true, &[("alice", "cost/month=0.0008")]);
+    // Another gateway of the cluster has metered alice's turns this month.
+    let store = sim.store.as_mut().unwrap();
+    let row = (
+        "2026-11-03".to_owned(),
+        tenant_id("alice"),
+        "claude-opus-4-5".to_owned(),
+    );
+    let spent = Tally {
+        turns: 3,
+        cost_nano_usd: 400_000,
+        ..Tally::default()
+    };
+    store.metered.insert(row.clone(), spent);
+    // The first turn waits for the store's figures: under the limit, it goes on.
+    let first = hello(&mut sim, "alice", "One");
+    assert_eq!(sim.response(first).status, 200);
+    // The other gateway goes on spending; this one sees it once it reads again (10 s).
+    sim.store
+        .as_mut()
+        .unwrap()
+        .metered
+        .get_mut(&row)
+        .unwrap()
+        .cost_nano_usd = 600_000;
+    let before = hello(&mut sim, "alice", "Two");
+    assert_eq!(
+        sim.response(before).status,
+        200,
+        "within 10 s of the last read"
+    );
+    sim.advance(10_000);
+    let asks = hello(&mut sim, "alice", "Three");
+    assert_eq!(
+        sim.response(asks).status,
+        200,
+        "read again: its answer counts from now"
+    );
+    let refused = hello(&mut sim, "alice", "Four");
+    let response = sim.response(refused);
+    assert_eq!(response.status, 429, "{}", response.text());
+    let message = response.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("used $0.0009 of its quota of $0.0008 per month; it resets at 2026-12-01"),
+        "{message}"
+    );
+    let bob = hello(&mut sim, "bob", "Hi");
+    assert_eq!(sim.response(bob).status, 200, "no quota");
+}
+
+#[test]
+fn a_quota_the_store_cannot_read_is_a_503_to_retry() {
+    let mut sim = with_quotas(true, &[("alice", "tokens/week=1000")]);
+    sim.store.as_mut().unwrap().down = Some(true);
+    let refused = hello(&mut sim, "alice", "One");
+    let response = sim.response(refused);
+    assert_eq!(response.status, 503, "{}", response.text());
+    assert!(response.text().contains("quota cannot be checked"));
+    sim.store.as_mut().unwrap().down = None;
+    let again = hello(&mut sim, "alice", "One");
+    assert_eq!(sim.response(again).status, 200);
+}
+
+#[test]
+fn a_key_runs_no_more_conversations_at_once_than_its_quota_allows() {
+    let mut sim = with_quotas(false, &[("alice", "conversations=1")]);
+    let busy = stall(&mut sim, "alice");
+    assert!(!sim.response(busy).ended);
+    let second = hello(&mut sim, "alice", "Another");
+    let response = sim.response(second);
+    assert_eq!(response.status, 429, "{}", response.text());
+    assert!(response.text().contains("its maximum of 1 conversations"));
+    // bob has no such quota.
+    stall(&mut sim, "bob");
+    let and = hello(&mut sim, "bob", "And");
+    assert_eq!(sim.response(and).status, 200);
 }

@@ -1,7 +1,7 @@
 //! Command-line parsing and the subcommands.
 
 use std::io::{self, BufWriter, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use ccwire_core::api::replay::ReplayResponses;
@@ -128,6 +128,19 @@ struct ServeArgs {
     /// with several keys, 1 GiB; 0: no limit).
     #[arg(long, value_name = "BYTES")]
     store_quota: Option<u64>,
+    /// Tenant keys are made over `POST /v1/keys` with the admin key (kept in the session
+    /// store): a key is needed even when no --api-key is given.
+    #[arg(long)]
+    managed_keys: bool,
+    /// A key's quota, `KEY:LIMITS` (repeatable): KEY is the key's id (as `/v1/usage` names
+    /// it), one of the `--api-key` keys, or `*` (every key without its own); LIMITS as in
+    /// `tokens/day=2000000,cost/month=50,conversations=4` (tokens and cost per day, week or
+    /// month; conversations at once).
+    #[arg(long = "quota", value_name = "KEY:LIMITS")]
+    quotas: Vec<String>,
+    /// A file of quotas, one `KEY:LIMITS` a line (`#` starts a comment).
+    #[arg(long, value_name = "PATH")]
+    quota_file: Option<PathBuf>,
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 32 * 1024 * 1024)]
     max_body: usize,
@@ -418,6 +431,13 @@ fn serve(args: ServeArgs) -> ExitCode {
                 .map(str::to_owned),
         );
     }
+    let quotas = match quotas(&args.quotas, args.quota_file.as_deref(), &api_keys) {
+        Ok(quotas) => quotas,
+        Err(why) => {
+            eprintln!("ccwire serve: {why}");
+            return ExitCode::from(2);
+        }
+    };
     let seconds = |s: f64| (s.max(0.0) * 1000.0) as u64;
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     let duration = |s: f64| std::time::Duration::from_millis(seconds(s));
@@ -447,6 +467,7 @@ fn serve(args: ServeArgs) -> ExitCode {
                 Some(bytes) => Some(bytes),
                 None => (api_keys.len() > 1).then_some(DEFAULT_STORE_QUOTA),
             },
+            quotas,
             max_queue: args.max_queue,
             queue_timeout_ms: seconds(args.queue_timeout),
             pool: args.pool,
@@ -458,6 +479,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             http: ccwire_core::gateway::HttpConfig {
                 api_keys,
                 admin_key,
+                managed_keys: args.managed_keys,
                 allow_origins: args.allow_origins,
                 allow_hosts: args.allow_hosts,
                 max_body: args.max_body,
@@ -697,4 +719,53 @@ fn is_bad_input(chunk: &Chunk) -> bool {
             ..
         }
     )
+}
+
+/// The quotas of `--quota` and `--quota-file`, by tenant id (`*` for every key without its
+/// own); a key named by its secret must be one of `api_keys`.
+fn quotas(
+    given: &[String],
+    file: Option<&Path>,
+    api_keys: &[String],
+) -> Result<std::collections::BTreeMap<String, ccwire_core::gateway::quota::Quota>, String> {
+    use ccwire_core::gateway::tenant_id;
+    let mut lines: Vec<(String, String)> = given
+        .iter()
+        .map(|q| ("--quota".to_owned(), q.clone()))
+        .collect();
+    if let Some(file) = file {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("--quota-file {}: {e}", file.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if !line.is_empty() {
+                lines.push((format!("{}:{}", file.display(), n + 1), line.to_owned()));
+            }
+        }
+    }
+    let mut quotas = std::collections::BTreeMap::new();
+    for (whence, line) in lines {
+        let (key, spec) = line
+            .rsplit_once(':')
+            .ok_or_else(|| format!("{whence}: {line:?} is not KEY:LIMITS"))?;
+        let is_id = |k: &str| {
+            k == "local"
+                || (k.len() == 25
+                    && k.starts_with('k')
+                    && k[1..].bytes().all(|b| b.is_ascii_hexdigit()))
+        };
+        let id = if key == "*" || is_id(key) {
+            key.to_owned()
+        } else if api_keys.iter().any(|k| k == key) {
+            tenant_id(key)
+        } else {
+            return Err(format!(
+                "{whence}: the quota's key is neither `*`, a key's id (k and 24 hex digits, as \
+                 /v1/usage names it) nor one of the --api-key keys"
+            ));
+        };
+        let quota = spec.parse().map_err(|e| format!("{whence}: {e}"))?;
+        quotas.insert(id, quota);
+    }
+    Ok(quotas)
 }

@@ -151,6 +151,14 @@ pub trait ConversationStore: Debug + Send + Sync + 'static {
     /// Every rate-limit window kept.
     fn windows(&self) -> BoxFuture<'_, io::Result<Vec<Window>>>;
 
+    /// Keeps a tenant key's record (opaque JSON: its id, the digest of a key made over the
+    /// API, its label and quota; never a key) under its `id`, replacing what was kept there;
+    /// `None` forgets it. Kept until forgotten.
+    fn save_key<'a>(&'a self, id: &'a str, json: Option<String>) -> BoxFuture<'a, io::Result<()>>;
+
+    /// Every key record [`save_key`](Self::save_key) kept.
+    fn load_keys(&self) -> BoxFuture<'_, io::Result<Vec<String>>>;
+
     /// Keeps the warm pool's settings (opaque JSON), replacing those kept before.
     fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>>;
 

@@ -135,3 +135,40 @@ async fn each_key_s_usage_and_the_subscription_s_windows_are_served_and_kept() {
         .collect();
     assert!(kinds.contains(&&json!("five_hour")), "{after}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_over_its_daily_token_quota_gets_a_429_naming_its_reset_and_another_goes_on() {
+    let store = tempfile::tempdir().unwrap();
+    let quota = |o: &mut GatewayOptions| {
+        configure(o, store.path());
+        let alice = ccwire_core::gateway::tenant_id("alice");
+        (o.engine.quotas).insert(alice, "tokens/day=1000".parse().unwrap());
+    };
+    let mut gw = Gw::start_with(script(), quota).await;
+    let turn = |text: &str| anthropic(json!([{"role": "user", "content": text}]));
+    // Under the quota a turn goes on, whatever it takes (1100 tokens).
+    let (status, _, body) = gw.call("/v1/messages", &turn("one"), Some("alice")).await;
+    assert_eq!(status, 200, "{body}");
+    let response = gw.post("/v1/messages", &turn("two"), Some("alice")).await;
+    assert_eq!(response.status(), 429);
+    let headers = response.headers().clone();
+    assert_eq!(headers["x-should-retry"], "false");
+    assert_eq!(headers["x-ccwire-quota"], "tokens/day=1000");
+    let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=86_400).contains(&retry), "{retry}");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "rate_limit_error");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "this key has used 1100 tokens of its quota of 1000 tokens per day; it resets at "
+        ) && message.ends_with("T00:00:00Z"),
+        "{message}"
+    );
+    let (status, _, _) = gw.call("/v1/messages", &turn("hi"), Some("bob")).await;
+    assert_eq!(status, 200);
+    // The quota holds across a restart: the store has what alice used.
+    gw.restart(quota).await;
+    let (status, _, body) = gw.call("/v1/messages", &turn("three"), Some("alice")).await;
+    assert_eq!(status, 429, "{body}");
+}

@@ -681,6 +681,12 @@ impl ConversationStore for LoadsFail {
     fn windows(&self) -> Fut<'_, Vec<ccwire_core::gateway::usage::Window>> {
         self.inner.windows()
     }
+    fn save_key<'a>(&'a self, id: &'a str, json: Option<String>) -> Fut<'a, ()> {
+        self.inner.save_key(id, json)
+    }
+    fn load_keys(&self) -> Fut<'_, Vec<String>> {
+        self.inner.load_keys()
+    }
     fn save_pool(&self, settings: String) -> Fut<'_, ()> {
         self.inner.save_pool(settings)
     }

@@ -337,3 +337,75 @@ async fn several_keys_each_get_a_fair_share_of_the_caps_by_default() {
         "no quota: {output}"
     );
 }
+
+/// Quotas given at start are said in the start-up lines, by key id (never the key); a quota
+/// that does not read, or names no key, stops the gateway before it listens, saying why; so
+/// does `--managed-keys` without an admin key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quotas_and_managed_keys_are_checked_and_said_at_start() {
+    let state = tempfile::tempdir().unwrap();
+    let quota_file = state.path().join("quotas");
+    std::fs::write(&quota_file, "# per key\n*:cost/month=5\n").unwrap();
+    let keys = [
+        ("CCWIRE_API_KEYS", "key-one,key-two"),
+        ("CCWIRE_ADMIN_KEY", ADMIN_KEY),
+    ];
+    let quota_file = quota_file.to_str().unwrap().to_owned();
+    let args = [
+        "--quota",
+        "key-one:tokens/day=100,conversations=2",
+        "--quota-file",
+        &quota_file,
+    ];
+    let serve = Serve::start(&state, &args, &keys).await;
+    assert_eq!(serve.drain(ADMIN_KEY).await, 202);
+    let output = serve.exited().await;
+    let one = ccwire_core::gateway::tenant_id("key-one");
+    let line = format!("quota of {one}: tokens/day=100,conversations=2");
+    assert!(output.contains(&line), "{output}");
+    assert!(output.contains("quota of *: cost/month=5"), "{output}");
+    assert!(
+        !output.contains("key-one:"),
+        "the key is not said: {output}"
+    );
+
+    let exits = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ccwire"));
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("CCWIRE_") {
+                command.env_remove(name);
+            }
+        }
+        let output = command
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0", "--sandbox", "off", "--state-dir"])
+            .arg(state.path().join("state"))
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status.code(), text)
+    };
+    for (args, expected) in [
+        (
+            ["--quota", "key-one:tokens/year=1"],
+            "is not day, week or month",
+        ),
+        (
+            ["--quota", "nobody:tokens/day=1"],
+            "nor one of the --api-key keys",
+        ),
+        (["--quota", "tokens/day=1"], "is not KEY:LIMITS"),
+    ] {
+        let (code, output) = exits(&args, &keys[..1]);
+        assert_eq!(code, Some(2), "{args:?}: {output}");
+        assert!(output.contains(expected), "{args:?}: {output}");
+    }
+    let (code, output) = exits(&["--managed-keys"], &[]);
+    assert_eq!(code, Some(2), "{output}");
+    assert!(
+        output.contains("--managed-keys needs an admin key"),
+        "{output}"
+    );
+}

@@ -366,3 +366,28 @@ async fn usage_from_two_gateways_sums_and_the_latest_window_wins() {
     other.keep_window(&window(0.8, 1_000)).await.unwrap();
     assert_eq!(other.windows().await.unwrap(), [window(0.9, 2_000)]);
 }
+
+/// A key's record one gateway keeps another reads; forgotten, it is gone for both.
+#[tokio::test]
+async fn key_records_are_shared_and_forgotten() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let connect = || RedisStore::connect(&url, Duration::from_secs(1));
+    let (one, other) = (connect().await.unwrap(), connect().await.unwrap());
+    one.save_key("ka", Some("{\"id\":\"ka\"}".into()))
+        .await
+        .unwrap();
+    one.save_key("kb", Some("{\"id\":\"kb\"}".into()))
+        .await
+        .unwrap();
+    one.save_key("ka", Some("{\"id\":\"ka\",\"label\":\"x\"}".into()))
+        .await
+        .unwrap();
+    // Kept past the store's time-to-live: keys do not expire.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let mut kept = other.load_keys().await.unwrap();
+    kept.sort();
+    assert_eq!(kept, ["{\"id\":\"ka\",\"label\":\"x\"}", "{\"id\":\"kb\"}"]);
+    other.save_key("kb", None).await.unwrap();
+    assert_eq!(one.load_keys().await.unwrap().len(), 1);
+}

@@ -271,9 +271,13 @@ impl BrowserPolicy {
 /// responses are scoped by it.
 #[derive(Clone, Default)]
 pub struct ApiKeys {
-    /// Each key with its SHA-256 digest; a key is found by comparing digests in constant time,
-    /// so the time an answer takes says nothing about how much of a key was right.
+    /// Each tenant with the SHA-256 digest of its key; a key is found by comparing digests in
+    /// constant time, so the time an answer takes says nothing about how much of a key was
+    /// right. A key given at start is its own tenant; a key known by its digest alone
+    /// ([`insert_digest`](Self::insert_digest)) has a tenant made of the digest.
     keys: Vec<(String, [u8; 32])>,
+    /// Whether a key is needed even with none known (keys are made at run time).
+    required: bool,
 }
 
 impl std::fmt::Debug for ApiKeys {
@@ -287,12 +291,32 @@ impl ApiKeys {
     pub fn new(keys: &[String]) -> ApiKeys {
         ApiKeys {
             keys: keys.iter().map(|k| (k.clone(), digest(k))).collect(),
+            required: !keys.is_empty(),
         }
+    }
+
+    /// Needs a key from now on, even while none is known.
+    pub fn require(&mut self) {
+        self.required = true;
     }
 
     /// Whether no key is needed.
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        !self.required
+    }
+
+    /// Accepts the key whose SHA-256 digest is `sha256` (a key made at run time, whose
+    /// secret the gateway does not keep): its tenant is [`digest_tenant`]`(sha256)`.
+    pub fn insert_digest(&mut self, sha256: [u8; 32]) {
+        let tenant = digest_tenant(&sha256);
+        if !self.keys.iter().any(|(t, _)| *t == tenant) {
+            self.keys.push((tenant, sha256));
+        }
+    }
+
+    /// No longer accepts the key of `tenant`.
+    pub fn remove(&mut self, tenant: &str) {
+        self.keys.retain(|(t, _)| t != tenant);
     }
 
     /// The caller's tenant from its `x-api-key` or `Authorization: Bearer` header (`""` when
@@ -305,7 +329,7 @@ impl ApiKeys {
         x_api_key: Option<&str>,
         authorization: Option<&str>,
     ) -> Result<String, ApiError> {
-        if self.keys.is_empty() {
+        if !self.required {
             return Ok(String::new());
         }
         let given = x_api_key
@@ -331,9 +355,16 @@ impl ApiKeys {
     }
 }
 
-fn digest(key: &str) -> [u8; 32] {
+/// The SHA-256 digest of a key.
+pub fn digest(key: &str) -> [u8; 32] {
     use sha2::Digest;
     sha2::Sha256::digest(key.as_bytes()).into()
+}
+
+/// The tenant of a key known by its digest alone: the digest in hex behind a NUL, which no
+/// key given in a header can hold (so no such key is the same tenant).
+pub fn digest_tenant(sha256: &[u8; 32]) -> String {
+    format!("\u{0}sha256:{}", crate::conversation::hex(sha256))
 }
 
 /// The API whose error shape a path's errors take: `/v1/chat/*` and `/v1/responses*` are

@@ -31,6 +31,7 @@
 mod draft07;
 mod engine;
 mod metrics;
+pub mod quota;
 mod registry;
 mod translate;
 pub mod usage;

@@ -135,6 +135,8 @@ pub struct SimStore {
     pub metered: BTreeMap<(String, String, String), Tally>,
     /// The rate-limit windows kept.
     pub windows: Vec<Window>,
+    /// The tenant keys' records, by id.
+    pub keys: BTreeMap<String, String>,
 }
 
 impl Sim {
@@ -432,6 +434,23 @@ impl Sim {
                         let row = store.metered.entry((day, tenant, model)).or_default();
                         row.add(&tally);
                     }
+                    GatewayOutput::Store(StoreAsk::KeepKey { request, id, json }) => {
+                        let store = self.store.as_mut().expect("a store");
+                        let kept = store.down.is_none();
+                        if kept {
+                            match json {
+                                Some(json) => store.keys.insert(id, json),
+                                None => store.keys.remove(&id),
+                            };
+                        }
+                        if let Some(request) = request {
+                            let answer = match kept {
+                                true => StoreAnswer::Kept { request },
+                                false => StoreAnswer::NotKept { request },
+                            };
+                            self.gateway.handle_store(self.now, answer);
+                        }
+                    }
                     GatewayOutput::Store(StoreAsk::KeepWindow { window }) => {
                         let store = self.store.as_mut().expect("a store");
                         let same =
@@ -459,8 +478,12 @@ impl Sim {
                             })
                             .collect();
                         let read = store.down.is_none().then(|| (rows, store.windows.clone()));
-                        (self.gateway)
-                            .handle_store(self.now, StoreAnswer::UsageRead { request, read });
+                        let answer = StoreAnswer::UsageRead {
+                            request,
+                            tenant,
+                            read,
+                        };
+                        self.gateway.handle_store(self.now, answer);
                     }
                     other => panic!("an output the harness does not know: {other:?}"),
                 }

@@ -561,6 +561,16 @@ impl Server {
                     Err(error) => tracing::warn!(%error, "cannot read the warm pool's settings"),
                 }
             }
+            // Keys made over /v1/keys work from the first request (the worker reads them again
+            // now and then).
+            if app.input(|gateway, _| gateway.manages_keys()) {
+                match store.load_keys().await {
+                    Ok(keys) => app.input(|gateway, now| gateway.handle_keys_loaded(now, &keys)),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot read the keys from the session store")
+                    }
+                }
+            }
             let cluster = app.options.cluster.clone();
             let task = tokio::spawn(store_worker(
                 Arc::downgrade(&app),
@@ -724,6 +734,14 @@ pub async fn serve(addr: SocketAddr, options: GatewayOptions) -> Result<(), Serv
         eprintln!(
             "ccwire serve: the session store keeps at most {quota} bytes of each key's \
              conversations (--store-quota)"
+        );
+    }
+    for (key, quota) in &engine.quotas {
+        eprintln!("ccwire serve: quota of {key}: {quota}");
+    }
+    if server.app.input(|gateway, _| gateway.manages_keys()) {
+        eprintln!(
+            "ccwire serve: keys are made, capped and revoked over /v1/keys with the admin key"
         );
     }
     if let Some(dir) = &server.app.options.state_dir {

@@ -305,6 +305,13 @@ pub(super) async fn store_worker(
     // The sweep of old conversations runs beside the worker, never holding up its writes.
     let sweeping = tokio::spawn(sweeper(store.clone()));
     let _stop_sweeping = AbortOnDrop(sweeping);
+    // Keys made over /v1/keys, by this gateway or another on the store: read at start and
+    // every few seconds.
+    let mut keys = tokio::time::interval(KEYS_EVERY);
+    keys.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let manages_keys = app
+        .upgrade()
+        .is_some_and(|app| app.input(|g, _| g.manages_keys()));
     let mut retry = tokio::time::interval(Duration::from_secs(2));
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut backlog = Backlog::default();
@@ -343,6 +350,18 @@ pub(super) async fn store_worker(
                     return;
                 }
             },
+            _ = keys.tick(), if manages_keys => {
+                match calls.call(store.load_keys()).await {
+                    Ok(records) => {
+                        let Some(app) = app.upgrade() else {
+                            return;
+                        };
+                        app.input(|gateway, now| gateway.handle_keys_loaded(now, &records));
+                    }
+                    Err(error) => tracing::warn!(%error, "cannot read the keys from the session store"),
+                }
+                continue;
+            }
             _ = retry.tick(), if !backlog.is_empty() || !routes.is_empty() || !unmetered.is_empty() => {
                 if !unmetered.is_empty() && add_usage(store.as_ref(), &calls, &mut unmetered).await {
                     tracing::info!("the session store has the usage it could not take before");
@@ -594,6 +613,20 @@ pub(super) async fn store_worker(
                     write_failed(&app);
                 }
             }
+            StoreOp::Ask(StoreAsk::KeepKey { request, id, json }) => {
+                let kept = calls.call(store.save_key(&id, json)).await;
+                if let Err(error) = &kept {
+                    tracing::warn!(%error, key = %id, "cannot keep a key's record");
+                    write_failed(&app);
+                }
+                if let (Some(request), Some(app)) = (request, app.upgrade()) {
+                    let answer = match kept {
+                        Ok(()) => StoreAnswer::Kept { request },
+                        Err(_) => StoreAnswer::NotKept { request },
+                    };
+                    app.input(|gateway, now| gateway.handle_store(now, answer));
+                }
+            }
             StoreOp::Ask(StoreAsk::KeepWindow { window }) => {
                 if let Err(error) = calls.call(store.keep_window(&window)).await {
                     tracing::warn!(%error, "cannot keep a rate-limit window");
@@ -623,7 +656,12 @@ pub(super) async fn store_worker(
                     return;
                 };
                 app.input(|gateway, now| {
-                    gateway.handle_store(now, StoreAnswer::UsageRead { request, read })
+                    let answer = StoreAnswer::UsageRead {
+                        request,
+                        tenant,
+                        read,
+                    };
+                    gateway.handle_store(now, answer)
                 });
             }
             StoreOp::Ask(ask) => {
@@ -665,6 +703,10 @@ async fn add_usage(
     }
     true
 }
+
+/// How often the keys made over `/v1/keys` are read from the store: how long a key another
+/// gateway made or revoked takes to work or stop working here.
+const KEYS_EVERY: Duration = Duration::from_secs(5);
 
 /// The most usage additions kept for a store that fails (about a megabyte).
 const UNMETERED_CAP: usize = 10_000;

@@ -12,15 +12,18 @@ use futures::future::BoxFuture;
 
 use super::{component, open_private, private_dir, write_atomically, ConversationStore, Swept};
 
+mod keys;
 mod usage;
+
+use keys::{read_json_files, save_or_remove};
 
 /// The embedded session store: one directory per conversation under
 /// `<root>/<tenant>/<conversation>/` (`transcript.jsonl`, appended; `record.json`, replaced
 /// atomically), `<root>/<tenant>/index/<hash>` naming the conversation a history continues,
 /// `<root>/<tenant>/responses/<id>.json` the responses stored for `previous_response_id`,
 /// `<root>/<tenant>/managed/<kind>.<id>.json` the Managed Agents API's resources,
-/// `<root>/usage/` what keys used and the rate-limit windows, and `<root>/pool.json`, the warm
-/// pool's settings.
+/// `<root>/usage/` what keys used and the rate-limit windows, `<root>/keys/` the tenant keys
+/// made over `/v1/keys`, and `<root>/pool.json`, the warm pool's settings.
 /// Crash-safe: a record is written to a temporary file, synced, then renamed over the old
 /// one, after the transcript it points at is synced; a transcript's last line cut short by a
 /// crash is dropped when it is read. Private to its owner (mode 0700 directories, 0600
@@ -494,21 +497,7 @@ impl ConversationStore for DirStore {
                     .join(format!("{}.{}.json", component(kind)?, component(id)?)),
             )
         })();
-        Box::pin(blocking(move || {
-            let file = file?;
-            match json {
-                Some(json) => {
-                    if let Some(dir) = file.parent() {
-                        private_dir(dir)?;
-                    }
-                    write_atomically(&file, json.as_bytes())
-                }
-                None => match std::fs::remove_file(&file) {
-                    Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-                    _ => Ok(()),
-                },
-            }
-        }))
+        Box::pin(blocking(move || save_or_remove(&file?, json)))
     }
 
     fn load_managed<'a>(
@@ -574,6 +563,16 @@ impl ConversationStore for DirStore {
     fn windows(&self) -> BoxFuture<'_, io::Result<Vec<Window>>> {
         let files = self.usage_files.clone();
         Box::pin(blocking(move || files.windows()))
+    }
+
+    fn save_key<'a>(&'a self, id: &'a str, json: Option<String>) -> BoxFuture<'a, io::Result<()>> {
+        let file = component(id).map(|id| self.root.join("keys").join(format!("{id}.json")));
+        Box::pin(blocking(move || save_or_remove(&file?, json)))
+    }
+
+    fn load_keys(&self) -> BoxFuture<'_, io::Result<Vec<String>>> {
+        let dir = self.root.join("keys");
+        Box::pin(blocking(move || read_json_files(&dir)))
     }
 
     fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>> {

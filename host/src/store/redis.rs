@@ -37,6 +37,7 @@ mod usage;
 /// | `ccwire:pool` | string | the warm pool's settings |
 /// | `ccwire:use:<day>` | hash | what each key used that day, by model (kept 400 days) |
 /// | `ccwire:windows` | hash | the rate-limit windows the CLIs reported, the latest of each |
+/// | `ccwire:keys` | hash | the tenant keys made over `/v1/keys` (digests, never keys), labels and quotas, by key id (no expiry) |
 ///
 /// Every key but the pool's and the tenants' expires after the store's time-to-live, renewed on each write
 /// of its conversation, so Redis forgets old conversations itself. A record and its index
@@ -689,6 +690,14 @@ impl ConversationStore for RedisStore {
 
     fn windows(&self) -> BoxFuture<'_, io::Result<Vec<Window>>> {
         Box::pin(self.windows_async())
+    }
+
+    fn save_key<'a>(&'a self, id: &'a str, json: Option<String>) -> BoxFuture<'a, io::Result<()>> {
+        Box::pin(self.save_key_async(id, json))
+    }
+
+    fn load_keys(&self) -> BoxFuture<'_, io::Result<Vec<String>>> {
+        Box::pin(self.load_keys_async())
     }
 
     fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>> {

@@ -8,6 +8,8 @@
 //! other response). So a host's HTTP server is one handler, and every host answers every path
 //! alike.
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Value};
 
 use super::routes::Route;
@@ -22,8 +24,12 @@ use crate::Timestamp;
 pub struct HttpConfig {
     /// API keys; empty = no authentication (loopback only).
     pub api_keys: Vec<String>,
-    /// The key `POST /admin/drain` needs (`Authorization: Bearer`); without one it is refused.
+    /// The key `POST /admin/drain` and `/v1/keys` need (`Authorization: Bearer`); without one
+    /// they are refused.
     pub admin_key: Option<String>,
+    /// Tenant keys are made over `POST /v1/keys` (with the admin key and a session store):
+    /// a key is needed even when `api_keys` is empty.
+    pub managed_keys: bool,
     /// Web origins whose pages may use the gateway (`--allow-origin`); none by default.
     pub allow_origins: Vec<String>,
     /// Host names accepted in the `Host` header on a loopback listener besides `localhost` and
@@ -45,6 +51,7 @@ impl Default for HttpConfig {
         HttpConfig {
             api_keys: Vec::new(),
             admin_key: None,
+            managed_keys: false,
             allow_origins: Vec::new(),
             allow_hosts: Vec::new(),
             max_body: 32 * 1024 * 1024,
@@ -73,6 +80,9 @@ pub enum ConfigError {
     /// An `--allow-origin` or `--allow-host` value that cannot be allowed.
     #[error(transparent)]
     Allowance(#[from] InvalidAllowance),
+    /// Keys made over the API without an admin key to make them with.
+    #[error("--managed-keys needs an admin key (--admin-key, CCWIRE_ADMIN_KEY or --admin-key-file) to make keys with")]
+    ManagedKeysWithoutAdmin,
 }
 
 fn code_tools_reason(tools: &[String]) -> String {
@@ -220,7 +230,11 @@ pub(super) fn managed_route(path: &str, tenant: &str) -> Option<String> {
 pub(super) struct Front {
     config: HttpConfig,
     browser: BrowserPolicy,
-    keys: ApiKeys,
+    pub(super) keys: ApiKeys,
+    /// The keys made over `/v1/keys` and the labels and quotas set there, by key id.
+    pub(super) made: BTreeMap<String, super::keys::KeyRecord>,
+    /// Keys made over `/v1/keys` by this gateway since it started.
+    pub(super) made_count: u64,
     admin: Option<ApiKeys>,
     /// What `GET /health` says of the CLI.
     pub(super) cli: Value,
@@ -241,7 +255,10 @@ impl Front {
         enabled_tools: &[String],
         console: bool,
     ) -> Result<Front, ConfigError> {
-        if !config.loopback && config.api_keys.is_empty() {
+        if config.managed_keys && config.admin_key.is_none() {
+            return Err(ConfigError::ManagedKeysWithoutAdmin);
+        }
+        if !config.loopback && config.api_keys.is_empty() && !config.managed_keys {
             let code_tools = enabled_tools
                 .iter()
                 .filter(|t| CODE_TOOLS.contains(&t.as_str()))
@@ -263,8 +280,14 @@ impl Front {
             // The console's page calls the gateway from the gateway's own origin.
             browser.allow_same_origin();
         }
+        let mut keys = ApiKeys::new(&config.api_keys);
+        if config.managed_keys {
+            keys.require();
+        }
         Ok(Front {
-            keys: ApiKeys::new(&config.api_keys),
+            keys,
+            made: BTreeMap::new(),
+            made_count: 0,
             admin: config
                 .admin_key
                 .as_ref()
@@ -277,8 +300,22 @@ impl Front {
         })
     }
 
+    /// Whether an admin key is set.
+    pub(super) fn has_admin(&self) -> bool {
+        self.admin.is_some()
+    }
+
+    /// The ids of the keys given at start.
+    pub(super) fn given_ids(&self) -> Vec<String> {
+        self.config
+            .api_keys
+            .iter()
+            .map(|k| super::tenant_id(k))
+            .collect()
+    }
+
     /// Whether the request carries the admin key (`Authorization: Bearer`).
-    fn is_admin(&self, head: &HttpHead<'_>) -> bool {
+    pub(super) fn is_admin(&self, head: &HttpHead<'_>) -> bool {
         self.admin.as_ref().is_some_and(|admin| {
             admin
                 .authenticate(None, head.header("authorization"))
@@ -509,6 +546,13 @@ impl Gateway {
             }
             Route::Metrics => self.handle_metrics(request, head),
             Route::Usage => self.handle_usage(request, head),
+            Route::Keys | Route::Key(_) => {
+                let id = match route {
+                    Route::Key(id) => Some(id),
+                    _ => None,
+                };
+                self.handle_keys(now, request, head, id, body);
+            }
             Route::Health => self.handle_health(request, head),
             Route::Drain => self.admin_drain(now, request, head),
             Route::Console(route) => self.handle_console(request, route, head),

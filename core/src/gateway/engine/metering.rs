@@ -6,6 +6,11 @@ use std::fmt::Write;
 use super::*;
 use crate::gateway::usage::{self, Tally, UsageRow, Window};
 
+/// How long the store's figures of a key with a quota are used before they are read again
+/// (what other gateways added since is not seen before) (ms).
+const QUOTA_RECHECK_MS: u64 = 10_000;
+/// A day in ms.
+const DAY_MS: u64 = 86_400_000;
 /// The most days one `GET /v1/usage` covers.
 const MAX_DAYS: u64 = 366;
 /// The days `GET /v1/usage` covers without `from`: the last thirty, today included.
@@ -25,6 +30,30 @@ pub(super) struct Metering {
     /// The bytes each tenant's transcripts take in the session store, as it last said
     /// ([`StoreAnswer::Usage`]), and when it was last asked, by tenant id.
     pub(super) store_bytes: BTreeMap<String, (u64, Timestamp)>,
+    /// With a store, by tenant id: what each key with a quota used, as the store last said.
+    quota_used: BTreeMap<String, QuotaUsed>,
+}
+
+/// What a key with a quota used in its quota's periods, as the store said, and the requests
+/// that wait for the store's first answer.
+#[derive(Debug, Default)]
+struct QuotaUsed {
+    /// Figures by day (days since 1970-01-01); none until the store answers.
+    rows: Option<Vec<(u64, Tally)>>,
+    /// When the store was last asked.
+    asked: Timestamp,
+    /// Turns that wait for the first answer.
+    waiting: Vec<Queued>,
+}
+
+/// What a key's quota says of a new turn.
+pub(super) enum QuotaCheck {
+    /// Under its limits, or none.
+    Go,
+    /// Over one: the 429 and its headers.
+    Refuse(ApiError, Vec<(String, String)>),
+    /// Not known yet: the store is asked.
+    Wait,
 }
 
 impl Metering {
@@ -38,6 +67,18 @@ impl Metering {
     /// Whether `request` waits for the store's rows.
     pub(super) fn is_waiting(&self, request: RequestId) -> bool {
         self.waiting.contains_key(&request)
+            || (self.quota_used.values()).any(|u| u.waiting.iter().any(|q| q.request == request))
+    }
+
+    /// Forgets `request` if it waits for the store's figures of its key (its client went
+    /// away): its tenant.
+    pub(super) fn forget_waiting(&mut self, request: RequestId) -> Option<String> {
+        for used in self.quota_used.values_mut() {
+            if let Some(at) = used.waiting.iter().position(|q| q.request == request) {
+                return Some(used.waiting.remove(at).tenant);
+            }
+        }
+        None
     }
 
     /// The `anthropic-ratelimit-unified-*` headers of this gateway's credential's windows at
@@ -215,9 +256,15 @@ impl Gateway {
     /// Adds a turn's figures to `tenant`'s (its key's) rows of today.
     fn add_usage(&mut self, tenant: &str, rows: Vec<(String, Tally)>) {
         let day = usage::day_of(self.wall_ms());
+        let today = self.wall_ms() / DAY_MS;
         let id = tenant_id(tenant);
         for (model, tally) in rows {
             self.count(tenant, |m| m.cost_nano_usd += tally.cost_nano_usd);
+            if let Some(rows) =
+                (self.metering.quota_used.get_mut(&id)).and_then(|u| u.rows.as_mut())
+            {
+                rows.push((today, tally));
+            }
             if self.config.store {
                 let ask = StoreAsk::AddUsage {
                     tenant: id.clone(),
@@ -229,6 +276,119 @@ impl Gateway {
             } else {
                 let row = (day.clone(), id.clone(), model);
                 self.metering.local.entry(row).or_default().add(&tally);
+            }
+        }
+    }
+
+    /// The most conversations `tenant` (its key) runs at once: the gateway's cap per key, or
+    /// its quota's if lower.
+    pub(super) fn sessions_cap(&self, tenant: &str) -> usize {
+        let quota = self
+            .quota_of(&tenant_id(tenant))
+            .and_then(|q| q.conversations);
+        quota.map_or(self.config.max_sessions_per_key, |n| {
+            n.min(self.config.max_sessions_per_key)
+        })
+    }
+
+    /// Whether a new turn of `tenant` (its key) is within its quota's limits on tokens and
+    /// cost: from what this gateway metered without a store; with one, from what the store
+    /// says (read again every [`QUOTA_RECHECK_MS`], so other gateways' turns count too), the
+    /// key's first turn waiting for it.
+    pub(super) fn check_quota(&mut self, tenant: &str) -> QuotaCheck {
+        let id = tenant_id(tenant);
+        let Some(quota) = self.quota_of(&id).filter(|q| !q.limits.is_empty()) else {
+            return QuotaCheck::Go;
+        };
+        let wall = self.wall_ms();
+        let today = wall / DAY_MS;
+        let since = quota.since(today);
+        let rows: Vec<(u64, Tally)> = if !self.config.store {
+            (self.metering.local.iter())
+                .filter(|((_, key, _), _)| *key == id)
+                .filter_map(|((day, _, _), t)| Some((usage::day_number(day)?, *t)))
+                .collect()
+        } else {
+            let now = self.now;
+            let used = self.metering.quota_used.entry(id.clone()).or_default();
+            let ask = match &used.rows {
+                None if used.waiting.is_empty() => true,
+                None => return QuotaCheck::Wait,
+                Some(_) => now.saturating_sub(used.asked) >= QUOTA_RECHECK_MS,
+            };
+            let rows = used.rows.clone();
+            if ask {
+                used.asked = now;
+                let ask = StoreAsk::ReadUsage {
+                    request: None,
+                    tenant: Some(id),
+                    from: usage::day_name(since),
+                    to: usage::day_name(today),
+                };
+                self.outputs.push_back(GatewayOutput::Store(ask));
+            }
+            match rows {
+                Some(rows) => rows,
+                None => return QuotaCheck::Wait,
+            }
+        };
+        let Some(over) = quota.exceeded(&rows, today) else {
+            return QuotaCheck::Go;
+        };
+        let seconds = (over.resets_day * DAY_MS)
+            .saturating_sub(wall)
+            .div_ceil(1000)
+            .max(1);
+        let error = ApiError::new(ApiErrorKind::RateLimit, over.message()).retry_after(seconds);
+        // An SDK would retry in vain until the period ends.
+        let mut headers = vec![("x-ccwire-quota".to_owned(), over.limit.to_string())];
+        if seconds > 60 {
+            headers.push(("x-should-retry".to_owned(), "false".to_owned()));
+        }
+        QuotaCheck::Refuse(error, headers)
+    }
+
+    /// Parks a turn until the store says what its key used.
+    pub(super) fn wait_for_quota(&mut self, queued: Queued) {
+        let id = tenant_id(&queued.tenant);
+        self.metering
+            .quota_used
+            .entry(id)
+            .or_default()
+            .waiting
+            .push(queued);
+    }
+
+    /// The store's figures of a key with a quota (`None`: it could not read them): the
+    /// turns that waited for them go on, or get a 503 that asks to retry.
+    fn quota_read(&mut self, now: Timestamp, id: &str, rows: Option<Vec<UsageRow>>) {
+        let Some(used) = self.metering.quota_used.get_mut(id) else {
+            return;
+        };
+        let waiting = std::mem::take(&mut used.waiting);
+        match rows {
+            Some(rows) => {
+                let days = rows
+                    .into_iter()
+                    .filter_map(|r| Some((usage::day_number(&r.day)?, r.tally)));
+                used.rows = Some(days.collect());
+                for queued in waiting {
+                    self.admit_turn(now, queued);
+                }
+            }
+            None => {
+                if used.rows.is_none() {
+                    self.metering.quota_used.remove(id);
+                }
+                let error = ApiError::new(
+                    ApiErrorKind::Unavailable,
+                    "the session store is unavailable: this key's quota cannot be checked; \
+                     retry shortly",
+                )
+                .retry_after(2);
+                for queued in waiting {
+                    self.respond_error(queued.request, queued.api, &[], &error);
+                }
             }
         }
     }
@@ -247,7 +407,7 @@ impl Gateway {
         };
         if self.config.store {
             let ask = StoreAsk::ReadUsage {
-                request,
+                request: Some(request),
                 tenant: query.key.clone(),
                 from: usage::day_name(query.from),
                 to: usage::day_name(query.to),
@@ -268,14 +428,22 @@ impl Gateway {
         self.answer_usage(request, &query, rows, windows);
     }
 
-    /// The session store's answer to a [`StoreAsk::ReadUsage`].
+    /// The session store's answer to a [`StoreAsk::ReadUsage`]: a `GET /v1/usage`'s rows,
+    /// or a key's figures for its quota (`request` none).
     pub(super) fn store_usage_read(
         &mut self,
         now: Timestamp,
-        request: RequestId,
+        request: Option<RequestId>,
+        tenant: Option<String>,
         read: Option<(Vec<UsageRow>, Vec<Window>)>,
     ) {
         self.now = now;
+        let Some(request) = request else {
+            if let Some(tenant) = tenant {
+                self.quota_read(now, &tenant, read.map(|(rows, _)| rows));
+            }
+            return;
+        };
         let Some(query) = self.metering.waiting.remove(&request) else {
             return;
         };

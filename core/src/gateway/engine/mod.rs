@@ -12,6 +12,7 @@ mod context;
 mod flights;
 mod http;
 mod keeping;
+mod keys;
 mod managed;
 mod metering;
 mod pool;
@@ -20,6 +21,7 @@ mod requests;
 mod routes;
 mod seam;
 mod store;
+mod timers;
 mod types;
 mod views;
 
@@ -225,9 +227,12 @@ impl InFlight {
 ///         spawn failed  => gateway.handle_spawn_failed(now, session, error),
 ///         fetched       => gateway.handle_fetched(now, req, answer body),
 ///         the store     => gateway.handle_store(now, answer): what a lookup found (Found,
-///                          FoundResponse, Listed, ManagedLoaded, TranscriptLoaded), or that
-///                          a lookup, a write or a resume's transcript failed, or that another
-///                          gateway resumed a conversation since (Superseded)
+///                          FoundResponse, Listed, ManagedLoaded, TranscriptLoaded,
+///                          UsageRead), or that a lookup, a write or a resume's transcript
+///                          failed, or that another gateway resumed a conversation since
+///                          (Superseded)
+///         keys (at start, every few seconds, when gateway.manages_keys())
+///                       => gateway.handle_keys_loaded(now, the store's key records),
 ///         timer         => gateway.handle_timeout(now),
 ///     }
 ///     while let Some(output) = gateway.poll_output() {
@@ -244,8 +249,9 @@ impl InFlight {
 ///             Claim / Release { key }        => share the routing index (scale-out),
 ///             Store(ask)                     => carry the StoreAsk out in order: keep (Append,
 ///                                               Save: a response ends once its record is kept,
-///                                               Pool, Response, Managed) or look up (Find,
-///                                               FindResponse, List, LoadManaged, Load, Usage)
+///                                               Pool, Response, Managed, KeepKey, AddUsage,
+///                                               KeepWindow) or look up (Find, FindResponse,
+///                                               List, LoadManaged, Load, Usage, ReadUsage)
 ///                                               and give the answer to handle_store (and each
 ///                                               tenant's usage after an append),
 ///             RemoveDir { path }             => delete a deleted session's directory once its CLI is gone,
@@ -522,6 +528,11 @@ impl Gateway {
         {
             return;
         }
+        if let Some(tenant) = self.metering.forget_waiting(request) {
+            self.arrivals.remove(&request);
+            self.count(&tenant, |m| m.clients_gone += 1);
+            return;
+        }
         if let Some(at) = self.queue.iter().position(|q| q.request == request) {
             let gone = self.queue.remove(at).expect("in range");
             self.arrivals.remove(&request);
@@ -563,108 +574,6 @@ impl Gateway {
         self.drain_session(now, session);
     }
 
-    /// Applies every deadline at or before `now`.
-    pub fn handle_timeout(&mut self, now: Timestamp) {
-        self.now = now;
-        if self.draining.is_some_and(|until| until <= now) {
-            let all: Vec<SessionId> = self.lives.keys().copied().collect();
-            for id in all {
-                self.close(now, id);
-            }
-        }
-        for action in self.registry.handle_timeout(now) {
-            match action {
-                Action::Answer {
-                    session,
-                    request_id,
-                    result,
-                } => {
-                    self.metrics.held_call_timeouts += 1;
-                    if let Some(live) = self.lives.get_mut(&session) {
-                        let _ = live.session.respond_mcp(now, &request_id, result);
-                        self.drain_session(now, session);
-                    }
-                }
-                Action::Close { session, expired } => {
-                    let state = if expired {
-                        RecordState::Expired
-                    } else {
-                        *self.metrics.exits.entry("hibernated").or_default() += 1;
-                        RecordState::Hibernated
-                    };
-                    self.record_closed(session, state);
-                    self.close(now, session);
-                }
-            }
-        }
-        let ids: Vec<SessionId> = self.lives.keys().copied().collect();
-        for session in ids {
-            let Some(live) = self.lives.get_mut(&session) else {
-                continue;
-            };
-            if live.starting.as_ref().is_some_and(|s| s.deadline <= now) {
-                let seconds = self.config.start_timeout_ms / 1000;
-                let why = format!("the CLI did not answer within {seconds} s");
-                self.start_failed(now, session, &why);
-                continue;
-            }
-            if live.settle_by.is_some_and(|t| t <= now) {
-                self.close(now, session);
-                continue;
-            }
-            if live.session.poll_timeout().is_some_and(|(t, _)| t <= now) {
-                live.session.handle_timeout(now);
-                self.drain_session(now, session);
-            }
-        }
-        let expired: Vec<String> = self
-            .approvals
-            .iter()
-            .filter(|(_, a)| a.deadline <= now)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in expired {
-            let decision = PermissionDecision::deny(
-                "No one answered this approval in time; the tool did not run.",
-            );
-            self.settle_approval(now, &id, decision, "expired");
-        }
-        self.retry_turns(now);
-        self.keeping_due(now);
-        for (&request, (_, next_ping)) in &mut self.watchers {
-            if *next_ping <= now {
-                *next_ping = now.saturating_add(self.config.ping_every_ms);
-                self.outputs.push_back(GatewayOutput::Body {
-                    request,
-                    bytes: b": ping\n\n".to_vec(),
-                });
-            }
-        }
-        while let Some(at) = self.queue.iter().position(|q| q.deadline <= now) {
-            let queued = self.queue.remove(at).expect("in range");
-            let error = ApiError::new(
-                ApiErrorKind::RateLimit,
-                format!(
-                    "the gateway stayed at its limit of concurrent requests for {} s; retry later",
-                    self.config.queue_timeout_ms / 1000
-                ),
-            )
-            .retry_after(1);
-            self.respond_error(queued.request, queued.api, &[], &error);
-        }
-        let ping_every = self.config.ping_every_ms;
-        for (&request, flight) in &mut self.requests {
-            if flight.next_ping.is_some_and(|t| t <= now) {
-                let frame = flight.encoder.ping();
-                flight.next_ping = Some(now.saturating_add(ping_every));
-                self.outputs.push_back(GatewayOutput::Body {
-                    request,
-                    bytes: frame.into_bytes(),
-                });
-            }
-        }
-    }
-
     // ---- outputs -------------------------------------------------------------------------
 
     /// The next thing for the host to do.
@@ -680,59 +589,6 @@ impl Gateway {
         }
         self.publish();
         self.outputs.pop_front()
-    }
-
-    /// The next deadline and why; call [`handle_timeout`](Self::handle_timeout) then.
-    pub fn poll_timeout(&self) -> Option<(Timestamp, GatewayTimeout)> {
-        let mut next: Option<(Timestamp, GatewayTimeout)> = None;
-        let mut consider = |at: Timestamp, why: GatewayTimeout| {
-            if next.as_ref().is_none_or(|(t, _)| at < *t) {
-                next = Some((at, why));
-            }
-        };
-        if let Some((at, why)) = self.registry.poll_timeout() {
-            consider(at, why.into());
-        }
-        for (&session, live) in &self.lives {
-            if let Some(starting) = &live.starting {
-                consider(starting.deadline, GatewayTimeout::Start { session });
-            }
-            if let Some(at) = live.settle_by {
-                consider(at, GatewayTimeout::Settle { session });
-            }
-            if let Some((at, reason)) = live.session.poll_timeout() {
-                consider(at, GatewayTimeout::Session { session, reason });
-            }
-        }
-        for (&request, flight) in &self.requests {
-            if let Some(at) = flight.next_ping {
-                consider(at, GatewayTimeout::Ping { request });
-            }
-        }
-        if let Some(approval) = self.approvals.values().min_by_key(|a| a.deadline) {
-            consider(approval.deadline, GatewayTimeout::Approval);
-        }
-        if let Some(at) = self.agent_sessions.next_retry() {
-            consider(at, GatewayTimeout::ManagedTurn);
-        }
-        for (&request, (_, at)) in &self.watchers {
-            consider(*at, GatewayTimeout::Ping { request });
-        }
-        if let Some((&request, keeping)) = self.keeping.iter().min_by_key(|(_, k)| k.deadline) {
-            consider(keeping.deadline, GatewayTimeout::Keep { request });
-        }
-        if let Some(until) = self.draining.filter(|_| !self.lives.is_empty()) {
-            consider(until, GatewayTimeout::Drain);
-        }
-        if let Some(queued) = self.queue.iter().min_by_key(|q| q.deadline) {
-            consider(
-                queued.deadline,
-                GatewayTimeout::Queued {
-                    request: queued.request,
-                },
-            );
-        }
-        next
     }
 }
 

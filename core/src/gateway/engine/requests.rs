@@ -1,6 +1,7 @@
 //! A request to its conversation: the queue and the caps, the live CLI it continues (or the
 //! store's, or a new one) and the turn it opens.
 
+use super::metering::QuotaCheck;
 use super::prepared::Offer;
 use super::*;
 
@@ -50,6 +51,27 @@ impl Gateway {
         if let Some(error) = self.over_store_quota(tenant) {
             return self.respond_error(request, api, &[], &error);
         }
+        let queued = Queued {
+            request,
+            api,
+            tenant: tenant.to_owned(),
+            parsed,
+            deadline: now.saturating_add(self.config.queue_timeout_ms),
+        };
+        self.admit_turn(now, queued);
+    }
+
+    /// A turn whose request is read: refused over its key's quota, served, or queued.
+    pub(super) fn admit_turn(&mut self, now: Timestamp, queued: Queued) {
+        let (request, api) = (queued.request, queued.api);
+        match self.check_quota(&queued.tenant) {
+            QuotaCheck::Go => {}
+            QuotaCheck::Refuse(error, headers) => {
+                return self.respond_error(request, api, &headers, &error);
+            }
+            QuotaCheck::Wait => return self.wait_for_quota(queued),
+        }
+        let (tenant, parsed) = (queued.tenant.as_str(), queued.parsed);
         // Draining, nothing waits: a new conversation gets its 503 at once, a running one's
         // next turn goes ahead (only the live sessions' turns remain to be served).
         if self.draining.is_some() {
@@ -71,13 +93,7 @@ impl Gateway {
             .retry_after(1);
             return self.respond_error(request, api, &[], &error);
         }
-        self.queue.push_back(Queued {
-            request,
-            api,
-            tenant: tenant.to_owned(),
-            parsed,
-            deadline: now.saturating_add(self.config.queue_timeout_ms),
-        });
+        self.queue.push_back(Queued { parsed, ..queued });
         // It may fit now behind requests that wait for their own tenant's turns.
         self.turn_freed = true;
     }
@@ -381,10 +397,11 @@ impl Gateway {
                     .iter()
                     .filter(|(id, l)| l.tenant == tenant && !self.pool.contains_key(id))
                     .count();
-                if own >= self.config.max_sessions_per_key {
+                let cap = self.sessions_cap(tenant);
+                if own >= cap {
                     let Some(idle) = self.idle_to_evict(Some(tenant)) else {
                         self.registry.close(session);
-                        let limit = self.config.max_sessions_per_key;
+                        let limit = cap;
                         let why = format!("this key runs its maximum of {limit} conversations");
                         return self.respond_error(request, api, &headers, &at_cap(why));
                     };

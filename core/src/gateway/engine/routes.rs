@@ -23,6 +23,10 @@ pub(super) enum Route<'a> {
     Approval(&'a str),
     /// `/v1/usage`: a key's usage and the rate-limit windows.
     Usage,
+    /// `/v1/keys`: the tenant keys (the admin's).
+    Keys,
+    /// `/v1/keys/{id}`: one of them.
+    Key(&'a str),
     /// `/metrics`.
     Metrics,
     /// `/health`.
@@ -47,6 +51,7 @@ impl<'a> Route<'a> {
             "/v1/approvals" => Route::Approvals,
             "/v1/approvals/events" => Route::ApprovalEvents,
             "/v1/usage" => Route::Usage,
+            "/v1/keys" => Route::Keys,
             "/metrics" => Route::Metrics,
             "/health" => Route::Health,
             "/admin/drain" => Route::Drain,
@@ -56,6 +61,9 @@ impl<'a> Route<'a> {
                 }
                 if let Some(route) = super::console::route(path) {
                     return Some(Route::Console(route));
+                }
+                if let Some(id) = path.strip_prefix("/v1/keys/") {
+                    return (!id.is_empty() && !id.contains('/')).then_some(Route::Key(id));
                 }
                 let id = path.strip_prefix("/v1/approvals/")?;
                 return (!id.is_empty() && !id.contains('/')).then_some(Route::Approval(id));
@@ -74,6 +82,8 @@ impl<'a> Route<'a> {
             | Route::Metrics
             | Route::Health
             | Route::Console(_) => &["GET"],
+            Route::Keys => &["GET", "POST"],
+            Route::Key(_) => &["GET", "PATCH", "DELETE"],
             Route::Managed(route) => route.methods(),
         }
     }
@@ -81,13 +91,17 @@ impl<'a> Route<'a> {
     /// Whether a POST's body must be JSON.
     pub(super) fn json_body(self) -> bool {
         match self {
-            Route::Turn(_) | Route::CountTokens | Route::Approval(_) => true,
+            Route::Turn(_)
+            | Route::CountTokens
+            | Route::Approval(_)
+            | Route::Keys
+            | Route::Key(_) => true,
             Route::Managed(route) => route.json_body(),
             _ => false,
         }
     }
 
-    /// Whether the caller needs a tenant's API key. `/metrics`, `/v1/usage`, the approvals, the console's
+    /// Whether the caller needs a tenant's API key. `/metrics`, `/v1/usage`, `/v1/keys`, the approvals, the console's
     /// views and `/admin/drain` check the key themselves (a tenant's key sees its own, the
     /// admin key all); `/health` gives its status to anyone and details with a key; the
     /// console's page is for anyone.
@@ -96,6 +110,8 @@ impl<'a> Route<'a> {
             self,
             Route::Metrics
                 | Route::Usage
+                | Route::Keys
+                | Route::Key(_)
                 | Route::Health
                 | Route::Drain
                 | Route::Console(_)

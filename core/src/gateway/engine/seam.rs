@@ -137,14 +137,29 @@ pub enum StoreAsk {
     /// included) of `tenant` (its id; `None`: every key's), and the windows kept, and answer
     /// with [`StoreAnswer::UsageRead`] (`GET /v1/usage`).
     ReadUsage {
-        /// The request waiting for them.
-        request: RequestId,
+        /// The request waiting for them; none when the gateway reads a key's usage to check
+        /// its quota.
+        request: Option<RequestId>,
         /// The key's tenant id, or `None` for the admin.
         tenant: Option<String>,
         /// The first day.
         from: String,
         /// The last day.
         to: String,
+    },
+    /// Keep a tenant key made over `/v1/keys`, or the label and quota set there for a key
+    /// given at start (opaque JSON, with the key's SHA-256 digest, never the key), replacing
+    /// what was kept under `id`; `None` forgets it. With a `request`, answer with
+    /// [`StoreAnswer::Kept`] or [`StoreAnswer::NotKept`]: its response ends once it is kept.
+    /// Every key kept is read back by the host (at start and now and then) for
+    /// [`Gateway::handle_keys_loaded`](super::Gateway::handle_keys_loaded).
+    KeepKey {
+        /// The request that changed it.
+        request: Option<RequestId>,
+        /// The key's id.
+        id: String,
+        /// What to keep; `None`: forget it.
+        json: Option<String>,
     },
     /// Keep the warm pool's settings (with a pool): a restarted
     /// gateway gives them to [`restore_pool`](super::Gateway::restore_pool). Opaque JSON, no
@@ -244,8 +259,10 @@ pub enum StoreAnswer {
     /// [`StoreAsk::ReadUsage`]: the rows and the windows, or `None` when the store failed
     /// (the request gets a 503 that asks to retry shortly).
     UsageRead {
-        /// The request waiting for them.
-        request: RequestId,
+        /// The request waiting for them, as the ask named it.
+        request: Option<RequestId>,
+        /// The key whose rows were read, as the ask named it.
+        tenant: Option<String>,
         /// The rows and windows read.
         read: Option<(Vec<UsageRow>, Vec<Window>)>,
     },

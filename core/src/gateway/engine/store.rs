@@ -126,7 +126,11 @@ impl Gateway {
                 self.store_resume_unavailable(now, session);
             }
             StoreAnswer::Superseded { key } => self.store_superseded(now, &key),
-            StoreAnswer::UsageRead { request, read } => self.store_usage_read(now, request, read),
+            StoreAnswer::UsageRead {
+                request,
+                tenant,
+                read,
+            } => self.store_usage_read(now, request, tenant, read),
             StoreAnswer::Usage { tenant, bytes } => {
                 self.metering.store_bytes.insert(tenant, (bytes, now));
             }

@@ -1,5 +1,7 @@
 //! The gateway's settings, outputs and timeout reasons.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{RequestId, StoreAsk};
@@ -89,6 +91,9 @@ pub struct GatewayConfig {
     /// One working directory for the CLIs of every tenant instead of each tenant's own (the
     /// homes stay apart).
     pub shared_cwd: Option<String>,
+    /// Each key's quota, by its tenant id ([`tenant_id`]); `*`: the quota of every key
+    /// without its own.
+    pub quotas: BTreeMap<String, crate::gateway::quota::Quota>,
     /// The HTTP face: keys, browser policy, body limit, drain grace.
     pub http: super::HttpConfig,
     /// The settings files the CLIs load (`user`, `project`, `local`: the tenant's home, the
@@ -240,6 +245,7 @@ impl Default for GatewayConfig {
             tenant_root: None,
             shared_cwd: None,
             setting_sources: Vec::new(),
+            quotas: BTreeMap::new(),
             http: super::HttpConfig::default(),
             store: false,
             keep_timeout_ms: 60_000,

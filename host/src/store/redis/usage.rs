@@ -2,7 +2,8 @@
 //! are `[tenant, model, count]` (JSON) and values the counts, added with `HINCRBY` so that
 //! every gateway on the server adds into the same rows, kept [`USAGE_DAYS`]; and
 //! `ccwire:windows`, a hash of the rate-limit windows by `[credential, kind]` (JSON), each
-//! replaced only by an observation made later.
+//! replaced only by an observation made later; and `ccwire:keys`, the tenant keys' records by
+//! id.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -135,5 +136,32 @@ impl RedisStore {
             .into_iter()
             .filter_map(|(_, json)| serde_json::from_str(&json).ok())
             .collect())
+    }
+
+    pub(super) async fn save_key_async(&self, id: &str, json: Option<String>) -> io::Result<()> {
+        let mut redis = self.redis.clone();
+        let command = match json {
+            Some(json) => {
+                let mut c = redis::cmd("HSET");
+                c.arg("ccwire:keys").arg(id).arg(json);
+                c
+            }
+            None => {
+                let mut c = redis::cmd("HDEL");
+                c.arg("ccwire:keys").arg(id);
+                c
+            }
+        };
+        let _changed: i64 = (command.query_async(&mut redis).await).map_err(|e| self.failed(e))?;
+        Ok(())
+    }
+
+    pub(super) async fn load_keys_async(&self) -> io::Result<Vec<String>> {
+        let mut redis = self.redis.clone();
+        redis::cmd("HVALS")
+            .arg("ccwire:keys")
+            .query_async(&mut redis)
+            .await
+            .map_err(|e| self.failed(e))
     }
 }
