@@ -243,3 +243,56 @@ fn another_gateway_learns_the_keys_from_the_store() {
     assert_eq!(other.closed.len(), 1);
     assert_eq!(turn(&mut other, &secret, "Again"), 401);
 }
+
+#[test]
+fn keys_read_from_the_store_do_not_undo_a_change_it_has_not_kept_yet() {
+    let mut sim = gateway();
+    // A store that has not answered yet: the new key's answer waits.
+    sim.store.as_mut().unwrap().down = Some(false);
+    let auth = [JSON, ("authorization", "Bearer root")];
+    let made = sim.http("POST", "/v1/keys", &auth, "{}").unwrap();
+    assert!(!sim.response(made).ended);
+    // Keys read from the store before it kept the new one: the new one stays.
+    sim.gateway.handle_keys_loaded(sim.now, &[]);
+    sim.store.as_mut().unwrap().down = None;
+    sim.gateway
+        .handle_store(sim.now, StoreAnswer::Kept { request: made });
+    sim.run();
+    let response = sim.response(made);
+    assert_eq!(response.status, 201);
+    let secret = response.json()["key"].as_str().unwrap().to_owned();
+    let id = response.json()["id"].as_str().unwrap().to_owned();
+    assert_eq!(turn(&mut sim, &secret, "Hi"), 200);
+    // Revoked while a read of the store still has it: it stays revoked.
+    let record = serde_json::json!({"id": id, "sha256": sha256_hex(&secret), "created_ms": 1});
+    sim.store.as_mut().unwrap().down = Some(false);
+    let path = format!("/v1/keys/{id}");
+    let revoked = sim.http("DELETE", &path, &auth, "").unwrap();
+    sim.gateway
+        .handle_keys_loaded(sim.now, &[record.to_string()]);
+    sim.gateway
+        .handle_store(sim.now, StoreAnswer::Kept { request: revoked });
+    sim.run();
+    assert_eq!(sim.response(revoked).status, 200);
+    sim.store.as_mut().unwrap().down = None;
+    assert_eq!(turn(&mut sim, &secret, "Again"), 401);
+    // A revocation the store could not keep is undone: the key works, and the retry revokes.
+    let (_, made) = keys(&mut sim, "root", "POST", "/v1/keys", "{}");
+    let secret = made["key"].as_str().unwrap().to_owned();
+    let path = format!("/v1/keys/{}", made["id"].as_str().unwrap());
+    sim.store.as_mut().unwrap().down = Some(true);
+    let (status, _) = keys(&mut sim, "root", "DELETE", &path, "");
+    assert_eq!(status, 503);
+    sim.store.as_mut().unwrap().down = None;
+    assert_eq!(turn(&mut sim, &secret, "Still"), 200);
+    let (status, _) = keys(&mut sim, "root", "DELETE", &path, "");
+    assert_eq!(status, 200);
+    assert_eq!(turn(&mut sim, &secret, "Gone"), 401);
+}
+
+fn sha256_hex(secret: &str) -> String {
+    ccwire_core::api::guard::digest(secret)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

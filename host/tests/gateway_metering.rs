@@ -172,3 +172,51 @@ async fn a_key_over_its_daily_token_quota_gets_a_429_naming_its_reset_and_anothe
     let (status, _, body) = gw.call("/v1/messages", &turn("three"), Some("alice")).await;
     assert_eq!(status, 429, "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_window_is_a_429_that_says_when_and_the_windows_show_it() {
+    let store = tempfile::tempdir().unwrap();
+    let script = Script::new()
+        .when(Match::Probe, Reply::text("ok"))
+        .on_prompt(
+            "PLEASE-LIMIT",
+            Reply::error(
+                429,
+                "rate_limit_error",
+                "This request would exceed your limit",
+            ),
+        )
+        .header("anthropic-ratelimit-unified-status", "rejected")
+        .header("anthropic-ratelimit-unified-reset", "1893456000")
+        .header(
+            "anthropic-ratelimit-unified-representative-claim",
+            "five_hour",
+        )
+        .header("anthropic-ratelimit-unified-5h-utilization", "1.0")
+        .header("anthropic-ratelimit-unified-5h-reset", "1893456000")
+        .header("anthropic-ratelimit-unified-5h-status", "rejected")
+        .when(Match::Any, Reply::text("Counted."))
+        .usage(TURN);
+    let gw = Gw::start_with(script, |o| configure(o, store.path())).await;
+    let turn = |text: &str| anthropic(json!([{"role": "user", "content": text}]));
+    let (status, _, _) = gw.call("/v1/messages", &turn("hello"), Some("alice")).await;
+    assert_eq!(status, 200);
+    let response = gw
+        .post("/v1/messages", &turn("PLEASE-LIMIT now"), Some("alice"))
+        .await;
+    assert_eq!(response.status(), 429);
+    let headers = response.headers().clone();
+    assert_eq!(headers["anthropic-ratelimit-unified-status"], "rejected");
+    let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry > 86_400, "until 2030: {retry}");
+    let usage = usage(&gw, "root").await;
+    let unified = (usage["windows"].as_array().unwrap().iter())
+        .find(|w| w["kind"] == "unified")
+        .expect("the account's status");
+    assert_eq!(unified["status"], "rejected", "{usage}");
+    let (_, metrics, _) = get(&gw, "/metrics", "root").await;
+    assert!(
+        metrics.contains("window=\"unified\",status=\"rejected\"} 1"),
+        "{metrics}"
+    );
+}

@@ -160,6 +160,22 @@ async fn a_conversation_started_on_one_gateway_is_continued_on_others() {
     for text in ["Hello, who are you?", "And then?", "One more thing."] {
         assert!(last.contains(text), "{last}");
     }
+    // What each gateway metered sums in the store: any of them says the key's three turns.
+    for url in &urls {
+        let usage: Value = (http.get(format!("{url}/v1/usage")))
+            .header("x-api-key", "key-one")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(usage["total"]["turns"], 3, "{url}: {usage}");
+        assert!(
+            usage["total"]["cost_usd"].as_f64().unwrap() > 0.0,
+            "{usage}"
+        );
+    }
     drop(gateways);
 }
 

@@ -31,6 +31,14 @@ const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const OTHER_KEY = "console-other-key";
 const ADMIN_KEY = "console-admin-key";
 
+const WINDOW_HEADERS = [
+  ["anthropic-ratelimit-unified-status", "allowed_warning"],
+  ["anthropic-ratelimit-unified-representative-claim", "five_hour"],
+  ["anthropic-ratelimit-unified-5h-utilization", "0.8"],
+  ["anthropic-ratelimit-unified-5h-reset", "1893456000"],
+  ["anthropic-ratelimit-unified-5h-surpassed-threshold", "0.75"],
+];
+
 let www, fake, gateway, home, browser, profile;
 const pageErrors = [];
 
@@ -43,25 +51,28 @@ before(async () => {
   const origin = new URL(www.url).origin;
   home = makeHome();
   fake = await Fake.start();
+  // Every answer says how much of the subscription's windows is used (the CLI, signed in with
+  // a subscription's token, reports it; the console shows it).
+  const windows = (rule) => ({ ...rule, headers: WINDOW_HEADERS });
   await fake.script(
-    onToolResult(echo()),
-    onPrompt("CONSOLE-ALLOW", {
+    windows(onToolResult(echo())),
+    windows(onPrompt("CONSOLE-ALLOW", {
       kind: "tool_use",
       calls: [{ name: "Bash", input: { command: "touch allowed-from-the-console.txt", description: "Create a file" } }],
-    }),
-    onPrompt("CONSOLE-DENY", {
+    })),
+    windows(onPrompt("CONSOLE-DENY", {
       kind: "tool_use",
       calls: [{ name: "Bash", input: { command: "touch denied-from-the-console.txt", description: "Create a file" } }],
-    }),
-    onPrompt("CONSOLE-ADMIN", {
+    })),
+    windows(onPrompt("CONSOLE-ADMIN", {
       kind: "tool_use",
       calls: [{ name: "Bash", input: { command: "touch approved-by-the-operator.txt", description: "Create a file" } }],
-    }),
-    onPrompt("CONSOLE-SELF", {
+    })),
+    windows(onPrompt("CONSOLE-SELF", {
       kind: "tool_use",
       calls: [{ name: "Bash", input: { command: "touch approved-on-the-gateway-s-page.txt", description: "Create a file" } }],
-    }),
-    onAny(echo()),
+    })),
+    windows(onAny(echo())),
   );
   const adminKeyFile = join(home, "admin-key");
   writeFileSync(adminKeyFile, `${ADMIN_KEY}\n`, { mode: 0o600 });
@@ -74,7 +85,7 @@ before(async () => {
     "--allow-origin", origin,
     // Idle conversations are hibernated (their CLIs closed, kept in the session store).
     "--hibernate-after", "1",
-  ]);
+  ], { ANTHROPIC_API_KEY: null, CLAUDE_CODE_OAUTH_TOKEN: "dummy" });
   profile = mkdtempSync(join(tmpdir(), "ccwire-chromium-"));
   browser = await chromium.launchPersistentContext(profile, {
     executablePath,
@@ -144,6 +155,19 @@ test("a live conversation's Bash call is approved with a click and runs", async 
   await page.locator("#chart-tokens figcaption", { hasText: /^Tokens: [1-9][\d.]*k? in · [1-9][\d.]*k? out$/ }).waitFor({ timeout: 5_000 });
   assert.match(await page.locator("#chart-added figcaption").textContent(), /^Added latency: \d+ ms avg · \d+ ms max$/);
   assert.ok(await page.locator("#chart-pool").isHidden(), "no pool chart for a tenant");
+  // Usage: the key's own turns and cost, and the subscription's five-hour window.
+  const mine = page.locator("#usage-keys tbody tr");
+  await mine.first().waitFor({ timeout: 15_000 });
+  assert.equal(await mine.count(), 1, "the key's own row only");
+  const cells = await mine.first().locator("td").allTextContents();
+  assert.match(cells[0], /^k[0-9a-f]{24}$/);
+  assert.ok(Number(cells[1]) >= 1, `turns: ${cells}`);
+  assert.match(cells[4], /^\$\d+\.\d{4}$/);
+  const window = page.locator("#windows .window[data-kind=five_hour]");
+  await window.waitFor({ timeout: 5_000 });
+  assert.equal(await window.locator("meter").evaluate((m) => m.value), 0.8);
+  assert.match(await window.textContent(), /five-hour:.*80% · resets .* · allowed_warning/);
+  assert.match(await page.locator("#windows .window[data-kind=unified]").textContent(), /allowed_warning \(limited by the five-hour window\)/);
   await page.screenshot({ path: join(artifacts, "console-allowed.png"), fullPage: true });
   await page.close();
 });

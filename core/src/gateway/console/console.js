@@ -128,6 +128,78 @@ function drawStats(stats) {
     : null);
 }
 
+const WINDOW_LABEL = {
+  five_hour: "five-hour",
+  seven_day: "weekly",
+  seven_day_opus: "weekly (Opus)",
+  seven_day_sonnet: "weekly (Sonnet)",
+  seven_day_overage_included: "weekly with extra usage",
+  overage: "extra usage",
+};
+
+/** A time in words: its hour today, else its day. */
+function when(unixSeconds) {
+  const at = new Date(unixSeconds * 1000);
+  const today = at.toDateString() === new Date().toDateString();
+  return today ? at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+}
+
+/**
+ * Usage (`GET /v1/usage`): each key's turns, tokens and cost over the last 30 days (the
+ * caller's own, or with the admin key every key's), and the subscription's rate-limit
+ * windows as the CLIs last reported them.
+ */
+function drawUsage(usage) {
+  $("usage-range").textContent = `${usage.from} to ${usage.to} (UTC)`;
+  const keys = new Map();
+  for (const row of usage.data) {
+    const k = keys.get(row.key) ?? { key: row.key, turns: 0, input: 0, output: 0, cost: 0 };
+    k.turns += row.turns;
+    k.input += row.input_tokens + row.cache_read_input_tokens + row.cache_creation_input_tokens;
+    k.output += row.output_tokens;
+    k.cost += row.cost_usd;
+    keys.set(row.key, k);
+  }
+  const sorted = [...keys.values()].sort((a, b) => b.cost - a.cost || b.turns - a.turns);
+  $("usage-keys").tBodies[0].replaceChildren(...sorted.map((k) =>
+    el("tr", { "data-key": k.key },
+      el("td", {}, el("code", {}, k.key)),
+      el("td", {}, String(k.turns)),
+      el("td", { title: `${k.input} tokens` }, short(k.input)),
+      el("td", { title: `${k.output} tokens` }, short(k.output)),
+      el("td", {}, `$${k.cost.toFixed(4)}`))));
+  $("usage-none").hidden = sorted.length > 0;
+  const current = usage.windows.filter((w) => !w.has_reset);
+  const account = current.find((w) => w.kind === "unified");
+  const windows = current.filter((w) => w.kind !== "unified").map((w) => {
+    const label = WINDOW_LABEL[w.kind] ?? w.kind;
+    const used = w.utilization != null ? `${Math.round(w.utilization * 100)}%` : "";
+    const parts = [used, w.resets_at ? `resets ${when(w.resets_at)}` : "", w.status ?? ""].filter(Boolean);
+    return el("span", { class: "window", "data-kind": w.kind, title: `${w.credential}, reported ${new Date(w.observed_ms).toLocaleString()}` },
+      `${label}:`,
+      w.utilization != null ? el("meter", { min: 0, max: 1, low: 0.5, high: 0.8, optimum: 0, value: Math.min(1, w.utilization) }) : null,
+      el("span", { class: w.status ?? "" }, parts.join(" · ")));
+  });
+  if (account) {
+    const limited = account.claim ? ` (limited by the ${WINDOW_LABEL[account.claim] ?? account.claim} window)` : "";
+    windows.unshift(el("span", { class: "window", "data-kind": "unified" }, "account: ",
+      el("span", { class: account.status ?? "" }, `${account.status ?? "unknown"}${limited}`)));
+  }
+  $("windows").replaceChildren(...(windows.length ? windows
+    : [el("span", {}, "No rate-limit window reported (the CLI reports them when it is signed in with a Claude subscription).")]));
+}
+
+/** Usage, every few refreshes (it is read from the session store). */
+async function refreshUsage() {
+  try {
+    drawUsage(await get("/v1/usage"));
+    $("usage-error").hidden = true;
+  } catch (err) {
+    $("usage-error").hidden = false;
+    $("usage-error").textContent = String(err.message ?? err);
+  }
+}
+
 /** The conversations, the pending approvals and the charts, every second. */
 async function refresh() {
   try {
@@ -138,6 +210,7 @@ async function refresh() {
       get("/v1/stats"),
     ]);
     drawStats(stats);
+    if (full) refreshUsage();
     const live = list.data.filter((c) => !isStored(c));
     const ids = new Set(live.map((c) => c.id));
     if (full) {

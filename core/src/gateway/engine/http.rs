@@ -235,6 +235,8 @@ pub(super) struct Front {
     pub(super) made: BTreeMap<String, super::keys::KeyRecord>,
     /// Keys made over `/v1/keys` by this gateway since it started.
     pub(super) made_count: u64,
+    /// The changes of `/v1/keys` the store has not kept yet, by request.
+    pub(super) unkept: BTreeMap<RequestId, super::keys::Unkept>,
     admin: Option<ApiKeys>,
     /// What `GET /health` says of the CLI.
     pub(super) cli: Value,
@@ -288,6 +290,7 @@ impl Front {
             keys,
             made: BTreeMap::new(),
             made_count: 0,
+            unkept: BTreeMap::new(),
             admin: config
                 .admin_key
                 .as_ref()

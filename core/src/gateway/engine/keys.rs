@@ -50,6 +50,28 @@ impl KeyRecord {
     }
 }
 
+/// A change of `/v1/keys` the store has not kept yet: what it was, to undo it if the store
+/// cannot keep it (its answer is then a 503, and the client retries), and so that keys read
+/// from the store meanwhile do not undo it.
+#[derive(Debug, Clone)]
+pub(super) enum Unkept {
+    /// A key made (not handed out until kept).
+    Made(String),
+    /// A key's label or quota set: the record before.
+    Changed(String, Option<KeyRecord>),
+    /// A key revoked: its record.
+    Revoked(KeyRecord),
+}
+
+impl Unkept {
+    fn id(&self) -> &str {
+        match self {
+            Unkept::Made(id) | Unkept::Changed(id, _) => id,
+            Unkept::Revoked(record) => &record.id,
+        }
+    }
+}
+
 /// The longest label.
 const MAX_LABEL: usize = 200;
 
@@ -226,6 +248,7 @@ impl Gateway {
             created_ms: self.wall_ms(),
         };
         self.front.keys.insert_digest(sha256);
+        self.front.unkept.insert(request, Unkept::Made(id.clone()));
         self.keep_key(request, record);
         let mut answer = self.key_json(&id)?;
         answer["key"] = Value::from(secret);
@@ -262,6 +285,10 @@ impl Gateway {
             ));
         }
         let wall = self.wall_ms();
+        let before = self.front.made.get(id).cloned();
+        self.front
+            .unkept
+            .insert(request, Unkept::Changed(id.to_owned(), before));
         let mut record = self.front.made.get(id).cloned().unwrap_or(KeyRecord {
             id: id.to_owned(),
             sha256: None,
@@ -306,6 +333,7 @@ impl Gateway {
             ));
         };
         self.forget_key(now, &record);
+        self.front.unkept.insert(request, Unkept::Revoked(record));
         self.outputs
             .push_back(GatewayOutput::Store(StoreAsk::KeepKey {
                 request: Some(request),
@@ -355,18 +383,54 @@ impl Gateway {
         }
     }
 
+    /// The store's answer to a change of `/v1/keys`: kept, it stands; not kept, it is undone
+    /// (the client gets a 503 and retries).
+    pub(super) fn key_kept(&mut self, now: Timestamp, request: RequestId, kept: bool) {
+        let Some(unkept) = self.front.unkept.remove(&request) else {
+            return;
+        };
+        if kept {
+            return;
+        }
+        match unkept {
+            Unkept::Made(id) => {
+                if let Some(record) = self.front.made.get(&id).cloned() {
+                    self.forget_key(now, &record);
+                }
+            }
+            Unkept::Changed(id, Some(before)) => {
+                self.front.made.insert(id, before);
+            }
+            Unkept::Changed(id, None) => {
+                self.front.made.remove(&id);
+            }
+            Unkept::Revoked(record) => {
+                if let Some(sha256) = record.digest() {
+                    self.front.keys.insert_digest(sha256);
+                }
+                self.front.made.insert(record.id.clone(), record);
+            }
+        }
+    }
+
     /// The keys the session store keeps (each as [`StoreAsk::KeepKey`] kept it), read by
     /// the host at start and now and then: keys another gateway made work here, those it
     /// revoked no longer do, labels and quotas follow. A record that does not read is
-    /// skipped.
+    /// skipped, and so is a key whose change here the store has not kept yet (read before
+    /// it, the store's record is older).
     pub fn handle_keys_loaded(&mut self, now: Timestamp, keys: &[String]) {
         self.now = now;
+        let unkept: Vec<String> = (self.front.unkept.values())
+            .map(|u| u.id().to_owned())
+            .collect();
         let loaded: BTreeMap<String, KeyRecord> = (keys.iter())
             .filter_map(|json| serde_json::from_str::<KeyRecord>(json).ok())
+            .filter(|r| !unkept.contains(&r.id))
             .map(|r| (r.id.clone(), r))
             .collect();
         let gone: Vec<KeyRecord> = (self.front.made.values())
             .filter(|r| r.sha256.is_some() && !loaded.contains_key(&r.id))
+            .filter(|r| !unkept.contains(&r.id))
             .cloned()
             .collect();
         for record in gone {

@@ -120,8 +120,14 @@ impl Gateway {
             }
             StoreAnswer::LookupFailed { request } => self.store_lookup_failed(now, request),
             StoreAnswer::WriteFailed => self.store_write_failed(),
-            StoreAnswer::Kept { request } => self.kept(now, request, true),
-            StoreAnswer::NotKept { request } => self.kept(now, request, false),
+            StoreAnswer::Kept { request } => {
+                self.key_kept(now, request, true);
+                self.kept(now, request, true);
+            }
+            StoreAnswer::NotKept { request } => {
+                self.key_kept(now, request, false);
+                self.kept(now, request, false);
+            }
             StoreAnswer::ResumeUnavailable { session } => {
                 self.store_resume_unavailable(now, session);
             }

@@ -270,7 +270,8 @@ export function serveEnv(home, fakeUrl) {
 
 /** A running `ccwire serve`. */
 export class Gateway {
-  static async start(home, fake, extraArgs = []) {
+  /** `env` is added to the environment (a `null` value removes a variable). */
+  static async start(home, fake, extraArgs = [], env = {}) {
     const args = [
       'serve',
       '--listen', '127.0.0.1:0',
@@ -282,7 +283,9 @@ export class Gateway {
     ];
     const child = track(
       spawn(CCWIRE_BIN, args, {
-        env: serveEnv(home, fake.url),
+        env: Object.fromEntries(
+          Object.entries({ ...serveEnv(home, fake.url), ...env }).filter(([, v]) => v != null),
+        ),
         stdio: ['ignore', 'ignore', 'pipe'],
       }),
     );
