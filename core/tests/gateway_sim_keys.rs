@@ -146,6 +146,7 @@ fn only_the_admin_key_manages_keys_and_a_gateway_without_keys_or_store_makes_non
     let (status, failed) = keys(&mut sim, "root", "POST", "/v1/keys", "{}");
     assert_eq!(status, 503, "{failed}");
     assert!(failed.get("key").is_none());
+    assert!(failed.to_string().contains("so it is undone"), "{failed}");
     // Without keys, without an admin key or without a store, none is made.
     let mut keyless = Sim::new(GatewayConfig {
         store: true,

@@ -396,3 +396,29 @@ fn a_key_runs_no_more_conversations_at_once_than_its_quota_allows() {
     let and = hello(&mut sim, "bob", "And");
     assert_eq!(sim.response(and).status, 200);
 }
+
+#[test]
+fn a_gateway_without_a_store_keeps_400_days_of_usage() {
+    let mut sim = gateway(false);
+    turn(
+        &mut sim,
+        "alice",
+        json!([{"role": "user", "content": "Long ago"}]),
+        false,
+    );
+    let old = "?from=2026-11-28&to=2026-11-28";
+    assert_eq!(usage(&mut sim, "root", old)["total"]["turns"], 1);
+    sim.advance(400 * 86_400_000);
+    turn(
+        &mut sim,
+        "alice",
+        json!([{"role": "user", "content": "Now"}]),
+        false,
+    );
+    assert_eq!(
+        usage(&mut sim, "root", old)["total"]["turns"],
+        0,
+        "forgotten"
+    );
+    assert_eq!(usage(&mut sim, "root", "")["total"]["turns"], 1);
+}

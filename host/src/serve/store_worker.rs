@@ -316,7 +316,9 @@ pub(super) async fn store_worker(
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut backlog = Backlog::default();
     let calls = backlog.calls.clone();
-    // Usage the store could not take yet (day, tenant, model, figures), in order.
+    // Usage not written yet (day, tenant, model, figures): added to the store when nothing
+    // else waits (so it never holds up a turn's record), before usage is read, and again
+    // while the store fails.
     let mut unmetered = std::collections::VecDeque::new();
     // Claims (true) and releases the cluster registry could not take yet, in order.
     let mut routes = std::collections::VecDeque::<(bool, String)>::new();
@@ -341,12 +343,19 @@ pub(super) async fn store_worker(
         };
     loop {
         report_usage(&app, &mut backlog);
+        if !unmetered.is_empty()
+            && ops.is_empty()
+            && !add_usage(store.as_ref(), &calls, &mut unmetered).await
+        {
+            write_failed(&app);
+        }
         let op = tokio::select! {
             op = ops.recv() => match op {
                 Some(op) => op,
                 None => {
                     // What is still unwritten gets one more try before the gateway ends.
                     backlog.flush_all(store.as_ref()).await;
+                    add_usage(store.as_ref(), &calls, &mut unmetered).await;
                     return;
                 }
             },
@@ -602,15 +611,20 @@ pub(super) async fn store_worker(
                 model,
                 tally,
             }) => {
-                if unmetered.len() >= UNMETERED_CAP {
-                    tracing::error!(
-                        "the session store has taken no usage for long: the oldest is dropped"
-                    );
-                    unmetered.pop_front();
-                }
-                unmetered.push_back((day, tenant, model, tally));
-                if !add_usage(store.as_ref(), &calls, &mut unmetered).await {
-                    write_failed(&app);
+                // Figures of a row already waiting are added to it.
+                let same = (unmetered.iter_mut())
+                    .find(|(d, t, m, _)| *d == day && *t == tenant && *m == model);
+                match same {
+                    Some((_, _, _, waiting)) => waiting.add(&tally),
+                    None => {
+                        if unmetered.len() >= UNMETERED_CAP {
+                            tracing::error!(
+                                "the session store has taken no usage for long: the oldest is dropped"
+                            );
+                            unmetered.pop_front();
+                        }
+                        unmetered.push_back((day, tenant, model, tally));
+                    }
                 }
             }
             StoreOp::Ask(StoreAsk::KeepKey { request, id, json }) => {
@@ -639,6 +653,10 @@ pub(super) async fn store_worker(
                 from,
                 to,
             }) => {
+                // What was metered before it is read with it.
+                if !add_usage(store.as_ref(), &calls, &mut unmetered).await {
+                    write_failed(&app);
+                }
                 let read = async {
                     let rows = calls
                         .call(store.read_usage(&from, &to, tenant.as_deref()))

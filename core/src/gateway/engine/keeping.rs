@@ -98,10 +98,18 @@ impl Gateway {
     }
 
     /// Holds the whole answer of a Managed Agents request (its outputs from `mark` on) until
-    /// the store has kept the `waiting` changes it asked to keep.
-    pub(super) fn hold_change(&mut self, request: RequestId, mark: usize, waiting: usize) {
+    /// the store has kept the `waiting` changes it asked to keep; `failure` is its answer if
+    /// one is not (by default, that the change is made here but not kept).
+    pub(super) fn hold_change(
+        &mut self,
+        request: RequestId,
+        mark: usize,
+        waiting: usize,
+        failure: Option<ApiError>,
+    ) {
         let done = self.take_outputs(request, mark);
-        let failed = error_answer(request, Api::Anthropic, &change_not_kept(), Vec::new());
+        let error = failure.unwrap_or_else(change_not_kept);
+        let failed = error_answer(request, Api::Anthropic, &error, Vec::new());
         self.hold(request, None, waiting, done, failed);
     }
 

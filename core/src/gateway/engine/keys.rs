@@ -155,7 +155,13 @@ impl Gateway {
                 });
                 self.respond_json(request, status, &value);
                 if kept {
-                    self.hold_change(request, mark, 1);
+                    let undone = ApiError::new(
+                        ApiErrorKind::Unavailable,
+                        "the session store could not keep this change of the keys, so it is \
+                         undone; retry shortly",
+                    )
+                    .retry_after(2);
+                    self.hold_change(request, mark, 1, Some(undone));
                 }
             }
             Err(error) => self.respond_error(request, Api::Anthropic, &[], &error),

@@ -11,6 +11,8 @@ use crate::gateway::usage::{self, Tally, UsageRow, Window};
 const QUOTA_RECHECK_MS: u64 = 10_000;
 /// A day in ms.
 const DAY_MS: u64 = 86_400_000;
+/// How many days of usage a gateway without a session store keeps (as the Redis store does).
+const KEPT_DAYS: u64 = 400;
 /// The most days one `GET /v1/usage` covers.
 const MAX_DAYS: u64 = 366;
 /// The days `GET /v1/usage` covers without `from`: the last thirty, today included.
@@ -23,8 +25,9 @@ pub(super) struct Metering {
     credential: String,
     /// The windows its CLIs reported, by credential and kind.
     windows: BTreeMap<(String, String), Window>,
-    /// Without a session store: the use since the gateway started, by day, key and model.
-    local: BTreeMap<(String, String, String), Tally>,
+    /// Without a session store: the use since the gateway started, by key (its tenant id), day
+    /// (days since 1970-01-01) and model; days older than [`KEPT_DAYS`] are forgotten.
+    local: BTreeMap<(String, u64, String), Tally>,
     /// `GET /v1/usage` requests waiting for the store's rows.
     pub(super) waiting: BTreeMap<RequestId, UsageQuery>,
     /// The bytes each tenant's transcripts take in the session store, as it last said
@@ -274,8 +277,12 @@ impl Gateway {
                 };
                 self.outputs.push_back(GatewayOutput::Store(ask));
             } else {
-                let row = (day.clone(), id.clone(), model);
-                self.metering.local.entry(row).or_default().add(&tally);
+                let local = &mut self.metering.local;
+                let row = (id.clone(), today, model);
+                if !local.contains_key(&row) {
+                    local.retain(|(_, day, _), _| day + KEPT_DAYS > today);
+                }
+                local.entry(row).or_default().add(&tally);
             }
         }
     }
@@ -304,10 +311,13 @@ impl Gateway {
         let today = wall / DAY_MS;
         let since = quota.since(today);
         let rows: Vec<(u64, Tally)> = if !self.config.store {
-            (self.metering.local.iter())
-                .filter(|((_, key, _), _)| *key == id)
-                .filter_map(|((day, _, _), t)| Some((usage::day_number(day)?, *t)))
-                .collect()
+            (self
+                .metering
+                .local
+                .range((id.clone(), since, String::new())..))
+            .take_while(|((key, _, _), _)| *key == id)
+            .map(|((_, day, _), t)| (*day, *t))
+            .collect()
         } else {
             let now = self.now;
             let used = self.metering.quota_used.entry(id.clone()).or_default();
@@ -417,9 +427,9 @@ impl Gateway {
             return;
         }
         let rows = (self.metering.local.iter())
-            .map(|((day, key, model), tally)| UsageRow {
+            .map(|((key, day, model), tally)| UsageRow {
                 key: key.clone(),
-                day: day.clone(),
+                day: usage::day_name(*day),
                 model: model.clone(),
                 tally: *tally,
             })

@@ -148,7 +148,7 @@ impl Gateway {
             })
             .count();
         if waiting > 0 {
-            self.hold_change(request, mark, waiting);
+            self.hold_change(request, mark, waiting, None);
         }
     }
 
