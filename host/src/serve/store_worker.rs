@@ -316,10 +316,12 @@ pub(super) async fn store_worker(
     retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut backlog = Backlog::default();
     let calls = backlog.calls.clone();
-    // Usage not written yet (day, tenant, model, figures): added to the store when nothing
-    // else waits (so it never holds up a turn's record), before usage is read, and again
-    // while the store fails.
+    // Usage not written yet (day, tenant, model, figures), each row's figures summed: added
+    // to the store once a second (so it does not hold up a turn's record), before usage is
+    // read, and at the end.
     let mut unmetered = std::collections::VecDeque::new();
+    let mut metering = tokio::time::interval(METERING_EVERY);
+    metering.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Claims (true) and releases the cluster registry could not take yet, in order.
     let mut routes = std::collections::VecDeque::<(bool, String)>::new();
     let write_failed = |app: &std::sync::Weak<App>| {
@@ -343,12 +345,6 @@ pub(super) async fn store_worker(
         };
     loop {
         report_usage(&app, &mut backlog);
-        if !unmetered.is_empty()
-            && ops.is_empty()
-            && !add_usage(store.as_ref(), &calls, &mut unmetered).await
-        {
-            write_failed(&app);
-        }
         let op = tokio::select! {
             op = ops.recv() => match op {
                 Some(op) => op,
@@ -359,6 +355,12 @@ pub(super) async fn store_worker(
                     return;
                 }
             },
+            _ = metering.tick(), if !unmetered.is_empty() => {
+                if !add_usage(store.as_ref(), &calls, &mut unmetered).await {
+                    write_failed(&app);
+                }
+                continue;
+            }
             _ = keys.tick(), if manages_keys => {
                 match calls.call(store.load_keys()).await {
                     Ok(records) => {
@@ -371,10 +373,7 @@ pub(super) async fn store_worker(
                 }
                 continue;
             }
-            _ = retry.tick(), if !backlog.is_empty() || !routes.is_empty() || !unmetered.is_empty() => {
-                if !unmetered.is_empty() && add_usage(store.as_ref(), &calls, &mut unmetered).await {
-                    tracing::info!("the session store has the usage it could not take before");
-                }
+            _ = retry.tick(), if !backlog.is_empty() || !routes.is_empty() => {
                 if !routes.is_empty() && flush_routes(cluster.as_ref(), &mut routes).await {
                     tracing::info!("the cluster registry has the claims it could not take before");
                 }
@@ -725,6 +724,9 @@ async fn add_usage(
 /// How often the keys made over `/v1/keys` are read from the store: how long a key another
 /// gateway made or revoked takes to work or stop working here.
 const KEYS_EVERY: Duration = Duration::from_secs(5);
+
+/// How often the usage metered since is added to the store.
+const METERING_EVERY: Duration = Duration::from_secs(1);
 
 /// The most usage additions kept for a store that fails (about a megabyte).
 const UNMETERED_CAP: usize = 10_000;
