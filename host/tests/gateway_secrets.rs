@@ -234,26 +234,7 @@ fn a_secret_given_twice_or_a_file_that_cannot_be_read_stops_it_before_it_serves(
         format!("ccwire serve: the Redis session store at redis://{REDIS_USER}:***@127.0.0.1:1");
     let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
     let nothing = format!("ccwire serve: --admin-key-file: {} is empty", path(&empty));
-    let serve = |args: &[String]| {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ccwire"));
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("CCWIRE_") {
-                command.env_remove(name);
-            }
-        }
-        let output = command
-            .arg("serve")
-            .args(["--listen", "127.0.0.1:0", "--sandbox", "off", "--state-dir"])
-            .arg(state.path().join("state"))
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            output.status.code(),
-            String::from_utf8_lossy(&output.stderr).into_owned()
-                + &String::from_utf8_lossy(&output.stdout),
-        )
-    };
+    let serve = |args: &[String]| serve_exits(&state, args, &[]);
     let cases: [(Vec<String>, &str); 5] = [
         (
             vec![
@@ -370,22 +351,8 @@ async fn quotas_and_managed_keys_are_checked_and_said_at_start() {
     );
 
     let exits = |args: &[&str], env: &[(&str, &str)]| {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ccwire"));
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("CCWIRE_") {
-                command.env_remove(name);
-            }
-        }
-        let output = command
-            .arg("serve")
-            .args(["--listen", "127.0.0.1:0", "--sandbox", "off", "--state-dir"])
-            .arg(state.path().join("state"))
-            .args(args)
-            .envs(env.iter().copied())
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&output.stderr).into_owned();
-        (output.status.code(), text)
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        serve_exits(&state, &args, env)
     };
     for (args, expected) in [
         (
@@ -408,4 +375,32 @@ async fn quotas_and_managed_keys_are_checked_and_said_at_start() {
         output.contains("--managed-keys needs an admin key"),
         "{output}"
     );
+}
+
+/// `ccwire serve` with `args` and `env` (and none of the caller's CCWIRE_ variables) on a
+/// loopback port, run until it exits: its exit code and what it printed.
+fn serve_exits(
+    state: &tempfile::TempDir,
+    args: &[String],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ccwire"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("CCWIRE_") {
+            command.env_remove(name);
+        }
+    }
+    let output = command
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0", "--sandbox", "off", "--state-dir"])
+        .arg(state.path().join("state"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned()
+            + &String::from_utf8_lossy(&output.stdout),
+    )
 }

@@ -479,6 +479,12 @@ pub fn day_number(day: &str) -> Option<u64> {
     (day_of(days * 86_400_000) == day).then_some(days)
 }
 
+/// The days (since 1970-01-01) from `from` to `to` (`YYYY-MM-DD`, both included), if both are
+/// days.
+pub fn day_range(from: &str, to: &str) -> Option<std::ops::RangeInclusive<u64>> {
+    Some(day_number(from)?..=day_number(to)?)
+}
+
 /// The day (UTC, `YYYY-MM-DD`) `days` after 1970-01-01.
 pub fn day_name(days: u64) -> String {
     day_of(days.saturating_mul(86_400_000))

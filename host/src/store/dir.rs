@@ -506,25 +506,11 @@ impl ConversationStore for DirStore {
     ) -> BoxFuture<'a, io::Result<Vec<(String, String)>>> {
         let dir = component(tenant).map(|t| self.root.join(t).join("managed"));
         Box::pin(blocking(move || {
-            let entries = match std::fs::read_dir(dir?) {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-                Err(e) => return Err(e),
-            };
-            let mut out = Vec::new();
-            for entry in entries {
-                let entry = entry?;
-                let name = entry.file_name().to_string_lossy().into_owned();
-                // `<kind>.<id>.json`; a temporary file of a write cut short is not one.
-                let Some((kind, _)) = name
-                    .strip_suffix(".json")
-                    .and_then(|stem| stem.split_once('.'))
-                else {
-                    continue;
-                };
-                out.push((kind.to_owned(), std::fs::read_to_string(entry.path())?));
-            }
-            Ok(out)
+            // `<kind>.<id>.json`.
+            let files = read_json_files(&dir?)?.into_iter();
+            let kinds =
+                files.filter_map(|(stem, json)| Some((stem.split_once('.')?.0.to_owned(), json)));
+            Ok(kinds.collect())
         }))
     }
 
@@ -572,7 +558,13 @@ impl ConversationStore for DirStore {
 
     fn load_keys(&self) -> BoxFuture<'_, io::Result<Vec<String>>> {
         let dir = self.root.join("keys");
-        Box::pin(blocking(move || read_json_files(&dir)))
+        let records = move || {
+            Ok(read_json_files(&dir)?
+                .into_iter()
+                .map(|(_, json)| json)
+                .collect())
+        };
+        Box::pin(blocking(records))
     }
 
     fn save_pool(&self, settings: String) -> BoxFuture<'_, io::Result<()>> {

@@ -22,9 +22,9 @@ pub(super) fn save_or_remove(file: &Path, json: Option<String>) -> io::Result<()
     }
 }
 
-/// The contents of every `*.json` file in `dir` (none when it does not exist); a temporary
-/// file of a write cut short (`.<name>.tmp`) is not one.
-pub(super) fn read_json_files(dir: &Path) -> io::Result<Vec<String>> {
+/// Every `<stem>.json` file in `dir` (none when it does not exist): its stem and contents; a
+/// temporary file of a write cut short (`.<name>.tmp`) is not one.
+pub(super) fn read_json_files(dir: &Path) -> io::Result<Vec<(String, String)>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -34,8 +34,11 @@ pub(super) fn read_json_files(dir: &Path) -> io::Result<Vec<String>> {
     for entry in entries {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".json") && !name.starts_with('.') {
-            out.push(std::fs::read_to_string(entry.path())?);
+        if let Some(stem) = name
+            .strip_suffix(".json")
+            .filter(|_| !name.starts_with('.'))
+        {
+            out.push((stem.to_owned(), std::fs::read_to_string(entry.path())?));
         }
     }
     Ok(out)
@@ -57,7 +60,9 @@ mod tests {
             Some("{\"id\":\"ka\",\"label\":\"x\"}".into()),
         )
         .unwrap();
-        let mut kept = read_json_files(&dir).unwrap();
+        let mut kept: Vec<String> = (read_json_files(&dir).unwrap().into_iter())
+            .map(|(_, json)| json)
+            .collect();
         kept.sort();
         assert_eq!(kept, ["{\"id\":\"ka\",\"label\":\"x\"}", "{\"id\":\"kb\"}"]);
         save_or_remove(&dir.join("kb.json"), None).unwrap();

@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use ccwire_core::gateway::usage::{day_name, day_number, Tally, UsageRow, Window};
+use ccwire_core::gateway::usage::{day_name, day_number, day_range, Tally, UsageRow, Window};
 
 use super::super::{private_dir, write_atomically};
 
@@ -72,13 +72,10 @@ impl UsageFiles {
         to: &str,
         tenant: Option<&str>,
     ) -> io::Result<Vec<UsageRow>> {
-        let bad = || io::Error::new(io::ErrorKind::InvalidInput, "not a day");
-        let (from, to) = (
-            day_number(from).ok_or_else(bad)?,
-            day_number(to).ok_or_else(bad)?,
-        );
+        let days = day_range(from, to)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a day"))?;
         let mut out = Vec::new();
-        for day in from..=to {
+        for day in days {
             let rows: Vec<UsageRow> = Self::read(&self.day_file(&day_name(day))?)?;
             out.extend(
                 rows.into_iter()

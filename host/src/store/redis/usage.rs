@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::io;
 
-use ccwire_core::gateway::usage::{day_name, day_number, Tally, UsageRow, Window};
+use ccwire_core::gateway::usage::{day_name, day_number, day_range, Tally, UsageRow, Window};
 use redis::Script;
 
 use super::RedisStore;
@@ -70,22 +70,19 @@ impl RedisStore {
         to: &str,
         tenant: Option<&str>,
     ) -> io::Result<Vec<UsageRow>> {
-        let bad = || io::Error::new(io::ErrorKind::InvalidInput, "not a day");
-        let (from, to) = (
-            day_number(from).ok_or_else(bad)?,
-            day_number(to).ok_or_else(bad)?,
-        );
+        let days = day_range(from, to)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a day"))?;
         let mut pipe = redis::pipe();
-        for day in from..=to {
+        for day in days.clone() {
             pipe.hgetall(format!("ccwire:use:{}", day_name(day)));
         }
         let mut redis = self.redis.clone();
-        let days: Vec<Vec<(String, u64)>> = pipe
+        let kept: Vec<Vec<(String, u64)>> = pipe
             .query_async(&mut redis)
             .await
             .map_err(|e| self.failed(e))?;
         let mut rows: BTreeMap<(String, String, String), Tally> = BTreeMap::new();
-        for (day, fields) in (from..=to).zip(days) {
+        for (day, fields) in days.zip(kept) {
             for (name, n) in fields {
                 // A field this version does not read is left alone.
                 let Ok((key, model, field)) =
