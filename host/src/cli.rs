@@ -748,13 +748,7 @@ fn quotas(
         let (key, spec) = line
             .rsplit_once(':')
             .ok_or_else(|| format!("{whence}: {line:?} is not KEY:LIMITS"))?;
-        let is_id = |k: &str| {
-            k == "local"
-                || (k.len() == 25
-                    && k.starts_with('k')
-                    && k[1..].bytes().all(|b| b.is_ascii_hexdigit()))
-        };
-        let id = if key == "*" || is_id(key) {
+        let id = if key == "*" || ccwire_core::gateway::is_tenant_id(key) {
             key.to_owned()
         } else if api_keys.iter().any(|k| k == key) {
             tenant_id(key)

@@ -332,9 +332,13 @@ async fn quotas_and_managed_keys_are_checked_and_said_at_start() {
         ("CCWIRE_ADMIN_KEY", ADMIN_KEY),
     ];
     let quota_file = quota_file.to_str().unwrap().to_owned();
+    let two = ccwire_core::gateway::tenant_id("key-two");
+    let by_id = format!("{two}:tokens/week=5");
     let args = [
         "--quota",
         "key-one:tokens/day=100,conversations=2",
+        "--quota",
+        &by_id,
         "--quota-file",
         &quota_file,
     ];
@@ -345,6 +349,10 @@ async fn quotas_and_managed_keys_are_checked_and_said_at_start() {
     let line = format!("quota of {one}: tokens/day=100,conversations=2");
     assert!(output.contains(&line), "{output}");
     assert!(output.contains("quota of *: cost/month=5"), "{output}");
+    assert!(
+        output.contains(&format!("quota of {two}: tokens/week=5")),
+        "{output}"
+    );
     assert!(
         !output.contains("key-one:"),
         "the key is not said: {output}"
@@ -364,6 +372,10 @@ async fn quotas_and_managed_keys_are_checked_and_said_at_start() {
             "nor one of the --api-key keys",
         ),
         (["--quota", "tokens/day=1"], "is not KEY:LIMITS"),
+        (
+            ["--quota", "K0123456789ABCDEF01234567:tokens/day=1"],
+            "neither `*`, a key's id",
+        ),
     ] {
         let (code, output) = exits(&args, &keys[..1]);
         assert_eq!(code, Some(2), "{args:?}: {output}");

@@ -424,13 +424,17 @@ mod tests {
     }
 }
 
-/// `text` (the Prometheus text format) with the label `name="value"` on every sample.
-pub(crate) fn with_label(text: &str, name: &str, value: &str) -> String {
-    let value = value
+/// A label's value as the Prometheus text format writes it (`\\`, `"` and newlines escaped).
+pub(crate) fn label_value(value: &str) -> String {
+    value
         .replace('\\', "\\\\")
         .replace('"', "\\\"")
-        .replace('\n', "\\n");
-    let label = format!("{name}=\"{value}\"");
+        .replace('\n', "\\n")
+}
+
+/// `text` (the Prometheus text format) with the label `name="value"` on every sample.
+pub(crate) fn with_label(text: &str, name: &str, value: &str) -> String {
+    let label = format!("{name}=\"{}\"", label_value(value));
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     for line in text.lines() {
         if line.starts_with('#') || line.is_empty() {

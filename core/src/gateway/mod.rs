@@ -38,11 +38,11 @@ pub mod usage;
 mod written;
 
 pub use engine::{
-    fair_share, fans_out, merge_node_answers, parse_request, prepare, tenant_id, Admission,
-    BodyError, CliSpec, ConfigError, ConversationKey, ConversationRecord, Ended, FanOut, Gateway,
-    GatewayConfig, GatewayOutput, GatewayTimeout, Held, Holder, HttpConfig, HttpHead, HttpResponse,
-    Placed, Placement, Prepared, PreparedRequest, RecordState, RequestId, ResumeSpec, RouteKey,
-    StoreAnswer, StoreAsk, TenantDirs, CLIENT_SERVER, STRIPPED_ENV,
+    fair_share, fans_out, is_tenant_id, merge_node_answers, parse_request, prepare, tenant_id,
+    Admission, BodyError, CliSpec, ConfigError, ConversationKey, ConversationRecord, Ended, FanOut,
+    Gateway, GatewayConfig, GatewayOutput, GatewayTimeout, Held, Holder, HttpConfig, HttpHead,
+    HttpResponse, Placed, Placement, Prepared, PreparedRequest, RecordState, RequestId, ResumeSpec,
+    RouteKey, StoreAnswer, StoreAsk, TenantDirs, CLIENT_SERVER, STRIPPED_ENV,
 };
 pub use metrics::Histogram;
 pub use registry::{approval_route_key, Limits, ResumeReason, SessionId, HELD_CALL_TIMEOUT_TEXT};

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::usage::{day_name, Tally};
+use super::usage::{civil, day_name, days_from_civil, Tally};
 
 /// A calendar period (UTC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -37,9 +37,8 @@ impl Period {
             // 1970-01-01 was a Thursday.
             Period::Week => day - (day + 3) % 7,
             Period::Month => {
-                let name = day_name(day);
-                let first = format!("{}-01", &name[..7]);
-                super::usage::day_number(&first).unwrap_or(day)
+                let (y, m, _) = civil(day);
+                days_from_civil(y, m, 1).unwrap_or(day)
             }
         }
     }

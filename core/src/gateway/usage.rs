@@ -449,9 +449,12 @@ pub fn credential_id(var: impl Fn(&str) -> Option<String>) -> String {
     "login".to_owned()
 }
 
+/// A day in ms.
+pub(crate) const DAY_MS: u64 = 86_400_000;
+
 /// The day (UTC, `YYYY-MM-DD`) of a Unix time in ms.
 pub fn day_of(unix_ms: u64) -> String {
-    let (y, m, d) = civil(unix_ms / 86_400_000);
+    let (y, m, d) = civil(unix_ms / DAY_MS);
     format!("{y:04}-{m:02}-{d:02}")
 }
 
@@ -465,18 +468,9 @@ pub fn day_number(day: &str) -> Option<u64> {
         p.parse::<u64>().ok()
     };
     let (y, m, d) = (part(4)?, part(2)?, part(2)?);
-    if !(1970..=9999).contains(&y) || !(1..=12).contains(&m) || d == 0 {
-        return None;
-    }
-    // Days since the epoch (Howard Hinnant's days_from_civil, for years from 1970).
-    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
-    let era = y / 400;
-    let yoe = y - era * 400;
-    let doy = (153 * m + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    let days = days_from_civil(y, m, d)?;
     // A day past its month's end (2026-02-30) is no day.
-    (day_of(days * 86_400_000) == day).then_some(days)
+    (civil(days) == (y, m, d)).then_some(days)
 }
 
 /// The days (since 1970-01-01) from `from` to `to` (`YYYY-MM-DD`, both included), if both are
@@ -487,11 +481,26 @@ pub fn day_range(from: &str, to: &str) -> Option<std::ops::RangeInclusive<u64>> 
 
 /// The day (UTC, `YYYY-MM-DD`) `days` after 1970-01-01.
 pub fn day_name(days: u64) -> String {
-    day_of(days.saturating_mul(86_400_000))
+    day_of(days.saturating_mul(DAY_MS))
+}
+
+/// The days since 1970-01-01 of year `y`, month `m`, day `d` (Howard Hinnant's
+/// days_from_civil, for years from 1970 to 9999; a day past its month's end runs into the
+/// next month).
+pub(super) fn days_from_civil(y: u64, m: u64, d: u64) -> Option<u64> {
+    if !(1970..=9999).contains(&y) || !(1..=12).contains(&m) || d == 0 {
+        return None;
+    }
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    (era * 146_097 + doe).checked_sub(719_468)
 }
 
 /// Year, month, day of `days` since 1970-01-01 (Howard Hinnant's civil_from_days).
-fn civil(days: u64) -> (u64, u64, u64) {
+pub(super) fn civil(days: u64) -> (u64, u64, u64) {
     let z = days + 719_468;
     let era = z / 146_097;
     let doe = z - era * 146_097;

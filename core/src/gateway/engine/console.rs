@@ -138,12 +138,7 @@ fn stored_key(key: &ConversationKey) -> bool {
     };
     let parts: Vec<&str> = key.id.split('-').collect();
     let uuid = parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12]) && parts.iter().all(|p| hex(p));
-    let tenant = key.tenant == "local"
-        || key
-            .tenant
-            .strip_prefix('k')
-            .is_some_and(|h| h.len() == 24 && hex(h));
-    uuid && tenant
+    uuid && super::is_tenant_id(&key.tenant)
 }
 
 impl Gateway {

@@ -233,6 +233,8 @@ pub(super) struct Front {
     pub(super) keys: ApiKeys,
     /// The keys made over `/v1/keys` and the labels and quotas set there, by key id.
     pub(super) made: BTreeMap<String, super::keys::KeyRecord>,
+    /// The ids of the keys given at start.
+    given: Vec<String>,
     /// Keys made over `/v1/keys` by this gateway since it started.
     pub(super) made_count: u64,
     /// The changes of `/v1/keys` the store has not kept yet, by request.
@@ -290,6 +292,11 @@ impl Front {
             keys,
             made: BTreeMap::new(),
             made_count: 0,
+            given: config
+                .api_keys
+                .iter()
+                .map(|k| super::tenant_id(k))
+                .collect(),
             unkept: BTreeMap::new(),
             admin: config
                 .admin_key
@@ -309,12 +316,8 @@ impl Front {
     }
 
     /// The ids of the keys given at start.
-    pub(super) fn given_ids(&self) -> Vec<String> {
-        self.config
-            .api_keys
-            .iter()
-            .map(|k| super::tenant_id(k))
-            .collect()
+    pub(super) fn given_ids(&self) -> &[String] {
+        &self.given
     }
 
     /// Whether the request carries the admin key (`Authorization: Bearer`).

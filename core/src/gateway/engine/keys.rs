@@ -170,12 +170,11 @@ impl Gateway {
 
     /// Every key: those given at start, then those made over the API.
     fn key_list(&self) -> Value {
-        let given = self.front.given_ids();
         let made = (self.front.made.values())
             .filter(|r| r.sha256.is_some())
-            .map(|r| r.id.clone());
-        let ids: Vec<String> = given.into_iter().chain(made).collect();
-        let data: Vec<Value> = ids.iter().filter_map(|id| self.key_json(id).ok()).collect();
+            .map(|r| &r.id);
+        let ids = self.front.given_ids().iter().chain(made);
+        let data: Vec<Value> = ids.filter_map(|id| self.key_json(id).ok()).collect();
         json!({"object": "list", "data": data})
     }
 

@@ -4,13 +4,12 @@
 use std::fmt::Write;
 
 use super::*;
-use crate::gateway::usage::{self, Tally, UsageRow, Window};
+use crate::gateway::metrics::label_value;
+use crate::gateway::usage::{self, Tally, UsageRow, Window, DAY_MS};
 
 /// How long the store's figures of a key with a quota are used before they are read again
 /// (what other gateways added since is not seen before) (ms).
 const QUOTA_RECHECK_MS: u64 = 10_000;
-/// A day in ms.
-const DAY_MS: u64 = 86_400_000;
 /// How many days of usage a gateway without a session store keeps (as the Redis store does).
 const KEPT_DAYS: u64 = 400;
 /// The most days one `GET /v1/usage` covers.
@@ -131,13 +130,6 @@ impl Metering {
             }
         }
     }
-}
-
-/// A label value as the Prometheus text format writes it.
-fn label_value(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 /// A `GET /v1/usage` request, read.
@@ -406,7 +398,7 @@ impl Gateway {
     /// `GET /v1/usage`: the caller's usage by day and model (the admin's: every key's) and the
     /// windows, as JSON or CSV; from the session store when there is one.
     pub(super) fn handle_usage(&mut self, request: RequestId, head: &HttpHead<'_>) {
-        let today = self.wall_ms() / 86_400_000;
+        let today = self.wall_ms() / DAY_MS;
         let query = self
             .front
             .scope(head)

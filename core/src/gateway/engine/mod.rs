@@ -35,8 +35,8 @@ use prepared::prepare_request;
 pub use prepared::PreparedRequest;
 pub use seam::{StoreAnswer, StoreAsk};
 pub use types::{
-    fair_share, tenant_id, CliSpec, ConversationKey, ConversationRecord, GatewayConfig,
-    GatewayOutput, GatewayTimeout, RecordState, ResumeSpec, RouteKey, TenantDirs,
+    fair_share, is_tenant_id, tenant_id, CliSpec, ConversationKey, ConversationRecord,
+    GatewayConfig, GatewayOutput, GatewayTimeout, RecordState, ResumeSpec, RouteKey, TenantDirs,
 };
 
 use approvals::Approval;

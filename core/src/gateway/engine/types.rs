@@ -172,6 +172,16 @@ pub fn tenant_id(tenant: &str) -> String {
     format!("k{}", crate::conversation::hex(&hash.finalize()[..12]))
 }
 
+/// Whether `id` is a tenant id as [`tenant_id`] makes them.
+pub fn is_tenant_id(id: &str) -> bool {
+    id == "local"
+        || id.strip_prefix('k').is_some_and(|h| {
+            h.len() == 24
+                && h.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
+}
+
 impl GatewayConfig {
     /// An id key made from a number, for reproducible ids (tests, `ccwire serve --seed`):
     /// never for a gateway that others can reach.
