@@ -25,6 +25,9 @@ missing=""
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 command -v bwrap >/dev/null 2>&1 || missing="$missing bubblewrap"
 command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
+# qemu-user and the arm64 C library: the install test runs the arm64 Linux build under emulation.
+command -v qemu-aarch64 >/dev/null 2>&1 || missing="$missing qemu-user"
+[ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || missing="$missing libc6-arm64-cross"
 if [ -n "$missing" ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

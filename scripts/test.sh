@@ -71,6 +71,8 @@ node tests/sdk/drift/cli.mjs > target/drift-cli.txt || { cat target/drift-cli.tx
 tail -1 target/drift-cli.txt
 tests/sdk/python/run.sh
 tests/sdk/ts/run.sh
+echo "== installs: the npm packages, the wheels and the arm64 build with no Rust on the PATH; the Dockerfile"
+scripts/release/test-install.sh
 echo "== www: the inspector and the live console in Chromium"
 (cd www && npm test)
 echo "== fuzz targets build"

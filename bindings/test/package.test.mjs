@@ -2,7 +2,7 @@
 // from there and replay a transcript.
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -11,7 +11,7 @@ import { corpusDir, golden, root } from "./helpers.mjs";
 
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 
-test("the packed tarball installs and replays a transcript", () => {
+test("the packed tarball installs and replays a transcript", async () => {
   const work = mkdtempSync(join(tmpdir(), "ccwire-pack-"));
   try {
     const packed = JSON.parse(
@@ -27,6 +27,7 @@ test("the packed tarball installs and replays a transcript", () => {
       "LICENSE-MIT",
       "README.md",
       "js/api.js",
+      "js/ccwire-cli.js",
       "js/chunks.d.ts",
       "js/client.d.ts",
       "js/client.js",
@@ -35,6 +36,8 @@ test("the packed tarball installs and replays a transcript", () => {
       "js/conversation.d.ts",
       "js/conversation.js",
       "js/index.d.ts",
+      "js/native.d.ts",
+      "js/native.js",
       "js/node.js",
       "js/play-cli.js",
       "js/play.d.ts",
@@ -85,6 +88,29 @@ for (const chunk of replayTranscript(readFileSync(${JSON.stringify(transcript)})
     const played = execFileSync(bin, [transcript, "--instant"], { input: `${hostLines}\n`, encoding: "utf8" });
     const recorded = tape.filter((e) => e.dir === "out").map((e) => e.msg.type);
     assert.deepEqual(played.trim().split("\n").map((l) => JSON.parse(l).type), recorded);
+
+    // The `ccwire` command runs the native binary of the platform package; installed offline,
+    // there is none, and it says which package to install. (scripts/release/test-install.sh
+    // installs the platform package too and runs `ccwire serve` through it.)
+    const ccwire = join(project, "node_modules", ".bin", "ccwire");
+    const { platformKey } = await import(join(project, "node_modules", "ccwire", "js", "native.js"));
+    const missing = spawnSync(ccwire, ["--version"], { encoding: "utf8" });
+    assert.equal(missing.status, 1);
+    assert.match(missing.stderr, new RegExp(`^ccwire: ccwire's binary for ${platformKey()} is in the package @ccwire/${platformKey()}, which is not installed`));
+    // CCWIRE_BINARY names the binary to run: arguments, streams and the exit status pass through.
+    const fake = join(work, "fake-ccwire");
+    writeFileSync(fake, '#!/bin/sh\necho "args: $*"; cat; exit 7\n', { mode: 0o755 });
+    const ran = spawnSync(ccwire, ["serve", "--listen", "a b"], {
+      encoding: "utf8",
+      input: "stdin",
+      env: { ...process.env, CCWIRE_BINARY: fake },
+    });
+    assert.equal(ran.status, 7);
+    assert.equal(ran.stdout, "args: serve --listen a b\nstdin");
+    // A binary ended by a signal: the command's status says which, as a shell's would.
+    writeFileSync(fake, "#!/bin/sh\nkill -TERM $$\n", { mode: 0o755 });
+    const killed = spawnSync(ccwire, [], { env: { ...process.env, CCWIRE_BINARY: fake } });
+    assert.equal(killed.status, 128 + 15);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -14,9 +14,20 @@ use ccwire_core::{Chunk, ErrorKind, Replayer, SessionConfig};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 
+/// What `ccwire --version` says: the version, the target the binary was built for and the
+/// commit it was built from (see `build.rs`).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CCWIRE_TARGET"),
+    ", commit ",
+    env!("CCWIRE_COMMIT"),
+    ")"
+);
+
 /// ccwire: the Claude Code SDK wire protocol, done once.
 #[derive(Debug, Parser)]
-#[command(name = "ccwire", version, about)]
+#[command(name = "ccwire", version = VERSION, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -2,6 +2,7 @@
 
 import { Client, ProcessExitedError, claudeArgs, type ClientOptions } from "ccwire/node";
 import { cliVersion, play } from "ccwire/play";
+import { NoBinaryError, PLATFORMS, binaryPath, platformKey, type Platform } from "ccwire/native";
 
 const options: ClientOptions = {
   model: "sonnet",
@@ -41,3 +42,13 @@ const recorded: ClientOptions = { record: "/tmp/session.jsonl" };
 const exitCode: Promise<number> = play("/tmp/session.jsonl", { verify: true, speed: 2, onDiverged: (m: string) => console.error(m) });
 const version: string = cliVersion();
 console.log(recorded, exitCode, version);
+
+// The native binary's path, for a child process of `ccwire serve`.
+let binary: string | null = null;
+try {
+  binary = binaryPath();
+} catch (err) {
+  if (!(err instanceof NoBinaryError)) throw err;
+}
+const here: Platform | undefined = PLATFORMS[platformKey()];
+console.log(binary, here?.target, here?.libc ?? "no libc");
