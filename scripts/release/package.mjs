@@ -4,8 +4,8 @@
 //
 // Takes OUT/bin/<PLATFORM>/ccwire for each PLATFORM (a key of bindings/js/native.js) and makes
 //   OUT/npm/ccwire-<platform>-<version>.tgz   the platform package (`@ccwire/<platform>`),
-//   OUT/npm/ccwire-<version>.tgz              the main package, bindings/ as built (its
-//                                             optional dependencies name every platform package),
+//   OUT/npm/ccwire-<version>.tgz              the main package: bindings/ as built, with every
+//                                             platform package as an optional dependency,
 //   OUT/pypi/ccwire-<version>-py3-none-<tag>.whl  a wheel installing the `ccwire` command,
 //   OUT/SHA256SUMS                            of all of them.
 // npm packs the packages and `wheel pack` (pypa's wheel) the wheels; a Python with `wheel` is
@@ -14,7 +14,7 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PLATFORMS, platformKey } from "../../bindings/js/native.js";
 
@@ -31,11 +31,6 @@ const crateVersion = /^version = "([^"]+)"/m.exec(readFileSync(join(root, "Cargo
 if (crateVersion !== version) fail(`Cargo.toml says ${crateVersion}, bindings/package.json ${version}`);
 for (const file of main.files.filter((f) => f.startsWith("pkg/"))) {
   if (!existsSync(join(root, "bindings", file))) fail(`bindings/${file} is not built (cd bindings && npm run build)`);
-}
-for (const [key, p] of Object.entries(PLATFORMS)) {
-  if (main.optionalDependencies?.[p.package] !== version) {
-    fail(`bindings/package.json's optionalDependencies must name ${p.package} at ${version} (for ${key})`);
-  }
 }
 
 function fail(message) {
@@ -141,8 +136,18 @@ function runsHere(platform) {
   return platform.os === process.platform && platform.cpu === process.arch && (platform.libc !== "glibc" || glibcHere);
 }
 
-// The main package, as `npm publish` in bindings/ would upload it (built first: its wasm).
-const [packed] = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", join(out, "npm")], join(root, "bindings")));
+// The main package: bindings/ as built, its optional dependencies every platform package at
+// this version. (They are added here, not in bindings/package.json: until a release has
+// published them, npm could not lock them there.)
+const stage = join(out, "npm", "ccwire");
+for (const file of main.files) {
+  mkdirSync(dirname(join(stage, file)), { recursive: true });
+  copyFileSync(join(root, "bindings", file), join(stage, file));
+}
+const optionalDependencies = Object.fromEntries(Object.values(PLATFORMS).map((p) => [p.package, version]));
+writeFileSync(join(stage, "package.json"), `${JSON.stringify({ ...main, optionalDependencies }, null, 2)}\n`);
+const [packed] = JSON.parse(run("npm", ["pack", "--json", "--pack-destination", join(out, "npm")], stage));
+rmSync(stage, { recursive: true });
 made.push(join(out, "npm", packed.filename));
 
 const sums = made.map((file) => `${createHash("sha256").update(readFileSync(file)).digest("hex")}  ${basename(file)}`);

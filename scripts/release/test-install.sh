@@ -104,6 +104,15 @@ start=$(date +%s%N)
   "$npm_main" "$work/npm/ccwire-linux-x64-gnu-$version.tgz")
 say "npm install of ccwire and @ccwire/linux-x64-gnu from the tarballs: $(( ($(date +%s%N) - start) / 1000000 )) ms"
 (cd "$app" && says_version npm x86_64-unknown-linux-gnu npx --offline ccwire)
+# The installed package names every platform's package, at its own version.
+node --input-type=module -e '
+  import { readFileSync } from "node:fs";
+  const [app, version] = process.argv.slice(1);
+  const { PLATFORMS } = await import(`${app}/node_modules/ccwire/js/native.js`);
+  const deps = JSON.parse(readFileSync(`${app}/node_modules/ccwire/package.json`, "utf8")).optionalDependencies ?? {};
+  for (const p of Object.values(PLATFORMS)) {
+    if (deps[p.package] !== version) throw new Error(`ccwire does not name ${p.package}@${version}: ${JSON.stringify(deps)}`);
+  }' "$app" "$version"
 serves npm "$app/node_modules/.bin/ccwire"
 # The package of another platform is not installed here: npm skips it by its os, cpu and libc.
 (cd "$app" && PATH=$no_rust npm install --offline --no-audit --no-fund --loglevel=error \
