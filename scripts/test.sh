@@ -46,6 +46,10 @@ if cargo tree -p ccwire-host --no-default-features -e normal --prefix none \
   echo "the client library pulls in the gateway's or the binary's dependencies" >&2
   exit 1
 fi
+echo "== macOS: ccwire-host compiles for aarch64-apple-darwin, with no warning (zig compiles the C; no link)"
+tools=$(scripts/release/install-tools.sh aarch64-apple-darwin)
+PATH="$tools/bin:$PATH" CARGO_TARGET_DIR=target/macos cargo-zigbuild clippy --quiet --locked \
+  --target aarch64-apple-darwin -p ccwire-host -- -D warnings
 echo "== npm package: build and test"
 (cd bindings && npm run --silent build && npm test)
 echo "== npm package: what npm publish would upload"

@@ -217,7 +217,7 @@ pub(crate) fn adopt_orphans() -> io::Result<()> {
     Ok(())
 }
 
-#[cfg(feature = "serve")]
+#[cfg(all(feature = "serve", target_os = "linux"))]
 /// Reaps the children of this process that have ended and that no
 /// [`CliProcess`](crate::process::CliProcess) waits for.
 fn reap_adopted() {
@@ -289,7 +289,7 @@ fn pids() -> Vec<u32> {
         .collect()
 }
 
-#[cfg(feature = "serve")]
+#[cfg(all(feature = "serve", target_os = "linux"))]
 /// The children of this process (of any of its threads).
 fn children() -> Vec<u32> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {

@@ -129,6 +129,11 @@ say "pip install ccwire from the wheels: $(( ($(date +%s%N) - start) / 1000000 )
 says_version pip x86_64-unknown-linux-gnu "$venv/bin/ccwire"
 serves pip "$venv/bin/ccwire"
 
+# uvx: the wheel's command in an environment uv makes for it, as `uvx ccwire serve` runs it.
+wheel=$(ls "$work"/pypi/ccwire-"$version"-py3-none-*manylinux_2_17_x86_64*.whl)
+says_version uvx x86_64-unknown-linux-gnu "$tools/bin/uvx" --offline --no-config --from "$wheel" ccwire
+serves uvx "$tools/bin/uvx" --offline --no-config --from "$wheel" ccwire
+
 # musl: the static binary from its wheel (pip fetches by the musllinux tag) runs on any Linux.
 PATH=$no_rust "$venv/bin/pip" install --quiet --disable-pip-version-check --no-index \
   --find-links "$work/pypi" --platform musllinux_1_2_x86_64 --only-binary=:all: \
