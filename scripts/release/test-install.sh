@@ -134,6 +134,10 @@ wheel=$(ls "$work"/pypi/ccwire-"$version"-py3-none-*manylinux_2_17_x86_64*.whl)
 says_version uvx x86_64-unknown-linux-gnu "$tools/bin/uvx" --offline --no-config --from "$wheel" ccwire
 serves uvx "$tools/bin/uvx" --offline --no-config --from "$wheel" ccwire
 
+# pipx: `pipx run` installs the wheel into an environment of its own and runs the command.
+says_version pipx x86_64-unknown-linux-gnu \
+  env PIPX_HOME="$work/pipx" PIPX_BIN_DIR="$work/pipx/bin" "$tools/bin/pipx" run --spec "$wheel" ccwire
+
 # musl: the static binary from its wheel (pip fetches by the musllinux tag) runs on any Linux.
 PATH=$no_rust "$venv/bin/pip" install --quiet --disable-pip-version-check --no-index \
   --find-links "$work/pypi" --platform musllinux_1_2_x86_64 --only-binary=:all: \
