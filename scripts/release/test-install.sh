@@ -22,8 +22,9 @@ fail() { echo "install test: $*" >&2; exit 1; }
 version=$(sed -nE 's/^version = "([^"]+)"/\1/p' Cargo.toml | head -1)
 commit=$(git rev-parse --short=12 HEAD)
 
-# The binaries: two built for release, one from the test build; then every package of them.
-scripts/release.sh --out "$work" linux-arm64-gnu linux-x64-musl >/dev/null
+# The binaries: two built for release, one from the test build; then every package of them
+# (the main package's WebAssembly is the one scripts/test.sh built).
+scripts/release.sh --out "$work" --no-package linux-arm64-gnu linux-x64-musl >/dev/null
 mkdir -p "$work/bin/linux-x64-gnu"
 cp target/debug/ccwire "$work/bin/linux-x64-gnu/ccwire"
 strip "$work/bin/linux-x64-gnu/ccwire"
