@@ -184,3 +184,24 @@ expect "$(entry sh -c 'exec "$0" serve --managed-keys')" "ccwire serve --listen 
 expect "$(entry sh -c 'exec "$0" serve --listen 0.0.0.0:9000')" "ccwire serve --listen 0.0.0.0:9000"
 expect "$(entry sh -c 'exec "$0" play tape.jsonl')" "ccwire play tape.jsonl"
 say "the Dockerfile lints clean; the entrypoint listens beyond the container only with keys"
+
+# The release workflow: it parses, each job runs on a machine and has steps, each shell step
+# is shell (bash -n), and its builds name every platform of the table, each once.
+platforms=$(node --input-type=module -e 'import { PLATFORMS } from "./bindings/js/native.js"; console.log(Object.keys(PLATFORMS).join(" "))')
+"$tools/bin/python" - .github/workflows/release.yml "$platforms" <<'EOF'
+import subprocess, sys, yaml
+path, platforms = sys.argv[1], set(sys.argv[2].split())
+workflow = yaml.safe_load(open(path))
+built = []
+for name, job in workflow["jobs"].items():
+    assert job.get("runs-on") and job.get("steps"), f"{path}: job {name} has no runs-on or steps"
+    for step in job["steps"]:
+        assert "uses" in step or "run" in step, f"{path}: a step of {name} neither uses nor runs"
+        script = step.get("run", "")
+        subprocess.run(["bash", "-n", "-c", script], check=True)
+        words = script.replace("\\\n", " ").split()
+        if "scripts/release.sh" in words and "--no-package" in words:
+            built += [w for w in words if w in platforms]
+assert sorted(built) == sorted(platforms), f"{path} builds {sorted(built)}, not each of {sorted(platforms)} once"
+EOF
+say "the release workflow parses, its scripts are shell, and it builds every platform once"
