@@ -21,6 +21,7 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { print b - a }'; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 npm_runs=()
@@ -30,7 +31,7 @@ for i in 1 2 3 4 5; do
   echo '{"name":"app","private":true}' > "$app/package.json"
   start=$(now)
   (cd "$app" && npm install --offline --no-audit --no-fund --loglevel=error "$main" "$plat" >/dev/null)
-  npm_runs+=("$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')")
+  npm_runs+=("$(since "$start")")
   "$app/node_modules/.bin/ccwire" --version >/dev/null
 done
 pip_runs=()
@@ -38,7 +39,7 @@ for i in 1 2 3 4 5; do
   python3 -m venv "$work/venv-$i"
   start=$(now)
   "$work/venv-$i/bin/pip" install --quiet --disable-pip-version-check --no-index "$wheel"
-  pip_runs+=("$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')")
+  pip_runs+=("$(since "$start")")
   "$work/venv-$i/bin/ccwire" --version >/dev/null
 done
 # What the npm command's launcher adds to each start: `ccwire --version` through it and direct.
@@ -47,10 +48,10 @@ direct_runs=()
 for i in $(seq 1 10); do
   start=$(now)
   "$work/npm-1/node_modules/.bin/ccwire" --version >/dev/null
-  launch_runs+=("$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')")
+  launch_runs+=("$(since "$start")")
   start=$(now)
   "$work/npm-1/node_modules/@ccwire/$platform/bin/ccwire" --version >/dev/null
-  direct_runs+=("$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')")
+  direct_runs+=("$(since "$start")")
 done
 launch_s=$(printf '%s\n' "${launch_runs[@]}" | median)
 direct_s=$(printf '%s\n' "${direct_runs[@]}" | median)
@@ -60,7 +61,7 @@ source_s=""
 if [ "${1:-}" != --no-source ]; then
   start=$(now)
   CARGO_TARGET_DIR=$work/target cargo build --quiet --release --locked -p ccwire-host --bin ccwire
-  source_s=$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')
+  source_s=$(since "$start")
 fi
 kib() { echo $(( $(stat -c %s "$1") / 1024 )); }
 ratio() { [ -n "$source_s" ] && awk -v a="$1" -v b="$source_s" 'BEGIN { printf " (%.4f×)", a / b }'; }

@@ -57,18 +57,13 @@ export const PLATFORMS = Object.freeze({
   },
 });
 
-/** The C library of this Linux machine: `"musl"` or `"glibc"`. */
-function linuxLibc() {
-  // Node's diagnostic report names the glibc it runs on; a musl build of Node has none.
-  process.report.excludeNetwork = true;
-  return process.report.getReport().header.glibcVersionRuntime ? "glibc" : "musl";
-}
-
 /** This machine's key in `PLATFORMS` (`linux-x64-gnu`, `darwin-arm64`, …), supported or not. */
 export function platformKey() {
   const { platform, arch } = process;
-  if (platform === "linux") return `linux-${arch}-${linuxLibc() === "musl" ? "musl" : "gnu"}`;
-  return `${platform}-${arch}`;
+  if (platform !== "linux") return `${platform}-${arch}`;
+  // Node's diagnostic report names the glibc it runs on; a musl build of Node has none.
+  process.report.excludeNetwork = true;
+  return `linux-${arch}-${process.report.getReport().header.glibcVersionRuntime ? "gnu" : "musl"}`;
 }
 
 /** The error the `ccwire` command reports when it has no binary to run. */

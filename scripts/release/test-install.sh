@@ -116,16 +116,20 @@ node --input-type=module -e '
   }' "$app" "$version"
 serves npm "$app/node_modules/.bin/ccwire"
 # The package of another platform is not installed here: npm skips it by its os, cpu and libc.
-(cd "$app" && PATH=$no_rust npm install --offline --no-audit --no-fund --loglevel=error \
-  "$work/npm/ccwire-linux-arm64-gnu-$version.tgz" 2>/dev/null) \
+refused=$(cd "$app" && PATH=$no_rust npm install --offline --no-audit --no-fund --loglevel=error \
+  "$work/npm/ccwire-linux-arm64-gnu-$version.tgz" 2>&1) \
   && fail "npm installed the linux-arm64-gnu package on $(uname -m)"
+grep -q EBADPLATFORM <<<"$refused" || fail "npm refused the linux-arm64-gnu package, not for its platform: $refused"
 
 # PyPI: pip picks this machine's wheel from the directory of all of them.
 venv=$work/venv
 python3 -m venv "$venv"
+pip_install() {
+  PATH=$no_rust "$venv/bin/pip" install --quiet --disable-pip-version-check --no-index \
+    --find-links "$work/pypi" "$@" ccwire
+}
 start=$(date +%s%N)
-PATH=$no_rust "$venv/bin/pip" install --quiet --disable-pip-version-check --no-index \
-  --find-links "$work/pypi" ccwire
+pip_install
 say "pip install ccwire from the wheels: $(( ($(date +%s%N) - start) / 1000000 )) ms"
 says_version pip x86_64-unknown-linux-gnu "$venv/bin/ccwire"
 serves pip "$venv/bin/ccwire"
@@ -140,17 +144,13 @@ says_version pipx x86_64-unknown-linux-gnu \
   env PIPX_HOME="$work/pipx" PIPX_BIN_DIR="$work/pipx/bin" "$tools/bin/pipx" run --spec "$wheel" ccwire
 
 # musl: the static binary from its wheel (pip fetches by the musllinux tag) runs on any Linux.
-PATH=$no_rust "$venv/bin/pip" install --quiet --disable-pip-version-check --no-index \
-  --find-links "$work/pypi" --platform musllinux_1_2_x86_64 --only-binary=:all: \
-  --target "$work/musl" ccwire
+pip_install --platform musllinux_1_2_x86_64 --only-binary=:all: --target "$work/musl"
 says_version musl x86_64-unknown-linux-musl "$work/musl/bin/ccwire"
 serves musl "$work/musl/bin/ccwire"
 
 # arm64: the wheel pip picks for manylinux2014_aarch64, run under qemu-user.
 if command -v qemu-aarch64 >/dev/null && [ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ]; then
-  PATH=$no_rust "$venv/bin/pip" install --quiet --disable-pip-version-check --no-index \
-    --find-links "$work/pypi" --platform manylinux2014_aarch64 --only-binary=:all: \
-    --target "$work/arm64" ccwire
+  pip_install --platform manylinux2014_aarch64 --only-binary=:all: --target "$work/arm64"
   ln -s "$(command -v qemu-aarch64)" "$bare/qemu-aarch64"
   says_version arm64 aarch64-unknown-linux-gnu qemu-aarch64 -L /usr/aarch64-linux-gnu "$work/arm64/bin/ccwire"
   serves arm64 qemu-aarch64 -L /usr/aarch64-linux-gnu "$work/arm64/bin/ccwire"
