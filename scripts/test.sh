@@ -19,6 +19,11 @@ case "$tier" in
     ;;
 esac
 
+if [ "$tier" = all ]; then
+  # A full run builds each crate once: incremental state would only fill the disk (gigabytes).
+  export CARGO_INCREMENTAL=0
+fi
+
 scripts/setup.sh
 
 echo "== cargo fmt --check"
