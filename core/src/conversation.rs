@@ -6,8 +6,9 @@
 //! For that to work the hash must not change when a client rewrites what it got back: string
 //! content is one text block, adjacent text blocks are one, empty text blocks, `cache_control`,
 //! `citations` and thinking blocks (with their signatures) are gone, object key order does not
-//! matter, and OpenAI's `arguments` string is the same as the object it encodes. The OpenAI and
-//! Anthropic shapes of one conversation have one canonical form.
+//! matter (objects are hashed with their keys sorted), and OpenAI's `arguments` string is the
+//! same as the object it encodes. The OpenAI and Anthropic shapes of one conversation have one
+//! canonical form.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -35,6 +36,7 @@ pub enum Block {
     /// An image.
     Image {
         /// `{"type":"base64","media_type","data"}` or `{"type":"url","url"}`.
+        #[serde(serialize_with = "crate::json::serialize_sorted")]
         source: Value,
     },
     /// A tool call by the model.
@@ -44,6 +46,7 @@ pub enum Block {
         /// The tool name as the client knows it.
         name: String,
         /// The input object.
+        #[serde(serialize_with = "crate::json::serialize_sorted")]
         input: Value,
     },
     /// The client's result for a tool call.
@@ -58,6 +61,7 @@ pub enum Block {
     /// Any other block, kept as sent (minus `cache_control` and `citations`).
     Other {
         /// The block.
+        #[serde(serialize_with = "crate::json::serialize_sorted")]
         block: Value,
     },
 }
@@ -79,6 +83,7 @@ pub struct ToolSpec {
     /// What it does.
     pub description: String,
     /// Its input JSON Schema.
+    #[serde(serialize_with = "crate::json::serialize_sorted")]
     pub input_schema: Value,
 }
 
@@ -231,6 +236,36 @@ impl std::io::Write for HashWriter<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// SHA-256 of `key` and then of each of `parts`, each after its length: the ids ccwire derives
+/// from a host's key.
+pub(crate) fn keyed_hash(key: &[u8; 32], parts: &[&[u8]]) -> [u8; 32] {
+    let mut sha = Sha256::new();
+    sha.update(key);
+    for part in parts {
+        sha.update((part.len() as u64).to_le_bytes());
+        sha.update(part);
+    }
+    sha.finalize().into()
+}
+
+/// A UUID made of [`keyed_hash`]: version 4, variant 1, the form the CLI takes for
+/// `--session-id`.
+pub(crate) fn keyed_uuid(key: &[u8; 32], parts: &[&[u8]]) -> String {
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&keyed_hash(key, parts)[..16]);
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex = hex(&bytes);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

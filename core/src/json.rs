@@ -193,6 +193,45 @@ pub(crate) fn serialize_js_number_opt<S: serde::Serializer>(
     }
 }
 
+/// Serializes a JSON value with every object's keys in sorted order, whatever order the value
+/// holds them in (serde_json keeps insertion order in this build): for hashes and digests that
+/// must not depend on how a client ordered its keys.
+pub(crate) fn serialize_sorted<S: serde::Serializer>(
+    value: &serde_json::Value,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    Sorted(value).serialize(serializer)
+}
+
+/// A JSON value that serializes with sorted object keys; see [`serialize_sorted`].
+pub(crate) struct Sorted<'a>(pub(crate) &'a serde_json::Value);
+
+impl Serialize for Sorted<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        use serde_json::Value;
+        match self.0 {
+            Value::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&Sorted(item))?;
+                }
+                seq.end()
+            }
+            Value::Object(object) => {
+                let mut entries: Vec<(&String, &Value)> = object.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                let mut map = serializer.serialize_map(Some(entries.len()))?;
+                for (key, value) in entries {
+                    map.serialize_entry(key, &Sorted(value))?;
+                }
+                map.end()
+            }
+            other => other.serialize(serializer),
+        }
+    }
+}
+
 /// The canonical form of `src`, which must be valid JSON, or `None` when `src` is in it already.
 pub(crate) fn canonicalize(src: &str) -> Option<String> {
     let mut canon = Canon {

@@ -993,7 +993,7 @@ fn an_enabled_tool_waits_for_a_person_and_runs_once_allowed() {
     assert!(
         events.contains("event: approval\ndata: {")
             && events.contains(&format!(
-                "event: resolved\ndata: {{\"behavior\":\"allow\",\"id\":\"{id}\"}}"
+                "event: resolved\ndata: {{\"id\":\"{id}\",\"behavior\":\"allow\"}}"
             )),
         "{events}"
     );

@@ -74,8 +74,8 @@ impl Wire for Anthropic {
             Delta::Json => ("partial_json", "input_json_delta"),
         };
         out.push(format!(
-            "event: content_block_delta\ndata: {{\"delta\":{{\"{field}\":{piece},\"type\":\"{ty}\"}},\
-             \"index\":{block},\"type\":\"content_block_delta\"}}\n\n"
+            "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{block},\
+             \"delta\":{{\"type\":\"{ty}\",\"{field}\":{piece}}}}}\n\n"
         ));
     }
 

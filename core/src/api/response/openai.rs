@@ -82,14 +82,21 @@ impl Wire for OpenAi {
     fn delta(&mut self, r: &Draft, block: usize, kind: Delta, piece: &str, out: &mut Vec<String>) {
         use std::fmt::Write;
         let mut f = String::with_capacity(piece.len() + 200);
-        f.push_str("data: {\"choices\":[{\"delta\":");
+        let _ = write!(
+            f,
+            "data: {{\"id\":{},\"object\":\"chat.completion.chunk\",\"created\":{},\"model\":{},\
+             \"choices\":[{{\"index\":0,\"delta\":",
+            json_string(&self.response_id(&r.base_id())),
+            r.options.created,
+            json_string(&r.options.model),
+        );
         // `write!` into a String cannot fail.
         let _ = match (kind, &r.blocks[block]) {
             (Delta::Text, _) => write!(f, "{{\"content\":{piece}}}"),
             (Delta::Thinking, _) => write!(f, "{{\"reasoning_content\":{piece}}}"),
             (Delta::Json, OutBlock::Tool { call_index, .. }) => write!(
                 f,
-                "{{\"tool_calls\":[{{\"function\":{{\"arguments\":{piece}}},\"index\":{call_index}}}]}}"
+                "{{\"tool_calls\":[{{\"index\":{call_index},\"function\":{{\"arguments\":{piece}}}}}]}}"
             ),
             (Delta::Json, _) => return,
         };
@@ -100,11 +107,7 @@ impl Wire for OpenAi {
         };
         let _ = write!(
             f,
-            ",\"finish_reason\":null,\"index\":0,\"logprobs\":null}}],\"created\":{},\"id\":{},\
-             \"model\":{},\"object\":\"chat.completion.chunk\"{usage}}}\n\n",
-            r.options.created,
-            json_string(&self.response_id(&r.base_id())),
-            json_string(&r.options.model),
+            ",\"logprobs\":null,\"finish_reason\":null}}]{usage}}}\n\n"
         );
         out.push(f);
     }

@@ -50,11 +50,17 @@ pub(super) fn message_item_id(response_id: &str, block: usize) -> String {
 
 impl Responses {
     /// An SSE event with its `type` and `sequence_number`.
-    fn event(&mut self, ty: &str, mut data: Value) -> String {
-        data["type"] = json!(ty);
-        data["sequence_number"] = json!(self.sequence);
+    /// An event: `type` and `sequence_number` first, as the API writes them, then `data`'s
+    /// fields.
+    fn event(&mut self, ty: &str, data: Value) -> String {
+        let mut event = serde_json::Map::new();
+        event.insert("type".into(), json!(ty));
+        event.insert("sequence_number".into(), json!(self.sequence));
         self.sequence += 1;
-        sse_event(ty, &data)
+        if let Value::Object(fields) = data {
+            event.extend(fields);
+        }
+        sse_event(ty, &Value::Object(event))
     }
 
     /// The id of an output item.
@@ -285,23 +291,23 @@ impl Wire for Responses {
         let item = super::json_string(&self.item_id(r, block));
         let sequence = self.sequence;
         self.sequence += 1;
-        let (ty, before, after) = match kind {
+        // The fields in the order of the API's own events.
+        let (ty, index, after) = match kind {
             Delta::Text => (
                 "response.output_text.delta",
-                "\"content_index\":0,",
+                ",\"content_index\":0",
                 ",\"logprobs\":[]",
             ),
-            Delta::Thinking => ("response.reasoning_summary_text.delta", "", ""),
+            Delta::Thinking => (
+                "response.reasoning_summary_text.delta",
+                ",\"summary_index\":0",
+                "",
+            ),
             Delta::Json => ("response.function_call_arguments.delta", "", ""),
         };
-        let summary = if kind == Delta::Thinking {
-            ",\"summary_index\":0"
-        } else {
-            ""
-        };
         out.push(format!(
-            "event: {ty}\ndata: {{{before}\"delta\":{piece},\"item_id\":{item}{after},\
-             \"output_index\":{block},\"sequence_number\":{sequence}{summary},\"type\":\"{ty}\"}}\n\n"
+            "event: {ty}\ndata: {{\"type\":\"{ty}\",\"sequence_number\":{sequence},\"item_id\":{item},\
+             \"output_index\":{block}{index},\"delta\":{piece}{after}}}\n\n"
         ));
     }
 

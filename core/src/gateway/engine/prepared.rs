@@ -125,9 +125,17 @@ impl PreparedRequest {
         let listed: std::sync::Arc<str> = serde_json::to_string(&tools)
             .expect("tools serialize")
             .into();
+        // The digest does not depend on the order of the keys of the tools' schemas.
         let tools_digest = {
             use sha2::Digest;
-            crate::conversation::hex(&sha2::Sha256::digest(listed.as_bytes()))
+            let value = serde_json::to_value(&tools).expect("tools serialize");
+            let mut sha = sha2::Sha256::new();
+            serde_json::to_writer(
+                crate::conversation::ShaWriter(&mut sha),
+                &crate::json::Sorted(&value),
+            )
+            .expect("a value serializes");
+            crate::conversation::hex(&sha.finalize())
         };
         let offer = Offer {
             client_tools,

@@ -58,27 +58,7 @@ impl Gateway {
 
     /// A UUID of the keyed hash of `parts`.
     fn uuid(&self, parts: &[&[u8]]) -> String {
-        use sha2::Digest;
-        let mut sha = sha2::Sha256::new();
-        sha.update(self.config.id_key);
-        for part in parts {
-            sha.update((part.len() as u64).to_le_bytes());
-            sha.update(part);
-        }
-        let mut bytes = [0u8; 16];
-        bytes.copy_from_slice(&sha.finalize()[..16]);
-        // Version 4, variant 1: the form the CLI takes for `--session-id`.
-        bytes[6] = (bytes[6] & 0x0f) | 0x40;
-        bytes[8] = (bytes[8] & 0x3f) | 0x80;
-        let hex = crate::conversation::hex(&bytes);
-        format!(
-            "{}-{}-{}-{}-{}",
-            &hex[..8],
-            &hex[8..12],
-            &hex[12..16],
-            &hex[16..20],
-            &hex[20..]
-        )
+        crate::conversation::keyed_uuid(&self.config.id_key, parts)
     }
 
     /// Parks a request whose history no live session continues until the session store has
