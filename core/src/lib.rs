@@ -4,11 +4,13 @@
 //! CLI speaks on stdin/stdout with `--input-format stream-json --output-format stream-json
 //! --verbose`, including its control channel (permissions, hooks, in-process MCP, interrupts).
 //!
-//! Three engines share one contract:
+//! Four engines share one contract:
 //! - [`Session`]: one CLI's stream — its stdout in, chunks and its stdin's lines out — as the
 //!   driver of the CLI or as an observer of recorded traffic;
 //! - [`gateway::Gateway`]: `ccwire serve`'s engine — HTTP requests, many CLIs' output and time
 //!   in; responses, CLI starts, stdin lines, store requests and deadlines out;
+//! - [`acp::Agent`]: `ccwire acp`'s engine — an editor's Agent Client Protocol in, each
+//!   session's CLI driven, what the editor shows out;
 //! - [`play::Player`]: a recorded transcript played back as the CLI, for hosts under test.
 //!
 //! ## The contract
@@ -73,6 +75,7 @@
 //! The chunk contract is docs/CHUNKS.md; [`transcript`] replays recorded traffic through an
 //! observer session.
 
+pub mod acp;
 pub mod api;
 pub mod args;
 mod chunk;

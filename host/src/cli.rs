@@ -46,6 +46,9 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Play a recorded transcript as the `claude` executable, for the host that spawns it.
     Play(crate::play::PlayArgs),
+    /// Serve the Agent Client Protocol on stdin and stdout, for editors (Zed, JetBrains,
+    /// Neovim, Emacs): one Claude Code CLI per session (docs/ACP.md).
+    Acp(crate::acp::AcpArgs),
     /// The watchdog `ccwire serve` starts: once the gateway named has ended, kills what its
     /// CLIs' tools left running.
     #[command(hide = true)]
@@ -344,6 +347,7 @@ pub fn main() -> ExitCode {
         Command::Record(args) => crate::run::record(args),
         Command::Serve(args) => serve(*args),
         Command::Play(args) => crate::play::play(args),
+        Command::Acp(args) => crate::acp::acp(args),
         Command::Watchdog { gateway } => {
             crate::run::init_tracing();
             ccwire_host::tree::watch(&gateway);

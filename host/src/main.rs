@@ -1,5 +1,6 @@
 //! The `ccwire` command line.
 
+mod acp;
 mod cli;
 mod play;
 mod run;

@@ -1,0 +1,874 @@
+//! The Agent Client Protocol engine behind `ccwire acp` (docs/ACP.md).
+//!
+//! An editor (the ACP *client*: Zed, a JetBrains IDE, Neovim, Emacs) speaks JSON-RPC 2.0, one
+//! message per line, on the agent's stdin and stdout. [`Agent`] is the agent's side. Each ACP
+//! session is one CLI process driven by a [`Session`]: a prompt becomes the CLI's user message;
+//! what the CLI streams becomes `session/update` notifications (message and thought chunks, tool
+//! calls with their kind, title, files and diffs, the plan, the slash commands, the mode); a
+//! permission request of the CLI becomes a `session/request_permission` request to the editor.
+//!
+//! Like the other engines it does no IO: the editor's bytes, each CLI's stdout and the time come
+//! in; lines for the editor, CLIs to start, bytes for their stdin and a deadline go out. The
+//! protocol's types are those of the published schema, re-exported as [`schema`].
+//!
+//! ## The run loop
+//!
+//! 1. Call an input: [`Agent::handle_input`] with what the editor wrote,
+//!    [`Agent::handle_cli_stdout`] / [`Agent::handle_cli_exit`] for a CLI, or
+//!    [`Agent::handle_timeout`] when the deadline passed.
+//! 2. Drain [`Agent::poll_output`]: write [`AcpOutput::Send`] to the editor, start the CLI of an
+//!    [`AcpOutput::Spawn`], write [`AcpOutput::Write`] to that CLI's stdin, end the CLI of an
+//!    [`AcpOutput::Stop`].
+//! 3. Sleep until [`Agent::poll_timeout`] or more input.
+
+mod content;
+mod rpc;
+mod tools;
+
+use std::collections::{BTreeMap, VecDeque};
+
+pub use agent_client_protocol_schema as schema;
+use schema::v1::{
+    AgentCapabilities, AuthenticateResponse, AvailableCommand, AvailableCommandInput,
+    AvailableCommandsUpdate, ClientNotification, ClientRequest, ContentBlock, ContentChunk,
+    CurrentModeUpdate, Error, Implementation, InitializeResponse, McpCapabilities, McpServer,
+    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind, Plan,
+    PromptCapabilities, PromptRequest, PromptResponse, RequestId, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SessionMode, SessionModeState,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UnstructuredCommandInput,
+    CLIENT_METHOD_NAMES,
+};
+use schema::{MethodDispatchError, ProtocolVersion};
+use serde_json::{json, Value};
+
+use crate::args::CliArgs;
+use crate::framing::{Frame, LineFramer, DEFAULT_LINE_LIMIT};
+use crate::session::{Output, PermissionDecision, Session, SessionConfig, Timeouts, UserMessage};
+use crate::{Chunk, Timestamp};
+
+/// Settings of an [`Agent`].
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// What every session's CLI starts with (model, tools, settings files, …). The engine sets
+    /// the rest: `--session-id`, the editor's MCP servers, permission prompts over the control
+    /// channel and token streaming.
+    pub cli: CliArgs,
+    /// The key session ids and request-id seeds are derived from: randomness from the host (a
+    /// fixed key makes runs reproducible, for tests).
+    pub id_key: [u8; 32],
+    /// ccwire's version, as `initialize` names the agent.
+    pub version: String,
+    /// Deadlines of each session's requests.
+    pub timeouts: Timeouts,
+    /// The longest line taken from the editor, in bytes.
+    pub line_limit: usize,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            cli: CliArgs::default(),
+            id_key: [0; 32],
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            timeouts: Timeouts::default(),
+            line_limit: DEFAULT_LINE_LIMIT,
+        }
+    }
+}
+
+/// A CLI process of the agent, one per ACP session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CliId(pub u64);
+
+/// What the agent asks of its host; drain with [`Agent::poll_output`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AcpOutput {
+    /// A line (with its newline) for the editor: the agent's stdout.
+    Send(Vec<u8>),
+    /// Start a CLI with these settings in `cwd`, for ACP session `session_id`.
+    Spawn {
+        /// The CLI's id in later inputs and outputs.
+        cli: CliId,
+        /// The ACP session (also the CLI's session id).
+        session_id: String,
+        /// The working directory the editor gave.
+        cwd: String,
+        /// The CLI's settings: `to_args()` is its command line.
+        args: Box<CliArgs>,
+    },
+    /// Bytes for a CLI's stdin, in order.
+    Write {
+        /// The CLI.
+        cli: CliId,
+        /// Whole lines.
+        bytes: Vec<u8>,
+    },
+    /// End a CLI: close its stdin, then stop it.
+    Stop {
+        /// The CLI.
+        cli: CliId,
+    },
+}
+
+/// The agent's side of ACP: every session the editor opens, each on its own CLI.
+#[derive(Debug)]
+pub struct Agent {
+    config: AgentConfig,
+    input: LineFramer,
+    outputs: VecDeque<AcpOutput>,
+    sessions: BTreeMap<String, Live>,
+    clis: BTreeMap<CliId, String>,
+    /// Requests of the agent the editor has not answered, by id.
+    asks: BTreeMap<i64, Ask>,
+    next_id: u64,
+}
+
+/// An ACP session and its CLI.
+#[derive(Debug)]
+struct Live {
+    cli: CliId,
+    session: Session,
+    /// The `session/new` answered when the CLI is ready.
+    opening: Option<RequestId>,
+    /// The `session/prompt` of the running turn.
+    prompt: Option<RequestId>,
+    cancelled: bool,
+    mode: String,
+    /// Tool calls by tool_use id: the tool's name, and whether the editor has seen the call.
+    tools: BTreeMap<String, (String, bool)>,
+    /// `session/set_mode` requests waiting for the CLI, by its control request id.
+    modes: BTreeMap<String, (RequestId, String)>,
+    /// The CLI's permission requests the editor was asked about, by control request id.
+    asked: BTreeMap<String, i64>,
+    ended: bool,
+}
+
+/// A request of the agent to the editor.
+#[derive(Debug)]
+enum Ask {
+    Permission {
+        session: String,
+        request_id: String,
+        tool: String,
+        suggestions: Value,
+    },
+}
+
+/// The permission modes an editor can switch between (`session/set_mode`).
+const MODES: [(&str, &str, &str); 4] = [
+    ("default", "Default", "Asks before edits and commands"),
+    ("acceptEdits", "Accept Edits", "Edits files without asking"),
+    ("plan", "Plan Mode", "Plans without changing anything"),
+    (
+        "bypassPermissions",
+        "Bypass Permissions",
+        "Runs every tool without asking",
+    ),
+];
+
+impl Agent {
+    /// An agent with no session yet.
+    pub fn new(config: AgentConfig) -> Agent {
+        Agent {
+            input: LineFramer::new(config.line_limit),
+            config,
+            outputs: VecDeque::new(),
+            sessions: BTreeMap::new(),
+            clis: BTreeMap::new(),
+            asks: BTreeMap::new(),
+            next_id: 0,
+        }
+    }
+
+    /// What the editor wrote, in pieces of any size.
+    pub fn handle_input(&mut self, now: Timestamp, data: &[u8]) {
+        let mut lines: Vec<Result<Vec<u8>, u64>> = Vec::new();
+        self.input.push(data, |frame| {
+            lines.push(match frame {
+                Frame::Line(line) => Ok(line.to_vec()),
+                Frame::TooLong { bytes } => Err(bytes),
+            });
+        });
+        for line in lines {
+            match line {
+                Ok(line) => self.handle_line(now, &line),
+                Err(bytes) => self.send(rpc::response::<()>(
+                    RequestId::Null,
+                    Err(Error::invalid_request().data(json!(format!(
+                        "a message of {bytes} bytes is over the limit"
+                    )))),
+                )),
+            }
+        }
+    }
+
+    /// The editor closed the agent's stdin: every CLI is stopped.
+    pub fn handle_input_eof(&mut self, now: Timestamp) {
+        let mut last = Vec::new();
+        self.input.finish(|frame| {
+            if let Frame::Line(line) = frame {
+                last = line.to_vec();
+            }
+        });
+        if !last.is_empty() {
+            self.handle_line(now, &last);
+        }
+        for live in self.sessions.values_mut() {
+            if !live.ended {
+                live.ended = true;
+                self.outputs.push_back(AcpOutput::Stop { cli: live.cli });
+            }
+        }
+    }
+
+    /// What a CLI wrote on its stdout.
+    pub fn handle_cli_stdout(&mut self, now: Timestamp, cli: CliId, data: &[u8]) {
+        if let Some(id) = self.clis.get(&cli).cloned() {
+            if let Some(live) = self.sessions.get_mut(&id) {
+                live.session.handle_stdout(now, data);
+            }
+            self.pump(&id);
+        }
+    }
+
+    /// A CLI's process ended (after its stdout reached its end).
+    pub fn handle_cli_exit(
+        &mut self,
+        now: Timestamp,
+        cli: CliId,
+        code: Option<i32>,
+        signal: Option<i32>,
+    ) {
+        if let Some(id) = self.clis.get(&cli).cloned() {
+            if let Some(live) = self.sessions.get_mut(&id) {
+                live.session.handle_stdout_eof(now);
+                live.session.handle_process_exit(now, code, signal);
+            }
+            self.pump(&id);
+        }
+    }
+
+    /// The deadline of [`poll_timeout`](Self::poll_timeout) passed.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        let due: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, live)| live.session.poll_timeout().is_some_and(|(at, _)| at <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            if let Some(live) = self.sessions.get_mut(&id) {
+                live.session.handle_timeout(now);
+            }
+            self.pump(&id);
+        }
+    }
+
+    /// The next output, if any.
+    pub fn poll_output(&mut self) -> Option<AcpOutput> {
+        self.outputs.pop_front()
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout).
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        self.sessions
+            .values()
+            .filter_map(|live| live.session.poll_timeout().map(|(at, _)| at))
+            .min()
+    }
+
+    /// The ACP sessions open now.
+    pub fn sessions(&self) -> impl Iterator<Item = &str> {
+        self.sessions.keys().map(String::as_str)
+    }
+
+    fn handle_line(&mut self, now: Timestamp, line: &[u8]) {
+        match rpc::parse(line) {
+            Err(refused) => {
+                let (id, error) = *refused;
+                self.send(rpc::response::<()>(id, Err(error)));
+            }
+            Ok(rpc::Incoming::Request { id, method, params }) => {
+                match ClientRequest::from_method_and_params(&method, &params) {
+                    Ok(request) => self.request(now, id, request),
+                    Err(MethodDispatchError::InvalidPayload { source, .. }) => {
+                        self.fail(id, Error::invalid_params().data(json!(source.to_string())))
+                    }
+                    Err(_) => self.fail(id, Error::method_not_found().data(json!(method))),
+                }
+            }
+            Ok(rpc::Incoming::Notification { method, params }) => {
+                // A notification is never answered, not even when it is not understood.
+                if let Ok(ClientNotification::CancelNotification(cancel)) =
+                    ClientNotification::from_method_and_params(&method, &params)
+                {
+                    self.cancel(now, &cancel.session_id.0);
+                }
+            }
+            Ok(rpc::Incoming::Response { id, result }) => self.answered(now, id, result),
+        }
+    }
+
+    fn request(&mut self, now: Timestamp, id: RequestId, request: ClientRequest) {
+        match request {
+            ClientRequest::InitializeRequest(_) => {
+                let capabilities = AgentCapabilities::new()
+                    .prompt_capabilities(
+                        PromptCapabilities::new().image(true).embedded_context(true),
+                    )
+                    .mcp_capabilities(McpCapabilities::new().http(true).sse(true));
+                let info = Implementation::new("ccwire", self.config.version.clone())
+                    .title("Claude Code (ccwire)".to_owned());
+                self.reply(
+                    id,
+                    InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_capabilities(capabilities)
+                        .agent_info(info),
+                );
+            }
+            // The CLI logs in by itself (`claude /login`, or a key in its environment).
+            ClientRequest::AuthenticateRequest(_) => self.reply(id, AuthenticateResponse::new()),
+            ClientRequest::NewSessionRequest(request) => self.new_session(now, id, request),
+            ClientRequest::PromptRequest(request) => self.prompt(now, id, request),
+            ClientRequest::SetSessionModeRequest(request) => self.set_mode(now, id, request),
+            other => {
+                let method = other.method().to_owned();
+                self.fail(id, Error::method_not_found().data(json!(method)));
+            }
+        }
+    }
+
+    fn new_session(&mut self, now: Timestamp, id: RequestId, request: NewSessionRequest) {
+        let Some(cwd) = request.cwd.to_str().filter(|c| c.starts_with('/')) else {
+            return self.fail(
+                id,
+                Error::invalid_params().data(json!("cwd must be an absolute path")),
+            );
+        };
+        let cwd = cwd.to_owned();
+        self.next_id += 1;
+        let n = self.next_id.to_le_bytes();
+        let session_id =
+            crate::conversation::keyed_uuid(&self.config.id_key, &[b"acp session", &n]);
+        let mut args = self.config.cli.clone();
+        args.session_id = Some(session_id.clone());
+        args.permission_prompts = true;
+        args.include_partial_messages = true;
+        args.mcp_servers
+            .extend(request.mcp_servers.iter().filter_map(mcp_server));
+        let mode = args
+            .permission_mode
+            .clone()
+            .unwrap_or_else(|| "default".to_owned());
+        let seed = crate::conversation::keyed_hash(&self.config.id_key, &[b"acp seed", &n]);
+        let seed = u64::from_le_bytes(seed[..8].try_into().expect("eight bytes"));
+        let mut session = Session::driver(SessionConfig {
+            seed,
+            timeouts: self.config.timeouts,
+            ..SessionConfig::default()
+        });
+        session
+            .initialize(now, &[], args.initialize())
+            .expect("a new driver session takes commands");
+        let cli = CliId(self.next_id);
+        self.outputs.push_back(AcpOutput::Spawn {
+            cli,
+            session_id: session_id.clone(),
+            cwd,
+            args: Box::new(args),
+        });
+        self.clis.insert(cli, session_id.clone());
+        self.sessions.insert(
+            session_id.clone(),
+            Live {
+                cli,
+                session,
+                opening: Some(id),
+                prompt: None,
+                cancelled: false,
+                mode,
+                tools: BTreeMap::new(),
+                modes: BTreeMap::new(),
+                asked: BTreeMap::new(),
+                ended: false,
+            },
+        );
+        self.pump(&session_id);
+    }
+
+    fn prompt(&mut self, now: Timestamp, id: RequestId, request: PromptRequest) {
+        let session_id = request.session_id.0.to_string();
+        let blocks = match content::user_blocks(&request.prompt) {
+            Ok(blocks) => blocks,
+            Err(why) => return self.fail(id, Error::invalid_params().data(json!(why))),
+        };
+        let refusal = match self.sessions.get(&session_id) {
+            None => Some(Error::session_not_found(session_id.clone())),
+            Some(live) if live.ended => Some(
+                Error::invalid_request()
+                    .data(json!("the session's CLI has ended; open a new session")),
+            ),
+            Some(live) if live.prompt.is_some() => Some(Error::invalid_request().data(json!(
+                "a prompt of this session is running; cancel it or wait for its answer"
+            ))),
+            Some(_) => None,
+        };
+        if let Some(error) = refusal {
+            return self.fail(id, error);
+        }
+        let live = self.sessions.get_mut(&session_id).expect("checked above");
+        live.prompt = Some(id);
+        live.cancelled = false;
+        live.session
+            .send_user_message(now, UserMessage::blocks(blocks))
+            .expect("a live driver session takes commands");
+        self.pump(&session_id);
+    }
+
+    fn cancel(&mut self, now: Timestamp, session_id: &str) {
+        let Some(live) = self.sessions.get_mut(session_id) else {
+            return;
+        };
+        if live.prompt.is_none() || live.cancelled || live.ended {
+            return;
+        }
+        live.cancelled = true;
+        // The CLI's questions to the editor are settled now; the editor's late answers are
+        // dropped.
+        for (request_id, _) in std::mem::take(&mut live.asked) {
+            let decision = PermissionDecision::Deny {
+                message: "The user cancelled the turn.".into(),
+                interrupt: true,
+            };
+            let _ = live.session.respond_permission(now, &request_id, decision);
+        }
+        let _ = live.session.interrupt(now);
+        self.pump(session_id);
+    }
+
+    fn set_mode(&mut self, now: Timestamp, id: RequestId, request: SetSessionModeRequest) {
+        let session_id = request.session_id.0.to_string();
+        let mode = request.mode_id.0.to_string();
+        if !MODES.iter().any(|(m, ..)| *m == mode) {
+            return self.fail(
+                id,
+                Error::invalid_params().data(json!(format!("no mode {mode}"))),
+            );
+        }
+        let Some(live) = self.sessions.get_mut(&session_id).filter(|l| !l.ended) else {
+            return self.fail(id, Error::session_not_found(session_id));
+        };
+        let request_id = live
+            .session
+            .set_permission_mode(now, &mode)
+            .expect("a live driver session takes commands");
+        live.modes.insert(request_id, (id, mode));
+        self.pump(&session_id);
+    }
+
+    /// The editor answered a request of the agent.
+    fn answered(&mut self, now: Timestamp, id: RequestId, result: Result<Value, Error>) {
+        let RequestId::Number(n) = id else { return };
+        let Some(Ask::Permission {
+            session,
+            request_id,
+            tool,
+            suggestions,
+        }) = self.asks.remove(&n)
+        else {
+            return;
+        };
+        let Some(live) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        if live.asked.remove(&request_id).is_none() {
+            return; // settled already (the turn was cancelled)
+        }
+        let outcome = result
+            .ok()
+            .and_then(|r| serde_json::from_value::<RequestPermissionResponse>(r).ok())
+            .map(|r| r.outcome);
+        let option = match &outcome {
+            Some(RequestPermissionOutcome::Selected(selected)) => {
+                Some(selected.option_id.0.as_ref())
+            }
+            _ => None,
+        };
+        let decision = match option {
+            Some("allow") => PermissionDecision::allow(),
+            Some("allow_always") => PermissionDecision::Allow {
+                updated_input: None,
+                updated_permissions: always(&tool, &suggestions),
+            },
+            Some(mode @ ("acceptEdits" | "default")) if tool == "ExitPlanMode" => {
+                PermissionDecision::Allow {
+                    updated_input: None,
+                    updated_permissions: vec![
+                        json!({"type": "setMode", "mode": mode, "destination": "session"}),
+                    ],
+                }
+            }
+            Some(_) => PermissionDecision::deny("The user refused this tool call."),
+            None => PermissionDecision::Deny {
+                message: "The user cancelled the turn.".into(),
+                interrupt: true,
+            },
+        };
+        let _ = live.session.respond_permission(now, &request_id, decision);
+        self.pump(&session);
+    }
+
+    /// Moves a session's outputs out: its stdin lines to the host, its chunks to the editor.
+    fn pump(&mut self, session_id: &str) {
+        loop {
+            let Some(live) = self.sessions.get_mut(session_id) else {
+                return;
+            };
+            let outputs = live.session.drain_outputs();
+            if outputs.is_empty() {
+                return;
+            }
+            let cli = live.cli;
+            for output in outputs {
+                match output {
+                    Output::Write(bytes) => {
+                        self.outputs.push_back(AcpOutput::Write { cli, bytes });
+                    }
+                    Output::Chunk(chunk) => self.chunk(session_id, chunk),
+                }
+            }
+        }
+    }
+
+    /// What one chunk of a session's CLI means to the editor.
+    fn chunk(&mut self, session_id: &str, chunk: Chunk) {
+        let Some(live) = self.sessions.get_mut(session_id) else {
+            return;
+        };
+        // Lines for the editor, in order.
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        let update = |update: SessionUpdate| {
+            rpc::notification(
+                CLIENT_METHOD_NAMES.session_update,
+                SessionNotification::new(session_id.to_owned(), update),
+            )
+        };
+        match chunk {
+            Chunk::Ready { commands, .. } => {
+                if let Some(id) = live.opening.take() {
+                    let response =
+                        NewSessionResponse::new(session_id.to_owned()).modes(modes(&live.mode));
+                    lines.push(rpc::response(id, Ok(response)));
+                }
+                lines.push(update(SessionUpdate::AvailableCommandsUpdate(
+                    AvailableCommandsUpdate::new(available_commands(&commands.to_value())),
+                )));
+            }
+            Chunk::SessionInit {
+                permission_mode: Some(mode),
+                ..
+            } if mode != live.mode && MODES.iter().any(|(m, ..)| *m == mode) => {
+                live.mode.clone_from(&mode);
+                lines.push(update(SessionUpdate::CurrentModeUpdate(
+                    CurrentModeUpdate::new(mode),
+                )));
+            }
+            Chunk::TextDelta {
+                text,
+                parent_tool_use_id: None,
+                ..
+            } => lines.push(update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                ContentBlock::from(text),
+            )))),
+            Chunk::ThinkingDelta {
+                thinking,
+                parent_tool_use_id: None,
+                ..
+            } => lines.push(update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+                ContentBlock::from(thinking),
+            )))),
+            Chunk::ToolUse {
+                id,
+                name,
+                input,
+                complete,
+                ..
+            } => {
+                let input = if complete {
+                    input.to_value()
+                } else {
+                    Value::Null
+                };
+                let seen = live.tools.get(&id).is_some_and(|(_, seen)| *seen);
+                live.tools.insert(id.clone(), (name.clone(), true));
+                if name == "TodoWrite" {
+                    if let Some(entries) = tools::plan(&input) {
+                        lines.push(update(SessionUpdate::Plan(Plan::new(entries))));
+                    }
+                } else if seen {
+                    lines.push(update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        id,
+                        tools::describe(&name, &input),
+                    ))));
+                } else {
+                    let mut call = ToolCall::new(id, String::new()).status(ToolCallStatus::Pending);
+                    call.update(tools::describe(&name, &input));
+                    lines.push(update(SessionUpdate::ToolCall(call)));
+                }
+            }
+            Chunk::ToolStart { id, .. }
+                if live.tools.get(&id).is_some_and(|(n, _)| n != "TodoWrite") =>
+            {
+                lines.push(update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    id,
+                    ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                ))));
+            }
+            Chunk::ToolResult {
+                id,
+                content,
+                is_error,
+                ..
+            } => {
+                if let Some((name, _)) = live.tools.get(&id).filter(|(n, _)| n != "TodoWrite") {
+                    let content = content.to_value();
+                    let mut fields = ToolCallUpdateFields::new()
+                        .status(if is_error {
+                            ToolCallStatus::Failed
+                        } else {
+                            ToolCallStatus::Completed
+                        })
+                        .raw_output(content.clone());
+                    if is_error || !tools::shows_diff(name) {
+                        fields = fields.content(tools::result_content(&content));
+                    }
+                    lines.push(update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        id, fields,
+                    ))));
+                }
+            }
+            Chunk::PermissionRequest {
+                request_id,
+                tool_use_id,
+                tool_name,
+                input,
+                suggestions,
+                ..
+            } => {
+                let input = input.to_value();
+                let call_id = tool_use_id.unwrap_or_else(|| request_id.clone());
+                let mut fields = tools::describe(&tool_name, &input);
+                fields.status = Some(ToolCallStatus::Pending);
+                let options = permission_options(&tool_name);
+                let params = RequestPermissionRequest::new(
+                    session_id.to_owned(),
+                    ToolCallUpdate::new(call_id, fields),
+                    options,
+                );
+                self.next_id += 1;
+                let n = i64::try_from(self.next_id).expect("fewer than 2^63 requests");
+                live.asked.insert(request_id.clone(), n);
+                self.asks.insert(
+                    n,
+                    Ask::Permission {
+                        session: session_id.to_owned(),
+                        request_id,
+                        tool: tool_name,
+                        suggestions: suggestions.to_value(),
+                    },
+                );
+                lines.push(rpc::request(
+                    n,
+                    CLIENT_METHOD_NAMES.session_request_permission,
+                    params,
+                ));
+            }
+            Chunk::ControlResult {
+                request_id,
+                ok,
+                error,
+                ..
+            } => {
+                if let Some((id, mode)) = live.modes.remove(&request_id) {
+                    if ok {
+                        live.mode.clone_from(&mode);
+                        lines.push(rpc::response(id, Ok(SetSessionModeResponse::new())));
+                        lines.push(update(SessionUpdate::CurrentModeUpdate(
+                            CurrentModeUpdate::new(mode),
+                        )));
+                    } else {
+                        lines.push(rpc::response::<()>(
+                            id,
+                            Err(Error::internal_error().data(json!(error))),
+                        ));
+                    }
+                }
+            }
+            Chunk::TurnComplete {
+                subtype,
+                is_error,
+                result,
+                stop_reason,
+                ..
+            } => {
+                if let Some(id) = live.prompt.take() {
+                    let cancelled = std::mem::take(&mut live.cancelled);
+                    let stop = match (subtype.as_deref(), stop_reason.as_deref()) {
+                        _ if cancelled => Ok(StopReason::Cancelled),
+                        (Some("error_max_turns"), _) => Ok(StopReason::MaxTurnRequests),
+                        _ if is_error => Err(result.unwrap_or_else(|| "the turn failed".into())),
+                        (_, Some("max_tokens")) => Ok(StopReason::MaxTokens),
+                        (_, Some("refusal")) => Ok(StopReason::Refusal),
+                        _ => Ok(StopReason::EndTurn),
+                    };
+                    match stop {
+                        Ok(stop) => lines.push(rpc::response(id, Ok(PromptResponse::new(stop)))),
+                        Err(why) => lines.push(rpc::response::<()>(
+                            id,
+                            Err(Error::internal_error().data(json!(why))),
+                        )),
+                    }
+                }
+            }
+            Chunk::ProcessExit { code, signal } => {
+                live.ended = true;
+                let why = json!(format!(
+                    "the Claude Code CLI exited ({}); is it installed and logged in (`claude /login`, or ANTHROPIC_API_KEY)?",
+                    match (code, signal) {
+                        (Some(code), _) => format!("status {code}"),
+                        (None, Some(signal)) => format!("signal {signal}"),
+                        (None, None) => "no status".to_owned(),
+                    }
+                ));
+                for id in [live.opening.take(), live.prompt.take()]
+                    .into_iter()
+                    .flatten()
+                {
+                    lines.push(rpc::response::<()>(
+                        id,
+                        Err(Error::internal_error().data(why.clone())),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        self.outputs.extend(lines.into_iter().map(AcpOutput::Send));
+    }
+
+    fn reply<T: serde::Serialize>(&mut self, id: RequestId, result: T) {
+        self.send(rpc::response(id, Ok(result)));
+    }
+
+    fn fail(&mut self, id: RequestId, error: Error) {
+        self.send(rpc::response::<()>(id, Err(error)));
+    }
+
+    fn send(&mut self, line: Vec<u8>) {
+        self.outputs.push_back(AcpOutput::Send(line));
+    }
+}
+
+/// The CLI's MCP server setting for a server the editor passed.
+fn mcp_server(server: &McpServer) -> Option<(String, Value)> {
+    let headers = |list: &[schema::v1::HttpHeader]| -> serde_json::Map<String, Value> {
+        list.iter()
+            .map(|h| (h.name.clone(), json!(h.value)))
+            .collect()
+    };
+    Some(match server {
+        McpServer::Stdio(s) => (
+            s.name.clone(),
+            json!({
+                "type": "stdio",
+                "command": s.command,
+                "args": s.args,
+                "env": s.env.iter().map(|e| (e.name.clone(), json!(e.value))).collect::<serde_json::Map<_, _>>(),
+            }),
+        ),
+        McpServer::Http(s) => (
+            s.name.clone(),
+            json!({"type": "http", "url": s.url, "headers": headers(&s.headers)}),
+        ),
+        McpServer::Sse(s) => (
+            s.name.clone(),
+            json!({"type": "sse", "url": s.url, "headers": headers(&s.headers)}),
+        ),
+        _ => return None,
+    })
+}
+
+fn modes(current: &str) -> SessionModeState {
+    SessionModeState::new(
+        current.to_owned(),
+        MODES
+            .iter()
+            .map(|(id, name, about)| SessionMode::new(*id, *name).description((*about).to_owned()))
+            .collect(),
+    )
+}
+
+/// The CLI's slash commands (`initialize`'s `commands`: name, description, argumentHint).
+fn available_commands(commands: &Value) -> Vec<AvailableCommand> {
+    commands
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let name = c.get("name")?.as_str()?;
+            let about = c.get("description").and_then(Value::as_str).unwrap_or("");
+            let hint = c
+                .get("argumentHint")
+                .and_then(Value::as_str)
+                .filter(|h| !h.is_empty())
+                .map(|h| AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(h)));
+            Some(AvailableCommand::new(name, about).input(hint))
+        })
+        .collect()
+}
+
+fn permission_options(tool: &str) -> Vec<PermissionOption> {
+    if tool == "ExitPlanMode" {
+        return vec![
+            PermissionOption::new(
+                "acceptEdits",
+                "Yes, and auto-accept edits",
+                PermissionOptionKind::AllowAlways,
+            ),
+            PermissionOption::new(
+                "default",
+                "Yes, and manually approve edits",
+                PermissionOptionKind::AllowOnce,
+            ),
+            PermissionOption::new(
+                "plan",
+                "No, keep planning",
+                PermissionOptionKind::RejectOnce,
+            ),
+        ];
+    }
+    vec![
+        PermissionOption::new(
+            "allow_always",
+            "Always Allow",
+            PermissionOptionKind::AllowAlways,
+        ),
+        PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+        PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+    ]
+}
+
+/// The permission updates of "always allow": the CLI's own suggestions, else a rule for the
+/// tool for the rest of the session.
+fn always(tool: &str, suggestions: &Value) -> Vec<Value> {
+    match suggestions.as_array() {
+        Some(list) if !list.is_empty() => list.clone(),
+        _ => vec![json!({
+            "type": "addRules",
+            "rules": [{"toolName": tool}],
+            "behavior": "allow",
+            "destination": "session",
+        })],
+    }
+}

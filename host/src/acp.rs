@@ -1,0 +1,319 @@
+//! `ccwire acp`: Claude Code for editors that speak the Agent Client Protocol. The editor's
+//! JSON-RPC on stdin and stdout, one CLI per session; the protocol is the core's
+//! `ccwire_core::acp::Agent`; this is its IO (docs/ACP.md).
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ccwire_core::acp::{AcpOutput, Agent, AgentConfig, CliId};
+use ccwire_core::args::CliArgs;
+use ccwire_core::framing::{Frame, LineFramer};
+use ccwire_host::record::{Direction, TranscriptWriter};
+use ccwire_host::{ClaudeOptions, CliProcess};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+/// Arguments of `ccwire acp`.
+#[derive(Debug, clap::Args)]
+pub struct AcpArgs {
+    /// The `claude` executable (default: $CCWIRE_CLAUDE, then `claude` on PATH).
+    #[arg(long)]
+    claude: Option<PathBuf>,
+    /// The model every session starts with (default: the CLI's).
+    #[arg(long)]
+    model: Option<String>,
+    /// The permission mode sessions start in (`default`, `acceptEdits`, `plan`,
+    /// `bypassPermissions`); the editor switches it per session.
+    #[arg(long)]
+    permission_mode: Option<String>,
+    /// The settings files the CLI loads, comma-separated (`user`, `project`, `local`), with
+    /// their CLAUDE.md files, hooks, skills and plugins; `""` for none.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "LIST",
+        default_value = "user,project,local"
+    )]
+    setting_sources: Vec<String>,
+    /// Write each session's CLI transcript to `DIR/<session id>.jsonl`, as `ccwire record`
+    /// writes one (`ccwire play` plays it back as the CLI).
+    #[arg(long, value_name = "DIR")]
+    record: Option<PathBuf>,
+}
+
+/// Runs `ccwire acp` until the editor closes its stdin and every CLI has ended.
+pub fn acp(args: AcpArgs) -> ExitCode {
+    crate::run::init_tracing();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts");
+    match runtime.block_on(serve(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("ccwire acp: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What the loop waits for.
+enum Event {
+    Input(Vec<u8>),
+    InputEof,
+    CliOut(CliId, Vec<u8>),
+    CliExit(CliId, Option<i32>, Option<i32>),
+}
+
+/// A running CLI: its stdin's writer, and how to ask it to end.
+struct Cli {
+    stdin: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    stop: Option<oneshot::Sender<()>>,
+    record: Option<Recorder>,
+}
+
+type Recorder = Arc<Mutex<(TranscriptWriter<io::BufWriter<std::fs::File>>, Instant)>>;
+
+async fn serve(args: AcpArgs) -> io::Result<()> {
+    if let Some(dir) = &args.record {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut id_key = [0u8; 32];
+    getrandom::getrandom(&mut id_key).map_err(|e| io::Error::other(e.to_string()))?;
+    let cli = CliArgs {
+        model: args.model.clone(),
+        permission_mode: args.permission_mode.clone(),
+        setting_sources: args.setting_sources.clone(),
+        ..CliArgs::default()
+    };
+    let mut agent = Agent::new(AgentConfig {
+        cli,
+        id_key,
+        version: crate::cli::VERSION.to_owned(),
+        ..AgentConfig::default()
+    });
+    let start = Instant::now();
+    let now = || start.elapsed().as_millis() as u64;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(read_input(tx.clone()));
+    let mut stdout = tokio::io::stdout();
+    let mut clis: BTreeMap<CliId, Cli> = BTreeMap::new();
+    let mut input_open = true;
+    loop {
+        while let Some(output) = agent.poll_output() {
+            match output {
+                AcpOutput::Send(line) => stdout.write_all(&line).await?,
+                AcpOutput::Spawn {
+                    cli,
+                    session_id,
+                    cwd,
+                    args: cli_args,
+                } => {
+                    let options = ClaudeOptions {
+                        claude: args.claude.clone(),
+                        args: *cli_args,
+                        cwd: Some(cwd.into()),
+                        ..ClaudeOptions::default()
+                    };
+                    match start_cli(cli, &options, &session_id, args.record.as_ref(), &tx) {
+                        Ok(started) => {
+                            clis.insert(cli, started);
+                        }
+                        Err(err) => {
+                            tracing::error!(session = %session_id, "cannot start the CLI: {err}");
+                            agent.handle_cli_exit(now(), cli, Some(127), None);
+                        }
+                    }
+                }
+                AcpOutput::Write { cli, bytes } => {
+                    if let Some(running) = clis.get(&cli) {
+                        if let Some(record) = &running.record {
+                            record_lines(record, Direction::In, &bytes);
+                        }
+                        if let Some(stdin) = &running.stdin {
+                            let _ = stdin.send(bytes);
+                        }
+                    }
+                }
+                AcpOutput::Stop { cli } => {
+                    if let Some(running) = clis.get_mut(&cli) {
+                        running.stdin = None;
+                        if let Some(stop) = running.stop.take() {
+                            let _ = stop.send(());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        stdout.flush().await?;
+        if !input_open && clis.is_empty() {
+            return Ok(());
+        }
+        let deadline = agent.poll_timeout();
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(start + Duration::from_millis(at)).await,
+                None => std::future::pending().await,
+            }
+        };
+        let event = tokio::select! {
+            event = rx.recv() => event,
+            () = sleep => {
+                agent.handle_timeout(now());
+                continue;
+            }
+        };
+        match event.expect("the loop holds a sender") {
+            Event::Input(bytes) => agent.handle_input(now(), &bytes),
+            Event::InputEof => {
+                input_open = false;
+                agent.handle_input_eof(now());
+            }
+            Event::CliOut(cli, bytes) => agent.handle_cli_stdout(now(), cli, &bytes),
+            Event::CliExit(cli, code, signal) => {
+                if let Some(record) = clis.remove(&cli).and_then(|c| c.record) {
+                    let mut record = record.lock().expect("not poisoned");
+                    let t = record.1.elapsed().as_millis() as u64;
+                    if let Some(code) = code {
+                        let _ = record.0.note(t, &format!("CLI exit code {code}"));
+                    }
+                }
+                agent.handle_cli_exit(now(), cli, code, signal);
+            }
+        }
+    }
+}
+
+/// The editor's bytes, until it closes stdin.
+async fn read_input(tx: mpsc::UnboundedSender<Event>) {
+    let mut stdin = tokio::io::stdin();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match stdin.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if tx.send(Event::Input(buf[..n].to_vec())).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    let _ = tx.send(Event::InputEof);
+}
+
+/// Starts a CLI, with a task that writes its stdin and one that reads its stdout until it ends.
+fn start_cli(
+    cli: CliId,
+    options: &ClaudeOptions,
+    session_id: &str,
+    record_dir: Option<&PathBuf>,
+    tx: &mpsc::UnboundedSender<Event>,
+) -> Result<Cli, Box<dyn std::error::Error>> {
+    let record = match record_dir {
+        Some(dir) => {
+            let path = dir.join(format!("{session_id}.jsonl"));
+            let file = std::fs::File::create(&path)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            Some(Arc::new(Mutex::new((
+                TranscriptWriter::new(io::BufWriter::new(file)),
+                Instant::now(),
+            ))))
+        }
+        None => None,
+    };
+    let mut process = CliProcess::spawn(options)?;
+    tracing::info!(session = %session_id, pid = process.pid(), "started the CLI");
+    let mut stdin = process.take_stdin().expect("piped");
+    let (stdin_tx, mut stdin_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    tokio::spawn(async move {
+        while let Some(bytes) = stdin_rx.recv().await {
+            if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let (stop_tx, stop_rx) = oneshot::channel();
+    tokio::spawn(run_cli(cli, process, tx.clone(), stop_rx, record.clone()));
+    Ok(Cli {
+        stdin: Some(stdin_tx),
+        stop: Some(stop_tx),
+        record,
+    })
+}
+
+/// Passes a CLI's stdout to the loop until it ends, or until the loop asks it to stop; then
+/// reports its exit.
+async fn run_cli(
+    cli: CliId,
+    mut process: CliProcess,
+    tx: mpsc::UnboundedSender<Event>,
+    mut stop: oneshot::Receiver<()>,
+    record: Option<Recorder>,
+) {
+    let mut stdout = process.take_stdout().expect("piped");
+    let mut framer = LineFramer::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            read = stdout.read(&mut buf) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if let Some(record) = &record {
+                        let mut record = record.lock().expect("not poisoned");
+                        let t = record.1.elapsed().as_millis() as u64;
+                        framer.push(&buf[..n], |frame| record_frame(&mut record.0, Direction::Out, t, frame));
+                    }
+                    let _ = tx.send(Event::CliOut(cli, buf[..n].to_vec()));
+                }
+            },
+            _ = &mut stop, if !stopping => {
+                stopping = true;
+                break;
+            }
+        }
+    }
+    let exit = if stopping {
+        process.shutdown(Duration::from_secs(2)).await
+    } else {
+        process.wait().await
+    };
+    let (code, signal) = match exit {
+        Ok(info) => (info.code, info.signal),
+        Err(_) => (None, None),
+    };
+    if code != Some(0) && !stopping {
+        let stderr = process.stderr().text();
+        tracing::warn!(?code, ?signal, "the CLI ended: {}", stderr.trim());
+    }
+    let _ = tx.send(Event::CliExit(cli, code, signal));
+}
+
+fn record_lines(record: &Recorder, dir: Direction, bytes: &[u8]) {
+    let mut record = record.lock().expect("not poisoned");
+    let t = record.1.elapsed().as_millis() as u64;
+    for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let _ = record.0.line(dir, t, line);
+    }
+}
+
+fn record_frame<W: Write>(
+    writer: &mut TranscriptWriter<W>,
+    dir: Direction,
+    t: u64,
+    frame: Frame<'_>,
+) {
+    let written = match frame {
+        Frame::Line(line) => writer.line(dir, t, line),
+        Frame::TooLong { bytes } => writer.too_long(dir, t, bytes),
+    };
+    if let Err(err) = written {
+        tracing::error!("cannot write the transcript: {err}");
+    }
+}

@@ -1,0 +1,362 @@
+// `ccwire acp` driven by the official ACP client SDK (@agentclientprotocol/sdk), as an editor
+// drives it, in front of the real Claude Code CLI and the scripted fake model.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import path from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { client, methods, ndJsonStream } from '@agentclientprotocol/sdk';
+
+import { CCWIRE_BIN, CLAUDE, Fake, makeHome, onPrompt, onToolResult, rule, serveEnv, text } from './rig.mjs';
+
+const ASK_SERVER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../mcp/ask-server.mjs');
+
+let fake;
+let home;
+before(async () => {
+  fake = await Fake.start();
+  home = makeHome();
+});
+after(async () => {
+  await fake?.stop();
+  if (home) rmSync(home, { recursive: true, force: true });
+});
+
+/** Every agent started, killed at the end if a failed test left it running. */
+const agents = new Set();
+after(() => {
+  for (const agent of agents) if (agent.child.exitCode === null) agent.child.kill('SIGKILL');
+});
+
+/** A running `ccwire acp`, its stdio as an ACP stream. */
+function startAgent(args = [], { claude = CLAUDE } = {}) {
+  // ACP_TEST_RECORD=DIR keeps the sessions' CLI transcripts, to look at a failure.
+  if (process.env.ACP_TEST_RECORD) args = [...args, '--record', process.env.ACP_TEST_RECORD];
+  // The settings files as an editor's user has them (the HOME and the work directories are the
+  // test's): "always allow" saves its rule in the project's local settings.
+  const child = spawn(CCWIRE_BIN, ['acp', '--claude', claude, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: serveEnv(home, fake.url),
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk) => {
+    stderr += chunk;
+    if (process.env.CCWIRE_SDK_TEST_LOG) process.stderr.write(chunk);
+  });
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const agent = { child, stream, exited, stderr: () => stderr };
+  agents.add(agent);
+  return agent;
+}
+
+/**
+ * An editor: records every `session/update` per session, answers permission requests with
+ * `decide(request)` (an option id, or null for cancelled), and runs `op(ctx, editor)`.
+ */
+async function asEditor(agent, op, decide = () => 'allow') {
+  const editor = { updates: new Map(), asked: [] };
+  editor.of = (sessionId) => editor.updates.get(sessionId) ?? [];
+  editor.text = (sessionId) =>
+    editor
+      .of(sessionId)
+      .filter((u) => u.sessionUpdate === 'agent_message_chunk')
+      .map((u) => u.content.text)
+      .join('');
+  const app = client({ name: 'ccwire-acp-test' })
+    .onNotification(methods.client.session.update, ({ params }) => {
+      if (!editor.updates.has(params.sessionId)) editor.updates.set(params.sessionId, []);
+      editor.updates.get(params.sessionId).push(params.update);
+    })
+    .onRequest(methods.client.session.requestPermission, async ({ params }) => {
+      editor.asked.push(params);
+      const optionId = await decide(params);
+      return optionId === null
+        ? { outcome: { outcome: 'cancelled' } }
+        : { outcome: { outcome: 'selected', optionId } };
+    });
+  return app.connectWith(agent.stream, (ctx) => op(ctx, editor));
+}
+
+async function initialize(ctx) {
+  return ctx.request(methods.agent.initialize, {
+    protocolVersion: 1,
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+  });
+}
+
+async function newSession(ctx, extra = {}) {
+  const work = mkdtempSync(path.join(home, 'work-'));
+  const session = await ctx.request(methods.agent.session.new, { cwd: work, mcpServers: [], ...extra });
+  return { ...session, work };
+}
+
+const prompt = (ctx, sessionId, ...blocks) =>
+  ctx.request(methods.agent.session.prompt, {
+    sessionId,
+    prompt: blocks.map((b) => (typeof b === 'string' ? { type: 'text', text: b } : b)),
+  });
+
+async function stop(agent) {
+  agent.child.stdin.end();
+  const exit = await agent.exited;
+  assert.deepEqual(exit, { code: 0, signal: null }, agent.stderr());
+}
+
+/** A command that runs for 30 seconds (the CLI refuses a bare `sleep 30`). */
+const SLEEP = 'python3 -c "import time; time.sleep(30)"';
+
+const bash = (command, reply = 'Ran it.') => [
+  onPrompt(`run ${command}`, {
+    kind: 'tool_use',
+    text: 'Running it.',
+    calls: [{ name: 'Bash', input: { command, description: 'A command' } }],
+  }),
+  rule({ kind: 'tool_result', tool: 'Bash' }, text(reply)),
+];
+
+test('a streamed answer: initialize, session/new, agent_message_chunks, end_turn', async () => {
+  await fake.script(onPrompt('hello', text('Hello from the fake model, in pieces.'), 5));
+  const agent = startAgent();
+  await asEditor(agent, async (ctx, editor) => {
+    const init = await initialize(ctx);
+    assert.equal(init.protocolVersion, 1);
+    assert.equal(init.agentInfo.name, 'ccwire');
+    assert.equal(init.agentCapabilities.promptCapabilities.image, true);
+    const session = await newSession(ctx);
+    assert.equal(session.modes.currentModeId, 'default');
+    const answer = await prompt(ctx, session.sessionId, 'hello there');
+    assert.equal(answer.stopReason, 'end_turn');
+    assert.equal(editor.text(session.sessionId), 'Hello from the fake model, in pieces.');
+    const chunks = editor.of(session.sessionId).filter((u) => u.sessionUpdate === 'agent_message_chunk');
+    assert.ok(chunks.length > 1, `streamed in ${chunks.length} chunk(s)`);
+    const commands = editor.of(session.sessionId).find((u) => u.sessionUpdate === 'available_commands_update');
+    assert.ok(commands?.availableCommands.some((c) => c.name === 'compact'), JSON.stringify(commands));
+  });
+  await stop(agent);
+});
+
+test('a tool call the editor allows runs; one it rejects does not; always allow stops asking', async () => {
+  await fake.script(...bash('echo hi > out.txt'), ...bash('echo no > refused.txt'), ...bash('git --version'));
+  const agent = startAgent();
+  const decisions = [];
+  await asEditor(
+    agent,
+    async (ctx, editor) => {
+      await initialize(ctx);
+      const session = await newSession(ctx);
+      const sid = session.sessionId;
+
+      decisions.push('allow');
+      assert.equal((await prompt(ctx, sid, 'please run echo hi > out.txt')).stopReason, 'end_turn');
+      assert.equal(readFileSync(path.join(session.work, 'out.txt'), 'utf8'), 'hi\n');
+      const ask = editor.asked.at(-1);
+      assert.equal(ask.sessionId, sid);
+      assert.equal(ask.toolCall.kind, 'execute');
+      assert.equal(ask.toolCall.title, '`echo hi > out.txt`');
+      assert.deepEqual(
+        ask.options.map((o) => o.kind),
+        ['allow_always', 'allow_once', 'reject_once'],
+      );
+      const calls = editor.of(sid).filter((u) => u.toolCallId === ask.toolCall.toolCallId);
+      assert.equal(calls[0].sessionUpdate, 'tool_call');
+      assert.equal(calls.at(-1).status, 'completed');
+
+      decisions.push('reject');
+      assert.equal((await prompt(ctx, sid, 'please run echo no > refused.txt')).stopReason, 'end_turn');
+      assert.equal(existsSync(path.join(session.work, 'refused.txt')), false);
+      const refused = (await fake.lastCall()).body.messages.at(-1).content.find((b) => b.type === 'tool_result');
+      assert.equal(refused.is_error, true, JSON.stringify(refused));
+      const failed = editor.of(sid).filter((u) => u.toolCallId === editor.asked.at(-1).toolCall.toolCallId);
+      assert.equal(failed.at(-1).status, 'failed');
+
+      decisions.push('allow_always');
+      const asked = editor.asked.length;
+      assert.equal((await prompt(ctx, sid, 'please run git --version')).stopReason, 'end_turn');
+      assert.equal(editor.asked.length, asked + 1);
+      // Asked once (the answer was "always"), then not again for that command.
+      decisions.push('reject');
+      assert.equal((await prompt(ctx, sid, 'please run git --version')).stopReason, 'end_turn');
+      assert.equal(editor.asked.length, asked + 1, JSON.stringify(editor.asked.at(-1)));
+      const ran = (await fake.lastCall()).body.messages.at(-1).content.find((b) => b.type === 'tool_result');
+      assert.equal(ran.is_error ?? false, false, JSON.stringify(ran));
+    },
+    () => decisions.at(-1),
+  );
+  await stop(agent);
+});
+
+test('an edit is a tool call with its diff, in the session cwd', async () => {
+  const agent = startAgent();
+  await asEditor(agent, async (ctx, editor) => {
+    await initialize(ctx);
+    const session = await newSession(ctx);
+    const file = path.join(session.work, 'notes.md');
+    await fake.script(
+      onPrompt('write notes', {
+        kind: 'tool_use',
+        calls: [{ name: 'Write', input: { file_path: file, content: 'first line\n' } }],
+      }),
+      rule({ kind: 'tool_result', tool: 'Write' }, text('Written.')),
+    );
+    assert.equal((await prompt(ctx, session.sessionId, 'write notes please')).stopReason, 'end_turn');
+    assert.equal(readFileSync(file, 'utf8'), 'first line\n');
+    const ask = editor.asked.at(-1);
+    assert.equal(ask.toolCall.kind, 'edit');
+    assert.deepEqual(ask.toolCall.content, [{ type: 'diff', path: file, newText: 'first line\n' }]);
+    assert.deepEqual(ask.toolCall.locations, [{ path: file }]);
+  });
+  await stop(agent);
+});
+
+test('cancel during a running tool: the prompt answers cancelled, the session goes on', async () => {
+  // (The prompt after the cancel first: its message also holds the interrupted call's result.)
+  await fake.script(onPrompt('after', text('Still here.')), ...bash(SLEEP));
+  const agent = startAgent();
+  await asEditor(agent, async (ctx, editor) => {
+    await initialize(ctx);
+    const session = await newSession(ctx);
+    const sid = session.sessionId;
+    const running = prompt(ctx, sid, `please run ${SLEEP}`);
+    // Cancel once the call is shown (asked about or not) and the command has had a second to
+    // start.
+    const shown = () => editor.of(sid).some((u) => u.sessionUpdate === 'tool_call_update' && u.rawInput);
+    for (let i = 0; i < 600 && !shown(); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(shown(), JSON.stringify(editor.of(sid)));
+    await new Promise((r) => setTimeout(r, 1000));
+    const started = Date.now();
+    await ctx.notify(methods.agent.session.cancel, { sessionId: sid });
+    assert.equal((await running).stopReason, 'cancelled');
+    assert.ok(Date.now() - started < 10_000, 'cancelled in time');
+    assert.equal((await prompt(ctx, sid, 'after that')).stopReason, 'end_turn');
+    assert.equal(editor.text(sid).endsWith('Still here.'), true, editor.text(sid));
+  });
+  await stop(agent);
+});
+
+test('two sessions at once, each on its own CLI', async () => {
+  await fake.script(onPrompt('first', text('Answer one.'), 10), onPrompt('second', text('Answer two.'), 10));
+  const agent = startAgent();
+  await asEditor(agent, async (ctx, editor) => {
+    await initialize(ctx);
+    const [a, b] = await Promise.all([newSession(ctx), newSession(ctx)]);
+    assert.notEqual(a.sessionId, b.sessionId);
+    const [ra, rb] = await Promise.all([prompt(ctx, a.sessionId, 'the first'), prompt(ctx, b.sessionId, 'the second')]);
+    assert.deepEqual([ra.stopReason, rb.stopReason], ['end_turn', 'end_turn']);
+    assert.equal(editor.text(a.sessionId), 'Answer one.');
+    assert.equal(editor.text(b.sessionId), 'Answer two.');
+  });
+  await stop(agent);
+});
+
+test("an image prompt reaches the model as an image; a client's MCP server's tool is called", async () => {
+  const png =
+    'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+  await fake.script(
+    onPrompt('describe', text('A small image.')),
+    onPrompt('echo it', { kind: 'tool_use', calls: [{ name: 'mcp__ask__echo', input: { text: 'ping' } }] }),
+    rule({ kind: 'tool_result', tool: 'mcp__ask__echo' }, { kind: 'echo' }),
+  );
+  const agent = startAgent();
+  await asEditor(agent, async (ctx, editor) => {
+    await initialize(ctx);
+    const session = await newSession(ctx, {
+      mcpServers: [{ name: 'ask', command: process.execPath, args: [ASK_SERVER], env: [] }],
+    });
+    const sid = session.sessionId;
+    const answer = await prompt(ctx, sid, 'describe this', { type: 'image', mimeType: 'image/png', data: png });
+    assert.equal(answer.stopReason, 'end_turn');
+    // The call that answered the prompt (the CLI may make others of its own after it).
+    const call = (await fake.calls()).find((c) => JSON.stringify(c.body.messages).includes('describe this'));
+    const user = call.body.messages.filter((m) => m.role === 'user').at(-1);
+    const image = user.content.find((b) => b.type === 'image');
+    assert.deepEqual(
+      image?.source,
+      { type: 'base64', media_type: 'image/png', data: png },
+      JSON.stringify(call.body.messages.map((m) => [m.role, (Array.isArray(m.content) ? m.content : [m.content]).map((b) => b.type ?? typeof b)])),
+    );
+
+    assert.equal((await prompt(ctx, sid, 'echo it please')).stopReason, 'end_turn');
+    const echo = editor.of(sid).find((u) => u.sessionUpdate === 'tool_call' && u.title === 'echo (ask)');
+    assert.ok(echo, JSON.stringify(editor.of(sid)));
+    const done = editor.of(sid).filter((u) => u.toolCallId === echo.toolCallId).at(-1);
+    assert.equal(done.status, 'completed');
+    assert.match(JSON.stringify(done.content), /ping/);
+  });
+  await stop(agent);
+});
+
+test('bad JSON-RPC gets a clear error and the agent lives on', async () => {
+  const agent = startAgent();
+  const lines = [];
+  let buffer = '';
+  agent.child.stdout.setEncoding('utf8').on('data', (chunk) => {
+    buffer += chunk;
+    let nl;
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      lines.push(JSON.parse(buffer.slice(0, nl)));
+      buffer = buffer.slice(nl + 1);
+    }
+  });
+  const waitFor = async (n) => {
+    for (let i = 0; i < 200 && lines.length < n; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.ok(lines.length >= n, JSON.stringify(lines));
+  };
+  agent.child.stdin.write('this is not json\n');
+  agent.child.stdin.write('{"jsonrpc":"2.0","id":1,"method":"session/teleport","params":{}}\n');
+  agent.child.stdin.write('{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":7}}\n');
+  agent.child.stdin.write('{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":1}}\n');
+  await waitFor(4);
+  assert.deepEqual(
+    lines.map((l) => [l.id, l.error?.code ?? 'ok']),
+    [
+      [null, -32700],
+      [1, -32601],
+      [2, -32602],
+      [3, 'ok'],
+    ],
+  );
+  assert.equal(lines[3].result.protocolVersion, 1);
+  await stop(agent);
+});
+
+test('a recorded session plays back through `ccwire play` with no model', async () => {
+  const dir = mkdtempSync(path.join(home, 'record-'));
+  await fake.script(...bash('echo recorded > rec.txt', 'Recorded run done.'));
+  const scenario = async (agent) => {
+    let result;
+    await asEditor(agent, async (ctx, editor) => {
+      await initialize(ctx);
+      const session = await newSession(ctx);
+      const answer = await prompt(ctx, session.sessionId, 'please run echo recorded > rec.txt');
+      result = {
+        stopReason: answer.stopReason,
+        text: editor.text(session.sessionId),
+        tools: editor
+          .of(session.sessionId)
+          .filter((u) => u.sessionUpdate === 'tool_call')
+          .map((u) => [u.kind, u.title]),
+        asked: editor.asked.map((a) => a.toolCall.title),
+      };
+    });
+    await stop(agent);
+    return result;
+  };
+  const live = await scenario(startAgent(['--record', dir]));
+  const [file] = readdirSync(dir);
+  assert.match(file, /^[0-9a-f-]{36}\.jsonl$/);
+  const transcript = path.join(dir, file);
+  // The CLI the agent starts is `ccwire play` of the recording.
+  const player = path.join(dir, 'claude-play');
+  writeFileSync(player, `#!/bin/sh\nexec "${CCWIRE_BIN}" play --instant "${transcript}" -- "$@"\n`);
+  chmodSync(player, 0o755);
+  const calls = (await fake.calls()).length;
+  const played = await scenario(startAgent([], { claude: player }));
+  assert.deepEqual(played, live);
+  assert.equal(live.text, 'Running it.Recorded run done.');
+  assert.equal((await fake.calls()).length, calls, 'the model was not called');
+});
