@@ -152,7 +152,12 @@ test('a client tool: the call is held between two requests, the result answered,
       ],
     }),
   );
-  const deltas = [...answer.body.matchAll(/"text":"([^"]*)","type":"text_delta"/g)].map((m) => m[1]);
+  const deltas = answer.body
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => JSON.parse(line.slice(6)).delta)
+    .filter((delta) => delta?.type === 'text_delta')
+    .map((delta) => delta.text);
   assert.equal(deltas.join(''), 'Found record-alpha.', answer.body);
 });
 

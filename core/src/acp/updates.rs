@@ -1,0 +1,291 @@
+//! What each chunk of a session's CLI means to the editor: `session/update` notifications, the
+//! answers to `session/new`, `session/prompt` and `session/set_mode`, and permission questions.
+
+use serde_json::{json, Value};
+
+use super::schema::v1::{
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock, ContentChunk,
+    CurrentModeUpdate, Error, NewSessionResponse, PermissionOption, PermissionOptionKind, Plan,
+    PromptResponse, RequestPermissionRequest, SessionMode, SessionModeState, SessionNotification,
+    SessionUpdate, SetSessionModeResponse, StopReason, ToolCall, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, UnstructuredCommandInput, CLIENT_METHOD_NAMES,
+};
+use super::{rpc, tools, AcpOutput, Agent, Ask, MODES};
+use crate::Chunk;
+
+impl Agent {
+    /// What one chunk of a session's CLI means to the editor.
+    pub(super) fn chunk(&mut self, session_id: &str, chunk: Chunk) {
+        let Some(live) = self.sessions.get_mut(session_id) else {
+            return;
+        };
+        // Lines for the editor, in order.
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        let update = |update: SessionUpdate| {
+            rpc::notification(
+                CLIENT_METHOD_NAMES.session_update,
+                SessionNotification::new(session_id.to_owned(), update),
+            )
+        };
+        match chunk {
+            Chunk::Ready { commands, .. } => {
+                if let Some(id) = live.opening.take() {
+                    let response =
+                        NewSessionResponse::new(session_id.to_owned()).modes(modes(&live.mode));
+                    lines.push(rpc::response(id, Ok(response)));
+                }
+                lines.push(update(SessionUpdate::AvailableCommandsUpdate(
+                    AvailableCommandsUpdate::new(available_commands(&commands.to_value())),
+                )));
+            }
+            Chunk::SessionInit {
+                permission_mode: Some(mode),
+                ..
+            } if mode != live.mode && MODES.iter().any(|(m, ..)| *m == mode) => {
+                live.mode.clone_from(&mode);
+                lines.push(update(SessionUpdate::CurrentModeUpdate(
+                    CurrentModeUpdate::new(mode),
+                )));
+            }
+            Chunk::TextDelta {
+                text,
+                parent_tool_use_id: None,
+                ..
+            } => lines.push(update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                ContentBlock::from(text),
+            )))),
+            Chunk::ThinkingDelta {
+                thinking,
+                parent_tool_use_id: None,
+                ..
+            } => lines.push(update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+                ContentBlock::from(thinking),
+            )))),
+            Chunk::ToolUse {
+                id,
+                name,
+                input,
+                complete,
+                ..
+            } => {
+                let input = if complete {
+                    input.to_value()
+                } else {
+                    Value::Null
+                };
+                let seen = live.tools.get(&id).is_some_and(|(_, seen)| *seen);
+                live.tools.insert(id.clone(), (name.clone(), true));
+                if name == "TodoWrite" {
+                    if let Some(entries) = tools::plan(&input) {
+                        lines.push(update(SessionUpdate::Plan(Plan::new(entries))));
+                    }
+                } else if seen {
+                    lines.push(update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        id,
+                        tools::describe(&name, &input),
+                    ))));
+                } else {
+                    let mut call = ToolCall::new(id, String::new()).status(ToolCallStatus::Pending);
+                    call.update(tools::describe(&name, &input));
+                    lines.push(update(SessionUpdate::ToolCall(call)));
+                }
+            }
+            Chunk::ToolStart { id, .. }
+                if live.tools.get(&id).is_some_and(|(n, _)| n != "TodoWrite") =>
+            {
+                lines.push(update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    id,
+                    ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                ))));
+            }
+            Chunk::ToolResult {
+                id,
+                content,
+                is_error,
+                ..
+            } => {
+                if let Some((name, _)) = live.tools.get(&id).filter(|(n, _)| n != "TodoWrite") {
+                    let content = content.to_value();
+                    let mut fields = ToolCallUpdateFields::new()
+                        .status(if is_error {
+                            ToolCallStatus::Failed
+                        } else {
+                            ToolCallStatus::Completed
+                        })
+                        .raw_output(content.clone());
+                    if is_error || !tools::shows_diff(name) {
+                        fields = fields.content(tools::result_content(&content));
+                    }
+                    lines.push(update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        id, fields,
+                    ))));
+                }
+            }
+            Chunk::PermissionRequest {
+                request_id,
+                tool_use_id,
+                tool_name,
+                input,
+                suggestions,
+                ..
+            } => {
+                let input = input.to_value();
+                let call_id = tool_use_id.unwrap_or_else(|| request_id.clone());
+                let mut fields = tools::describe(&tool_name, &input);
+                fields.status = Some(ToolCallStatus::Pending);
+                let options = permission_options(&tool_name);
+                let params = RequestPermissionRequest::new(
+                    session_id.to_owned(),
+                    ToolCallUpdate::new(call_id, fields),
+                    options,
+                );
+                self.next_id += 1;
+                let n = i64::try_from(self.next_id).expect("fewer than 2^63 requests");
+                live.asked.insert(request_id.clone(), n);
+                self.asks.insert(
+                    n,
+                    Ask::Permission {
+                        session: session_id.to_owned(),
+                        request_id,
+                        tool: tool_name,
+                        suggestions: suggestions.to_value(),
+                    },
+                );
+                lines.push(rpc::request(
+                    n,
+                    CLIENT_METHOD_NAMES.session_request_permission,
+                    params,
+                ));
+            }
+            Chunk::ControlResult {
+                request_id,
+                ok,
+                error,
+                ..
+            } => {
+                if let Some((id, mode)) = live.modes.remove(&request_id) {
+                    if ok {
+                        live.mode.clone_from(&mode);
+                        lines.push(rpc::response(id, Ok(SetSessionModeResponse::new())));
+                        lines.push(update(SessionUpdate::CurrentModeUpdate(
+                            CurrentModeUpdate::new(mode),
+                        )));
+                    } else {
+                        lines.push(rpc::response::<()>(
+                            id,
+                            Err(Error::internal_error().data(json!(error))),
+                        ));
+                    }
+                }
+            }
+            Chunk::TurnComplete {
+                subtype,
+                is_error,
+                result,
+                stop_reason,
+                ..
+            } => {
+                if let Some(id) = live.prompt.take() {
+                    let cancelled = std::mem::take(&mut live.cancelled);
+                    let stop = match (subtype.as_deref(), stop_reason.as_deref()) {
+                        _ if cancelled => Ok(StopReason::Cancelled),
+                        (Some("error_max_turns"), _) => Ok(StopReason::MaxTurnRequests),
+                        _ if is_error => Err(result.unwrap_or_else(|| "the turn failed".into())),
+                        (_, Some("max_tokens")) => Ok(StopReason::MaxTokens),
+                        (_, Some("refusal")) => Ok(StopReason::Refusal),
+                        _ => Ok(StopReason::EndTurn),
+                    };
+                    match stop {
+                        Ok(stop) => lines.push(rpc::response(id, Ok(PromptResponse::new(stop)))),
+                        Err(why) => lines.push(rpc::response::<()>(
+                            id,
+                            Err(Error::internal_error().data(json!(why))),
+                        )),
+                    }
+                }
+            }
+            Chunk::ProcessExit { code, signal } => {
+                live.ended = true;
+                let why = json!(format!(
+                    "the Claude Code CLI exited ({}); is it installed and logged in (`claude /login`, or ANTHROPIC_API_KEY)?",
+                    match (code, signal) {
+                        (Some(code), _) => format!("status {code}"),
+                        (None, Some(signal)) => format!("signal {signal}"),
+                        (None, None) => "no status".to_owned(),
+                    }
+                ));
+                for id in [live.opening.take(), live.prompt.take()]
+                    .into_iter()
+                    .flatten()
+                {
+                    lines.push(rpc::response::<()>(
+                        id,
+                        Err(Error::internal_error().data(why.clone())),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        self.outputs.extend(lines.into_iter().map(AcpOutput::Send));
+    }
+}
+
+fn modes(current: &str) -> SessionModeState {
+    SessionModeState::new(
+        current.to_owned(),
+        MODES
+            .iter()
+            .map(|(id, name, about)| SessionMode::new(*id, *name).description((*about).to_owned()))
+            .collect(),
+    )
+}
+
+/// The CLI's slash commands (`initialize`'s `commands`: name, description, argumentHint).
+fn available_commands(commands: &Value) -> Vec<AvailableCommand> {
+    commands
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let name = c.get("name")?.as_str()?;
+            let about = c.get("description").and_then(Value::as_str).unwrap_or("");
+            let hint = c
+                .get("argumentHint")
+                .and_then(Value::as_str)
+                .filter(|h| !h.is_empty())
+                .map(|h| AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(h)));
+            Some(AvailableCommand::new(name, about).input(hint))
+        })
+        .collect()
+}
+
+fn permission_options(tool: &str) -> Vec<PermissionOption> {
+    if tool == "ExitPlanMode" {
+        return vec![
+            PermissionOption::new(
+                "acceptEdits",
+                "Yes, and auto-accept edits",
+                PermissionOptionKind::AllowAlways,
+            ),
+            PermissionOption::new(
+                "default",
+                "Yes, and manually approve edits",
+                PermissionOptionKind::AllowOnce,
+            ),
+            PermissionOption::new(
+                "plan",
+                "No, keep planning",
+                PermissionOptionKind::RejectOnce,
+            ),
+        ];
+    }
+    vec![
+        PermissionOption::new(
+            "allow_always",
+            "Always Allow",
+            PermissionOptionKind::AllowAlways,
+        ),
+        PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+        PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+    ]
+}
