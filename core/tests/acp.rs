@@ -13,6 +13,8 @@ struct Rig {
     cli: Vec<(CliId, Value)>,
     spawned: Vec<(CliId, String, String, Vec<String>)>,
     stopped: Vec<CliId>,
+    /// Transcripts asked for: session id and work directory.
+    reads: Vec<(String, String)>,
 }
 
 impl Rig {
@@ -27,6 +29,7 @@ impl Rig {
             cli: Vec::new(),
             spawned: Vec::new(),
             stopped: Vec::new(),
+            reads: Vec::new(),
         }
     }
 
@@ -68,6 +71,9 @@ impl Rig {
                     }
                 }
                 AcpOutput::Stop { cli } => self.stopped.push(cli),
+                AcpOutput::ReadTranscript { session_id, cwd } => {
+                    self.reads.push((session_id, cwd));
+                }
                 _ => panic!("an output this test does not know"),
             }
         }
@@ -102,6 +108,11 @@ impl Rig {
             "session/new",
             json!({"cwd": "/home/dev/project", "mcpServers": []}),
         );
+        self.ready(transcript)
+    }
+
+    /// The last CLI started answers `initialize` with the recorded answer of `transcript`.
+    fn ready(&mut self, transcript: &[common::Line]) -> (String, CliId) {
         let (cli, session_id, ..) = self.spawned.last().cloned().expect("a CLI was started");
         let (_, init) = self
             .cli
@@ -481,4 +492,199 @@ fn two_sessions_have_their_own_clis() {
     rig.agent.handle_input_eof(0);
     rig.drain();
     assert_eq!(rig.stopped, [cli_a, cli_b]);
+}
+
+/// A session's transcript as the CLI writes it: one JSON entry per line.
+fn cli_transcript(entries: &[Value]) -> Vec<u8> {
+    entries
+        .iter()
+        .flat_map(|e| format!("{e}\n").into_bytes())
+        .collect()
+}
+
+#[test]
+fn a_loaded_session_shows_its_history_then_a_new_cli_resumes_it() {
+    let transcript = common::lines(&common::transcript("b_bash_allow"));
+    let mut rig = Rig::new();
+    let id = "15f2d71a-1bc5-4647-92ce-c709fa6e5cc2";
+    rig.request(
+        1,
+        "session/load",
+        json!({"sessionId": id, "cwd": "/home/dev/project", "mcpServers": []}),
+    );
+    assert_eq!(rig.reads, [(id.to_owned(), "/home/dev/project".to_owned())]);
+    assert!(rig.editor.is_empty() && rig.spawned.is_empty());
+    let history = cli_transcript(&[
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "Run echo hi."}]}}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "I'll run it."}]}}),
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "echo hi"}}]}}),
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "hi"}]}}),
+        json!({"type": "last-prompt", "lastPrompt": "Run echo hi."}),
+    ]);
+    rig.agent.handle_transcript(0, id, Some(&history));
+    rig.drain();
+    // The history, before the answer.
+    let shown: Vec<(String, String)> = rig
+        .updates()
+        .iter()
+        .map(|u| {
+            let what = u["content"]["text"].as_str().or(u["title"].as_str());
+            let what = what.or(u["status"].as_str()).unwrap_or_default();
+            (
+                u["sessionUpdate"].as_str().unwrap().to_owned(),
+                what.to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("user_message_chunk", "Run echo hi."),
+        ("agent_message_chunk", "I'll run it."),
+        ("tool_call", "`echo hi`"),
+        ("tool_call_update", "completed"),
+    ];
+    assert_eq!(shown, expected.map(|(a, b)| (a.to_owned(), b.to_owned())));
+    assert!(rig.editor.iter().all(|m| m.get("id").is_none()));
+    let (_, session_id, cwd, args) = rig.spawned[0].clone();
+    assert_eq!(
+        (session_id.as_str(), cwd.as_str()),
+        (id, "/home/dev/project")
+    );
+    assert!(args.contains(&format!("--resume={id}")), "{args:?}");
+    assert!(
+        !args.iter().any(|a| a.starts_with("--session-id")),
+        "{args:?}"
+    );
+    rig.ready(&transcript);
+    let result = &rig.answer(1)["result"];
+    assert_eq!(result["modes"]["currentModeId"], "default");
+    assert!(result.get("sessionId").is_none(), "{result}");
+
+    // A session the CLI has no transcript of, and an id that is not one.
+    let other = "00000000-0000-4000-8000-000000000000";
+    rig.request(
+        2,
+        "session/load",
+        json!({"sessionId": other, "cwd": "/w", "mcpServers": []}),
+    );
+    rig.agent.handle_transcript(0, other, None);
+    rig.drain();
+    assert_eq!(rig.answer(2)["error"]["code"], -32002);
+    rig.request(
+        3,
+        "session/load",
+        json!({"sessionId": "../../x", "cwd": "/w", "mcpServers": []}),
+    );
+    assert_eq!(rig.answer(3)["error"]["code"], -32002);
+    assert_eq!(rig.reads.len(), 2);
+    assert_eq!(rig.spawned.len(), 1);
+}
+
+#[test]
+fn resume_starts_a_cli_without_the_history_and_close_ends_it() {
+    let transcript = common::lines(&common::transcript("b_bash_allow"));
+    let mut rig = Rig::new();
+    let id = "15f2d71a-1bc5-4647-92ce-c709fa6e5cc2";
+    rig.request(1, "session/resume", json!({"sessionId": id, "cwd": "/w"}));
+    let history =
+        cli_transcript(&[json!({"type": "user", "message": {"role": "user", "content": "hello"}})]);
+    rig.agent.handle_transcript(0, id, Some(&history));
+    rig.drain();
+    let (_, cli) = rig.ready(&transcript);
+    assert!(rig.answer(1)["result"]["modes"].is_object());
+    assert!(
+        !rig.updates()
+            .iter()
+            .any(|u| u["sessionUpdate"] == "user_message_chunk"),
+        "{:?}",
+        rig.updates()
+    );
+    rig.request(2, "session/prompt", prompt(id, "again"));
+    rig.request(3, "session/close", json!({"sessionId": id}));
+    assert_eq!(rig.answer(2)["result"], json!({"stopReason": "cancelled"}));
+    assert_eq!(rig.answer(3)["result"], json!({}));
+    assert_eq!(rig.stopped, [cli]);
+    rig.request(4, "session/prompt", prompt(id, "after"));
+    assert_eq!(rig.answer(4)["error"]["code"], -32002);
+    // The CLI's exit after the close changes nothing for the editor.
+    let before = rig.editor.len();
+    rig.agent.handle_cli_exit(0, cli, Some(0), None);
+    rig.drain();
+    assert_eq!(rig.editor.len(), before);
+}
+
+#[test]
+fn the_model_is_a_config_option_the_editor_sets() {
+    let transcript = common::lines(&common::transcript("b_bash_allow"));
+    let mut rig = Rig::new();
+    let (session_id, cli) = rig.open(1, &transcript);
+    let options = rig.answer(1)["result"]["configOptions"].clone();
+    let ids: Vec<&str> = options
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["mode", "model"]);
+    let model = &options[1];
+    assert_eq!(
+        (&model["category"], &model["currentValue"]),
+        (&json!("model"), &json!("default"))
+    );
+    let values: Vec<&str> = model["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap())
+        .collect();
+    assert!(values.contains(&"haiku"), "{values:?}");
+
+    rig.request(
+        2,
+        "session/set_config_option",
+        json!({"sessionId": session_id, "configId": "model", "value": "gpt-4o"}),
+    );
+    assert_eq!(rig.answer(2)["error"]["code"], -32602);
+    rig.request(
+        3,
+        "session/set_config_option",
+        json!({"sessionId": session_id, "configId": "model", "value": "haiku"}),
+    );
+    let (_, set) = rig.cli.last().cloned().unwrap();
+    assert_eq!(
+        set["request"],
+        json!({"subtype": "set_model", "model": "haiku"})
+    );
+    rig.cli_says(
+        cli,
+        &json!({"type": "control_response", "response": {"subtype": "success", "request_id": set["request_id"], "response": {}}}),
+    );
+    let options = &rig.answer(3)["result"]["configOptions"];
+    assert_eq!(options[1]["currentValue"], "haiku");
+
+    // A mode set as a config option is a mode change the editor is told of both ways.
+    rig.take_editor();
+    rig.request(
+        4,
+        "session/set_config_option",
+        json!({"sessionId": session_id, "configId": "mode", "value": "plan"}),
+    );
+    let (_, set) = rig.cli.last().cloned().unwrap();
+    assert_eq!(set["request"]["subtype"], "set_permission_mode");
+    rig.cli_says(
+        cli,
+        &json!({"type": "control_response", "response": {"subtype": "success", "request_id": set["request_id"], "response": {"mode": "plan"}}}),
+    );
+    assert_eq!(
+        rig.answer(4)["result"]["configOptions"][0]["currentValue"],
+        "plan"
+    );
+    let kinds: Vec<Value> = rig
+        .updates()
+        .iter()
+        .map(|u| u["sessionUpdate"].clone())
+        .collect();
+    assert_eq!(
+        kinds,
+        [json!("current_mode_update"), json!("config_option_update")]
+    );
 }

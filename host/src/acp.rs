@@ -44,10 +44,17 @@ pub struct AcpArgs {
     /// writes one (`ccwire play` plays it back as the CLI).
     #[arg(long, value_name = "DIR")]
     record: Option<PathBuf>,
+    /// Log in to Claude Code (`claude auth login`) in this terminal, then exit: what an editor
+    /// runs for the `claude-login` authentication method.
+    #[arg(long)]
+    login: bool,
 }
 
 /// Runs `ccwire acp` until the editor closes its stdin and every CLI has ended.
 pub fn acp(args: AcpArgs) -> ExitCode {
+    if args.login {
+        return login(args.claude.as_deref());
+    }
     crate::run::init_tracing();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -140,6 +147,10 @@ async fn serve(args: AcpArgs) -> io::Result<()> {
                         }
                     }
                 }
+                AcpOutput::ReadTranscript { session_id, cwd } => {
+                    let transcript = read_transcript(&session_id, &cwd);
+                    agent.handle_transcript(now(), &session_id, transcript.as_deref());
+                }
                 AcpOutput::Stop { cli } => {
                     if let Some(running) = clis.get_mut(&cli) {
                         running.stdin = None;
@@ -186,6 +197,60 @@ async fn serve(args: AcpArgs) -> io::Result<()> {
                 }
                 agent.handle_cli_exit(now(), cli, code, signal);
             }
+        }
+    }
+}
+
+/// `ccwire acp --login`: the CLI's own login, in the editor's terminal.
+fn login(claude: Option<&std::path::Path>) -> ExitCode {
+    let claude = match ccwire_host::find_cli(claude) {
+        Ok(claude) => claude,
+        Err(err) => {
+            eprintln!("ccwire acp: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match std::process::Command::new(&claude)
+        .args(["auth", "login"])
+        .status()
+    {
+        Ok(status) if status.success() => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(err) => {
+            eprintln!("ccwire acp: cannot run {}: {err}", claude.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The CLI's transcript of `session_id` (a UUID, checked by the agent) for work directory
+/// `cwd`: `<config dir>/projects/<cwd, each character not a letter or digit a dash>/<id>.jsonl`,
+/// where the config dir is `$CLAUDE_CONFIG_DIR`, else `~/.claude`; else the one file of that
+/// name in another project directory (the CLI shortens long names). `None` if there is none.
+fn read_transcript(session_id: &str, cwd: &str) -> Option<Vec<u8>> {
+    let config = match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".claude"),
+    };
+    let projects = config.join("projects");
+    let name: String = cwd
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let file = format!("{session_id}.jsonl");
+    if let Ok(bytes) = std::fs::read(projects.join(name).join(&file)) {
+        return Some(bytes);
+    }
+    let found = std::fs::read_dir(&projects)
+        .ok()?
+        .flatten()
+        .map(|dir| dir.path().join(&file))
+        .find(|path| path.is_file())?;
+    match std::fs::read(&found) {
+        Ok(bytes) => Some(bytes),
+        Err(err) => {
+            tracing::warn!("cannot read {}: {err}", found.display());
+            None
         }
     }
 }

@@ -6,6 +6,8 @@
 //! what the CLI streams becomes `session/update` notifications (message and thought chunks, tool
 //! calls with their kind, title, files and diffs, the plan, the slash commands, the mode); a
 //! permission request of the CLI becomes a `session/request_permission` request to the editor.
+//! A session loaded again (`session/load`) is shown from the CLI's own transcript, then resumed
+//! by a new CLI.
 //!
 //! Like the other engines it does no IO: the editor's bytes, each CLI's stdout and the time come
 //! in; lines for the editor, CLIs to start, bytes for their stdin and a deadline go out. The
@@ -18,11 +20,15 @@
 //!    [`Agent::handle_timeout`] when the deadline passed.
 //! 2. Drain [`Agent::poll_output`]: write [`AcpOutput::Send`] to the editor, start the CLI of an
 //!    [`AcpOutput::Spawn`], write [`AcpOutput::Write`] to that CLI's stdin, end the CLI of an
-//!    [`AcpOutput::Stop`].
+//!    [`AcpOutput::Stop`], read the CLI's transcript of an [`AcpOutput::ReadTranscript`] and
+//!    pass it to [`Agent::handle_transcript`].
 //! 3. Sleep until [`Agent::poll_timeout`] or more input.
 
 mod content;
+mod history;
+mod open;
 mod rpc;
+mod settings;
 mod tools;
 mod updates;
 
@@ -30,18 +36,20 @@ use std::collections::{BTreeMap, VecDeque};
 
 pub use agent_client_protocol_schema as schema;
 use schema::v1::{
-    AgentCapabilities, AuthenticateResponse, ClientNotification, ClientRequest, Error,
-    Implementation, InitializeResponse, McpCapabilities, McpServer, NewSessionRequest,
-    PromptCapabilities, PromptRequest, RequestId, RequestPermissionOutcome,
-    RequestPermissionResponse, SetSessionModeRequest,
+    AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateResponse, ClientNotification,
+    ClientRequest, Error, Implementation, InitializeResponse, McpCapabilities, PromptCapabilities,
+    PromptRequest, RequestId, RequestPermissionOutcome, RequestPermissionResponse,
+    SessionCapabilities, SessionCloseCapabilities, SessionResumeCapabilities,
 };
 use schema::{MethodDispatchError, ProtocolVersion};
 use serde_json::{json, Value};
 
 use crate::args::CliArgs;
 use crate::framing::{Frame, LineFramer, DEFAULT_LINE_LIMIT};
-use crate::session::{Output, PermissionDecision, Session, SessionConfig, Timeouts, UserMessage};
+use crate::session::{Output, PermissionDecision, Session, Timeouts, UserMessage};
 use crate::Timestamp;
+use open::{Loading, Opening};
+use settings::{Pending, Setting};
 
 /// Settings of an [`Agent`].
 #[derive(Debug, Clone)]
@@ -106,6 +114,15 @@ pub enum AcpOutput {
         /// The CLI.
         cli: CliId,
     },
+    /// Read the CLI's transcript of session `session_id`, which the CLI wrote for work
+    /// directory `cwd` (`<config dir>/projects/<cwd, each character not a letter or digit a
+    /// dash>/<session id>.jsonl`), and pass it to [`Agent::handle_transcript`].
+    ReadTranscript {
+        /// The session, a UUID.
+        session_id: String,
+        /// The work directory the editor gave.
+        cwd: String,
+    },
 }
 
 /// The agent's side of ACP: every session the editor opens, each on its own CLI.
@@ -115,6 +132,8 @@ pub struct Agent {
     input: LineFramer,
     outputs: VecDeque<AcpOutput>,
     sessions: BTreeMap<String, Live>,
+    /// `session/load` and `session/resume` requests waiting for their transcript, by session.
+    loading: BTreeMap<String, Loading>,
     clis: BTreeMap<CliId, String>,
     /// Requests of the agent the editor has not answered, by id.
     asks: BTreeMap<i64, Ask>,
@@ -126,16 +145,20 @@ pub struct Agent {
 struct Live {
     cli: CliId,
     session: Session,
-    /// The `session/new` answered when the CLI is ready.
-    opening: Option<RequestId>,
+    /// The `session/new`, `session/load` or `session/resume` answered when the CLI is ready.
+    opening: Option<(RequestId, Opening)>,
     /// The `session/prompt` of the running turn.
     prompt: Option<RequestId>,
     cancelled: bool,
     mode: String,
+    /// The model in use (`default`: the CLI's), and the models the CLI offers: value, name
+    /// and description.
+    model: String,
+    models: Vec<(String, String, Option<String>)>,
     /// Tool calls by tool_use id: the tool's name, and whether the editor has seen the call.
     tools: BTreeMap<String, (String, bool)>,
-    /// `session/set_mode` requests waiting for the CLI, by its control request id.
-    modes: BTreeMap<String, (RequestId, String)>,
+    /// Mode and model changes waiting for the CLI, by its control request id.
+    settings: BTreeMap<String, Pending>,
     /// The CLI's permission requests the editor was asked about, by control request id.
     asked: BTreeMap<String, i64>,
     ended: bool,
@@ -172,6 +195,7 @@ impl Agent {
             config,
             outputs: VecDeque::new(),
             sessions: BTreeMap::new(),
+            loading: BTreeMap::new(),
             clis: BTreeMap::new(),
             asks: BTreeMap::new(),
             next_id: 0,
@@ -222,7 +246,7 @@ impl Agent {
     /// What a CLI wrote on its stdout.
     pub fn handle_cli_stdout(&mut self, now: Timestamp, cli: CliId, data: &[u8]) {
         if let Some(id) = self.clis.get(&cli).cloned() {
-            if let Some(live) = self.sessions.get_mut(&id) {
+            if let Some(live) = self.sessions.get_mut(&id).filter(|l| l.cli == cli) {
                 live.session.handle_stdout(now, data);
             }
             self.pump(&id);
@@ -237,8 +261,9 @@ impl Agent {
         code: Option<i32>,
         signal: Option<i32>,
     ) {
-        if let Some(id) = self.clis.get(&cli).cloned() {
-            if let Some(live) = self.sessions.get_mut(&id) {
+        // (A session loaded again has a new CLI: the old one's end is not the session's.)
+        if let Some(id) = self.clis.remove(&cli) {
+            if let Some(live) = self.sessions.get_mut(&id).filter(|l| l.cli == cli) {
                 live.session.handle_stdout_eof(now);
                 live.session.handle_process_exit(now, code, signal);
             }
@@ -309,89 +334,85 @@ impl Agent {
 
     fn request(&mut self, now: Timestamp, id: RequestId, request: ClientRequest) {
         match request {
-            ClientRequest::InitializeRequest(_) => {
+            ClientRequest::InitializeRequest(request) => {
+                let sessions = SessionCapabilities::new()
+                    .resume(SessionResumeCapabilities::new())
+                    .close(SessionCloseCapabilities::new());
                 let capabilities = AgentCapabilities::new()
+                    .load_session(true)
+                    .session_capabilities(sessions)
                     .prompt_capabilities(
                         PromptCapabilities::new().image(true).embedded_context(true),
                     )
                     .mcp_capabilities(McpCapabilities::new().http(true).sse(true));
                 let info = Implementation::new("ccwire", self.config.version.clone())
                     .title("Claude Code (ccwire)".to_owned());
+                // An editor that runs agents in a terminal to log in is offered the CLI's
+                // login: the agent's command with `--login` runs `claude /login`.
+                let login = AuthMethodTerminal::new("claude-login", "Log in to Claude Code")
+                    .description("Runs `claude /login` in a terminal".to_owned())
+                    .args(vec!["--login".to_owned()]);
+                let methods = if request.client_capabilities.auth.terminal {
+                    vec![AuthMethod::Terminal(login)]
+                } else {
+                    vec![]
+                };
                 self.reply(
                     id,
                     InitializeResponse::new(ProtocolVersion::V1)
                         .agent_capabilities(capabilities)
+                        .auth_methods(methods)
                         .agent_info(info),
                 );
             }
             // The CLI logs in by itself (`claude /login`, or a key in its environment).
             ClientRequest::AuthenticateRequest(_) => self.reply(id, AuthenticateResponse::new()),
             ClientRequest::NewSessionRequest(request) => self.new_session(now, id, request),
+            ClientRequest::LoadSessionRequest(request) => {
+                let mcp = request.mcp_servers;
+                self.load(
+                    id,
+                    request.session_id.0.to_string(),
+                    &request.cwd,
+                    mcp,
+                    true,
+                );
+            }
+            ClientRequest::ResumeSessionRequest(request) => {
+                let mcp = request.mcp_servers;
+                self.load(
+                    id,
+                    request.session_id.0.to_string(),
+                    &request.cwd,
+                    mcp,
+                    false,
+                );
+            }
+            ClientRequest::CloseSessionRequest(request) => {
+                self.close(id, &request.session_id.0);
+            }
             ClientRequest::PromptRequest(request) => self.prompt(now, id, request),
-            ClientRequest::SetSessionModeRequest(request) => self.set_mode(now, id, request),
+            ClientRequest::SetSessionModeRequest(request) => {
+                let mode = request.mode_id.0.to_string();
+                self.set(now, id, &request.session_id.0, Setting::Mode(mode), false);
+            }
+            ClientRequest::SetSessionConfigOptionRequest(request) => {
+                let value = request.value.as_value_id().map(|v| v.0.to_string());
+                let setting = match (&*request.config_id.0, value) {
+                    ("mode", Some(mode)) => Setting::Mode(mode),
+                    ("model", Some(model)) => Setting::Model(model),
+                    (option, _) => {
+                        let why = format!("no option {option} with a value of that kind");
+                        return self.fail(id, Error::invalid_params().data(json!(why)));
+                    }
+                };
+                self.set(now, id, &request.session_id.0, setting, true);
+            }
             other => {
                 let method = other.method().to_owned();
                 self.fail(id, Error::method_not_found().data(json!(method)));
             }
         }
-    }
-
-    fn new_session(&mut self, now: Timestamp, id: RequestId, request: NewSessionRequest) {
-        let Some(cwd) = request.cwd.to_str().filter(|c| c.starts_with('/')) else {
-            return self.fail(
-                id,
-                Error::invalid_params().data(json!("cwd must be an absolute path")),
-            );
-        };
-        let cwd = cwd.to_owned();
-        self.next_id += 1;
-        let n = self.next_id.to_le_bytes();
-        let session_id =
-            crate::conversation::keyed_uuid(&self.config.id_key, &[b"acp session", &n]);
-        let mut args = self.config.cli.clone();
-        args.session_id = Some(session_id.clone());
-        args.permission_prompts = true;
-        args.include_partial_messages = true;
-        args.mcp_servers
-            .extend(request.mcp_servers.iter().filter_map(mcp_server));
-        let mode = args
-            .permission_mode
-            .clone()
-            .unwrap_or_else(|| "default".to_owned());
-        let seed = crate::conversation::keyed_hash(&self.config.id_key, &[b"acp seed", &n]);
-        let seed = u64::from_le_bytes(seed[..8].try_into().expect("eight bytes"));
-        let mut session = Session::driver(SessionConfig {
-            seed,
-            timeouts: self.config.timeouts,
-            ..SessionConfig::default()
-        });
-        session
-            .initialize(now, &[], args.initialize())
-            .expect("a new driver session takes commands");
-        let cli = CliId(self.next_id);
-        self.outputs.push_back(AcpOutput::Spawn {
-            cli,
-            session_id: session_id.clone(),
-            cwd,
-            args: Box::new(args),
-        });
-        self.clis.insert(cli, session_id.clone());
-        self.sessions.insert(
-            session_id.clone(),
-            Live {
-                cli,
-                session,
-                opening: Some(id),
-                prompt: None,
-                cancelled: false,
-                mode,
-                tools: BTreeMap::new(),
-                modes: BTreeMap::new(),
-                asked: BTreeMap::new(),
-                ended: false,
-            },
-        );
-        self.pump(&session_id);
     }
 
     fn prompt(&mut self, now: Timestamp, id: RequestId, request: PromptRequest) {
@@ -442,26 +463,6 @@ impl Agent {
         }
         let _ = live.session.interrupt(now);
         self.pump(session_id);
-    }
-
-    fn set_mode(&mut self, now: Timestamp, id: RequestId, request: SetSessionModeRequest) {
-        let session_id = request.session_id.0.to_string();
-        let mode = request.mode_id.0.to_string();
-        if !MODES.iter().any(|(m, ..)| *m == mode) {
-            return self.fail(
-                id,
-                Error::invalid_params().data(json!(format!("no mode {mode}"))),
-            );
-        }
-        let Some(live) = self.sessions.get_mut(&session_id).filter(|l| !l.ended) else {
-            return self.fail(id, Error::session_not_found(session_id));
-        };
-        let request_id = live
-            .session
-            .set_permission_mode(now, &mode)
-            .expect("a live driver session takes commands");
-        live.modes.insert(request_id, (id, mode));
-        self.pump(&session_id);
     }
 
     /// The editor answered a request of the agent.
@@ -549,35 +550,6 @@ impl Agent {
     fn send(&mut self, line: Vec<u8>) {
         self.outputs.push_back(AcpOutput::Send(line));
     }
-}
-
-/// The CLI's MCP server setting for a server the editor passed.
-fn mcp_server(server: &McpServer) -> Option<(String, Value)> {
-    let headers = |list: &[schema::v1::HttpHeader]| -> serde_json::Map<String, Value> {
-        list.iter()
-            .map(|h| (h.name.clone(), json!(h.value)))
-            .collect()
-    };
-    Some(match server {
-        McpServer::Stdio(s) => (
-            s.name.clone(),
-            json!({
-                "type": "stdio",
-                "command": s.command,
-                "args": s.args,
-                "env": s.env.iter().map(|e| (e.name.clone(), json!(e.value))).collect::<serde_json::Map<_, _>>(),
-            }),
-        ),
-        McpServer::Http(s) => (
-            s.name.clone(),
-            json!({"type": "http", "url": s.url, "headers": headers(&s.headers)}),
-        ),
-        McpServer::Sse(s) => (
-            s.name.clone(),
-            json!({"type": "sse", "url": s.url, "headers": headers(&s.headers)}),
-        ),
-        _ => return None,
-    })
 }
 
 /// The permission updates of "always allow": the CLI's own suggestions, else a rule for the

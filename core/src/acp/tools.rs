@@ -2,8 +2,9 @@
 //! for edits, the diff.
 
 use agent_client_protocol_schema::v1::{
-    ContentBlock, Diff, PlanEntry, PlanEntryPriority, PlanEntryStatus, ToolCallContent,
-    ToolCallLocation, ToolCallUpdateFields, ToolKind,
+    ContentBlock, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
+    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
 };
 use serde_json::Value;
 
@@ -116,7 +117,7 @@ pub(super) fn describe(name: &str, input: &Value) -> ToolCallUpdateFields {
 }
 
 /// Whether the editor sees the call's diff rather than its result text when it completes.
-pub(super) fn shows_diff(name: &str) -> bool {
+fn shows_diff(name: &str) -> bool {
     matches!(name, "Write" | "Edit" | "MultiEdit")
 }
 
@@ -163,8 +164,47 @@ pub(super) fn plan(input: &Value) -> Option<Vec<PlanEntry>> {
     )
 }
 
+/// The update that shows a new call `id` of `name` (a `TodoWrite` with its list is the plan).
+pub(super) fn call(id: &str, name: &str, input: &Value) -> Option<SessionUpdate> {
+    if name == "TodoWrite" {
+        return plan(input).map(|entries| SessionUpdate::Plan(Plan::new(entries)));
+    }
+    let mut call = ToolCall::new(id.to_owned(), String::new()).status(ToolCallStatus::Pending);
+    call.update(describe(name, input));
+    Some(SessionUpdate::ToolCall(call))
+}
+
+/// The update that ends call `id` of `name` with its result: its status, the raw result and,
+/// unless the call showed a diff, what the result says (`None` for a `TodoWrite`: the plan
+/// shows it).
+pub(super) fn result(
+    id: &str,
+    name: &str,
+    content: &Value,
+    is_error: bool,
+) -> Option<SessionUpdate> {
+    if name == "TodoWrite" {
+        return None;
+    }
+    let status = if is_error {
+        ToolCallStatus::Failed
+    } else {
+        ToolCallStatus::Completed
+    };
+    let mut fields = ToolCallUpdateFields::new()
+        .status(status)
+        .raw_output(content.clone());
+    if is_error || !shows_diff(name) {
+        fields = fields.content(result_content(content));
+    }
+    Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+        id.to_owned(),
+        fields,
+    )))
+}
+
 /// A tool result's content (a string, or text and image blocks) as the editor shows it.
-pub(super) fn result_content(content: &Value) -> Vec<ToolCallContent> {
+fn result_content(content: &Value) -> Vec<ToolCallContent> {
     match content {
         Value::String(text) if text.is_empty() => vec![],
         Value::String(text) => vec![block(text)],

@@ -5,12 +5,12 @@ use serde_json::{json, Value};
 
 use super::schema::v1::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock, ContentChunk,
-    CurrentModeUpdate, Error, NewSessionResponse, PermissionOption, PermissionOptionKind, Plan,
-    PromptResponse, RequestPermissionRequest, SessionMode, SessionModeState, SessionNotification,
-    SessionUpdate, SetSessionModeResponse, StopReason, ToolCall, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, UnstructuredCommandInput, CLIENT_METHOD_NAMES,
+    Error, LoadSessionResponse, NewSessionResponse, PermissionOption, PermissionOptionKind,
+    PromptResponse, RequestPermissionRequest, ResumeSessionResponse, SessionNotification,
+    SessionUpdate, StopReason, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    UnstructuredCommandInput, CLIENT_METHOD_NAMES,
 };
-use super::{rpc, tools, AcpOutput, Agent, Ask, MODES};
+use super::{rpc, settings, tools, AcpOutput, Agent, Ask, Opening, MODES};
 use crate::Chunk;
 
 impl Agent {
@@ -28,11 +28,34 @@ impl Agent {
             )
         };
         match chunk {
-            Chunk::Ready { commands, .. } => {
-                if let Some(id) = live.opening.take() {
-                    let response =
-                        NewSessionResponse::new(session_id.to_owned()).modes(modes(&live.mode));
-                    lines.push(rpc::response(id, Ok(response)));
+            Chunk::Ready {
+                commands, models, ..
+            } => {
+                live.models = settings::models(&models.to_value(), &live.model);
+                if let Some((id, opening)) = live.opening.take() {
+                    let (modes, options) =
+                        (settings::modes(&live.mode), settings::config_options(live));
+                    let response = match opening {
+                        Opening::New => serde_json::to_value(
+                            NewSessionResponse::new(session_id.to_owned())
+                                .modes(modes)
+                                .config_options(options),
+                        ),
+                        Opening::Load => serde_json::to_value(
+                            LoadSessionResponse::new()
+                                .modes(modes)
+                                .config_options(options),
+                        ),
+                        Opening::Resume => serde_json::to_value(
+                            ResumeSessionResponse::new()
+                                .modes(modes)
+                                .config_options(options),
+                        ),
+                    };
+                    lines.push(rpc::response(
+                        id,
+                        Ok(response.expect("a response serializes")),
+                    ));
                 }
                 lines.push(update(SessionUpdate::AvailableCommandsUpdate(
                     AvailableCommandsUpdate::new(available_commands(&commands.to_value())),
@@ -42,10 +65,7 @@ impl Agent {
                 permission_mode: Some(mode),
                 ..
             } if mode != live.mode && MODES.iter().any(|(m, ..)| *m == mode) => {
-                live.mode.clone_from(&mode);
-                lines.push(update(SessionUpdate::CurrentModeUpdate(
-                    CurrentModeUpdate::new(mode),
-                )));
+                lines.extend(settings::mode_changed(live, mode).into_iter().map(update));
             }
             Chunk::TextDelta {
                 text,
@@ -75,19 +95,13 @@ impl Agent {
                 };
                 let seen = live.tools.get(&id).is_some_and(|(_, seen)| *seen);
                 live.tools.insert(id.clone(), (name.clone(), true));
-                if name == "TodoWrite" {
-                    if let Some(entries) = tools::plan(&input) {
-                        lines.push(update(SessionUpdate::Plan(Plan::new(entries))));
-                    }
-                } else if seen {
+                if seen && name != "TodoWrite" {
                     lines.push(update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                         id,
                         tools::describe(&name, &input),
                     ))));
-                } else {
-                    let mut call = ToolCall::new(id, String::new()).status(ToolCallStatus::Pending);
-                    call.update(tools::describe(&name, &input));
-                    lines.push(update(SessionUpdate::ToolCall(call)));
+                } else if let Some(call) = tools::call(&id, &name, &input) {
+                    lines.push(update(call));
                 }
             }
             Chunk::ToolStart { id, .. }
@@ -104,21 +118,10 @@ impl Agent {
                 is_error,
                 ..
             } => {
-                if let Some((name, _)) = live.tools.get(&id).filter(|(n, _)| n != "TodoWrite") {
-                    let content = content.to_value();
-                    let mut fields = ToolCallUpdateFields::new()
-                        .status(if is_error {
-                            ToolCallStatus::Failed
-                        } else {
-                            ToolCallStatus::Completed
-                        })
-                        .raw_output(content.clone());
-                    if is_error || !tools::shows_diff(name) {
-                        fields = fields.content(tools::result_content(&content));
-                    }
-                    lines.push(update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                        id, fields,
-                    ))));
+                let result = (live.tools.get(&id))
+                    .and_then(|(name, _)| tools::result(&id, name, &content.to_value(), is_error));
+                if let Some(result) = result {
+                    lines.push(update(result));
                 }
             }
             Chunk::PermissionRequest {
@@ -163,19 +166,11 @@ impl Agent {
                 error,
                 ..
             } => {
-                if let Some((id, mode)) = live.modes.remove(&request_id) {
-                    if ok {
-                        live.mode.clone_from(&mode);
-                        lines.push(rpc::response(id, Ok(SetSessionModeResponse::new())));
-                        lines.push(update(SessionUpdate::CurrentModeUpdate(
-                            CurrentModeUpdate::new(mode),
-                        )));
-                    } else {
-                        lines.push(rpc::response::<()>(
-                            id,
-                            Err(Error::internal_error().data(json!(error))),
-                        ));
-                    }
+                if let Some((id, answer, updates)) =
+                    settings::answered(live, &request_id, ok, error)
+                {
+                    lines.push(rpc::response(id, answer));
+                    lines.extend(updates.into_iter().map(update));
                 }
             }
             Chunk::TurnComplete {
@@ -214,7 +209,7 @@ impl Agent {
                         (None, None) => "no status".to_owned(),
                     }
                 ));
-                for id in [live.opening.take(), live.prompt.take()]
+                for id in [live.opening.take().map(|(id, _)| id), live.prompt.take()]
                     .into_iter()
                     .flatten()
                 {
@@ -228,16 +223,6 @@ impl Agent {
         }
         self.outputs.extend(lines.into_iter().map(AcpOutput::Send));
     }
-}
-
-fn modes(current: &str) -> SessionModeState {
-    SessionModeState::new(
-        current.to_owned(),
-        MODES
-            .iter()
-            .map(|(id, name, about)| SessionMode::new(*id, *name).description((*about).to_owned()))
-            .collect(),
-    )
 }
 
 /// The CLI's slash commands (`initialize`'s `commands`: name, description, argumentHint).

@@ -360,3 +360,82 @@ test('a recorded session plays back through `ccwire play` with no model', async 
   assert.equal(live.text, 'Running it.Recorded run done.');
   assert.equal((await fake.calls()).length, calls, 'the model was not called');
 });
+
+test('a session loads after the agent restarted: its history is shown again and the CLI goes on from it', async () => {
+  await fake.script(...bash('echo kept > kept.txt', 'Kept it.'), onPrompt('what did I ask', text('To keep a file.')));
+  let first;
+  const agent = startAgent();
+  await asEditor(agent, async (ctx, editor) => {
+    await initialize(ctx);
+    first = await newSession(ctx);
+    assert.equal((await prompt(ctx, first.sessionId, 'please run echo kept > kept.txt')).stopReason, 'end_turn');
+    first.shown = editor.of(first.sessionId);
+  });
+  await stop(agent);
+
+  const again = startAgent();
+  await asEditor(again, async (ctx, editor) => {
+    const init = await initialize(ctx);
+    assert.equal(init.agentCapabilities.loadSession, true);
+    const loaded = await ctx.request(methods.agent.session.load, {
+      sessionId: first.sessionId,
+      cwd: first.work,
+      mcpServers: [],
+    });
+    assert.equal(loaded.modes.currentModeId, 'default');
+    // Before the answer: the conversation as the editor saw it, the prompt included.
+    const history = editor.of(first.sessionId);
+    const said = (kind) => history.filter((u) => u.sessionUpdate === kind).map((u) => u.content.text).join('');
+    assert.equal(said('user_message_chunk'), 'please run echo kept > kept.txt');
+    assert.equal(said('agent_message_chunk'), 'Running it.Kept it.');
+    const call = history.find((u) => u.sessionUpdate === 'tool_call');
+    const live = first.shown.find((u) => u.sessionUpdate === 'tool_call');
+    assert.equal(call.toolCallId, live.toolCallId);
+    assert.deepEqual([call.kind, call.title], ['execute', '`echo kept > kept.txt`']);
+    assert.equal(history.filter((u) => u.toolCallId === call.toolCallId).at(-1).status, 'completed');
+
+    // The CLI resumed the session: the model sees the earlier turn.
+    assert.equal((await prompt(ctx, first.sessionId, 'what did I ask before?')).stopReason, 'end_turn');
+    assert.equal(editor.text(first.sessionId).endsWith('To keep a file.'), true, editor.text(first.sessionId));
+    const seen = JSON.stringify((await fake.lastCall()).body.messages);
+    assert.match(seen, /please run echo kept > kept\.txt/);
+    assert.match(seen, /Kept it\./);
+
+    // A session Claude Code never had is not found; a closed session takes no prompt.
+    await assert.rejects(
+      ctx.request(methods.agent.session.load, { sessionId: '00000000-0000-4000-8000-000000000000', cwd: first.work, mcpServers: [] }),
+      (err) => err.code === -32002,
+    );
+    assert.deepEqual(await ctx.request(methods.agent.session.close, { sessionId: first.sessionId }), {});
+    await assert.rejects(prompt(ctx, first.sessionId, 'still there?'), (err) => err.code === -32002);
+  });
+  await stop(again);
+});
+
+test('the model is a config option: the editor lists the CLI\'s models and switches', async () => {
+  await fake.script(onPrompt('which model', text('This one.')));
+  const agent = startAgent();
+  await asEditor(agent, async (ctx) => {
+    const init = await ctx.request(methods.agent.initialize, {
+      protocolVersion: 1,
+      clientCapabilities: { auth: { terminal: true } },
+    });
+    assert.deepEqual(
+      init.authMethods.map((m) => [m.id, m.type, m.args]),
+      [['claude-login', 'terminal', ['--login']]],
+    );
+    const session = await newSession(ctx);
+    const model = session.configOptions.find((o) => o.id === 'model');
+    assert.equal(model.category, 'model');
+    assert.ok(model.options.some((o) => o.value === 'haiku'), JSON.stringify(model.options));
+    const set = await ctx.request(methods.agent.session.setConfigOption, {
+      sessionId: session.sessionId,
+      configId: 'model',
+      value: 'haiku',
+    });
+    assert.equal(set.configOptions.find((o) => o.id === 'model').currentValue, 'haiku');
+    assert.equal((await prompt(ctx, session.sessionId, 'which model are you')).stopReason, 'end_turn');
+    assert.match((await fake.lastCall()).body.model, /haiku/);
+  });
+  await stop(agent);
+});
