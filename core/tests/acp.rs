@@ -688,3 +688,44 @@ fn the_model_is_a_config_option_the_editor_sets() {
         [json!("current_mode_update"), json!("config_option_update")]
     );
 }
+
+#[test]
+fn an_editor_that_offers_its_files_reads_them_for_the_cli() {
+    let transcript = common::lines(&common::transcript("b_bash_allow"));
+    let mut rig = Rig::new();
+    rig.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}}}),
+    );
+    let (session_id, cli) = rig.open(1, &transcript);
+    let args = &rig.spawned[0].3;
+    let disallowed = &args[args.iter().position(|a| a == "--disallowedTools").unwrap() + 1];
+    assert_eq!(disallowed, "Read,Write,Edit");
+    let config = &args[args.iter().position(|a| a == "--mcp-config").unwrap() + 1];
+    let config: Value = serde_json::from_str(config).unwrap();
+    assert_eq!(config["mcpServers"]["acp"]["type"], "sdk", "{config}");
+
+    rig.take_editor();
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "Read", "arguments": {"file_path": "/home/dev/project/a.txt", "offset": 2},
+        "_meta": {"claudecode/toolUseId": "t1"}}});
+    rig.cli_says(
+        cli,
+        &json!({"type": "control_request", "request_id": "m1", "request": {"subtype": "mcp_message", "server_name": "acp", "message": call}}),
+    );
+    let read = rig.editor.last().cloned().unwrap();
+    assert_eq!(read["method"], "fs/read_text_file");
+    assert_eq!(
+        read["params"],
+        json!({"sessionId": session_id, "path": "/home/dev/project/a.txt", "line": 2})
+    );
+    rig.send(json!({"jsonrpc": "2.0", "id": read["id"], "result": {"content": "two\nthree"}}));
+    let (_, answer) = rig.cli.last().cloned().unwrap();
+    assert_eq!(answer["response"]["request_id"], "m1");
+    let result = &answer["response"]["response"]["mcp_response"]["result"];
+    assert_eq!(
+        result["content"],
+        json!([{"type": "text", "text": "     2\ttwo\n     3\tthree\n"}])
+    );
+}

@@ -25,6 +25,7 @@
 //! 3. Sleep until [`Agent::poll_timeout`] or more input.
 
 mod content;
+mod editor;
 mod history;
 mod open;
 mod rpc;
@@ -138,6 +139,10 @@ pub struct Agent {
     /// Requests of the agent the editor has not answered, by id.
     asks: BTreeMap<i64, Ask>,
     next_id: u64,
+    /// What the editor carries out for the CLIs (its files, its terminals).
+    offers: editor::Offers,
+    /// The time of the latest input.
+    now: Timestamp,
 }
 
 /// An ACP session and its CLI.
@@ -145,6 +150,8 @@ pub struct Agent {
 struct Live {
     cli: CliId,
     session: Session,
+    /// The session's working directory.
+    cwd: String,
     /// The `session/new`, `session/load` or `session/resume` answered when the CLI is ready.
     opening: Option<(RequestId, Opening)>,
     /// The `session/prompt` of the running turn.
@@ -173,6 +180,10 @@ enum Ask {
         tool: String,
         suggestions: Value,
     },
+    /// A step of a tool call the editor carries out.
+    Tool(editor::Job),
+    /// A request whose answer changes nothing (`terminal/kill`).
+    Nothing,
 }
 
 /// The permission modes an editor can switch between (`session/set_mode`).
@@ -199,11 +210,14 @@ impl Agent {
             clis: BTreeMap::new(),
             asks: BTreeMap::new(),
             next_id: 0,
+            offers: editor::Offers::default(),
+            now: 0,
         }
     }
 
     /// What the editor wrote, in pieces of any size.
     pub fn handle_input(&mut self, now: Timestamp, data: &[u8]) {
+        self.now = now;
         let mut lines: Vec<Result<Vec<u8>, u64>> = Vec::new();
         self.input.push(data, |frame| {
             lines.push(match frame {
@@ -226,6 +240,7 @@ impl Agent {
 
     /// The editor closed the agent's stdin: every CLI is stopped.
     pub fn handle_input_eof(&mut self, now: Timestamp) {
+        self.now = now;
         let mut last = Vec::new();
         self.input.finish(|frame| {
             if let Frame::Line(line) = frame {
@@ -245,6 +260,7 @@ impl Agent {
 
     /// What a CLI wrote on its stdout.
     pub fn handle_cli_stdout(&mut self, now: Timestamp, cli: CliId, data: &[u8]) {
+        self.now = now;
         if let Some(id) = self.clis.get(&cli).cloned() {
             if let Some(live) = self.sessions.get_mut(&id).filter(|l| l.cli == cli) {
                 live.session.handle_stdout(now, data);
@@ -261,6 +277,7 @@ impl Agent {
         code: Option<i32>,
         signal: Option<i32>,
     ) {
+        self.now = now;
         // (A session loaded again has a new CLI: the old one's end is not the session's.)
         if let Some(id) = self.clis.remove(&cli) {
             if let Some(live) = self.sessions.get_mut(&id).filter(|l| l.cli == cli) {
@@ -273,6 +290,7 @@ impl Agent {
 
     /// The deadline of [`poll_timeout`](Self::poll_timeout) passed.
     pub fn handle_timeout(&mut self, now: Timestamp) {
+        self.now = now;
         let due: Vec<String> = self
             .sessions
             .iter()
@@ -335,6 +353,11 @@ impl Agent {
     fn request(&mut self, now: Timestamp, id: RequestId, request: ClientRequest) {
         match request {
             ClientRequest::InitializeRequest(request) => {
+                let client = &request.client_capabilities;
+                self.offers = editor::Offers {
+                    fs: client.fs.read_text_file && client.fs.write_text_file,
+                    terminal: client.terminal,
+                };
                 let sessions = SessionCapabilities::new()
                     .resume(SessionResumeCapabilities::new())
                     .close(SessionCloseCapabilities::new());
@@ -462,20 +485,22 @@ impl Agent {
             let _ = live.session.respond_permission(now, &request_id, decision);
         }
         let _ = live.session.interrupt(now);
+        self.kill_terminals(session_id, None);
         self.pump(session_id);
     }
 
     /// The editor answered a request of the agent.
     fn answered(&mut self, now: Timestamp, id: RequestId, result: Result<Value, Error>) {
         let RequestId::Number(n) = id else { return };
-        let Some(Ask::Permission {
-            session,
-            request_id,
-            tool,
-            suggestions,
-        }) = self.asks.remove(&n)
-        else {
-            return;
+        let (session, request_id, tool, suggestions) = match self.asks.remove(&n) {
+            Some(Ask::Permission {
+                session,
+                request_id,
+                tool,
+                suggestions,
+            }) => (session, request_id, tool, suggestions),
+            Some(Ask::Tool(job)) => return self.editor_answered(job, result),
+            Some(Ask::Nothing) | None => return,
         };
         let Some(live) = self.sessions.get_mut(&session) else {
             return;

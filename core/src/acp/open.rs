@@ -141,8 +141,11 @@ impl Agent {
             self.outputs.push_back(AcpOutput::Stop { cli: live.cli });
         }
         // The editor's answers to the session's questions have no one to go to.
-        self.asks
-            .retain(|_, Ask::Permission { session, .. }| session != session_id);
+        self.kill_terminals(session_id, None);
+        self.asks.retain(|_, ask| match ask {
+            Ask::Permission { session, .. } => session != session_id,
+            Ask::Tool(_) | Ask::Nothing => true,
+        });
         self.reply(id, CloseSessionResponse::new());
     }
 
@@ -171,9 +174,22 @@ impl Agent {
         let model = args.model.clone().unwrap_or_else(|| "default".to_owned());
         let seed = crate::conversation::keyed_hash(&self.config.id_key, &[b"acp seed", &n]);
         let seed = u64::from_le_bytes(seed[..8].try_into().expect("eight bytes"));
+        // The editor's files and terminals, where it offers them, in place of the CLI's own.
+        let servers: Vec<_> = self.offers.server().into_iter().collect();
+        for server in &servers {
+            // Offered to the model from the start (not behind a tool search), and a long
+            // command is not moved to the background: its terminal is on screen.
+            let extra = json!({"alwaysLoad": true, "disableAutoBackground": true});
+            let Value::Object(extra) = extra else {
+                unreachable!("an object")
+            };
+            args.sdk_mcp_servers.push((server.name.clone(), extra));
+            args.disallowed_tools.extend(self.offers.replaced());
+        }
         let mut session = Session::driver(SessionConfig {
             seed,
             timeouts: self.config.timeouts,
+            mcp_servers: servers,
             ..SessionConfig::default()
         });
         session
@@ -183,13 +199,14 @@ impl Agent {
         self.outputs.push_back(AcpOutput::Spawn {
             cli,
             session_id: session_id.clone(),
-            cwd,
+            cwd: cwd.clone(),
             args: Box::new(args),
         });
         self.clis.insert(cli, session_id.clone());
         let live = Live {
             cli,
             session,
+            cwd,
             opening: Some((id, opening)),
             prompt: None,
             cancelled: false,

@@ -11,6 +11,8 @@ use serde_json::Value;
 /// The title, kind, locations and content of a call of `name` with `input` (`Value::Null`
 /// while its input streams).
 pub(super) fn describe(name: &str, input: &Value) -> ToolCallUpdateFields {
+    // The editor's own tools look as the CLI's do.
+    let name = name.strip_prefix(super::editor::PREFIX).unwrap_or(name);
     let text = |key: &str| input.get(key).and_then(Value::as_str);
     let path = text("file_path").or_else(|| text("notebook_path"));
     let located = |path: Option<&str>| -> Vec<ToolCallLocation> {
@@ -194,7 +196,15 @@ pub(super) fn result(
     let mut fields = ToolCallUpdateFields::new()
         .status(status)
         .raw_output(content.clone());
-    if is_error || !shows_diff(name) {
+    // An edit shows its diff; a command run in the editor's terminal shows the terminal (or,
+    // where none could be made, why).
+    let tool = name.strip_prefix(super::editor::PREFIX);
+    let shown = if tool == Some("Bash") {
+        true
+    } else {
+        !is_error && shows_diff(tool.unwrap_or(name))
+    };
+    if !shown {
         fields = fields.content(result_content(content));
     }
     Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(

@@ -10,15 +10,18 @@ use super::schema::v1::{
     SessionUpdate, StopReason, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
     UnstructuredCommandInput, CLIENT_METHOD_NAMES,
 };
-use super::{rpc, settings, tools, AcpOutput, Agent, Ask, Opening, MODES};
+use super::{editor, rpc, settings, tools, AcpOutput, Agent, Ask, Opening, MODES};
 use crate::Chunk;
 
 impl Agent {
     /// What one chunk of a session's CLI means to the editor.
     pub(super) fn chunk(&mut self, session_id: &str, chunk: Chunk) {
+        let now = self.now;
         let Some(live) = self.sessions.get_mut(session_id) else {
             return;
         };
+        // A tool call for the editor to carry out, once the lines before it are out.
+        let mut editor_call = None;
         // Lines for the editor, in order.
         let mut lines: Vec<Vec<u8>> = Vec::new();
         let update = |update: SessionUpdate| {
@@ -133,6 +136,13 @@ impl Agent {
                 ..
             } => {
                 let input = input.to_value();
+                let decided = (tool_name.strip_prefix(editor::PREFIX))
+                    .and_then(|tool| editor::decide(tool, &input, &live.mode, &live.cwd));
+                if let Some(decision) = decided {
+                    let _ = live.session.respond_permission(now, &request_id, decision);
+                    self.outputs.extend(lines.into_iter().map(AcpOutput::Send));
+                    return;
+                }
                 let call_id = tool_use_id.unwrap_or_else(|| request_id.clone());
                 let mut fields = tools::describe(&tool_name, &input);
                 fields.status = Some(ToolCallStatus::Pending);
@@ -219,9 +229,25 @@ impl Agent {
                     ));
                 }
             }
+            Chunk::McpToolCall {
+                request_id,
+                server,
+                tool,
+                arguments,
+                tool_use_id,
+                ..
+            } if server == editor::SERVER => {
+                editor_call = Some((request_id, tool, arguments.to_value(), tool_use_id));
+            }
+            Chunk::McpToolCancelled { request_id, .. } => {
+                self.kill_terminals(session_id, Some(&request_id));
+            }
             _ => {}
         }
         self.outputs.extend(lines.into_iter().map(AcpOutput::Send));
+        if let Some((request_id, tool, arguments, tool_use_id)) = editor_call {
+            self.editor_call(session_id, request_id, &tool, &arguments, tool_use_id);
+        }
     }
 }
 

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 
 import { client, methods, ndJsonStream } from '@agentclientprotocol/sdk';
 
-import { CCWIRE_BIN, CLAUDE, Fake, makeHome, onPrompt, onToolResult, rule, serveEnv, text } from './rig.mjs';
+import { CCWIRE_BIN, CLAUDE, Fake, echo, makeHome, onPrompt, onToolResult, rule, serveEnv, text } from './rig.mjs';
 
 const ASK_SERVER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../mcp/ask-server.mjs');
 
@@ -56,10 +56,13 @@ function startAgent(args = [], { claude = CLAUDE } = {}) {
 
 /**
  * An editor: records every `session/update` per session, answers permission requests with
- * `decide(request)` (an option id, or null for cancelled), and runs `op(ctx, editor)`.
+ * `decide(request)` (an option id, or null for cancelled), and runs `op(ctx, editor)`. With
+ * `offers`, it is an editor whose files and terminals the agent uses: its buffers
+ * (`editor.buffers`, path → unsaved text) are read before the disk, writes go to the disk and
+ * are kept in `editor.writes`, commands run in its terminals (`editor.terminals`).
  */
-async function asEditor(agent, op, decide = () => 'allow') {
-  const editor = { updates: new Map(), asked: [] };
+async function asEditor(agent, op, decide = () => 'allow', offers = false) {
+  const editor = { updates: new Map(), asked: [], buffers: new Map(), writes: [], terminals: new Map(), offers };
   editor.of = (sessionId) => editor.updates.get(sessionId) ?? [];
   editor.text = (sessionId) =>
     editor
@@ -78,14 +81,54 @@ async function asEditor(agent, op, decide = () => 'allow') {
       return optionId === null
         ? { outcome: { outcome: 'cancelled' } }
         : { outcome: { outcome: 'selected', optionId } };
+    })
+    .onRequest(methods.client.fs.readTextFile, async ({ params }) => {
+      const text = editor.buffers.get(params.path) ?? readFileSync(params.path, 'utf8');
+      const lines = text.split('\n');
+      const from = (params.line ?? 1) - 1;
+      return { content: lines.slice(from, params.limit ? from + params.limit : undefined).join('\n') };
+    })
+    .onRequest(methods.client.fs.writeTextFile, async ({ params }) => {
+      editor.writes.push({ path: params.path, content: params.content });
+      editor.buffers.delete(params.path);
+      writeFileSync(params.path, params.content);
+      return {};
+    })
+    .onRequest(methods.client.terminal.create, async ({ params }) => {
+      const id = `term-${editor.terminals.size + 1}`;
+      const child = spawn(params.command, params.args, { cwd: params.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+      const terminal = { params, output: '', killed: false };
+      for (const stream of [child.stdout, child.stderr]) stream.setEncoding('utf8').on('data', (d) => (terminal.output += d));
+      terminal.exit = new Promise((resolve) =>
+        child.once('close', (code, signal) => resolve({ exitCode: code, signal })),
+      );
+      terminal.kill = () => {
+        terminal.killed = true;
+        child.kill('SIGKILL');
+      };
+      editor.terminals.set(id, terminal);
+      return { terminalId: id };
+    })
+    .onRequest(methods.client.terminal.waitForExit, async ({ params }) => editor.terminals.get(params.terminalId).exit)
+    .onRequest(methods.client.terminal.output, async ({ params }) => {
+      const terminal = editor.terminals.get(params.terminalId);
+      return { output: terminal.output, truncated: false, exitStatus: await terminal.exit };
+    })
+    .onRequest(methods.client.terminal.kill, async ({ params }) => {
+      editor.terminals.get(params.terminalId).kill();
+      return {};
+    })
+    .onRequest(methods.client.terminal.release, async ({ params }) => {
+      editor.terminals.get(params.terminalId).released = true;
+      return {};
     });
   return app.connectWith(agent.stream, (ctx) => op(ctx, editor));
 }
 
-async function initialize(ctx) {
+async function initialize(ctx, offers = false) {
   return ctx.request(methods.agent.initialize, {
     protocolVersion: 1,
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientCapabilities: { fs: { readTextFile: offers, writeTextFile: offers }, terminal: offers },
   });
 }
 
@@ -437,5 +480,96 @@ test('the model is a config option: the editor lists the CLI\'s models and switc
     assert.equal((await prompt(ctx, session.sessionId, 'which model are you')).stopReason, 'end_turn');
     assert.match((await fake.lastCall()).body.model, /haiku/);
   });
+  await stop(agent);
+});
+
+test("the editor's files: a read sees its unsaved buffer, an edit is written through it with its diff", async () => {
+  const agent = startAgent();
+  await asEditor(
+    agent,
+    async (ctx, editor) => {
+      await initialize(ctx, true);
+      const session = await newSession(ctx);
+      const sid = session.sessionId;
+      const file = path.join(session.work, 'notes.md');
+      writeFileSync(file, 'on disk\n');
+      editor.buffers.set(file, 'first draft\nsecond line\n');
+      await fake.script(
+        onPrompt('read the notes', { kind: 'tool_use', calls: [{ name: 'mcp__acp__Read', input: { file_path: file } }] }),
+        rule({ kind: 'tool_result', tool: 'mcp__acp__Read' }, echo()),
+        onPrompt('fix the notes', {
+          kind: 'tool_use',
+          calls: [{ name: 'mcp__acp__Edit', input: { file_path: file, old_string: 'first draft', new_string: 'final' } }],
+        }),
+        rule({ kind: 'tool_result', tool: 'mcp__acp__Edit' }, echo()),
+      );
+      // A read inside the session's directory is not asked about; the model sees the buffer.
+      assert.equal((await prompt(ctx, sid, 'read the notes please')).stopReason, 'end_turn');
+      assert.equal(editor.asked.length, 0, JSON.stringify(editor.asked));
+      // The model is offered the editor's tools in place of the CLI's own.
+      const offered = (await fake.lastCall()).body.tools.map((t) => t.name);
+      for (const tool of ['Read', 'Write', 'Edit', 'Bash']) {
+        assert.ok(offered.includes(`mcp__acp__${tool}`), `mcp__acp__${tool} in ${offered}`);
+        assert.ok(!offered.includes(tool), `${tool} in ${offered}`);
+      }
+      assert.match(editor.text(sid), /1\tfirst draft/);
+      assert.doesNotMatch(editor.text(sid), /on disk/);
+      const call = editor.of(sid).find((u) => u.sessionUpdate === 'tool_call');
+      const read = editor.of(sid).find((u) => u.toolCallId === call.toolCallId && u.rawInput);
+      assert.deepEqual([read.kind, read.title, read.locations], ['read', `Read ${file}`, [{ path: file }]]);
+
+      // An edit is asked about with its diff, then written through the editor.
+      assert.equal((await prompt(ctx, sid, 'fix the notes please')).stopReason, 'end_turn');
+      const ask = editor.asked.at(-1);
+      assert.equal(ask.toolCall.kind, 'edit');
+      assert.deepEqual(ask.toolCall.content, [{ type: 'diff', path: file, oldText: 'first draft', newText: 'final' }]);
+      assert.deepEqual(editor.writes, [{ path: file, content: 'final\nsecond line\n' }]);
+      assert.equal(readFileSync(file, 'utf8'), 'final\nsecond line\n');
+      assert.match(editor.text(sid), /has been updated/);
+    },
+    () => 'allow',
+    true,
+  );
+  await stop(agent);
+});
+
+test("the editor's terminal: a command runs there and is shown; cancel stops it", async () => {
+  await fake.script(
+    onPrompt('run the greeting', {
+      kind: 'tool_use',
+      calls: [{ name: 'mcp__acp__Bash', input: { command: 'echo from-the-terminal; exit 3', description: 'Greet' } }],
+    }),
+    onPrompt('run the sleeper', { kind: 'tool_use', calls: [{ name: 'mcp__acp__Bash', input: { command: SLEEP } }] }),
+    rule({ kind: 'tool_result', tool: 'mcp__acp__Bash' }, echo()),
+  );
+  const agent = startAgent();
+  await asEditor(
+    agent,
+    async (ctx, editor) => {
+      await initialize(ctx, true);
+      const session = await newSession(ctx);
+      const sid = session.sessionId;
+      assert.equal((await prompt(ctx, sid, 'run the greeting please')).stopReason, 'end_turn');
+      const [terminal] = editor.terminals.values();
+      assert.deepEqual([terminal.params.command, terminal.params.args, terminal.params.cwd], ['bash', ['-c', 'echo from-the-terminal; exit 3'], session.work]);
+      assert.equal(terminal.released, true);
+      const call = editor.of(sid).find((u) => u.sessionUpdate === 'tool_call');
+      const updates = editor.of(sid).filter((u) => u.toolCallId === call.toolCallId);
+      assert.ok(updates.some((u) => u.content?.[0]?.type === 'terminal' && u.content[0].terminalId === 'term-1'), JSON.stringify(updates));
+      assert.equal(updates.at(-1).status, 'failed');
+      // The model got the output and the exit status.
+      assert.match(editor.text(sid), /from-the-terminal/);
+      assert.match(editor.text(sid), /Exit code 3/);
+
+      const running = prompt(ctx, sid, 'run the sleeper please');
+      for (let i = 0; i < 600 && editor.terminals.size < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(editor.terminals.size, 2);
+      await ctx.notify(methods.agent.session.cancel, { sessionId: sid });
+      assert.equal((await running).stopReason, 'cancelled');
+      assert.equal(editor.terminals.get('term-2').killed, true);
+    },
+    () => 'allow',
+    true,
+  );
   await stop(agent);
 });
