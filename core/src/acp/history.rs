@@ -71,6 +71,13 @@ fn user_block(block: &Value, names: &BTreeMap<String, String>, updates: &mut Vec
             let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
             let content = block.get("content").unwrap_or(&Value::Null);
             if let Some(name) = names.get(id) {
+                // A command that ran in the editor's terminal: the terminal is gone, its output
+                // is shown as text.
+                let name = if name == "mcp__acp__Bash" {
+                    "Bash"
+                } else {
+                    name
+                };
                 updates.extend(tools::result(id, name, content, is_error));
             }
         }

@@ -37,12 +37,12 @@ use std::collections::{BTreeMap, VecDeque};
 
 pub use agent_client_protocol_schema as schema;
 use schema::v1::{
-    AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateResponse, ClientNotification,
-    ClientRequest, Error, Implementation, InitializeResponse, McpCapabilities, PromptCapabilities,
-    PromptRequest, RequestId, RequestPermissionOutcome, RequestPermissionResponse,
-    SessionCapabilities, SessionCloseCapabilities, SessionResumeCapabilities,
+    AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateResponse, Error, Implementation,
+    InitializeResponse, McpCapabilities, PromptCapabilities, PromptRequest, RequestId,
+    RequestPermissionOutcome, RequestPermissionResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionResumeCapabilities,
 };
-use schema::{MethodDispatchError, ProtocolVersion};
+use schema::ProtocolVersion;
 use serde_json::{json, Value};
 
 use crate::args::CliArgs;
@@ -329,20 +329,14 @@ impl Agent {
                 let (id, error) = *refused;
                 self.send(rpc::response::<()>(id, Err(error)));
             }
-            Ok(rpc::Incoming::Request { id, method, params }) => {
-                match ClientRequest::from_method_and_params(&method, &params) {
-                    Ok(request) => self.request(now, id, request),
-                    Err(MethodDispatchError::InvalidPayload { source, .. }) => {
-                        self.fail(id, Error::invalid_params().data(json!(source.to_string())))
-                    }
-                    Err(_) => self.fail(id, Error::method_not_found().data(json!(method))),
-                }
-            }
+            Ok(rpc::Incoming::Request { id, method, params }) => match rpc::call(&method, params) {
+                Ok(call) => self.request(now, id, call),
+                Err(Some(why)) => self.fail(id, Error::invalid_params().data(json!(why))),
+                Err(None) => self.fail(id, Error::method_not_found().data(json!(method))),
+            },
             Ok(rpc::Incoming::Notification { method, params }) => {
                 // A notification is never answered, not even when it is not understood.
-                if let Ok(ClientNotification::CancelNotification(cancel)) =
-                    ClientNotification::from_method_and_params(&method, &params)
-                {
+                if let Some(cancel) = rpc::cancel(&method, params) {
                     self.cancel(now, &cancel.session_id.0);
                 }
             }
@@ -350,9 +344,9 @@ impl Agent {
         }
     }
 
-    fn request(&mut self, now: Timestamp, id: RequestId, request: ClientRequest) {
-        match request {
-            ClientRequest::InitializeRequest(request) => {
+    fn request(&mut self, now: Timestamp, id: RequestId, call: rpc::Call) {
+        match call {
+            rpc::Call::Initialize(request) => {
                 let client = &request.client_capabilities;
                 self.offers = editor::Offers {
                     fs: client.fs.read_text_file && client.fs.write_text_file,
@@ -389,9 +383,9 @@ impl Agent {
                 );
             }
             // The CLI logs in by itself (`claude /login`, or a key in its environment).
-            ClientRequest::AuthenticateRequest(_) => self.reply(id, AuthenticateResponse::new()),
-            ClientRequest::NewSessionRequest(request) => self.new_session(now, id, request),
-            ClientRequest::LoadSessionRequest(request) => {
+            rpc::Call::Authenticate => self.reply(id, AuthenticateResponse::new()),
+            rpc::Call::NewSession(request) => self.new_session(now, id, request),
+            rpc::Call::LoadSession(request) => {
                 let mcp = request.mcp_servers;
                 self.load(
                     id,
@@ -401,7 +395,7 @@ impl Agent {
                     true,
                 );
             }
-            ClientRequest::ResumeSessionRequest(request) => {
+            rpc::Call::ResumeSession(request) => {
                 let mcp = request.mcp_servers;
                 self.load(
                     id,
@@ -411,15 +405,15 @@ impl Agent {
                     false,
                 );
             }
-            ClientRequest::CloseSessionRequest(request) => {
+            rpc::Call::CloseSession(request) => {
                 self.close(id, &request.session_id.0);
             }
-            ClientRequest::PromptRequest(request) => self.prompt(now, id, request),
-            ClientRequest::SetSessionModeRequest(request) => {
+            rpc::Call::Prompt(request) => self.prompt(now, id, request),
+            rpc::Call::SetMode(request) => {
                 let mode = request.mode_id.0.to_string();
                 self.set(now, id, &request.session_id.0, Setting::Mode(mode), false);
             }
-            ClientRequest::SetSessionConfigOptionRequest(request) => {
+            rpc::Call::SetConfigOption(request) => {
                 let value = request.value.as_value_id().map(|v| v.0.to_string());
                 let setting = match (&*request.config_id.0, value) {
                     ("mode", Some(mode)) => Setting::Mode(mode),
@@ -430,10 +424,6 @@ impl Agent {
                     }
                 };
                 self.set(now, id, &request.session_id.0, setting, true);
-            }
-            other => {
-                let method = other.method().to_owned();
-                self.fail(id, Error::method_not_found().data(json!(method)));
             }
         }
     }

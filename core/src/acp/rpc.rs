@@ -2,10 +2,63 @@
 //! lines the agent writes.
 
 use agent_client_protocol_schema::v1::{
-    Error, JsonRpcMessage, Notification, Request, RequestId, Response,
+    AuthenticateRequest, CancelNotification, CloseSessionRequest, Error, InitializeRequest,
+    JsonRpcMessage, LoadSessionRequest, NewSessionRequest, Notification, PromptRequest, Request,
+    RequestId, Response, ResumeSessionRequest, SetSessionConfigOptionRequest,
+    SetSessionModeRequest, AGENT_METHOD_NAMES,
 };
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+
+/// A request of the client the agent serves, typed by its method.
+#[derive(Debug)]
+pub(super) enum Call {
+    Initialize(Box<InitializeRequest>),
+    Authenticate,
+    NewSession(NewSessionRequest),
+    LoadSession(LoadSessionRequest),
+    ResumeSession(ResumeSessionRequest),
+    CloseSession(CloseSessionRequest),
+    Prompt(PromptRequest),
+    SetMode(SetSessionModeRequest),
+    SetConfigOption(SetSessionConfigOptionRequest),
+}
+
+/// Types a request by its method (the schema's method names). `Err(None)`: a method the agent
+/// does not serve (`-32601`); `Err(Some(why))`: parameters that do not fit it (`-32602`).
+pub(super) fn call(method: &str, params: Value) -> Result<Call, Option<String>> {
+    fn typed<T: DeserializeOwned>(
+        params: Value,
+        call: fn(T) -> Call,
+    ) -> Result<Call, Option<String>> {
+        serde_json::from_value(params)
+            .map(call)
+            .map_err(|e| Some(e.to_string()))
+    }
+    let names = &AGENT_METHOD_NAMES;
+    match method {
+        m if m == names.initialize => {
+            typed(params, |r: InitializeRequest| Call::Initialize(Box::new(r)))
+        }
+        m if m == names.authenticate => typed(params, |_: AuthenticateRequest| Call::Authenticate),
+        m if m == names.session_new => typed(params, Call::NewSession),
+        m if m == names.session_load => typed(params, Call::LoadSession),
+        m if m == names.session_resume => typed(params, Call::ResumeSession),
+        m if m == names.session_close => typed(params, Call::CloseSession),
+        m if m == names.session_prompt => typed(params, Call::Prompt),
+        m if m == names.session_set_mode => typed(params, Call::SetMode),
+        m if m == names.session_set_config_option => typed(params, Call::SetConfigOption),
+        _ => Err(None),
+    }
+}
+
+/// The one notification of the client the agent acts on: `session/cancel`.
+pub(super) fn cancel(method: &str, params: Value) -> Option<CancelNotification> {
+    (method == AGENT_METHOD_NAMES.session_cancel)
+        .then(|| serde_json::from_value(params).ok())
+        .flatten()
+}
 
 /// A message from the client, its envelope checked and its payload not yet typed.
 #[derive(Debug)]
