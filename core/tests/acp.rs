@@ -131,6 +131,20 @@ impl Rig {
         (session_id, cli)
     }
 
+    /// Opens a session on `transcript` (what the editor got of it dropped), prompts it, and
+    /// plays the CLI up to its permission request, which the editor is asked: the session, its
+    /// CLI, the request's place in the transcript and the editor's question.
+    fn ask_permission(&mut self, transcript: &[common::Line]) -> (String, CliId, usize, Value) {
+        let (session_id, cli) = self.open(1, transcript);
+        self.take_editor();
+        self.request(2, "session/prompt", prompt(&session_id, "Run echo hi."));
+        let at = self.play(cli, transcript, 2, |m| m["type"] == "control_request");
+        self.cli_says(cli, &transcript[at].msg);
+        let ask = self.editor.last().cloned().expect("the editor was asked");
+        assert_eq!(ask["method"], "session/request_permission");
+        (session_id, cli, at, ask)
+    }
+
     /// Plays the CLI's side of `transcript` after its initialize answer, stopping before the
     /// first line for which `stop` holds.
     fn play(
@@ -261,17 +275,19 @@ fn a_new_session_starts_its_cli_and_is_answered_when_the_cli_is_ready() {
 fn a_tool_call_the_editor_allows_runs_and_the_prompt_ends_its_turn() {
     let transcript = common::lines(&common::transcript("b_bash_allow"));
     let mut rig = Rig::new();
-    let (session_id, cli) = rig.open(1, &transcript);
-    rig.take_editor();
-    rig.request(2, "session/prompt", prompt(&session_id, "Run echo hi."));
-    let (_, user) = rig.cli.last().cloned().unwrap();
-    assert_eq!(user["type"], "user");
+    let (session_id, cli, at, ask) = rig.ask_permission(&transcript);
+    let (_, user) = rig
+        .cli
+        .iter()
+        .rev()
+        .find(|(_, m)| m["type"] == "user")
+        .cloned()
+        .unwrap();
     assert_eq!(
         user["message"]["content"],
         json!([{"type": "text", "text": "Run echo hi."}])
     );
 
-    let at = rig.play(cli, &transcript, 2, |m| m["type"] == "control_request");
     // The call is shown before the CLI asks about it.
     let updates = rig.updates();
     assert_eq!(updates[0]["sessionUpdate"], "agent_message_chunk");
@@ -294,9 +310,6 @@ fn a_tool_call_the_editor_allows_runs_and_the_prompt_ends_its_turn() {
     assert_eq!(whole["title"], "`echo hi > out.txt`");
 
     // The CLI's question, then the editor's answer.
-    rig.cli_says(cli, &transcript[at].msg);
-    let ask = rig.editor.last().cloned().unwrap();
-    assert_eq!(ask["method"], "session/request_permission");
     assert_eq!(ask["params"]["sessionId"], session_id.as_str());
     let call = &ask["params"]["toolCall"];
     assert_eq!(call["toolCallId"], "toolu_fake_12f3f961030b4a95");
@@ -330,7 +343,7 @@ fn a_tool_call_the_editor_allows_runs_and_the_prompt_ends_its_turn() {
         .expect("the call completed");
     assert_eq!(
         done["content"],
-        json!([{"type": "content", "content": {"type": "text", "text": "(Bash completed with no output)"}}])
+        json!([{"type": "content", "content": {"type": "text", "text": "```console\n(Bash completed with no output)\n```"}}])
     );
     assert_eq!(rig.answer(2)["result"], json!({"stopReason": "end_turn"}));
 }
@@ -340,11 +353,7 @@ fn always_allow_sends_the_clis_suggestions_and_reject_refuses() {
     let transcript = common::lines(&common::transcript("b_bash_allow"));
     for (option, behavior) in [("allow_always", "allow"), ("reject", "deny")] {
         let mut rig = Rig::new();
-        let (session_id, cli) = rig.open(1, &transcript);
-        rig.request(2, "session/prompt", prompt(&session_id, "Run echo hi."));
-        let at = rig.play(cli, &transcript, 2, |m| m["type"] == "control_request");
-        rig.cli_says(cli, &transcript[at].msg);
-        let ask = rig.editor.last().cloned().unwrap();
+        let (_, _, at, ask) = rig.ask_permission(&transcript);
         let asked = rig.cli.len();
         rig.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": option}}}));
         let (_, answer) = rig.cli[asked].clone();
@@ -365,11 +374,7 @@ fn always_allow_sends_the_clis_suggestions_and_reject_refuses() {
 fn cancel_settles_the_pending_question_interrupts_and_the_prompt_says_cancelled() {
     let transcript = common::lines(&common::transcript("b_bash_allow"));
     let mut rig = Rig::new();
-    let (session_id, cli) = rig.open(1, &transcript);
-    rig.request(2, "session/prompt", prompt(&session_id, "Run echo hi."));
-    let at = rig.play(cli, &transcript, 2, |m| m["type"] == "control_request");
-    rig.cli_says(cli, &transcript[at].msg);
-    let ask = rig.editor.last().cloned().unwrap();
+    let (session_id, cli, _, ask) = rig.ask_permission(&transcript);
     let before = rig.cli.len();
     rig.send(
         json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}),
@@ -728,4 +733,25 @@ fn an_editor_that_offers_its_files_reads_them_for_the_cli() {
         result["content"],
         json!([{"type": "text", "text": "     2\ttwo\n     3\tthree\n"}])
     );
+}
+
+#[test]
+fn a_cli_with_no_login_fails_the_prompt_with_auth_required() {
+    let transcript = common::lines(&common::transcript("b_bash_allow"));
+    let mut rig = Rig::new();
+    let (session_id, cli) = rig.open(1, &transcript);
+    rig.request(2, "session/prompt", prompt(&session_id, "hi"));
+    let mut result = transcript
+        .iter()
+        .rev()
+        .find(|l| l.msg["type"] == "result")
+        .unwrap()
+        .msg
+        .clone();
+    result["is_error"] = json!(true);
+    result["result"] = json!("Not logged in · Please run /login");
+    rig.cli_says(cli, &result);
+    let error = &rig.answer(2)["error"];
+    assert_eq!(error["code"], -32000, "{error}");
+    assert_eq!(error["data"], "Not logged in · Please run /login");
 }

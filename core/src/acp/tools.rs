@@ -204,13 +204,35 @@ pub(super) fn result(
     } else {
         !is_error && shows_diff(tool.unwrap_or(name))
     };
-    if !shown {
+    if !shown && name == "Bash" {
+        fields = fields.content(console(content).into_iter().collect::<Vec<_>>());
+    } else if !shown {
         fields = fields.content(result_content(content));
     }
     Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
         id.to_owned(),
         fields,
     )))
+}
+
+/// A command's output as a console block (`None`: it printed nothing).
+fn console(content: &Value) -> Option<ToolCallContent> {
+    let output: String = match content {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => (blocks.iter())
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    let output = output.trim_end();
+    if output.is_empty() {
+        return None;
+    }
+    // A fence longer than any run of backticks in the output.
+    let longest = (output.split(|c| c != '`').map(str::len).max()).unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    Some(block(&format!("{fence}console\n{output}\n{fence}")))
 }
 
 /// A tool result's content (a string, or text and image blocks) as the editor shows it.
@@ -278,6 +300,23 @@ mod tests {
         );
         // While the input streams: the name is all there is.
         assert_eq!(shown("Write", Value::Null)["title"], "Write");
+    }
+
+    #[test]
+    fn a_commands_output_is_a_console_block() {
+        let shown = |content: Value| {
+            let update = result("t", "Bash", &content, false).unwrap();
+            serde_json::to_value(update).unwrap()["content"].clone()
+        };
+        assert_eq!(
+            shown(json!("hi\n")),
+            json!([{"type": "content", "content": {"type": "text", "text": "```console\nhi\n```"}}])
+        );
+        assert_eq!(
+            shown(json!("a ```b``` c")),
+            json!([{"type": "content", "content": {"type": "text", "text": "````console\na ```b``` c\n````"}}])
+        );
+        assert_eq!(shown(json!("")), json!([]));
     }
 
     #[test]

@@ -202,6 +202,11 @@ impl Agent {
                     };
                     match stop {
                         Ok(stop) => lines.push(rpc::response(id, Ok(PromptResponse::new(stop)))),
+                        // The CLI has no login: the editor offers its authentication methods.
+                        Err(why) if why.contains("/login") => lines.push(rpc::response::<()>(
+                            id,
+                            Err(Error::auth_required().data(json!(why))),
+                        )),
                         Err(why) => lines.push(rpc::response::<()>(
                             id,
                             Err(Error::internal_error().data(json!(why))),
