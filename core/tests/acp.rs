@@ -15,6 +15,8 @@ struct Rig {
     stopped: Vec<CliId>,
     /// Transcripts asked for: session id and work directory.
     reads: Vec<(String, String)>,
+    /// Transcript lists asked for: the list, the directory, how many to pass over and to take.
+    lists: Vec<(u64, Option<String>, usize, usize)>,
 }
 
 impl Rig {
@@ -30,6 +32,7 @@ impl Rig {
             spawned: Vec::new(),
             stopped: Vec::new(),
             reads: Vec::new(),
+            lists: Vec::new(),
         }
     }
 
@@ -74,6 +77,12 @@ impl Rig {
                 AcpOutput::ReadTranscript { session_id, cwd } => {
                     self.reads.push((session_id, cwd));
                 }
+                AcpOutput::ListTranscripts {
+                    list,
+                    cwd,
+                    skip,
+                    take,
+                } => self.lists.push((list, cwd, skip, take)),
                 _ => panic!("an output this test does not know"),
             }
         }
@@ -754,4 +763,40 @@ fn a_cli_with_no_login_fails_the_prompt_with_auth_required() {
     let error = &rig.answer(2)["error"];
     assert_eq!(error["code"], -32000, "{error}");
     assert_eq!(error["data"], "Not logged in · Please run /login");
+}
+
+#[test]
+fn sessions_are_listed_from_the_clis_transcripts_a_page_at_a_time() {
+    use ccwire_core::acp::TranscriptHead;
+    let mut rig = Rig::new();
+    rig.request(1, "session/list", json!({"cwd": "/w/p"}));
+    let (list, cwd, skip, take) = rig.lists[0].clone();
+    assert_eq!((cwd.as_deref(), skip), (Some("/w/p"), 0));
+    let head = |n: usize, cwd: &str| TranscriptHead {
+        session_id: format!("00000000-0000-4000-8000-{n:012}"),
+        modified_ms: 1_796_000_000_000 - n as u64 * 1000,
+        head: cli_transcript(&[
+            json!({"type": "user", "cwd": cwd, "message": {"content": format!("prompt {n}")}}),
+        ]),
+    };
+    // One more than a page: there is a next one. One transcript is of another directory that
+    // the CLI names the same.
+    let mut found: Vec<TranscriptHead> = (0..take).map(|n| head(n, "/w/p")).collect();
+    found[1] = head(1, "/w-p");
+    rig.agent.handle_transcript_list(0, list, found);
+    rig.drain();
+    let result = &rig.answer(1)["result"];
+    let sessions = result["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), take - 2);
+    assert_eq!(
+        sessions[0],
+        json!({"sessionId": "00000000-0000-4000-8000-000000000000", "cwd": "/w/p", "title": "prompt 0", "updatedAt": "2026-11-30T00:53:20Z"})
+    );
+    assert_eq!(sessions[1]["title"], "prompt 2");
+    let cursor = result["nextCursor"].as_str().unwrap().to_owned();
+
+    rig.request(2, "session/list", json!({"cwd": "/w/p", "cursor": cursor}));
+    assert_eq!(rig.lists[1].2, take - 1);
+    rig.request(3, "session/list", json!({"cursor": "page two"}));
+    assert_eq!(rig.answer(3)["error"]["code"], -32602);
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ccwire_core::acp::{AcpOutput, Agent, AgentConfig, CliId};
+use ccwire_core::acp::{AcpOutput, Agent, AgentConfig, CliId, TranscriptHead};
 use ccwire_core::args::CliArgs;
 use ccwire_core::framing::{Frame, LineFramer};
 use ccwire_host::record::{Direction, TranscriptWriter};
@@ -151,6 +151,15 @@ async fn serve(args: AcpArgs) -> io::Result<()> {
                     let transcript = read_transcript(&session_id, &cwd);
                     agent.handle_transcript(now(), &session_id, transcript.as_deref());
                 }
+                AcpOutput::ListTranscripts {
+                    list,
+                    cwd,
+                    skip,
+                    take,
+                } => {
+                    let found = list_transcripts(cwd.as_deref(), skip, take);
+                    agent.handle_transcript_list(now(), list, found);
+                }
                 AcpOutput::Stop { cli } => {
                     if let Some(running) = clis.get_mut(&cli) {
                         running.stdin = None;
@@ -223,22 +232,33 @@ fn login(claude: Option<&std::path::Path>) -> ExitCode {
     }
 }
 
-/// The CLI's transcript of `session_id` (a UUID, checked by the agent) for work directory
-/// `cwd`: `<config dir>/projects/<cwd, each character not a letter or digit a dash>/<id>.jsonl`,
-/// where the config dir is `$CLAUDE_CONFIG_DIR`, else `~/.claude`; else the one file of that
-/// name in another project directory (the CLI shortens long names). `None` if there is none.
-fn read_transcript(session_id: &str, cwd: &str) -> Option<Vec<u8>> {
+/// Where the CLI keeps its transcripts: `$CLAUDE_CONFIG_DIR/projects`, else
+/// `~/.claude/projects`.
+fn projects_dir() -> Option<PathBuf> {
     let config = match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(std::env::var_os("HOME")?).join(".claude"),
     };
-    let projects = config.join("projects");
+    Some(config.join("projects"))
+}
+
+/// The directory of `projects` the CLI names after work directory `cwd`: each character not
+/// a letter or digit a dash.
+fn project_dir(projects: &std::path::Path, cwd: &str) -> PathBuf {
     let name: String = cwd
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
+    projects.join(name)
+}
+
+/// The CLI's transcript of `session_id` (a UUID, checked by the agent) for work directory
+/// `cwd`; else the one file of that name in another project directory (the CLI shortens long
+/// names). `None` if there is none.
+fn read_transcript(session_id: &str, cwd: &str) -> Option<Vec<u8>> {
+    let projects = projects_dir()?;
     let file = format!("{session_id}.jsonl");
-    if let Ok(bytes) = std::fs::read(projects.join(name).join(&file)) {
+    if let Ok(bytes) = std::fs::read(project_dir(&projects, cwd).join(&file)) {
         return Some(bytes);
     }
     let found = std::fs::read_dir(&projects)
@@ -253,6 +273,56 @@ fn read_transcript(session_id: &str, cwd: &str) -> Option<Vec<u8>> {
             None
         }
     }
+}
+
+/// The CLI's transcripts of work directory `cwd` (`None`: of every project directory), the
+/// most recently changed first, entries `skip..skip + take`, each with its first 256 KiB.
+fn list_transcripts(cwd: Option<&str>, skip: usize, take: usize) -> Vec<TranscriptHead> {
+    use std::io::Read;
+    let Some(projects) = projects_dir() else {
+        return Vec::new();
+    };
+    let dirs: Vec<PathBuf> = match cwd {
+        Some(cwd) => vec![project_dir(&projects, cwd)],
+        None => std::fs::read_dir(&projects)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|dir| dir.path())
+            .collect(),
+    };
+    let mut files: Vec<(u64, String, PathBuf)> = Vec::new();
+    for dir in dirs {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let Some(id) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let Some(id) = id.strip_suffix(".jsonl") else {
+                continue;
+            };
+            let modified = (entry.metadata().ok())
+                .filter(std::fs::Metadata::is_file)
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+            if let Some(modified) = modified {
+                files.push((modified.as_millis() as u64, id.to_owned(), path));
+            }
+        }
+    }
+    files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    (files.into_iter().skip(skip).take(take))
+        .filter_map(|(modified_ms, session_id, path)| {
+            let mut head = Vec::new();
+            let file = std::fs::File::open(&path).ok()?;
+            file.take(256 * 1024).read_to_end(&mut head).ok()?;
+            Some(TranscriptHead {
+                session_id,
+                modified_ms,
+                head,
+            })
+        })
+        .collect()
 }
 
 /// The editor's bytes, until it closes stdin.

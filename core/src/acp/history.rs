@@ -1,6 +1,7 @@
 //! A session's history as the editor is shown it again on `session/load`: the CLI's own
 //! transcript of the session (`<config dir>/projects/<work directory>/<session id>.jsonl`, what
-//! `--resume` reads) as the `session/update`s the editor saw while it ran.
+//! `--resume` reads) as the `session/update`s the editor saw while it ran; and what
+//! `session/list` shows of a transcript.
 
 use std::collections::BTreeMap;
 
@@ -118,6 +119,48 @@ fn assistant_block(
     }
 }
 
+/// What a session list shows of a transcript, from its first lines (`head`): the work
+/// directory the CLI recorded, and the first prompt as the title (at most 100 characters).
+/// `None` where the lines name no work directory.
+pub(super) fn about(head: &[u8]) -> Option<(String, Option<String>)> {
+    let mut cwd = None;
+    let mut title = None;
+    for line in head.split(|b| *b == b'\n') {
+        let Ok(entry) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        if cwd.is_none() {
+            cwd = entry.get("cwd").and_then(Value::as_str).map(str::to_owned);
+        }
+        let flag = |key: &str| entry.get(key).and_then(Value::as_bool) == Some(true);
+        if title.is_none()
+            && entry.get("type").and_then(Value::as_str) == Some("user")
+            && !flag("isMeta")
+            && !flag("isSidechain")
+        {
+            let content = entry.pointer("/message/content");
+            let first = match content {
+                Some(Value::String(text)) => prompt_text(text),
+                Some(Value::Array(blocks)) => (blocks.iter())
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .find_map(|b| prompt_text(b.get("text")?.as_str()?)),
+                _ => None,
+            };
+            title = first.map(|t| {
+                let line = t.split_whitespace().collect::<Vec<_>>().join(" ");
+                match line.char_indices().nth(100) {
+                    Some((cut, _)) => format!("{}…", &line[..cut]),
+                    None => line,
+                }
+            });
+        }
+        if cwd.is_some() && title.is_some() {
+            break;
+        }
+    }
+    Some((cwd?, title))
+}
+
 /// What the user typed, of a text the CLI recorded as the user's: a slash command as typed
 /// (`/name args`); `None` for what the CLI adds itself (a command's output, its caveat, a
 /// reminder, an interruption marker).
@@ -200,6 +243,24 @@ mod tests {
         assert_eq!(updates[4]["toolCallId"], "t1");
         assert_eq!(updates[4]["status"], "completed");
         assert_eq!(updates[5]["content"]["text"], "/compact keep the plan");
+    }
+
+    #[test]
+    fn a_session_is_listed_with_its_directory_and_first_prompt() {
+        let head = format!(
+            "{}\n{}\n{}\n{{\"type\":\"user\",\"cw",
+            json!({"type": "queue-operation", "operation": "enqueue", "sessionId": "s"}),
+            json!({"type": "user", "isMeta": true, "cwd": "/w/p", "message": {"content": "<local-command-caveat>x</local-command-caveat>"}}),
+            json!({"type": "user", "cwd": "/w/p", "message": {"content": [{"type": "text", "text": "Fix the\n  failing test"}]}}),
+        );
+        assert_eq!(
+            about(head.as_bytes()),
+            Some(("/w/p".to_owned(), Some("Fix the failing test".to_owned())))
+        );
+        let long = json!({"type": "user", "cwd": "/w", "message": {"content": "é".repeat(120)}});
+        let (_, title) = about(format!("{long}\n").as_bytes()).unwrap();
+        assert_eq!(title.unwrap().chars().count(), 101);
+        assert_eq!(about(b"{\"type\":\"summary\"}\n"), None);
     }
 
     #[test]

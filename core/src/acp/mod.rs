@@ -40,7 +40,7 @@ use schema::v1::{
     AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateResponse, Error, Implementation,
     InitializeResponse, McpCapabilities, PromptCapabilities, PromptRequest, RequestId,
     RequestPermissionOutcome, RequestPermissionResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionResumeCapabilities,
+    SessionCloseCapabilities, SessionListCapabilities, SessionResumeCapabilities,
 };
 use schema::ProtocolVersion;
 use serde_json::{json, Value};
@@ -124,6 +124,31 @@ pub enum AcpOutput {
         /// The work directory the editor gave.
         cwd: String,
     },
+    /// Find the CLI's transcripts, of work directory `cwd` (`None`: of every directory), the
+    /// most recently changed first, and pass entries `skip..skip + take` of that order to
+    /// [`Agent::handle_transcript_list`] with the first 256 KiB of each.
+    ListTranscripts {
+        /// Names the answer.
+        list: u64,
+        /// The work directory (`<config dir>/projects/<cwd, each character not a letter or
+        /// digit a dash>/`), or every project directory.
+        cwd: Option<String>,
+        /// How many of the most recent to pass over.
+        skip: usize,
+        /// How many to pass on at most.
+        take: usize,
+    },
+}
+
+/// A transcript of the CLI's as the host found it ([`AcpOutput::ListTranscripts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptHead {
+    /// The session id: the file's name without `.jsonl`.
+    pub session_id: String,
+    /// When the file last changed, in milliseconds since the Unix epoch.
+    pub modified_ms: u64,
+    /// The file's first bytes (256 KiB at most).
+    pub head: Vec<u8>,
 }
 
 /// The agent's side of ACP: every session the editor opens, each on its own CLI.
@@ -135,6 +160,9 @@ pub struct Agent {
     sessions: BTreeMap<String, Live>,
     /// `session/load` and `session/resume` requests waiting for their transcript, by session.
     loading: BTreeMap<String, Loading>,
+    /// `session/list` requests waiting for the transcripts: the request, the directory asked
+    /// for and how many entries went before.
+    lists: BTreeMap<u64, (RequestId, Option<String>, usize)>,
     clis: BTreeMap<CliId, String>,
     /// Requests of the agent the editor has not answered, by id.
     asks: BTreeMap<i64, Ask>,
@@ -207,6 +235,7 @@ impl Agent {
             outputs: VecDeque::new(),
             sessions: BTreeMap::new(),
             loading: BTreeMap::new(),
+            lists: BTreeMap::new(),
             clis: BTreeMap::new(),
             asks: BTreeMap::new(),
             next_id: 0,
@@ -353,6 +382,7 @@ impl Agent {
                     terminal: client.terminal,
                 };
                 let sessions = SessionCapabilities::new()
+                    .list(SessionListCapabilities::new())
                     .resume(SessionResumeCapabilities::new())
                     .close(SessionCloseCapabilities::new());
                 let capabilities = AgentCapabilities::new()
@@ -405,6 +435,7 @@ impl Agent {
                     false,
                 );
             }
+            rpc::Call::ListSessions(request) => self.list(id, request),
             rpc::Call::CloseSession(request) => {
                 self.close(id, &request.session_id.0);
             }

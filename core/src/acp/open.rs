@@ -7,10 +7,11 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::schema::v1::{
-    CloseSessionResponse, Error, McpServer, NewSessionRequest, PromptResponse, RequestId,
-    SessionNotification, StopReason, CLIENT_METHOD_NAMES,
+    CloseSessionResponse, Error, ListSessionsRequest, ListSessionsResponse, McpServer,
+    NewSessionRequest, PromptResponse, RequestId, SessionInfo, SessionNotification, StopReason,
+    CLIENT_METHOD_NAMES,
 };
-use super::{history, rpc, AcpOutput, Agent, Ask, CliId, Live};
+use super::{history, rpc, AcpOutput, Agent, Ask, CliId, Live, TranscriptHead};
 use crate::session::{Session, SessionConfig};
 use crate::Timestamp;
 
@@ -124,6 +125,61 @@ impl Agent {
         self.start(now, id, opening, session_id.to_owned(), cwd, &loading.mcp);
     }
 
+    /// `session/list`: the CLI's sessions of a directory (or of every one), the most recent
+    /// first, a page at a time (the cursor is how many went before).
+    pub(super) fn list(&mut self, id: RequestId, request: ListSessionsRequest) {
+        let cwd = match request.cwd.as_deref().map(absolute) {
+            None => None,
+            Some(Some(cwd)) => Some(cwd),
+            Some(None) => return self.fail(id, cwd_refused()),
+        };
+        let Ok(skip) = request.cursor.as_deref().map_or(Ok(0), str::parse::<usize>) else {
+            let why = json!("not a cursor of this agent's");
+            return self.fail(id, Error::invalid_params().data(why));
+        };
+        self.next_id += 1;
+        let list = self.next_id;
+        self.lists.insert(list, (id, cwd.clone(), skip));
+        let take = PAGE + 1;
+        self.outputs.push_back(AcpOutput::ListTranscripts {
+            list,
+            cwd,
+            skip,
+            take,
+        });
+    }
+
+    /// The transcripts of a `session/list`, as the host found them
+    /// ([`AcpOutput::ListTranscripts`]): the sessions, with the directory the CLI recorded and
+    /// the first prompt as the title.
+    pub fn handle_transcript_list(
+        &mut self,
+        now: Timestamp,
+        list: u64,
+        found: Vec<TranscriptHead>,
+    ) {
+        self.now = now;
+        let Some((id, cwd, skip)) = self.lists.remove(&list) else {
+            return;
+        };
+        let more = found.len() > PAGE;
+        let sessions: Vec<SessionInfo> = (found.into_iter().take(PAGE))
+            .filter(|file| is_uuid(&file.session_id))
+            .filter_map(|file| {
+                let (recorded, title) = history::about(&file.head)?;
+                if cwd.as_ref().is_some_and(|cwd| *cwd != recorded) {
+                    return None;
+                }
+                let info = SessionInfo::new(file.session_id, recorded)
+                    .title(title)
+                    .updated_at(rfc3339(file.modified_ms));
+                Some(info)
+            })
+            .collect();
+        let next = more.then(|| (skip + PAGE).to_string());
+        self.reply(id, ListSessionsResponse::new(sessions).next_cursor(next));
+    }
+
     /// `session/close`: the session's CLI ends; a prompt running answers `cancelled`.
     pub(super) fn close(&mut self, id: RequestId, session_id: &str) {
         let Some(live) = self.sessions.remove(session_id) else {
@@ -223,6 +279,22 @@ impl Agent {
     }
 }
 
+/// The sessions of one `session/list` answer.
+const PAGE: usize = 50;
+
+/// `ms` since the Unix epoch as RFC 3339 (UTC, to the second).
+fn rfc3339(ms: u64) -> String {
+    let seconds = ms / 1000;
+    let (y, m, d) = crate::gateway::usage::civil(seconds / 86_400);
+    let s = seconds % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        s / 3600,
+        s % 3600 / 60,
+        s % 60
+    )
+}
+
 fn absolute(cwd: &Path) -> Option<String> {
     cwd.to_str()
         .filter(|c| c.starts_with('/'))
@@ -274,7 +346,13 @@ fn mcp_server(server: &McpServer) -> Option<(String, Value)> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_uuid;
+    use super::{is_uuid, rfc3339};
+
+    #[test]
+    fn times_are_rfc3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_796_000_000_123), "2026-11-30T00:53:20Z");
+    }
 
     #[test]
     fn only_a_uuid_names_a_transcript() {

@@ -3,9 +3,9 @@
 
 use agent_client_protocol_schema::v1::{
     AuthenticateRequest, CancelNotification, CloseSessionRequest, Error, InitializeRequest,
-    JsonRpcMessage, LoadSessionRequest, NewSessionRequest, Notification, PromptRequest, Request,
-    RequestId, Response, ResumeSessionRequest, SetSessionConfigOptionRequest,
-    SetSessionModeRequest, AGENT_METHOD_NAMES,
+    JsonRpcMessage, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, Notification,
+    PromptRequest, Request, RequestId, Response, ResumeSessionRequest,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, AGENT_METHOD_NAMES,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -20,6 +20,7 @@ pub(super) enum Call {
     LoadSession(LoadSessionRequest),
     ResumeSession(ResumeSessionRequest),
     CloseSession(CloseSessionRequest),
+    ListSessions(ListSessionsRequest),
     Prompt(PromptRequest),
     SetMode(SetSessionModeRequest),
     SetConfigOption(SetSessionConfigOptionRequest),
@@ -46,6 +47,7 @@ pub(super) fn call(method: &str, params: Value) -> Result<Call, Option<String>> 
         m if m == names.session_load => typed(params, Call::LoadSession),
         m if m == names.session_resume => typed(params, Call::ResumeSession),
         m if m == names.session_close => typed(params, Call::CloseSession),
+        m if m == names.session_list => typed(params, Call::ListSessions),
         m if m == names.session_prompt => typed(params, Call::Prompt),
         m if m == names.session_set_mode => typed(params, Call::SetMode),
         m if m == names.session_set_config_option => typed(params, Call::SetConfigOption),

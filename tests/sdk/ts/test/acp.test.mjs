@@ -420,6 +420,13 @@ test('a session loads after the agent restarted: its history is shown again and 
   await asEditor(again, async (ctx, editor) => {
     const init = await initialize(ctx);
     assert.equal(init.agentCapabilities.loadSession, true);
+    // The session is listed, with its first prompt as the title.
+    const listed = await ctx.request(methods.agent.session.list, { cwd: first.work });
+    assert.deepEqual(
+      listed.sessions.map((s) => [s.sessionId, s.cwd, s.title]),
+      [[first.sessionId, first.work, 'please run echo kept > kept.txt']],
+    );
+    assert.ok(Date.now() - Date.parse(listed.sessions[0].updatedAt) < 120_000, listed.sessions[0].updatedAt);
     const loaded = await ctx.request(methods.agent.session.load, {
       sessionId: first.sessionId,
       cwd: first.work,
