@@ -438,6 +438,40 @@ fn streamed_text_arrives_in_pieces_and_a_read_shows_its_file() {
         json!([{"path": "/home/dev/project/hello.txt"}])
     );
     assert_eq!(rig.answer(2)["result"], json!({"stopReason": "end_turn"}));
+    // Before the answer: the context the session takes (the last message's input and output
+    // tokens) out of the model's window, and the cost.
+    let result = &transcript
+        .iter()
+        .rev()
+        .find(|l| l.msg["type"] == "result")
+        .unwrap()
+        .msg;
+    let last = transcript
+        .iter()
+        .rev()
+        .find(|l| l.msg["event"]["type"] == "message_start")
+        .unwrap();
+    let given = &last.msg["event"]["message"]["usage"];
+    let delta = transcript
+        .iter()
+        .rev()
+        .find(|l| l.msg["event"]["type"] == "message_delta")
+        .unwrap();
+    let used = given["input_tokens"].as_u64().unwrap()
+        + given["cache_creation_input_tokens"].as_u64().unwrap()
+        + given["cache_read_input_tokens"].as_u64().unwrap()
+        + delta.msg["event"]["usage"]["output_tokens"]
+            .as_u64()
+            .unwrap();
+    let usage = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "usage_update")
+        .expect("a usage_update");
+    assert_eq!(
+        usage,
+        &json!({"sessionUpdate": "usage_update", "used": used, "size": 200000,
+            "cost": {"amount": result["total_cost_usd"], "currency": "USD"}})
+    );
 }
 
 #[test]

@@ -194,6 +194,11 @@ struct Live {
     tools: BTreeMap<String, (String, bool)>,
     /// Mode and model changes waiting for the CLI, by its control request id.
     settings: BTreeMap<String, Pending>,
+    /// The context the model's latest message (of the session, not of a subagent) took: its
+    /// id, the tokens it was given (input and cache) and the tokens it wrote.
+    context: Option<(String, u64, u64)>,
+    /// The model's context window, once a turn has said it.
+    window: Option<u64>,
     /// The CLI's permission requests the editor was asked about, by control request id.
     asked: BTreeMap<String, i64>,
     ended: bool,

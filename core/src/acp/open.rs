@@ -271,6 +271,8 @@ impl Agent {
             models: Vec::new(),
             tools: Default::default(),
             settings: Default::default(),
+            context: None,
+            window: None,
             asked: Default::default(),
             ended: false,
         };

@@ -5,10 +5,10 @@ use serde_json::{json, Value};
 
 use super::schema::v1::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock, ContentChunk,
-    Error, LoadSessionResponse, NewSessionResponse, PermissionOption, PermissionOptionKind,
+    Cost, Error, LoadSessionResponse, NewSessionResponse, PermissionOption, PermissionOptionKind,
     PromptResponse, RequestPermissionRequest, ResumeSessionResponse, SessionNotification,
     SessionUpdate, StopReason, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    UnstructuredCommandInput, CLIENT_METHOD_NAMES,
+    UnstructuredCommandInput, UsageUpdate, CLIENT_METHOD_NAMES,
 };
 use super::{editor, rpc, settings, tools, AcpOutput, Agent, Ask, Opening, MODES};
 use crate::Chunk;
@@ -69,6 +69,32 @@ impl Agent {
                 ..
             } if mode != live.mode && MODES.iter().any(|(m, ..)| *m == mode) => {
                 lines.extend(settings::mode_changed(live, mode).into_iter().map(update));
+            }
+            Chunk::MessageStart {
+                message_id,
+                parent_tool_use_id: None,
+                usage,
+                ..
+            } => {
+                let usage = usage.to_value();
+                let tokens = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+                let given = tokens("input_tokens")
+                    + tokens("cache_creation_input_tokens")
+                    + tokens("cache_read_input_tokens");
+                live.context = Some((message_id, given, tokens("output_tokens")));
+            }
+            Chunk::MessageDelta {
+                message_id, usage, ..
+            } => {
+                let written = usage
+                    .to_value()
+                    .get("output_tokens")
+                    .and_then(Value::as_u64);
+                if let (Some((id, _, out)), Some(written)) = (&mut live.context, written) {
+                    if *id == message_id {
+                        *out = written;
+                    }
+                }
             }
             Chunk::TextDelta {
                 text,
@@ -188,8 +214,23 @@ impl Agent {
                 is_error,
                 result,
                 stop_reason,
+                total_cost_usd,
+                model_usage,
                 ..
             } => {
+                // How much of the context window the session takes now, and what it cost.
+                let windows = model_usage.to_value();
+                let window = (windows.as_object().into_iter().flatten())
+                    .filter_map(|(_, m)| m.get("contextWindow")?.as_u64())
+                    .max();
+                live.window = window.or(live.window);
+                if let (Some((_, given, written)), Some(size)) = (&live.context, live.window) {
+                    let mut usage = UsageUpdate::new(given + written, size);
+                    if let Some(cost) = total_cost_usd.to_value().as_f64() {
+                        usage = usage.cost(Cost::new(cost, "USD"));
+                    }
+                    lines.push(update(SessionUpdate::UsageUpdate(usage)));
+                }
                 if let Some(id) = live.prompt.take() {
                     let cancelled = std::mem::take(&mut live.cancelled);
                     let stop = match (subtype.as_deref(), stop_reason.as_deref()) {
