@@ -336,13 +336,19 @@ fn permission_options(tool: &str) -> Vec<PermissionOption> {
             ),
         ];
     }
-    vec![
-        PermissionOption::new(
-            "allow_always",
-            "Always Allow",
-            PermissionOptionKind::AllowAlways,
-        ),
+    let once = [
         PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
         PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
-    ]
+    ];
+    // The CLI's rule for a tool of the editor's terminal would allow every command, not the
+    // one asked about: that is not offered.
+    if tool == "mcp__acp__Bash" {
+        return once.into();
+    }
+    let always = PermissionOption::new(
+        "allow_always",
+        "Always Allow",
+        PermissionOptionKind::AllowAlways,
+    );
+    [vec![always], once.into()].concat()
 }

@@ -557,6 +557,8 @@ test("the editor's terminal: a command runs there and is shown; cancel stops it"
       const session = await newSession(ctx);
       const sid = session.sessionId;
       assert.equal((await prompt(ctx, sid, 'run the greeting please')).stopReason, 'end_turn');
+      // Asked about once, with no "always": the CLI's rule would allow every command.
+      assert.deepEqual(editor.asked.at(-1).options.map((o) => o.kind), ['allow_once', 'reject_once']);
       const [terminal] = editor.terminals.values();
       assert.deepEqual([terminal.params.command, terminal.params.args, terminal.params.cwd], ['bash', ['-c', 'echo from-the-terminal; exit 3'], session.work]);
       assert.equal(terminal.released, true);
