@@ -40,8 +40,9 @@ pub struct AcpArgs {
         default_value = "user,project,local"
     )]
     setting_sources: Vec<String>,
-    /// Write each session's CLI transcript to `DIR/<session id>.jsonl`, as `ccwire record`
-    /// writes one (`ccwire play` plays it back as the CLI).
+    /// Write each session's CLI transcript to `DIR/<session id>.jsonl` (a session loaded
+    /// again: `<session id>-1.jsonl`, …), as `ccwire record` writes one (`ccwire play` plays it
+    /// back as the CLI).
     #[arg(long, value_name = "DIR")]
     record: Option<PathBuf>,
     /// Log in to Claude Code (`claude auth login`) in this terminal, then exit: what an editor
@@ -352,9 +353,7 @@ fn start_cli(
 ) -> Result<Cli, Box<dyn std::error::Error>> {
     let record = match record_dir {
         Some(dir) => {
-            let path = dir.join(format!("{session_id}.jsonl"));
-            let file = std::fs::File::create(&path)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            let file = new_recording(dir, session_id)?;
             Some(Arc::new(Mutex::new((
                 TranscriptWriter::new(io::BufWriter::new(file)),
                 Instant::now(),
@@ -380,6 +379,33 @@ fn start_cli(
         stop: Some(stop_tx),
         record,
     })
+}
+
+/// A new file for a CLI's transcript: `DIR/<session id>.jsonl`, or for the CLI of a session
+/// loaded again `DIR/<session id>-<n>.jsonl` (an earlier recording is never overwritten).
+fn new_recording(dir: &std::path::Path, session_id: &str) -> io::Result<std::fs::File> {
+    for n in 0u32.. {
+        let name = match n {
+            0 => format!("{session_id}.jsonl"),
+            n => format!("{session_id}-{n}.jsonl"),
+        };
+        let path = dir.join(name);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(err) => {
+                return Err(io::Error::new(
+                    err.kind(),
+                    format!("cannot write {}: {err}", path.display()),
+                ))
+            }
+            Ok(file) => return Ok(file),
+        }
+    }
+    unreachable!("a free name")
 }
 
 /// Passes a CLI's stdout to the loop until it ends, or until the loop asks it to stop; then

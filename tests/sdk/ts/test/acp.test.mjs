@@ -35,7 +35,7 @@ after(() => {
 /** A running `ccwire acp`, its stdio as an ACP stream. */
 function startAgent(args = [], { claude = CLAUDE } = {}) {
   // ACP_TEST_RECORD=DIR keeps the sessions' CLI transcripts, to look at a failure.
-  if (process.env.ACP_TEST_RECORD) args = [...args, '--record', process.env.ACP_TEST_RECORD];
+  if (process.env.ACP_TEST_RECORD && !args.includes('--record')) args = [...args, '--record', process.env.ACP_TEST_RECORD];
   // The settings files as an editor's user has them (the HOME and the work directories are the
   // test's): "always allow" saves its rule in the project's local settings.
   const child = spawn(CCWIRE_BIN, ['acp', '--claude', claude, ...args], {
@@ -407,7 +407,8 @@ test('a recorded session plays back through `ccwire play` with no model', async 
 test('a session loads after the agent restarted: its history is shown again and the CLI goes on from it', async () => {
   await fake.script(...bash('echo kept > kept.txt', 'Kept it.'), onPrompt('what did I ask', text('To keep a file.')));
   let first;
-  const agent = startAgent();
+  const records = mkdtempSync(path.join(home, 'record-'));
+  const agent = startAgent(['--record', records]);
   await asEditor(agent, async (ctx, editor) => {
     await initialize(ctx);
     first = await newSession(ctx);
@@ -416,7 +417,7 @@ test('a session loads after the agent restarted: its history is shown again and 
   });
   await stop(agent);
 
-  const again = startAgent();
+  const again = startAgent(['--record', records]);
   await asEditor(again, async (ctx, editor) => {
     const init = await initialize(ctx);
     assert.equal(init.agentCapabilities.loadSession, true);
@@ -460,6 +461,8 @@ test('a session loads after the agent restarted: its history is shown again and 
     await assert.rejects(prompt(ctx, first.sessionId, 'still there?'), (err) => err.code === -32002);
   });
   await stop(again);
+  // Each CLI of the session has its recording; the first is kept.
+  assert.deepEqual(readdirSync(records).sort(), [`${first.sessionId}-1.jsonl`, `${first.sessionId}.jsonl`]);
 });
 
 test('the model is a config option: the editor lists the CLI\'s models and switches', async () => {
