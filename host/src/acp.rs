@@ -76,6 +76,10 @@ enum Event {
     InputEof,
     CliOut(CliId, Vec<u8>),
     CliExit(CliId, Option<i32>, Option<i32>),
+    /// A transcript read off the loop: the session's, or `None`.
+    Transcript(String, Option<Vec<u8>>),
+    /// The transcripts of a session list.
+    Transcripts(u64, Vec<TranscriptHead>),
 }
 
 /// A running CLI: its stdin's writer, and how to ask it to end.
@@ -148,9 +152,13 @@ async fn serve(args: AcpArgs) -> io::Result<()> {
                         }
                     }
                 }
+                // Files are read off the loop: a long transcript holds up no session.
                 AcpOutput::ReadTranscript { session_id, cwd } => {
-                    let transcript = read_transcript(&session_id, &cwd);
-                    agent.handle_transcript(now(), &session_id, transcript.as_deref());
+                    let tx = tx.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let transcript = read_transcript(&session_id, &cwd);
+                        let _ = tx.send(Event::Transcript(session_id, transcript));
+                    });
                 }
                 AcpOutput::ListTranscripts {
                     list,
@@ -158,8 +166,11 @@ async fn serve(args: AcpArgs) -> io::Result<()> {
                     skip,
                     take,
                 } => {
-                    let found = list_transcripts(cwd.as_deref(), skip, take);
-                    agent.handle_transcript_list(now(), list, found);
+                    let tx = tx.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let found = list_transcripts(cwd.as_deref(), skip, take);
+                        let _ = tx.send(Event::Transcripts(list, found));
+                    });
                 }
                 AcpOutput::Stop { cli } => {
                     if let Some(running) = clis.get_mut(&cli) {
@@ -197,6 +208,10 @@ async fn serve(args: AcpArgs) -> io::Result<()> {
                 agent.handle_input_eof(now());
             }
             Event::CliOut(cli, bytes) => agent.handle_cli_stdout(now(), cli, &bytes),
+            Event::Transcript(session_id, transcript) => {
+                agent.handle_transcript(now(), &session_id, transcript.as_deref());
+            }
+            Event::Transcripts(list, found) => agent.handle_transcript_list(now(), list, found),
             Event::CliExit(cli, code, signal) => {
                 if let Some(record) = clis.remove(&cli).and_then(|c| c.record) {
                     let mut record = record.lock().expect("not poisoned");
