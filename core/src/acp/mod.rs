@@ -21,7 +21,8 @@
 //! 2. Drain [`Agent::poll_output`]: write [`AcpOutput::Send`] to the editor, start the CLI of an
 //!    [`AcpOutput::Spawn`], write [`AcpOutput::Write`] to that CLI's stdin, end the CLI of an
 //!    [`AcpOutput::Stop`], read the CLI's transcript of an [`AcpOutput::ReadTranscript`] and
-//!    pass it to [`Agent::handle_transcript`].
+//!    pass it to [`Agent::handle_transcript`], find those of an [`AcpOutput::ListTranscripts`]
+//!    and pass them to [`Agent::handle_transcript_list`].
 //! 3. Sleep until [`Agent::poll_timeout`] or more input.
 
 mod content;
@@ -400,9 +401,9 @@ impl Agent {
                 let info = Implementation::new("ccwire", self.config.version.clone())
                     .title("Claude Code (ccwire)".to_owned());
                 // An editor that runs agents in a terminal to log in is offered the CLI's
-                // login: the agent's command with `--login` runs `claude /login`.
+                // login: the agent's command with `--login` runs `claude auth login`.
                 let login = AuthMethodTerminal::new("claude-login", "Log in to Claude Code")
-                    .description("Runs `claude /login` in a terminal".to_owned())
+                    .description("Runs `claude auth login` in a terminal".to_owned())
                     .args(vec!["--login".to_owned()]);
                 let methods = if request.client_capabilities.auth.terminal {
                     vec![AuthMethod::Terminal(login)]

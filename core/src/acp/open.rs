@@ -98,6 +98,7 @@ impl Agent {
         session_id: &str,
         transcript: Option<&[u8]>,
     ) {
+        self.now = now;
         let Some(loading) = self.loading.remove(session_id) else {
             return;
         };

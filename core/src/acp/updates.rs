@@ -1,5 +1,6 @@
 //! What each chunk of a session's CLI means to the editor: `session/update` notifications, the
-//! answers to `session/new`, `session/prompt` and `session/set_mode`, and permission questions.
+//! answers to `session/new`, `session/load`, `session/resume`, `session/prompt` and the
+//! settings, permission questions, and the tool calls the editor carries out.
 
 use serde_json::{json, Value};
 
