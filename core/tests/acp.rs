@@ -834,3 +834,22 @@ fn sessions_are_listed_from_the_clis_transcripts_a_page_at_a_time() {
     rig.request(3, "session/list", json!({"cursor": "page two"}));
     assert_eq!(rig.answer(3)["error"]["code"], -32602);
 }
+
+#[test]
+fn with_editor_tools_off_the_cli_keeps_its_own() {
+    let transcript = common::lines(&common::transcript("b_bash_allow"));
+    let mut rig = Rig::new();
+    rig.agent = Agent::new(AgentConfig {
+        editor_tools: false,
+        ..AgentConfig::default()
+    });
+    rig.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}}),
+    );
+    rig.open(1, &transcript);
+    let args = &rig.spawned[0].3;
+    assert!(!args.iter().any(|a| a == "--disallowedTools"), "{args:?}");
+    assert!(!args.iter().any(|a| a.contains("\"sdk\"")), "{args:?}");
+}

@@ -45,6 +45,11 @@ pub struct AcpArgs {
     /// back as the CLI).
     #[arg(long, value_name = "DIR")]
     record: Option<PathBuf>,
+    /// Let the CLIs use their own Read, Write, Edit and Bash even where the editor offers its
+    /// files and terminals (the CLI's permission rules, such as `Read(./.env)` in `deny`, name
+    /// its own tools only).
+    #[arg(long)]
+    no_editor_tools: bool,
     /// Log in to Claude Code (`claude auth login`) in this terminal, then exit: what an editor
     /// runs for the `claude-login` authentication method.
     #[arg(long)]
@@ -107,6 +112,7 @@ async fn serve(args: AcpArgs) -> io::Result<()> {
         cli,
         id_key,
         version: crate::cli::VERSION.to_owned(),
+        editor_tools: !args.no_editor_tools,
         ..AgentConfig::default()
     });
     let start = Instant::now();

@@ -69,6 +69,9 @@ pub struct AgentConfig {
     pub timeouts: Timeouts,
     /// The longest line taken from the editor, in bytes.
     pub line_limit: usize,
+    /// Whether the CLIs use the editor's files and terminals where it offers them
+    /// (`ccwire acp --no-editor-tools` turns it off).
+    pub editor_tools: bool,
 }
 
 impl Default for AgentConfig {
@@ -79,6 +82,7 @@ impl Default for AgentConfig {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             timeouts: Timeouts::default(),
             line_limit: DEFAULT_LINE_LIMIT,
+            editor_tools: true,
         }
     }
 }
@@ -383,9 +387,10 @@ impl Agent {
         match call {
             rpc::Call::Initialize(request) => {
                 let client = &request.client_capabilities;
+                let used = self.config.editor_tools;
                 self.offers = editor::Offers {
-                    fs: client.fs.read_text_file && client.fs.write_text_file,
-                    terminal: client.terminal,
+                    fs: used && client.fs.read_text_file && client.fs.write_text_file,
+                    terminal: used && client.terminal,
                 };
                 let sessions = SessionCapabilities::new()
                     .list(SessionListCapabilities::new())
