@@ -766,7 +766,7 @@ fn an_editor_that_offers_its_files_reads_them_for_the_cli() {
     assert_eq!(read["method"], "fs/read_text_file");
     assert_eq!(
         read["params"],
-        json!({"sessionId": session_id, "path": "/home/dev/project/a.txt", "line": 2})
+        json!({"sessionId": session_id, "path": "/home/dev/project/a.txt", "line": 2, "limit": 2000})
     );
     rig.send(json!({"jsonrpc": "2.0", "id": read["id"], "result": {"content": "two\nthree"}}));
     let (_, answer) = rig.cli.last().cloned().unwrap();

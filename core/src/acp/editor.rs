@@ -30,6 +30,9 @@ pub(super) const PREFIX: &str = "mcp__acp__";
 /// The most output of a command the model is given, in bytes (the editor keeps the end).
 const OUTPUT_LIMIT: u64 = 30_000;
 
+/// The most lines a Read without a limit gives, as the CLI's own Read.
+const READ_LINES: u32 = 2000;
+
 /// What the editor carries out for the CLI, from its `initialize`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Offers {
@@ -64,9 +67,9 @@ impl Offers {
             let mut read = McpTool::new(
                 "Read",
                 "Reads a text file as the user's editor has it, unsaved changes included. The \
-                 lines come numbered from the first line read (`     1\\t…`). Give an absolute \
-                 path; give offset (the first line, from 1) and limit (how many lines) only for a \
-                 file too long to read at once.",
+                 lines come numbered from the first line read (`     1\\t…`), at most 2000 \
+                 unless limit says more. Give an absolute path; give offset (the first line, \
+                 from 1) and limit (how many lines) only for a file too long to read at once.",
                 schema(
                     json!({
                         "file_path": path,
@@ -183,7 +186,7 @@ impl Agent {
         let cwd = (self.sessions.get(session_id)).map(|live| live.cwd.clone());
         match (tool, text("file_path")) {
             ("Read", Some(path)) => {
-                let (line, limit) = (number("offset"), number("limit"));
+                let (line, limit) = (number("offset"), number("limit").or(Some(READ_LINES)));
                 let params = ReadTextFileRequest::new(session_id.to_owned(), path.clone())
                     .line(line)
                     .limit(limit);

@@ -426,26 +426,12 @@ impl Agent {
             // The CLI logs in by itself (`claude /login`, or a key in its environment).
             rpc::Call::Authenticate => self.reply(id, AuthenticateResponse::new()),
             rpc::Call::NewSession(request) => self.new_session(now, id, request),
-            rpc::Call::LoadSession(request) => {
-                let mcp = request.mcp_servers;
-                self.load(
-                    id,
-                    request.session_id.0.to_string(),
-                    &request.cwd,
-                    mcp,
-                    true,
-                );
-            }
-            rpc::Call::ResumeSession(request) => {
-                let mcp = request.mcp_servers;
-                self.load(
-                    id,
-                    request.session_id.0.to_string(),
-                    &request.cwd,
-                    mcp,
-                    false,
-                );
-            }
+            rpc::Call::Load {
+                session_id,
+                cwd,
+                mcp,
+                replay,
+            } => self.load(id, session_id, &cwd, mcp, replay),
             rpc::Call::ListSessions(request) => self.list(id, request),
             rpc::Call::CloseSession(request) => {
                 self.close(id, &request.session_id.0);

@@ -3,8 +3,8 @@
 
 use agent_client_protocol_schema::v1::{
     AuthenticateRequest, CancelNotification, CloseSessionRequest, Error, InitializeRequest,
-    JsonRpcMessage, ListSessionsRequest, LoadSessionRequest, NewSessionRequest, Notification,
-    PromptRequest, Request, RequestId, Response, ResumeSessionRequest,
+    JsonRpcMessage, ListSessionsRequest, LoadSessionRequest, McpServer, NewSessionRequest,
+    Notification, PromptRequest, Request, RequestId, Response, ResumeSessionRequest,
     SetSessionConfigOptionRequest, SetSessionModeRequest, AGENT_METHOD_NAMES,
 };
 use serde::de::DeserializeOwned;
@@ -17,8 +17,13 @@ pub(super) enum Call {
     Initialize(Box<InitializeRequest>),
     Authenticate,
     NewSession(NewSessionRequest),
-    LoadSession(LoadSessionRequest),
-    ResumeSession(ResumeSessionRequest),
+    /// `session/load` (`replay`: the history is shown again) or `session/resume`.
+    Load {
+        session_id: String,
+        cwd: std::path::PathBuf,
+        mcp: Vec<McpServer>,
+        replay: bool,
+    },
     CloseSession(CloseSessionRequest),
     ListSessions(ListSessionsRequest),
     Prompt(PromptRequest),
@@ -44,8 +49,18 @@ pub(super) fn call(method: &str, params: Value) -> Result<Call, Option<String>> 
         }
         m if m == names.authenticate => typed(params, |_: AuthenticateRequest| Call::Authenticate),
         m if m == names.session_new => typed(params, Call::NewSession),
-        m if m == names.session_load => typed(params, Call::LoadSession),
-        m if m == names.session_resume => typed(params, Call::ResumeSession),
+        m if m == names.session_load => typed(params, |r: LoadSessionRequest| Call::Load {
+            session_id: r.session_id.0.to_string(),
+            cwd: r.cwd,
+            mcp: r.mcp_servers,
+            replay: true,
+        }),
+        m if m == names.session_resume => typed(params, |r: ResumeSessionRequest| Call::Load {
+            session_id: r.session_id.0.to_string(),
+            cwd: r.cwd,
+            mcp: r.mcp_servers,
+            replay: false,
+        }),
         m if m == names.session_close => typed(params, Call::CloseSession),
         m if m == names.session_list => typed(params, Call::ListSessions),
         m if m == names.session_prompt => typed(params, Call::Prompt),
