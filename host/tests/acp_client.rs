@@ -190,3 +190,23 @@ async fn the_rust_client_streams_an_answer_allows_a_tool_and_loads_the_session_i
         "the resumed CLI sent the earlier turns"
     );
 }
+
+#[test]
+fn login_runs_the_clis_own_login_in_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let said = dir.path().join("args");
+    let claude = dir.path().join("claude");
+    std::fs::write(
+        &claude,
+        format!("#!/bin/sh\necho \"$@\" > '{}'\nexit 0\n", said.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_ccwire"))
+        .args(["acp", "--login", "--claude"])
+        .arg(&claude)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(std::fs::read_to_string(&said).unwrap(), "auth login\n");
+}
