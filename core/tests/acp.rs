@@ -824,7 +824,7 @@ fn sessions_are_listed_from_the_clis_transcripts_a_page_at_a_time() {
     assert_eq!(sessions.len(), take - 2);
     assert_eq!(
         sessions[0],
-        json!({"sessionId": "00000000-0000-4000-8000-000000000000", "cwd": "/w/p", "title": "prompt 0", "updatedAt": "2026-11-30T00:53:20Z"})
+        json!({"sessionId": "00000000-0000-4000-8000-000000000000", "cwd": "/w/p", "title": "prompt 0", "updatedAt": "2026-11-30T00:53:20.000Z"})
     );
     assert_eq!(sessions[1]["title"], "prompt 2");
     let cursor = result["nextCursor"].as_str().unwrap().to_owned();

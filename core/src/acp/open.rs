@@ -173,7 +173,7 @@ impl Agent {
                 }
                 let info = SessionInfo::new(file.session_id, recorded)
                     .title(title)
-                    .updated_at(rfc3339(file.modified_ms));
+                    .updated_at(crate::gateway::iso_time(file.modified_ms));
                 Some(info)
             })
             .collect();
@@ -285,19 +285,6 @@ impl Agent {
 /// The sessions of one `session/list` answer.
 const PAGE: usize = 50;
 
-/// `ms` since the Unix epoch as RFC 3339 (UTC, to the second).
-fn rfc3339(ms: u64) -> String {
-    let seconds = ms / 1000;
-    let (y, m, d) = crate::gateway::usage::civil(seconds / 86_400);
-    let s = seconds % 86_400;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3600,
-        s % 3600 / 60,
-        s % 60
-    )
-}
-
 fn absolute(cwd: &Path) -> Option<String> {
     cwd.to_str()
         .filter(|c| c.starts_with('/'))
@@ -349,13 +336,7 @@ fn mcp_server(server: &McpServer) -> Option<(String, Value)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_uuid, rfc3339};
-
-    #[test]
-    fn times_are_rfc3339() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_796_000_000_123), "2026-11-30T00:53:20Z");
-    }
+    use super::is_uuid;
 
     #[test]
     fn only_a_uuid_names_a_transcript() {

@@ -36,6 +36,7 @@ mod registry;
 mod translate;
 pub mod usage;
 mod written;
+pub(crate) use written::iso_time;
 
 pub use engine::{
     fair_share, fans_out, is_tenant_id, merge_node_answers, parse_request, prepare, tenant_id,

@@ -500,7 +500,7 @@ pub(super) fn days_from_civil(y: u64, m: u64, d: u64) -> Option<u64> {
 }
 
 /// Year, month, day of `days` since 1970-01-01 (Howard Hinnant's civil_from_days).
-pub(crate) fn civil(days: u64) -> (u64, u64, u64) {
+pub(super) fn civil(days: u64) -> (u64, u64, u64) {
     let z = days + 719_468;
     let era = z / 146_097;
     let doe = z - era * 146_097;
